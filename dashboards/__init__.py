@@ -1,0 +1,1 @@
+"""Grafana dashboards over the store's SQL views."""

@@ -1,0 +1,64 @@
+"""The hub's ASGI application: routers, error handling, metrics and the database lifecycle."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+import hub
+from hub.clusters.router import router as clusters_router
+from hub.database import create_engine, create_sessionmaker
+from hub.deps import Clock
+from hub.errors import install_error_handlers
+from hub.health.router import router as health_router
+from hub.ingest.router import REPORT_COMPONENTS
+from hub.ingest.router import router as ingest_router
+from hub.metrics import HubMetrics, RequestMetricsMiddleware
+from hub.settings import HubSettings
+from hub.tokens.router import router as tokens_router
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_now) -> FastAPI:
+    """Build the app; the engine is opened on start-up and disposed on shutdown."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = create_engine(database_url, settings)
+        app.state.sessionmaker = create_sessionmaker(engine)
+        try:
+            yield
+        finally:
+            await engine.dispose()
+
+    app = FastAPI(
+        title="fleetmark",
+        version=hub.__version__,
+        summary="Deployment observability hub for GitOps fleets.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.clock = clock
+    app.state.metrics = HubMetrics()
+    install_error_handlers(app)
+    for router in (health_router, ingest_router, clusters_router, tokens_router):
+        app.include_router(router)
+    app.add_middleware(RequestMetricsMiddleware, metrics=app.state.metrics)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title, version=app.version, summary=app.summary, routes=app.routes
+            )
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(REPORT_COMPONENTS)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

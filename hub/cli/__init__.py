@@ -1,0 +1,19 @@
+"""The `fleetmark` command line: one entry point with subcommands."""
+
+import typer
+
+from hub.cli import admin, server
+
+app = typer.Typer(
+    name="fleetmark",
+    help="Deployment observability hub for GitOps fleets.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+server.register(app)
+app.add_typer(admin.clusters, name="clusters")
+app.add_typer(admin.tokens, name="tokens")
+
+
+def main() -> None:
+    app()

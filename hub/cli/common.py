@@ -1,0 +1,112 @@
+"""What every subcommand shares: settings, the database, output and error reporting."""
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from hub import migrate
+from hub.database import create_engine, create_sessionmaker, resolve_database_url, write_session
+from hub.embedded import EmbeddedDatabaseError
+from hub.errors import FleetmarkError
+from hub.logs import configure_logging
+from hub.settings import HubSettings
+
+T = TypeVar("T")
+
+console = Console()
+errors = Console(stderr=True)
+
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        envvar="FLEETMARK_DATA_DIR",
+        help="Where the embedded PostgreSQL keeps its data (when no database URL is set).",
+        show_default=False,
+    ),
+]
+
+
+class Output(StrEnum):
+    table = "table"
+    json = "json"
+
+
+OutputOption = Annotated[
+    Output, typer.Option("--output", "-o", help="table for people, json for scripts.")
+]
+
+
+def fail(message: str) -> typer.Exit:
+    errors.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code=1)
+
+
+def load_settings(data_dir: Path | None = None) -> HubSettings:
+    overrides: dict[str, Any] = {} if data_dir is None else {"data_dir": data_dir}
+    try:
+        settings = HubSettings(**overrides)
+    except ValidationError as exc:
+        raise fail(str(exc)) from exc
+    configure_logging(settings.effective_log_format)
+    return settings
+
+
+def database_url(settings: HubSettings) -> str:
+    """The configured database, or the embedded one, started if need be."""
+    try:
+        return resolve_database_url(settings)
+    except (EmbeddedDatabaseError, ValueError) as exc:
+        raise fail(str(exc)) from exc
+
+
+def open_database(settings: HubSettings, *, upgrade: bool) -> str:
+    """The hub's database, migrated to head when asked (always when embedded)."""
+    url = database_url(settings)
+    if upgrade or settings.database_url is None:
+        migrate.upgrade(url)
+    elif migrate.current_revision(url) != migrate.head_revision():
+        raise fail("the database schema is not up to date: run `fleetmark migrate` first")
+    return url
+
+
+@asynccontextmanager
+async def _unit_of_work(url: str, settings: HubSettings) -> AsyncIterator[AsyncSession]:
+    engine = create_engine(url, settings)
+    try:
+        async with write_session(create_sessionmaker(engine)) as session:
+            yield session
+    finally:
+        await engine.dispose()
+
+
+def run_in_session(settings: HubSettings, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    """Run one service call in a committed unit of work; domain errors become clean exits."""
+    url = open_database(settings, upgrade=False)
+
+    async def go() -> T:
+        async with _unit_of_work(url, settings) as session:
+            return await work(session)
+
+    try:
+        return asyncio.run(go())
+    except FleetmarkError as exc:
+        raise fail(exc.detail) from exc
+
+
+def print_json(value: BaseModel | list[BaseModel]) -> None:
+    data: object = (
+        [item.model_dump(mode="json") for item in value]
+        if isinstance(value, list)
+        else value.model_dump(mode="json")
+    )
+    console.print_json(json.dumps(data))

@@ -1,0 +1,86 @@
+"""`fleetmark serve`, `fleetmark migrate`, `fleetmark version`."""
+
+import os
+from typing import Annotated
+
+import structlog
+import typer
+import uvicorn
+from sqlalchemy.engine import make_url
+
+import hub
+from hub import migrate
+from hub.cli.common import DataDirOption, console, database_url, load_settings, open_database
+
+log = structlog.get_logger(__name__)
+
+
+def serve(
+    host: Annotated[
+        str | None, typer.Option(help="Address to listen on [default: 127.0.0.1].")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on [default: 8080].")] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    run_migrations: Annotated[
+        bool, typer.Option("--migrate/--no-migrate", help="Upgrade the schema before serving.")
+    ] = True,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Run the hub. Without FLEETMARK_DATABASE_URL it starts an embedded PostgreSQL."""
+    settings = load_settings(data_dir)
+    host = host or settings.host
+    port = port or settings.port
+    url = open_database(settings, upgrade=run_migrations)
+    where = (
+        f"embedded PostgreSQL in {settings.embedded_data_dir}"
+        if settings.database_url is None
+        else "FLEETMARK_DATABASE_URL"
+    )
+    console.print(
+        f"fleetmark {hub.__version__} listening on [bold]http://{host}:{port}[/]", highlight=False
+    )
+    console.print(f"database: {_display_url(url)} ({where})", highlight=False)
+    # Workers build their app from the environment; hand them the database already resolved.
+    os.environ["FLEETMARK_DATABASE_URL"] = url
+    uvicorn.run(
+        "hub.asgi:create_app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_config=None,
+        access_log=False,
+        proxy_headers=True,
+    )
+
+
+def _display_url(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def migrate_command(
+    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
+    down: Annotated[
+        bool, typer.Option("--down", help="Downgrade to REVISION (e.g. base).")
+    ] = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Upgrade the schema to the newest revision (or downgrade with --down)."""
+    settings = load_settings(data_dir)
+    url = database_url(settings)
+    if down:
+        migrate.downgrade(url, revision)
+    else:
+        migrate.upgrade(url, revision)
+    console.print(f"schema at revision {migrate.current_revision(url) or 'base'}", highlight=False)
+
+
+def version() -> None:
+    """Print the fleetmark version."""
+    console.print(f"fleetmark {hub.__version__}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(serve)
+    app.command("migrate")(migrate_command)
+    app.command()(version)

@@ -1,0 +1,1 @@
+"""Cluster registration, cluster tokens and the per-cluster view of current state."""

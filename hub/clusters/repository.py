@@ -1,0 +1,180 @@
+"""SQL for clusters and their current object state."""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, RowMapping, and_, func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+
+from hub.models import Cluster, ClusterType, Environment, ObjectState
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterIdentity:
+    id: int
+    name: str
+    environment: str | None
+    cluster_type: str | None
+
+
+def _identity_query() -> Any:
+    return (
+        select(
+            Cluster.id,
+            Cluster.name,
+            Environment.name.label("environment"),
+            ClusterType.name.label("cluster_type"),
+        )
+        .outerjoin(Environment, Environment.id == Cluster.environment_id)
+        .outerjoin(ClusterType, ClusterType.id == Cluster.cluster_type_id)
+    )
+
+
+async def find_by_token_hash(session: AsyncSession, token_hash: str) -> ClusterIdentity | None:
+    row = (
+        await session.execute(
+            _identity_query().where(
+                Cluster.token_hash == token_hash, Cluster.decommissioned_at.is_(None)
+            )
+        )
+    ).one_or_none()
+    return None if row is None else ClusterIdentity(**row._mapping)
+
+
+async def find_by_name(session: AsyncSession, name: str) -> ClusterIdentity | None:
+    row = (await session.execute(_identity_query().where(Cluster.name == name))).one_or_none()
+    return None if row is None else ClusterIdentity(**row._mapping)
+
+
+async def create(
+    session: AsyncSession,
+    *,
+    name: str,
+    environment_id: int | None,
+    cluster_type_id: int | None,
+    labels: dict[str, str],
+    token_hash: str,
+) -> int | None:
+    """Insert a cluster; None when the name is taken."""
+    statement = (
+        insert(Cluster)
+        .values(
+            name=name,
+            environment_id=environment_id,
+            cluster_type_id=cluster_type_id,
+            labels=labels,
+            token_hash=token_hash,
+        )
+        .on_conflict_do_nothing(index_elements=[Cluster.name])
+        .returning(Cluster.id)
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def set_token_hash(
+    session: AsyncSession, name: str, token_hash: str | None, now: datetime
+) -> bool:
+    """Replace (or, with None, revoke) a cluster's token; False when there is no such cluster."""
+    statement = (
+        update(Cluster)
+        .where(Cluster.name == name)
+        .values(
+            token_hash=token_hash,
+            token_revoked_at=now if token_hash is None else None,
+            decommissioned_at=None,
+        )
+        .returning(Cluster.id)
+    )
+    return (await session.execute(statement)).scalar_one_or_none() is not None
+
+
+async def set_placement(
+    session: AsyncSession, cluster_id: int, environment_id: int, cluster_type_id: int | None
+) -> None:
+    await session.execute(
+        update(Cluster)
+        .where(Cluster.id == cluster_id)
+        .values(environment_id=environment_id, cluster_type_id=cluster_type_id)
+    )
+
+
+async def list_clusters(
+    session: AsyncSession,
+    *,
+    environment: str | None,
+    cluster_type: str | None,
+    limit: int,
+    offset: int,
+) -> tuple[list[Row[Any]], int]:
+    """A page of clusters with counts of their objects by readiness, and the total count."""
+    live = aliased(ObjectState)
+    counts = (
+        select(
+            live.cluster_id,
+            func.count().label("objects"),
+            func.count().filter(live.ready.is_(True)).label("ready"),
+            func.count().filter(live.ready.is_(False)).label("failing"),
+        )
+        .where(live.removed_at.is_(None))
+        .group_by(live.cluster_id)
+        .subquery()
+    )
+    filters = []
+    if environment is not None:
+        filters.append(Environment.name == environment)
+    if cluster_type is not None:
+        filters.append(ClusterType.name == cluster_type)
+    base = (
+        select(
+            Cluster.name,
+            Environment.name.label("environment"),
+            ClusterType.name.label("cluster_type"),
+            Cluster.labels,
+            Cluster.registered_at,
+            Cluster.first_seen_at,
+            Cluster.last_seen_at,
+            (Cluster.token_hash.is_not(None)).label("token_active"),
+            func.coalesce(counts.c.objects, 0).label("objects"),
+            func.coalesce(counts.c.ready, 0).label("ready"),
+            func.coalesce(counts.c.failing, 0).label("failing"),
+        )
+        .outerjoin(Environment, Environment.id == Cluster.environment_id)
+        .outerjoin(ClusterType, ClusterType.id == Cluster.cluster_type_id)
+        .outerjoin(counts, counts.c.cluster_id == Cluster.id)
+        .where(and_(True, *filters))
+    )
+    total = (await session.execute(select(func.count()).select_from(base.subquery()))).scalar_one()
+    rows = (await session.execute(base.order_by(Cluster.name).limit(limit).offset(offset))).all()
+    return list(rows), total
+
+
+async def cluster_detail(session: AsyncSession, name: str) -> RowMapping | None:
+    statement = (
+        select(
+            Cluster.id,
+            Cluster.name,
+            Environment.name.label("environment"),
+            ClusterType.name.label("cluster_type"),
+            Cluster.labels,
+            Cluster.registered_at,
+            Cluster.first_seen_at,
+            Cluster.last_seen_at,
+            (Cluster.token_hash.is_not(None)).label("token_active"),
+        )
+        .outerjoin(Environment, Environment.id == Cluster.environment_id)
+        .outerjoin(ClusterType, ClusterType.id == Cluster.cluster_type_id)
+        .where(Cluster.name == name)
+    )
+    return (await session.execute(statement)).mappings().one_or_none()
+
+
+async def object_states(session: AsyncSession, cluster_id: int) -> list[ObjectState]:
+    rows = await session.scalars(
+        select(ObjectState)
+        .where(ObjectState.cluster_id == cluster_id, ObjectState.removed_at.is_(None))
+        .order_by(ObjectState.reconciler, ObjectState.kind, ObjectState.namespace, ObjectState.name)
+    )
+    return list(rows)

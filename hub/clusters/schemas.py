@@ -1,0 +1,89 @@
+"""API shapes for clusters."""
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import BaseModel, Field, StringConstraints, model_validator
+
+ClusterName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"),
+]
+DimensionName = Annotated[
+    str, StringConstraints(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+]
+
+
+class ClusterRegistration(BaseModel):
+    name: ClusterName
+    environment: DimensionName | None = None
+    cluster_type: DimensionName | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _cluster_type_needs_environment(self) -> "ClusterRegistration":
+        if self.cluster_type is not None and self.environment is None:
+            raise ValueError("cluster_type: a cluster type belongs to an environment; give both")
+        return self
+
+
+class RegisteredCluster(BaseModel):
+    name: str
+    token: str = Field(description="Shown once; only its hash is stored.")
+
+
+class ClusterSummary(BaseModel):
+    name: str
+    environment: str | None
+    cluster_type: str | None
+    labels: dict[str, str]
+    registered_at: datetime
+    first_seen_at: datetime | None
+    last_seen_at: datetime | None
+    stale: bool = Field(description="Registered, but no report within the stale threshold.")
+    token_active: bool
+    objects: int
+    ready: int
+    failing: int
+
+
+class ClusterPage(BaseModel):
+    items: list[ClusterSummary]
+    total: int
+    limit: int
+    offset: int
+
+
+class ObjectStateOut(BaseModel):
+    reconciler: str
+    kind: str
+    namespace: str
+    name: str
+    source_url: str | None
+    source_ref: str | None
+    source_path: str | None
+    applied_revision: str | None
+    applied_sha: str | None
+    applied_version: str | None
+    attempted_revision: str | None
+    ready: bool | None
+    reason: str | None
+    message: str | None
+    health: str | None
+    drifted: bool
+    suspended: bool
+    last_transition_at: datetime | None
+    changed_at: datetime
+
+
+class ClusterDetail(BaseModel):
+    name: str
+    environment: str | None
+    cluster_type: str | None
+    labels: dict[str, str]
+    registered_at: datetime
+    first_seen_at: datetime | None
+    last_seen_at: datetime | None
+    stale: bool
+    token_active: bool
+    objects: list[ObjectStateOut]

@@ -1,0 +1,111 @@
+"""Cluster registration and token lifecycle; cluster views."""
+
+from datetime import datetime, timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from hub.clusters import repository
+from hub.clusters.repository import ClusterIdentity
+from hub.clusters.schemas import (
+    ClusterDetail,
+    ClusterPage,
+    ClusterRegistration,
+    ClusterSummary,
+    ObjectStateOut,
+    RegisteredCluster,
+)
+from hub.errors import AlreadyExists, NotAuthenticated, UnknownCluster
+from hub.fleet.repository import ensure_cluster_type, ensure_environment
+from hub.security import CLUSTER_TOKEN_PREFIX, hash_token, new_token
+
+
+def _is_stale(last_seen_at: datetime | None, now: datetime, stale_after: timedelta) -> bool:
+    return last_seen_at is None or now - last_seen_at > stale_after
+
+
+async def register(
+    session: AsyncSession, registration: ClusterRegistration, *, token_secret: str
+) -> RegisteredCluster:
+    environment_id = cluster_type_id = None
+    if registration.environment is not None:
+        environment_id = await ensure_environment(session, registration.environment)
+        if registration.cluster_type is not None:
+            cluster_type_id = await ensure_cluster_type(
+                session, environment_id, registration.cluster_type
+            )
+    token = new_token(CLUSTER_TOKEN_PREFIX)
+    created = await repository.create(
+        session,
+        name=registration.name,
+        environment_id=environment_id,
+        cluster_type_id=cluster_type_id,
+        labels=registration.labels,
+        token_hash=hash_token(token_secret, token),
+    )
+    if created is None:
+        raise AlreadyExists(
+            f"cluster {registration.name!r} is already registered; "
+            "rotate its token instead of registering it again"
+        )
+    return RegisteredCluster(name=registration.name, token=token)
+
+
+async def rotate_token(
+    session: AsyncSession, name: str, *, token_secret: str, now: datetime
+) -> RegisteredCluster:
+    token = new_token(CLUSTER_TOKEN_PREFIX)
+    if not await repository.set_token_hash(session, name, hash_token(token_secret, token), now):
+        raise UnknownCluster(f"no cluster named {name!r}")
+    return RegisteredCluster(name=name, token=token)
+
+
+async def revoke_token(session: AsyncSession, name: str, *, now: datetime) -> None:
+    if not await repository.set_token_hash(session, name, None, now):
+        raise UnknownCluster(f"no cluster named {name!r}")
+
+
+async def authenticate(
+    session: AsyncSession, token: str | None, *, token_secret: str
+) -> ClusterIdentity:
+    if not token:
+        raise NotAuthenticated("a cluster token is required (Authorization: Bearer <token>)")
+    cluster = await repository.find_by_token_hash(session, hash_token(token_secret, token))
+    if cluster is None:
+        raise NotAuthenticated("the cluster token is unknown or revoked")
+    return cluster
+
+
+async def list_clusters(
+    session: AsyncSession,
+    *,
+    environment: str | None,
+    cluster_type: str | None,
+    limit: int,
+    offset: int,
+    now: datetime,
+    stale_after: timedelta,
+) -> ClusterPage:
+    rows, total = await repository.list_clusters(
+        session, environment=environment, cluster_type=cluster_type, limit=limit, offset=offset
+    )
+    items = [
+        ClusterSummary(**row._mapping, stale=_is_stale(row.last_seen_at, now, stale_after))
+        for row in rows
+    ]
+    return ClusterPage(items=items, total=total, limit=limit, offset=offset)
+
+
+async def cluster_detail(
+    session: AsyncSession, name: str, *, now: datetime, stale_after: timedelta
+) -> ClusterDetail:
+    row = await repository.cluster_detail(session, name)
+    if row is None:
+        raise UnknownCluster(f"no cluster named {name!r}")
+    objects = await repository.object_states(session, row["id"])
+    fields = dict(row)
+    fields.pop("id")
+    return ClusterDetail(
+        **fields,
+        stale=_is_stale(row["last_seen_at"], now, stale_after),
+        objects=[ObjectStateOut.model_validate(item, from_attributes=True) for item in objects],
+    )

@@ -1,0 +1,81 @@
+"""Request dependencies as Annotated aliases.
+
+Sessions are function-scoped: their commit runs before the response is sent, so a client
+never sees success for work that was not committed.
+"""
+
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from hub.clusters import service as clusters
+from hub.clusters.repository import ClusterIdentity
+from hub.database import ReadSession, read_session, write_session
+from hub.settings import HubSettings
+from hub.tokens import service as tokens
+
+Clock = Callable[[], datetime]
+
+_bearer = HTTPBearer(auto_error=False)
+
+
+def get_settings(request: Request) -> HubSettings:
+    settings: HubSettings = request.app.state.settings
+    return settings
+
+
+def get_clock(request: Request) -> Clock:
+    clock: Clock = request.app.state.clock
+    return clock
+
+
+async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
+    async with write_session(request.app.state.sessionmaker) as session:
+        yield session
+
+
+async def get_read_session(request: Request) -> AsyncIterator[ReadSession]:
+    async with read_session(request.app.state.sessionmaker) as session:
+        yield session
+
+
+SettingsDep = Annotated[HubSettings, Depends(get_settings)]
+ClockDep = Annotated[Clock, Depends(get_clock)]
+SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
+ReadSessionDep = Annotated[ReadSession, Depends(get_read_session, scope="function")]
+BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def _token(credentials: HTTPAuthorizationCredentials | None) -> str | None:
+    return None if credentials is None else credentials.credentials
+
+
+async def authenticate_cluster(
+    credentials: BearerDep, session: SessionDep, settings: SettingsDep
+) -> ClusterIdentity:
+    return await clusters.authenticate(
+        session, _token(credentials), token_secret=settings.token_secret.get_secret_value()
+    )
+
+
+async def require_read(
+    credentials: BearerDep, session: ReadSessionDep, settings: SettingsDep
+) -> None:
+    await tokens.require_scope(
+        session, _token(credentials), "read", token_secret=settings.token_secret.get_secret_value()
+    )
+
+
+async def require_admin(credentials: BearerDep, session: SessionDep, settings: SettingsDep) -> None:
+    await tokens.require_scope(
+        session, _token(credentials), "admin", token_secret=settings.token_secret.get_secret_value()
+    )
+
+
+ClusterTokenDep = Annotated[ClusterIdentity, Depends(authenticate_cluster)]
+ReadAccess = Depends(require_read)
+AdminAccess = Depends(require_admin)

@@ -1,0 +1,82 @@
+"""Domain errors. Services raise these; one handler renders them as {"error", "detail"}."""
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+
+
+class FleetmarkError(Exception):
+    status_code = 400
+    error = "bad_request"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class NotAuthenticated(FleetmarkError):
+    status_code = 401
+    error = "not_authenticated"
+
+
+class InsufficientScope(FleetmarkError):
+    status_code = 403
+    error = "insufficient_scope"
+
+
+class ClusterMismatch(FleetmarkError):
+    status_code = 403
+    error = "cluster_mismatch"
+
+
+class UnknownCluster(FleetmarkError):
+    status_code = 404
+    error = "unknown_cluster"
+
+
+class UnknownToken(FleetmarkError):
+    status_code = 404
+    error = "unknown_token"
+
+
+class AlreadyExists(FleetmarkError):
+    status_code = 409
+    error = "already_exists"
+
+
+class PayloadTooLarge(FleetmarkError):
+    status_code = 413
+    error = "payload_too_large"
+
+
+class InvalidInput(FleetmarkError):
+    status_code = 422
+    error = "invalid_input"
+
+
+def describe_validation_error(exc: ValidationError | RequestValidationError) -> str:
+    """One line per problem, each naming the field by its dotted path."""
+    lines = []
+    for problem in exc.errors():
+        location = ".".join(str(part) for part in problem["loc"] if part != "body")
+        lines.append(f"{location or '(body)'}: {problem['msg']}")
+    return "; ".join(lines)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def domain_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, FleetmarkError)
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+        return JSONResponse(
+            {"error": exc.error, "detail": exc.detail}, status_code=exc.status_code, headers=headers
+        )
+
+    async def request_validation_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return JSONResponse(
+            {"error": "invalid_input", "detail": describe_validation_error(exc)}, status_code=422
+        )
+
+    app.add_exception_handler(FleetmarkError, domain_error)
+    app.add_exception_handler(RequestValidationError, request_validation_error)

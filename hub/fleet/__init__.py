@@ -1,0 +1,1 @@
+"""Fleet dimensions shared by every capability: environments and cluster types."""

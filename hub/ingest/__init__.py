@@ -1,0 +1,1 @@
+"""Report ingest: agents post contract-v1 reports; the hub records state changes."""

@@ -1,0 +1,56 @@
+"""POST /api/v1/reports: the agent's way in."""
+
+from fastapi import APIRouter, Request
+from pydantic import ValidationError
+
+from hub.deps import ClockDep, ClusterTokenDep, SessionDep, SettingsDep
+from hub.errors import InvalidInput, PayloadTooLarge, describe_validation_error
+from hub.ingest import service
+from hub.ingest.schemas import Report, ReportReply
+
+router = APIRouter(prefix="/api/v1", tags=["ingest"])
+
+# The body is read and validated by hand (size limit first, then pydantic's JSON parser),
+# so its schema is declared for the OpenAPI document here.
+REPORT_SCHEMA = Report.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+REPORT_COMPONENTS = REPORT_SCHEMA.pop("$defs", {}) | {"Report": REPORT_SCHEMA}
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"the report is {declared} bytes; the limit is {limit}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise PayloadTooLarge(f"the report is over the limit of {limit} bytes")
+    return bytes(body)
+
+
+@router.post(
+    "/reports",
+    response_model=ReportReply,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Report"}}},
+        }
+    },
+    responses={401: {}, 403: {}, 413: {}, 422: {}},
+)
+async def post_report(
+    request: Request,
+    cluster: ClusterTokenDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+) -> ReportReply:
+    body = await _read_body(request, settings.max_report_bytes)
+    try:
+        report = Report.model_validate_json(body)
+    except ValidationError as exc:
+        raise InvalidInput(describe_validation_error(exc)) from exc
+    reply = await service.ingest(session, cluster, report, received_at=clock())
+    request.app.state.metrics.record_report(reply)
+    return reply

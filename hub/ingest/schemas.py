@@ -1,0 +1,125 @@
+"""Wire format of report contract v1 as the hub accepts it (the agent has its own models)."""
+
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+REPORT_SCHEMA = "fleetmark.report/v1"
+MAX_MESSAGE_CHARS = 16_384
+MAX_OBJECTS = 20_000
+TRUNCATION_MARK = "… [truncated by fleetmark]"
+
+
+def _storable(value: str) -> str:
+    """PostgreSQL text holds neither NUL characters nor unpaired surrogates."""
+    if "\x00" in value:
+        raise ValueError("must not contain a NUL character")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError("must be valid Unicode (unpaired surrogate)") from exc
+    return value
+
+
+def _truncate_message(value: str) -> str:
+    if len(value) <= MAX_MESSAGE_CHARS:
+        return value
+    return value[: MAX_MESSAGE_CHARS - len(TRUNCATION_MARK)] + TRUNCATION_MARK
+
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=253), AfterValidator(_storable)]
+ShortText = Annotated[str, StringConstraints(max_length=1024), AfterValidator(_storable)]
+Message = Annotated[str, AfterValidator(_storable), AfterValidator(_truncate_message)]
+LabelKey = Annotated[
+    str, StringConstraints(min_length=1, max_length=317), AfterValidator(_storable)
+]
+LabelValue = Annotated[str, StringConstraints(max_length=1024), AfterValidator(_storable)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClusterIdentity(Strict):
+    name: Name
+    environment: Name | None = None
+    cluster_type: Name | None = None
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=256)
+
+
+class AgentIdentity(Strict):
+    version: Annotated[
+        str, StringConstraints(min_length=1, max_length=64), AfterValidator(_storable)
+    ]
+    boot_id: Annotated[
+        str, StringConstraints(min_length=1, max_length=64), AfterValidator(_storable)
+    ]
+    instance: Name
+
+
+class Source(Strict):
+    url: ShortText | None = None
+    ref: ShortText | None = None
+    path: ShortText | None = None
+
+
+class ObjectRecord(Strict):
+    reconciler: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
+    kind: Annotated[str, StringConstraints(min_length=1, max_length=63), AfterValidator(_storable)]
+    namespace: Annotated[str, StringConstraints(max_length=253), AfterValidator(_storable)] = ""
+    name: Name
+    source: Source | None = None
+    applied_revision: ShortText | None = None
+    attempted_revision: ShortText | None = None
+    ready: bool | None = None
+    reason: ShortText | None = None
+    message: Message | None = None
+    health: Annotated[str, StringConstraints(max_length=32), AfterValidator(_storable)] | None = (
+        None
+    )
+    drifted: bool = False
+    suspended: bool = False
+    last_transition_at: AwareDatetime | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.reconciler, self.kind, self.namespace, self.name)
+
+
+class Report(Strict):
+    report_schema: Literal["fleetmark.report/v1"] = Field(alias="schema")
+    cluster: ClusterIdentity
+    agent: AgentIdentity
+    sequence: int = Field(ge=1, le=2**62, description="Starts at 1 for every agent boot id.")
+    observed_at: AwareDatetime
+    full_snapshot: bool = False
+    objects: list[ObjectRecord] = Field(default_factory=list, max_length=MAX_OBJECTS)
+
+    @model_validator(mode="after")
+    def _unique_objects(self) -> "Report":
+        seen: set[tuple[str, str, str, str]] = set()
+        for index, record in enumerate(self.objects):
+            if record.key in seen:
+                reconciler, kind, namespace, name = record.key
+                raise ValueError(
+                    f"objects.{index}: {reconciler} {kind} {namespace}/{name} "
+                    "appears more than once in this report"
+                )
+            seen.add(record.key)
+        return self
+
+
+class ReportReply(BaseModel):
+    accepted: int = Field(description="Records taken from this report (0 for a duplicate).")
+    changed: int = Field(description="Objects whose state changed, including removed ones.")
+    duplicate: bool = Field(description="This (cluster, boot id, sequence) was seen before.")
+    warnings: list[str] = Field(default_factory=list)

@@ -1,0 +1,38 @@
+"""ORM classes and tables of the store; Alembic owns the schema (`migrations/`)."""
+
+from hub.models.auth import ApiToken
+from hub.models.base import Base
+from hub.models.desired import Assignment, AssignmentRevision, HarvestError, ManifestRevision
+from hub.models.fleet import (
+    Cluster,
+    ClusterType,
+    DeploymentTarget,
+    Environment,
+    Workload,
+    Workspace,
+)
+from hub.models.git import BranchCommit, GitBranch, GitCommit, Repository
+from hub.models.observed import AgentSession, ClusterHeartbeat, ObjectState, status_transition
+
+__all__ = [
+    "AgentSession",
+    "ApiToken",
+    "Assignment",
+    "AssignmentRevision",
+    "Base",
+    "BranchCommit",
+    "Cluster",
+    "ClusterHeartbeat",
+    "ClusterType",
+    "DeploymentTarget",
+    "Environment",
+    "GitBranch",
+    "GitCommit",
+    "HarvestError",
+    "ManifestRevision",
+    "ObjectState",
+    "Repository",
+    "Workload",
+    "Workspace",
+    "status_transition",
+]

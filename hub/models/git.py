@@ -1,0 +1,69 @@
+"""Git facts: repositories, branches and commits with their ancestry."""
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import Mapped, mapped_column
+
+from hub.models.base import Base, created_at_column
+
+
+class Repository(Base):
+    __tablename__ = "repository"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    # Normalised (scheme, host, path without .git, lower-cased host): https/ssh forms are one repo.
+    url: Mapped[str] = mapped_column(unique=True)
+    role: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime] = created_at_column()
+
+
+class GitBranch(Base):
+    __tablename__ = "git_branch"
+    __table_args__ = (UniqueConstraint("repository_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repository.id", ondelete="CASCADE"))
+    name: Mapped[str]
+    environment_id: Mapped[int | None] = mapped_column(ForeignKey("environment.id"))
+    head_commit_id: Mapped[int | None] = mapped_column(ForeignKey("git_commit.id"))
+    harvested_at: Mapped[datetime | None]
+    deleted_at: Mapped[datetime | None]
+
+
+class GitCommit(Base):
+    __tablename__ = "git_commit"
+    __table_args__ = (
+        UniqueConstraint("repository_id", "sha"),
+        Index(None, "repository_id", "committed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repository.id", ondelete="CASCADE"))
+    sha: Mapped[str] = mapped_column(String(64))
+    parent_shas: Mapped[list[str]] = mapped_column(ARRAY(String(64)), server_default="{}")
+    # Longest path from a root: an ancestor always has a smaller generation.
+    generation: Mapped[int]
+    author_name: Mapped[str | None]
+    author_email: Mapped[str | None]
+    committed_at: Mapped[datetime]
+    message: Mapped[str | None]
+    # The control-plane commit a platform commit promotes (.github/tracking/Promoted_Commit_Id).
+    promoted_commit_sha: Mapped[str | None] = mapped_column(String(64))
+    # False once a force-push leaves no branch pointing at it; kept, never deleted.
+    reachable: Mapped[bool] = mapped_column(server_default="true")
+    harvested_at: Mapped[datetime] = created_at_column()
+
+
+class BranchCommit(Base):
+    """Membership: the commit is reachable from the branch head."""
+
+    __tablename__ = "branch_commit"
+
+    branch_id: Mapped[int] = mapped_column(
+        ForeignKey("git_branch.id", ondelete="CASCADE"), primary_key=True
+    )
+    commit_id: Mapped[int] = mapped_column(
+        ForeignKey("git_commit.id", ondelete="CASCADE"), primary_key=True, index=True
+    )

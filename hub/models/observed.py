@@ -1,0 +1,129 @@
+"""Observed state reported by cluster agents.
+
+`object_state` holds the current state per (cluster, reconciler object) and is updated on
+ingest; `status_transition` keeps every change of that state over time (a TimescaleDB
+hypertable when the extension exists); `cluster_heartbeat` counts reports per cluster in
+coarse time buckets for availability history; `agent_session` makes ingest idempotent.
+"""
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from hub.models.base import Base
+
+# Width of a heartbeat bucket; the availability history is kept at this resolution.
+HEARTBEAT_BUCKET = "5 minutes"
+# How many sequence numbers behind the newest one a late report is still recognised.
+REPLAY_WINDOW = 63
+
+
+class AgentSession(Base):
+    """One agent boot of one cluster: the newest sequence and a window of those seen before it."""
+
+    __tablename__ = "agent_session"
+
+    cluster_id: Mapped[int] = mapped_column(
+        ForeignKey("cluster.id", ondelete="CASCADE"), primary_key=True
+    )
+    boot_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    agent_version: Mapped[str] = mapped_column(String(64))
+    instance: Mapped[str] = mapped_column(String(253))
+    max_sequence: Mapped[int] = mapped_column(BigInteger)
+    # Bit i set: sequence max_sequence - i was accepted (bit 0 is max_sequence itself).
+    seen_window: Mapped[int] = mapped_column(BigInteger)
+    started_at: Mapped[datetime]
+    last_report_at: Mapped[datetime]
+    report_count: Mapped[int] = mapped_column(BigInteger, server_default="1")
+
+
+class ObjectState(Base):
+    """Current state of one reconciler object in one cluster."""
+
+    __tablename__ = "object_state"
+    __table_args__ = (UniqueConstraint("cluster_id", "reconciler", "kind", "namespace", "name"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("cluster.id", ondelete="CASCADE"))
+    reconciler: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(String(63))
+    namespace: Mapped[str] = mapped_column(String(253))
+    name: Mapped[str] = mapped_column(String(253))
+    source_url: Mapped[str | None]
+    source_ref: Mapped[str | None]
+    source_path: Mapped[str | None]
+    applied_revision: Mapped[str | None]
+    applied_sha: Mapped[str | None] = mapped_column(String(64))
+    applied_version: Mapped[str | None]
+    attempted_revision: Mapped[str | None]
+    attempted_sha: Mapped[str | None] = mapped_column(String(64))
+    ready: Mapped[bool | None]
+    reason: Mapped[str | None]
+    message: Mapped[str | None] = mapped_column(Text)
+    health: Mapped[str | None] = mapped_column(String(32))
+    drifted: Mapped[bool] = mapped_column(server_default="false")
+    suspended: Mapped[bool] = mapped_column(server_default="false")
+    last_transition_at: Mapped[datetime | None]
+    # Agent time of the report that brought the current state (or the removal).
+    changed_at: Mapped[datetime]
+    first_seen_at: Mapped[datetime]
+    # Set when a full snapshot no longer contains the object; cleared if it comes back.
+    removed_at: Mapped[datetime | None]
+
+
+status_transition = Table(
+    "status_transition",
+    Base.metadata,
+    Column("observed_at", DateTime(timezone=True), nullable=False),
+    Column("cluster_id", Integer, ForeignKey("cluster.id", ondelete="CASCADE"), nullable=False),
+    Column(
+        "object_id", BigInteger, ForeignKey("object_state.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("source_url", String),
+    Column("source_ref", String),
+    Column("source_path", String),
+    Column("applied_revision", String),
+    Column("applied_sha", String(64)),
+    Column("applied_version", String),
+    Column("attempted_revision", String),
+    Column("attempted_sha", String(64)),
+    Column("ready", Boolean),
+    Column("reason", String),
+    Column("message", Text),
+    Column("health", String(32)),
+    Column("drifted", Boolean, nullable=False),
+    Column("suspended", Boolean, nullable=False),
+    # True for the transition that records the object leaving a full snapshot.
+    Column("removed", Boolean, nullable=False, server_default=text("false")),
+    Column("received_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Index(None, "cluster_id", text("observed_at DESC")),
+    Index(None, "object_id", text("observed_at DESC")),
+)
+
+
+class ClusterHeartbeat(Base):
+    """Reports received from a cluster in one HEARTBEAT_BUCKET."""
+
+    __tablename__ = "cluster_heartbeat"
+
+    cluster_id: Mapped[int] = mapped_column(
+        ForeignKey("cluster.id", ondelete="CASCADE"), primary_key=True
+    )
+    bucket_at: Mapped[datetime] = mapped_column(primary_key=True)
+    report_count: Mapped[int] = mapped_column(Integer)
+    object_count: Mapped[int] = mapped_column(Integer)

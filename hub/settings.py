@@ -1,0 +1,54 @@
+"""Hub configuration: one settings object, built once at start-up from FLEETMARK_* variables."""
+
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEVELOPMENT_TOKEN_SECRET = "fleetmark-development-secret"  # noqa: S105 - refused outside development
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("fleetmark"))
+
+
+class HubSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="FLEETMARK_", extra="ignore")
+
+    mode: Literal["development", "production"] = "development"
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="PostgreSQL URL; without one, an embedded PostgreSQL in data_dir is used.",
+    )
+    data_dir: Path = Field(default_factory=default_data_dir)
+    token_secret: SecretStr = SecretStr(DEVELOPMENT_TOKEN_SECRET)
+    host: str = "127.0.0.1"
+    port: int = 8080
+    max_report_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+    stale_after_seconds: int = Field(default=600, gt=0)
+    database_pool_size: int = Field(default=10, gt=0)
+    log_format: Literal["console", "json"] | None = None
+
+    @model_validator(mode="after")
+    def _refuse_default_secrets(self) -> "HubSettings":
+        if self.mode != "development":
+            if self.token_secret.get_secret_value() == DEVELOPMENT_TOKEN_SECRET:
+                raise ValueError(
+                    "FLEETMARK_TOKEN_SECRET must be set to a secret of your own "
+                    "when FLEETMARK_MODE is not 'development'"
+                )
+            if len(self.token_secret.get_secret_value()) < 32:
+                raise ValueError("FLEETMARK_TOKEN_SECRET must be at least 32 characters long")
+        return self
+
+    @property
+    def embedded_data_dir(self) -> Path:
+        return self.data_dir / "postgres"
+
+    @property
+    def effective_log_format(self) -> Literal["console", "json"]:
+        if self.log_format is not None:
+            return self.log_format
+        return "console" if self.mode == "development" else "json"

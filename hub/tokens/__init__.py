@@ -1,0 +1,1 @@
+"""API tokens (admin or read scope) for people, scripts and CI pipelines."""

@@ -1,0 +1,49 @@
+"""API token lifecycle and scope checks."""
+
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from hub.errors import AlreadyExists, InsufficientScope, NotAuthenticated, UnknownToken
+from hub.security import API_TOKEN_PREFIX, hash_token, new_token
+from hub.tokens import repository
+from hub.tokens.schemas import CreatedToken, Scope, TokenInfo, TokenRequest
+
+# A scope and every scope it includes.
+_GRANTS: dict[str, set[Scope]] = {"admin": {"admin", "read"}, "read": {"read"}}
+
+
+async def create(
+    session: AsyncSession, request: TokenRequest, *, token_secret: str
+) -> CreatedToken:
+    token = new_token(API_TOKEN_PREFIX)
+    created = await repository.create(
+        session, name=request.name, scope=request.scope, token_hash=hash_token(token_secret, token)
+    )
+    if not created:
+        raise AlreadyExists(f"an API token named {request.name!r} exists already")
+    return CreatedToken(name=request.name, scope=request.scope, token=token)
+
+
+async def revoke(session: AsyncSession, name: str, *, now: datetime) -> None:
+    if not await repository.revoke(session, name, now):
+        raise UnknownToken(f"no active API token named {name!r}")
+
+
+async def list_tokens(session: AsyncSession) -> list[TokenInfo]:
+    return [
+        TokenInfo.model_validate(token, from_attributes=True)
+        for token in await repository.list_tokens(session)
+    ]
+
+
+async def require_scope(
+    session: AsyncSession, token: str | None, needed: Scope, *, token_secret: str
+) -> None:
+    if not token:
+        raise NotAuthenticated("an API token is required (Authorization: Bearer <token>)")
+    scope = await repository.scope_of(session, hash_token(token_secret, token))
+    if scope is None:
+        raise NotAuthenticated("the API token is unknown or revoked")
+    if needed not in _GRANTS[scope]:
+        raise InsufficientScope(f"this needs a token with scope {needed!r}; yours has {scope!r}")

@@ -1,0 +1,1 @@
+"""Scheduler core: a pure library turning a Kalypso control plane into platform GitOps output."""
