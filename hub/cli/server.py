@@ -17,9 +17,12 @@ from hub.cli.common import DataDirOption, console, database_url, load_settings, 
 
 def serve(
     host: Annotated[
-        str | None, typer.Option(help="Address to listen on [default: 127.0.0.1].")
+        str | None,
+        typer.Option(help="Address to listen on (default: FLEETMARK_HOST, else 127.0.0.1)."),
     ] = None,
-    port: Annotated[int | None, typer.Option(help="Port to listen on [default: 8080].")] = None,
+    port: Annotated[
+        int | None, typer.Option(help="Port to listen on (default: FLEETMARK_PORT, else 8080).")
+    ] = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
     run_migrations: Annotated[
         bool, typer.Option("--migrate/--no-migrate", help="Upgrade the schema before serving.")

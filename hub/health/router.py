@@ -3,10 +3,8 @@
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
-from sqlalchemy.exc import SQLAlchemyError
 
-from hub.database import read_session
-from hub.health.repository import ping
+from hub.health import service
 
 router = APIRouter(tags=["health"])
 
@@ -18,14 +16,9 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz")
 async def readyz(request: Request) -> JSONResponse:
-    try:
-        async with read_session(request.app.state.sessionmaker) as session:
-            await ping(session)
-    except (SQLAlchemyError, OSError) as exc:
-        return JSONResponse(
-            {"status": "unavailable", "detail": f"database unreachable: {type(exc).__name__}"},
-            status_code=503,
-        )
+    problem = await service.database_problem(request.app.state.sessionmaker)
+    if problem is not None:
+        return JSONResponse({"status": "unavailable", "detail": problem}, status_code=503)
     return JSONResponse({"status": "ready"})
 
 

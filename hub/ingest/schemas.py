@@ -39,6 +39,10 @@ def _truncate_message(value: str) -> str:
 Name = Annotated[str, StringConstraints(min_length=1, max_length=253), AfterValidator(_storable)]
 ShortText = Annotated[str, StringConstraints(max_length=1024), AfterValidator(_storable)]
 Message = Annotated[str, AfterValidator(_storable), AfterValidator(_truncate_message)]
+# Environment and cluster type names are stored as varchar(63), as registration allows.
+DimensionName = Annotated[
+    str, StringConstraints(min_length=1, max_length=63), AfterValidator(_storable)
+]
 LabelKey = Annotated[
     str, StringConstraints(min_length=1, max_length=317), AfterValidator(_storable)
 ]
@@ -51,8 +55,8 @@ class Strict(BaseModel):
 
 class ClusterIdentity(Strict):
     name: Name
-    environment: Name | None = None
-    cluster_type: Name | None = None
+    environment: DimensionName | None = None
+    cluster_type: DimensionName | None = None
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=256)
 
 

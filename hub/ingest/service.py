@@ -65,6 +65,14 @@ async def _place_cluster(
             f"cluster.environment {claimed.environment!r} ignored: "
             f"the cluster is registered in {cluster.environment!r}"
         )
+    elif (
+        cluster.environment is not None
+        and cluster.cluster_type is None
+        and claimed.cluster_type is not None
+    ):
+        environment_id = await ensure_environment(session, cluster.environment)
+        cluster_type_id = await ensure_cluster_type(session, environment_id, claimed.cluster_type)
+        await clusters.set_placement(session, cluster.id, environment_id, cluster_type_id)
     if claimed.cluster_type not in (None, cluster.cluster_type) and cluster.cluster_type:
         warnings.append(
             f"cluster.cluster_type {claimed.cluster_type!r} ignored: "

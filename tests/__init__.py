@@ -1,0 +1,1 @@
+"""Tests of the fleetmark hub on a real PostgreSQL, each in a transaction that is rolled back."""

@@ -1,0 +1,273 @@
+"""Fixtures: a real PostgreSQL, a fresh database per run, a rolled-back transaction per test.
+
+The server is FLEETMARK_TEST_DATABASE_URL when set, otherwise an embedded PostgreSQL in a
+temporary directory. Each run creates its own databases there (unique names, so runs never
+collide), builds the schema with `alembic upgrade head` and drops them at the end.
+
+Every test runs inside one outer transaction that is rolled back afterwards. The app gets
+that connection's session through `dependency_overrides`; the session joins the
+transaction with savepoints, so the hub's own commit and rollback at the request boundary
+behave as in production without ever committing the outer transaction.
+"""
+
+import atexit
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import create_engine, pool, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
+
+from hub import migrate
+from hub.app import create_app
+from hub.clusters import service as cluster_service
+from hub.clusters.schemas import ClusterRegistration
+from hub.database import ReadSession, normalise_database_url
+from hub.deps import get_read_session, get_session
+from hub.embedded import start_embedded_postgres
+from hub.settings import HubSettings
+from hub.tokens import service as token_service
+from hub.tokens.schemas import Scope, TokenRequest
+from tests.support import Agent, FakeClock, Store
+
+TEST_DATABASE_URL = "FLEETMARK_TEST_DATABASE_URL"
+TOKEN_SECRET = "fleetmark-test-secret-of-at-least-32-characters"
+
+
+class DatabaseServer:
+    """Creates and drops throw-away databases on one PostgreSQL server."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def _execute(self, statement: str) -> None:
+        engine = create_engine(self.url, poolclass=pool.NullPool, isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as connection:
+                connection.execute(text(statement))
+        finally:
+            engine.dispose()
+
+    def create_database(self) -> str:
+        name = f"fleetmark_test_{uuid.uuid4().hex[:16]}"
+        self._execute(f'CREATE DATABASE "{name}"')
+        return make_url(self.url).set(database=name).render_as_string(hide_password=False)
+
+    def drop_database(self, url: str) -> None:
+        self._execute(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def database_server() -> DatabaseServer:
+    configured = os.environ.get(TEST_DATABASE_URL)
+    if configured:
+        return DatabaseServer(normalise_database_url(configured))
+    data_dir = Path(tempfile.mkdtemp(prefix="fleetmark-test-"))
+    # Registered before the server starts: exit handlers run last-in first-out, so the
+    # embedded server (which stops itself at exit) is down before its files are removed.
+    atexit.register(shutil.rmtree, data_dir, ignore_errors=True)
+    return DatabaseServer(start_embedded_postgres(data_dir / "postgres"))
+
+
+@pytest.fixture
+def fresh_database(database_server: DatabaseServer) -> Iterator[Callable[[], str]]:
+    """Makes empty databases (no schema) that are dropped after the test."""
+    created: list[str] = []
+
+    def make() -> str:
+        created.append(database_server.create_database())
+        return created[-1]
+
+    yield make
+    for url in created:
+        database_server.drop_database(url)
+
+
+@pytest.fixture(scope="session")
+def database_url(database_server: DatabaseServer) -> Iterator[str]:
+    """This run's database, migrated to head."""
+    url = database_server.create_database()
+    try:
+        migrate.upgrade(url)
+        yield url
+    finally:
+        database_server.drop_database(url)
+
+
+@pytest.fixture(scope="session")
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_async_engine(database_url)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+async def session(engine: AsyncEngine) -> AsyncIterator[AsyncSession]:
+    async with engine.connect() as connection:
+        transaction = await connection.begin()
+        # expire_on_commit (unlike the hub's sessions) because this one session outlives
+        # many requests: nothing loaded in one request may be served stale in the next.
+        session = AsyncSession(
+            bind=connection, join_transaction_mode="create_savepoint", autoflush=False
+        )
+        try:
+            yield session
+        finally:
+            await session.close()
+            await transaction.rollback()
+
+
+@pytest.fixture
+def store(session: AsyncSession) -> Store:
+    return Store(session)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def hub_settings(**overrides: Any) -> HubSettings:
+    values: dict[str, Any] = {
+        "mode": "development",
+        "token_secret": TOKEN_SECRET,
+        "max_report_bytes": 4 * 1024 * 1024,
+        "stale_after_seconds": 600,
+        "database_pool_size": 2,
+    }
+    return HubSettings(**(values | overrides))
+
+
+@pytest.fixture
+def settings() -> HubSettings:
+    return hub_settings()
+
+
+def use_test_session(app: FastAPI, session: AsyncSession) -> None:
+    """Route the app's sessions to the test's, keeping each request a unit of work."""
+
+    async def write_session() -> AsyncIterator[AsyncSession]:
+        try:
+            yield session
+        except BaseException:
+            await session.rollback()
+            raise
+        await session.commit()
+
+    async def read_session() -> AsyncIterator[ReadSession]:
+        # As in production the read path runs READ ONLY; inside the savepoint this reverts
+        # on rollback, so a query that writes fails here just as it would in the hub.
+        await session.execute(text("SET TRANSACTION READ ONLY"))
+        try:
+            yield ReadSession(session)
+        finally:
+            await session.rollback()
+
+    app.dependency_overrides[get_session] = write_session
+    app.dependency_overrides[get_read_session] = read_session
+
+
+MakeClient = Callable[..., Awaitable[httpx.AsyncClient]]
+
+
+@pytest.fixture
+async def make_client(
+    session: AsyncSession, clock: FakeClock, database_url: str
+) -> AsyncIterator[MakeClient]:
+    """Builds the app with the given settings overrides and returns a client for it."""
+    async with AsyncExitStack() as stack:
+
+        async def make(**overrides: Any) -> httpx.AsyncClient:
+            app = create_app(hub_settings(**overrides), database_url, clock=clock)
+            use_test_session(app, session)
+            await stack.enter_async_context(app.router.lifespan_context(app))
+            transport = httpx.ASGITransport(app=app)
+            return await stack.enter_async_context(
+                httpx.AsyncClient(transport=transport, base_url="http://hub.test")
+            )
+
+        yield make
+
+
+@pytest.fixture
+async def client(make_client: MakeClient) -> httpx.AsyncClient:
+    return await make_client()
+
+
+@pytest.fixture
+def make_token(session: AsyncSession) -> Callable[..., Awaitable[str]]:
+    """Creates an API token directly through the service, as `fleetmark tokens create` does."""
+
+    async def make(name: str, scope: Scope) -> str:
+        created = await token_service.create(
+            session, TokenRequest(name=name, scope=scope), token_secret=TOKEN_SECRET
+        )
+        await session.commit()
+        return created.token
+
+    return make
+
+
+@pytest.fixture
+async def admin_token(make_token: Callable[..., Awaitable[str]]) -> str:
+    return await make_token("ops-admin", "admin")
+
+
+@pytest.fixture
+async def read_token(make_token: Callable[..., Awaitable[str]]) -> str:
+    return await make_token("grafana", "read")
+
+
+RegisterCluster = Callable[..., Awaitable[str]]
+
+
+@pytest.fixture
+def register_cluster(session: AsyncSession) -> RegisterCluster:
+    """Registers a cluster as `fleetmark clusters register` does; returns its token."""
+
+    async def register(
+        name: str,
+        environment: str | None = None,
+        cluster_type: str | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> str:
+        registration = ClusterRegistration(
+            name=name, environment=environment, cluster_type=cluster_type, labels=labels or {}
+        )
+        registered = await cluster_service.register(
+            session, registration, token_secret=TOKEN_SECRET
+        )
+        await session.commit()
+        return registered.token
+
+    return register
+
+
+MakeAgent = Callable[..., Awaitable[Agent]]
+
+
+@pytest.fixture
+def make_agent(
+    client: httpx.AsyncClient, clock: FakeClock, register_cluster: RegisterCluster
+) -> MakeAgent:
+    """Registers a cluster and returns an agent that reports for it."""
+
+    async def make(name: str = "drone-dev-1", **registration: Any) -> Agent:
+        token = await register_cluster(name, **registration)
+        return Agent(client=client, clock=clock, cluster=name, token=token)
+
+    return make
+
+
+@pytest.fixture
+async def agent(make_agent: MakeAgent) -> Agent:
+    return await make_agent()

@@ -1,0 +1,181 @@
+"""Building blocks shared by the tests: the hub's clock, agent reports, and reading the store."""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+from sqlalchemy import RowMapping, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from hub.models import AgentSession, Cluster, ClusterHeartbeat, ObjectState, status_transition
+
+# A time well inside a heartbeat bucket (12:00-12:05), so bucket arithmetic is visible.
+START = datetime(2026, 11, 22, 12, 2, 30, tzinfo=UTC)
+
+SHA_A = "1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c"
+SHA_B = "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3"
+SHA_C = "2fd4e1c67a2d28fced849ee1bb76e7391b93eb12"
+DIGEST = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+PLATFORM_REPO = "https://github.com/contoso/platform-gitops"
+
+
+class FakeClock:
+    """The hub's clock, moved by the test instead of by time."""
+
+    def __init__(self, now: datetime = START) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def kustomization(name: str, revision: str = f"dev@sha1:{SHA_A}", **fields: Any) -> dict[str, Any]:
+    """A Flux Kustomization record as the agent maps it; fields override any attribute."""
+    record: dict[str, Any] = {
+        "reconciler": "flux",
+        "kind": "Kustomization",
+        "namespace": "flux-system",
+        "name": name,
+        "source": {"url": PLATFORM_REPO, "ref": "dev", "path": f"drone/{name}"},
+        "applied_revision": revision,
+        "attempted_revision": revision,
+        "ready": True,
+        "reason": "ReconciliationSucceeded",
+        "message": f"Applied revision: {revision}",
+        "health": "Healthy",
+        "drifted": False,
+        "suspended": False,
+    }
+    record.update(fields)
+    return record
+
+
+def report(
+    cluster: str,
+    *,
+    sequence: int,
+    observed_at: datetime,
+    objects: Iterable[Mapping[str, Any]] = (),
+    boot_id: str = "boot-1",
+    full_snapshot: bool = False,
+    environment: str | None = None,
+    cluster_type: str | None = None,
+) -> dict[str, Any]:
+    """A contract-v1 report body."""
+    identity: dict[str, Any] = {"name": cluster, "labels": {"region": "east-us"}}
+    if environment is not None:
+        identity["environment"] = environment
+    if cluster_type is not None:
+        identity["cluster_type"] = cluster_type
+    return {
+        "schema": "fleetmark.report/v1",
+        "cluster": identity,
+        "agent": {"version": "0.1.0", "boot_id": boot_id, "instance": "fleetmark-agent-7d9f"},
+        "sequence": sequence,
+        "observed_at": observed_at.isoformat(),
+        "full_snapshot": full_snapshot,
+        "objects": list(objects),
+    }
+
+
+@dataclass
+class Agent:
+    """Posts reports for one cluster the way its agent would: own token, boot id, sequence."""
+
+    client: httpx.AsyncClient
+    clock: FakeClock
+    cluster: str
+    token: str
+    boot_id: str = "boot-1"
+    sequence: int = 0
+
+    async def send(
+        self,
+        objects: Iterable[Mapping[str, Any]] = (),
+        *,
+        sequence: int | None = None,
+        observed_at: datetime | None = None,
+        full_snapshot: bool = False,
+        **identity: str,
+    ) -> httpx.Response:
+        if sequence is None:
+            self.sequence += 1
+            sequence = self.sequence
+        body = report(
+            self.cluster,
+            sequence=sequence,
+            observed_at=self.clock.now if observed_at is None else observed_at,
+            objects=objects,
+            boot_id=self.boot_id,
+            full_snapshot=full_snapshot,
+            **identity,
+        )
+        return await self.client.post("/api/v1/reports", json=body, headers=bearer(self.token))
+
+    async def send_ok(
+        self, objects: Iterable[Mapping[str, Any]] = (), **options: Any
+    ) -> dict[str, Any]:
+        """send(), asserting the hub accepted the report; returns the reply."""
+        response = await self.send(objects, **options)
+        assert response.status_code == 200, response.text
+        reply: dict[str, Any] = response.json()
+        return reply
+
+
+class Store:
+    """Reads what ingest left in the database, the way a dashboard or a query would see it."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def _cluster_id(self, cluster: str) -> int:
+        cluster_id = await self.session.scalar(select(Cluster.id).where(Cluster.name == cluster))
+        assert cluster_id is not None, f"no cluster {cluster!r}"
+        return cluster_id
+
+    async def cluster(self, cluster: str) -> RowMapping:
+        statement = select(Cluster.__table__).where(Cluster.name == cluster)
+        return (await self.session.execute(statement)).mappings().one()
+
+    async def objects(self, cluster: str) -> dict[str, RowMapping]:
+        """Current state by object name, removed objects included."""
+        statement = select(ObjectState.__table__).where(
+            ObjectState.cluster_id == await self._cluster_id(cluster)
+        )
+        rows = (await self.session.execute(statement)).mappings().all()
+        return {row["name"]: row for row in rows}
+
+    async def transitions(self, cluster: str) -> list[dict[str, Any]]:
+        """Every recorded transition with its object's name, oldest first."""
+        statement = (
+            select(status_transition, ObjectState.name)
+            .join(ObjectState, ObjectState.id == status_transition.c.object_id)
+            .where(status_transition.c.cluster_id == await self._cluster_id(cluster))
+            .order_by(status_transition.c.observed_at, ObjectState.name)
+        )
+        return [dict(row) for row in (await self.session.execute(statement)).mappings()]
+
+    async def agent_sessions(self, cluster: str) -> dict[str, RowMapping]:
+        statement = select(AgentSession.__table__).where(
+            AgentSession.cluster_id == await self._cluster_id(cluster)
+        )
+        rows = (await self.session.execute(statement)).mappings().all()
+        return {row["boot_id"]: row for row in rows}
+
+    async def heartbeats(self, cluster: str) -> list[RowMapping]:
+        statement = (
+            select(ClusterHeartbeat.__table__)
+            .where(ClusterHeartbeat.cluster_id == await self._cluster_id(cluster))
+            .order_by(ClusterHeartbeat.bucket_at)
+        )
+        return list((await self.session.execute(statement)).mappings().all())
