@@ -1,0 +1,35 @@
+"""Settings: default secrets are refused outside development."""
+
+import pytest
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from hub.cli import app
+from hub.settings import HubSettings
+
+
+def test_development_mode_accepts_the_default_secret() -> None:
+    assert HubSettings(mode="development").mode == "development"
+
+
+def test_production_refuses_the_default_secret() -> None:
+    with pytest.raises(ValidationError, match="FLEETMARK_TOKEN_SECRET must be set"):
+        HubSettings(mode="production")
+
+
+def test_production_refuses_a_short_secret() -> None:
+    with pytest.raises(ValidationError, match="at least 32 characters"):
+        HubSettings(mode="production", token_secret="too-short")
+
+
+def test_production_takes_a_secret_of_its_own() -> None:
+    settings = HubSettings(mode="production", token_secret="x" * 40)
+    assert settings.effective_log_format == "json"
+
+
+def test_the_cli_names_the_missing_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLEETMARK_MODE", "production")
+    monkeypatch.delenv("FLEETMARK_TOKEN_SECRET", raising=False)
+    result = CliRunner().invoke(app, ["clusters", "list"])
+    assert result.exit_code == 1
+    assert "FLEETMARK_TOKEN_SECRET" in result.output
