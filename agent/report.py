@@ -1,0 +1,196 @@
+"""Report contract v1 as the agent sends it to the hub (`POST /api/v1/reports`).
+
+The mappers in `agent.sources` turn reconciler objects into `ObjectRecord`s; the reporter wraps
+them in a `Report` with the cluster's identity, this agent's boot id and a sequence number, and
+sends `Report.to_json()`. The hub validates the same contract with its own models; a contract
+test keeps the two in step, so nothing here may carry a field the hub does not know.
+
+Identity fields come from the agent's configuration and are refused when they break the
+contract. Record text comes from whatever a cluster holds, so it is made to fit instead: NUL
+characters dropped, unpaired surrogates replaced, and over-long values cut at the hub's limits,
+so that one odd object never costs the whole report.
+"""
+
+from collections.abc import Callable
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+__all__ = [
+    "MAX_HEALTH_CHARS",
+    "MAX_KIND_CHARS",
+    "MAX_MESSAGE_CHARS",
+    "MAX_NAME_CHARS",
+    "MAX_OBJECTS",
+    "MAX_TEXT_CHARS",
+    "REPORT_SCHEMA",
+    "AgentIdentity",
+    "ClusterIdentity",
+    "ObjectRecord",
+    "Reconciler",
+    "Report",
+    "Source",
+    "fit_text",
+]
+
+REPORT_SCHEMA: Literal["fleetmark.report/v1"] = "fleetmark.report/v1"
+# The hub's limits: records are cut to them here rather than refused there.
+MAX_OBJECTS = 20_000
+MAX_MESSAGE_CHARS = 16_384
+MAX_TEXT_CHARS = 1_024
+MAX_NAME_CHARS = 253
+MAX_KIND_CHARS = 63
+MAX_HEALTH_CHARS = 32
+TRUNCATION_MARK = "… [truncated by the agent]"
+
+Reconciler = Literal["flux", "argocd", "generic"]
+
+
+def fit_text(value: str, limit: int) -> str:
+    """`value` without NUL characters, as valid UTF-8, and at most `limit` characters long."""
+    value = value.replace("\x00", "")
+    if not value.isascii():
+        # PostgreSQL text cannot hold an unpaired surrogate; a Kubernetes client can hand one over.
+        value = value.encode("utf-8", "replace").decode("utf-8")
+    if len(value) <= limit:
+        return value
+    mark = TRUNCATION_MARK if limit > 4 * len(TRUNCATION_MARK) else "…"
+    return value[: limit - len(mark)] + mark
+
+
+def _fitted(limit: int) -> AfterValidator:
+    return AfterValidator(lambda value: fit_text(value, limit))
+
+
+def _non_empty(what: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if not value:
+            raise ValueError(f"{what} must not be empty")
+        return value
+
+    return check
+
+
+def _storable(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain a NUL character")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError("must be valid Unicode (unpaired surrogate)") from exc
+    return value
+
+
+Text = Annotated[str, _fitted(MAX_TEXT_CHARS)]
+Message = Annotated[str, _fitted(MAX_MESSAGE_CHARS)]
+ObjectName = Annotated[str, _fitted(MAX_NAME_CHARS), AfterValidator(_non_empty("name"))]
+ObjectKind = Annotated[str, _fitted(MAX_KIND_CHARS), AfterValidator(_non_empty("kind"))]
+Namespace = Annotated[str, _fitted(MAX_NAME_CHARS)]
+Health = Annotated[str, _fitted(MAX_HEALTH_CHARS)]
+
+IdentityName = Annotated[
+    str, StringConstraints(min_length=1, max_length=253), AfterValidator(_storable)
+]
+# Environment and cluster type names are varchar(63) in the hub, as registration allows.
+DimensionName = Annotated[
+    str, StringConstraints(min_length=1, max_length=63), AfterValidator(_storable)
+]
+AgentField = Annotated[
+    str, StringConstraints(min_length=1, max_length=64), AfterValidator(_storable)
+]
+LabelKey = Annotated[
+    str, StringConstraints(min_length=1, max_length=317), AfterValidator(_storable)
+]
+LabelValue = Annotated[str, StringConstraints(max_length=1024), AfterValidator(_storable)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClusterIdentity(_Model):
+    name: IdentityName
+    environment: DimensionName | None = None
+    cluster_type: DimensionName | None = None
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=256)
+
+
+class AgentIdentity(_Model):
+    version: AgentField
+    boot_id: AgentField
+    instance: IdentityName
+
+
+class Source(_Model):
+    """Where a reconciler takes its desired state from; each mapper documents its forms."""
+
+    url: Text | None = None
+    ref: Text | None = None
+    path: Text | None = None
+
+
+class ObjectRecord(_Model):
+    """The observed state of one reconciler object.
+
+    `ready` is True or False when the reconciler said so and None when its state is unknown
+    or not settled; `reason` then says why. `applied_revision` is what runs, and
+    `attempted_revision` what the reconciler last tried (or fetched) — they differ while a
+    new revision is pending or failing.
+    """
+
+    reconciler: Reconciler
+    kind: ObjectKind
+    namespace: Namespace = ""
+    name: ObjectName
+    source: Source | None = None
+    applied_revision: Text | None = None
+    attempted_revision: Text | None = None
+    ready: bool | None = None
+    reason: Text | None = None
+    message: Message | None = None
+    health: Health | None = None
+    drifted: bool = False
+    suspended: bool = False
+    last_transition_at: AwareDatetime | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.reconciler, self.kind, self.namespace, self.name)
+
+
+class Report(_Model):
+    report_schema: Literal["fleetmark.report/v1"] = Field(default=REPORT_SCHEMA, alias="schema")
+    cluster: ClusterIdentity
+    agent: AgentIdentity
+    sequence: int = Field(ge=1, le=2**62, description="Starts at 1 for every agent boot id.")
+    observed_at: AwareDatetime
+    full_snapshot: bool = False
+    objects: tuple[ObjectRecord, ...] = Field(default=(), max_length=MAX_OBJECTS)
+
+    @model_validator(mode="after")
+    def _unique_objects(self) -> "Report":
+        # The hub refuses a whole report that names one object twice; fail here, where the
+        # caller can still fix it, rather than in a spooled report the hub will never take.
+        seen: set[tuple[str, str, str, str]] = set()
+        for index, record in enumerate(self.objects):
+            if record.key in seen:
+                reconciler, kind, namespace, name = record.key
+                raise ValueError(
+                    f"objects.{index}: {reconciler} {kind} {namespace}/{name} "
+                    "appears more than once in this report"
+                )
+            seen.add(record.key)
+        return self
+
+    def to_json(self) -> bytes:
+        """The request body: UTF-8 JSON with the contract's field names (`schema`, not ours)."""
+        return self.model_dump_json(by_alias=True).encode()
