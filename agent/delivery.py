@@ -1,0 +1,278 @@
+"""The reporter: turns the watch loop's records into numbered reports and delivers them.
+
+The watch loop hands `Reporter.submit` the records of a change (or of a periodic full
+snapshot) with the time it observed them. The reporter wraps them in a contract-v1 `Report`
+with the cluster's identity, this process's boot id (a fresh uuid4 per start) and the next
+sequence number (1, 2, … per boot id), and delivers it through the `HubClient`:
+
+- with nothing spooled, it posts the report directly;
+- when the hub is unavailable or refuses the token, the report goes to the `Spool`, and the
+  hub is left alone for a while (exponential, jittered, and at least any `Retry-After`);
+  reports submitted meanwhile are spooled without trying;
+- once the hub is tried again (`submit` or `flush` after that while), the spool is replayed
+  strictly oldest first before any new report is sent, so the hub sees each boot's reports
+  in sequence order and its replay window never skips one;
+- a report the hub rejects for good is moved to the spool's `rejected/` folder with the
+  hub's reason, so one bad report never blocks the queue.
+
+A report the hub took but whose reply was lost is sent again from the spool; the hub answers
+"duplicate" and counts it once. Nothing here sleeps: time comes in as `now`.
+"""
+
+import asyncio
+import contextlib
+import random
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as installed_version
+
+import structlog
+
+from agent.client import HubClient, HubUnavailable, NotAuthorised, Reply, ReportRejected
+from agent.report import AgentIdentity, ClusterIdentity, ObjectRecord, Report
+from agent.spool import Spool, SpooledReport, SpoolFull
+
+__all__ = ["DeliveryCounters", "Outcome", "Reporter"]
+
+log = structlog.get_logger(__name__)
+
+
+def _agent_version() -> str:
+    try:
+        return installed_version("fleetmark")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class Outcome(StrEnum):
+    """What became of a submitted report."""
+
+    SENT = "sent"
+    SPOOLED = "spooled"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryCounters:
+    """Totals since the reporter started, for metrics."""
+
+    sent: int = 0  # delivered directly
+    spooled: int = 0  # put in the spool
+    replayed: int = 0  # delivered from the spool (duplicates included)
+    duplicates: int = 0  # replies saying the hub already had the report
+    compacted: int = 0  # dropped from the spool as superseded by a newer full snapshot
+    rejected: int = 0  # refused by the hub for good, kept in rejected/
+    refused: int = 0  # not kept: the spool was full (SpoolFull raised)
+    corrupt: int = 0  # spool files moved aside as unreadable
+
+
+class Reporter:
+    """Numbers, delivers and, when it must, spools this agent's reports.
+
+    `retry_interval` is the first wait (seconds) after the hub was found unavailable; each
+    further failure doubles it, up to `max_retry_interval`.
+    """
+
+    def __init__(
+        self,
+        client: HubClient,
+        spool: Spool,
+        *,
+        cluster: ClusterIdentity,
+        instance: str,
+        version: str | None = None,
+        retry_interval: float = 5.0,
+        max_retry_interval: float = 300.0,
+    ) -> None:
+        self._client = client
+        self._spool = spool
+        self._cluster = cluster
+        self._agent = AgentIdentity(
+            version=version or _agent_version(), boot_id=str(uuid.uuid4()), instance=instance
+        )
+        self._retry_interval = retry_interval
+        self._max_retry_interval = max_retry_interval
+        self._sequence = 0
+        self._failures = 0
+        self._retry_at: datetime | None = None
+        self._tally: Counter[str] = Counter()
+        self._warnings: tuple[str, ...] = ()
+        self._lock = asyncio.Lock()
+
+    @property
+    def boot_id(self) -> str:
+        return self._agent.boot_id
+
+    @property
+    def sequence(self) -> int:
+        """The sequence number of the latest report built (0 before the first)."""
+        return self._sequence
+
+    @property
+    def pending(self) -> int:
+        """Reports waiting in the spool."""
+        return len(self._spool)
+
+    @property
+    def counters(self) -> DeliveryCounters:
+        return DeliveryCounters(**self._tally, corrupt=self._spool.corrupt)
+
+    async def submit(
+        self, objects: Iterable[ObjectRecord], *, full_snapshot: bool, now: datetime
+    ) -> Outcome:
+        """Build the next report from `objects` observed at `now` and deliver or spool it.
+
+        Raises `SpoolFull` when the report had to be spooled and could not be (it is logged
+        and counted as refused; the next full snapshot supersedes what it carried), and
+        pydantic's `ValidationError` for records no report may hold (no sequence is used).
+        """
+        async with self._lock:
+            report = Report(
+                cluster=self._cluster,
+                agent=self._agent,
+                sequence=self._sequence + 1,
+                observed_at=now,
+                full_snapshot=full_snapshot,
+                objects=tuple(objects),
+            )
+            self._sequence = report.sequence
+            try:
+                if self._due(now) and await self._replay(now):
+                    return await self._send(report, now)
+            except asyncio.CancelledError:
+                # Stopped while talking to the hub: keep the new report. Had the hub taken
+                # it already, its replay is a harmless duplicate. (_keep logs a SpoolFull.)
+                with contextlib.suppress(SpoolFull):
+                    self._keep(report)
+                raise
+            return self._keep(report)
+
+    async def flush(self, now: datetime) -> int:
+        """Replay the spool if the hub is due to be tried again; returns the reports left."""
+        async with self._lock:
+            if self._due(now):
+                await self._replay(now)
+            return len(self._spool)
+
+    def _due(self, now: datetime) -> bool:
+        return self._retry_at is None or now >= self._retry_at
+
+    async def _send(self, report: Report, now: datetime) -> Outcome:
+        try:
+            reply = await self._client.send(report)
+        except (HubUnavailable, NotAuthorised) as exc:
+            self._hold_off(exc, now, pending=len(self._spool) + 1)
+            return self._keep(report)
+        except ReportRejected as exc:
+            self._reject(report, exc)
+            return Outcome.REJECTED
+        self._delivered(reply)
+        self._count(sent=1)
+        return Outcome.SENT
+
+    async def _replay(self, now: datetime) -> bool:
+        """Deliver spooled reports oldest first; True once the spool is empty."""
+        while (spooled := self._spool.oldest()) is not None:
+            entry, report = spooled
+            try:
+                reply = await self._client.send(report)
+            except (HubUnavailable, NotAuthorised) as exc:
+                self._hold_off(exc, now, pending=len(self._spool))
+                return False
+            except ReportRejected as exc:
+                self._reject(report, exc, entry)
+                continue
+            self._spool.remove(entry)
+            self._delivered(reply)
+            self._count(replayed=1)
+            if not self._spool:
+                log.info("spool replayed; reports go to the hub directly again")
+        return True
+
+    def _keep(self, report: Report) -> Outcome:
+        try:
+            dropped = self._spool.put(report)
+        except SpoolFull as exc:
+            self._count(refused=1)
+            log.error(
+                "report lost: the spool cannot keep it",
+                sequence=report.sequence,
+                full_snapshot=report.full_snapshot,
+                error=str(exc),
+            )
+            raise
+        self._count(spooled=1, compacted=len(dropped))
+        return Outcome.SPOOLED
+
+    def _hold_off(self, exc: HubUnavailable | NotAuthorised, now: datetime, pending: int) -> None:
+        self._failures += 1
+        ceiling = min(self._max_retry_interval, self._retry_interval * 2.0 ** (self._failures - 1))
+        delay = ceiling * (0.5 + 0.5 * random.random())  # noqa: S311 - jitter, not secrecy
+        if isinstance(exc, HubUnavailable) and exc.retry_after is not None:
+            delay = max(delay, exc.retry_after)
+        self._retry_at = now + timedelta(seconds=delay)
+        if isinstance(exc, NotAuthorised):
+            log.error(
+                "the hub does not accept this agent's cluster token; reports are kept in the "
+                "spool until the token is fixed",
+                status=exc.status,
+                error=exc.error,
+                detail=exc.detail,
+                retry_in=round(delay, 1),
+                pending=pending,
+            )
+        else:
+            log.warning(
+                "hub unavailable; reports are kept in the spool",
+                error=str(exc),
+                retry_in=round(delay, 1),
+                pending=pending,
+            )
+
+    def _reject(
+        self, report: Report, exc: ReportRejected, entry: SpooledReport | None = None
+    ) -> None:
+        reason = {
+            "status": exc.status,
+            "error": exc.error,
+            "detail": exc.detail,
+            "boot_id": report.agent.boot_id,
+            "sequence": report.sequence,
+        }
+        self._count(rejected=1)
+        log.error(
+            "the hub rejected a report; it is kept in the spool's rejected/ folder and "
+            "not sent again",
+            sequence=report.sequence,
+            boot_id=report.agent.boot_id,
+            status=exc.status,
+            error=exc.error,
+            detail=exc.detail,
+        )
+        try:
+            if entry is None:
+                self._spool.keep_rejected(report, reason)
+            else:
+                self._spool.reject(entry, reason)
+        except OSError as error:
+            # The hub will never take it; keeping it must not block the reports behind it.
+            log.error("cannot keep the rejected report; dropping it", error=str(error))
+            if entry is not None:
+                self._spool.remove(entry)
+
+    def _delivered(self, reply: Reply) -> None:
+        self._failures = 0
+        self._retry_at = None
+        if reply.duplicate:
+            self._count(duplicates=1)
+        if reply.warnings and reply.warnings != self._warnings:
+            log.warning("the hub accepted a report with warnings", warnings=list(reply.warnings))
+        self._warnings = reply.warnings
+
+    def _count(self, **increments: int) -> None:
+        self._tally.update(increments)
