@@ -2,7 +2,7 @@
 
 import typer
 
-from hub.cli import admin, server
+from hub.cli import admin, agent, server
 
 app = typer.Typer(
     name="fleetmark",
@@ -13,6 +13,7 @@ app = typer.Typer(
 server.register(app)
 app.add_typer(admin.clusters, name="clusters")
 app.add_typer(admin.tokens, name="tokens")
+agent.register(app)
 
 
 def main() -> None:
