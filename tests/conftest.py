@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,16 @@ class DatabaseServer:
     def drop_database(self, url: str) -> None:
         self._execute(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
 
+    @contextmanager
+    def migrated_database(self) -> Iterator[str]:
+        """A new database at schema head, dropped when the block ends."""
+        url = self.create_database()
+        try:
+            migrate.upgrade(url)
+            yield url
+        finally:
+            self.drop_database(url)
+
 
 @pytest.fixture(scope="session")
 def database_server() -> DatabaseServer:
@@ -95,12 +105,8 @@ def fresh_database(database_server: DatabaseServer) -> Iterator[Callable[[], str
 @pytest.fixture(scope="session")
 def database_url(database_server: DatabaseServer) -> Iterator[str]:
     """This run's database, migrated to head."""
-    url = database_server.create_database()
-    try:
-        migrate.upgrade(url)
+    with database_server.migrated_database() as url:
         yield url
-    finally:
-        database_server.drop_database(url)
 
 
 @pytest.fixture(scope="session")

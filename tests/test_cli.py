@@ -22,12 +22,8 @@ from tests.support import START, bearer, kustomization, report
 
 @pytest.fixture(scope="module")
 def cli_database_url(database_server: DatabaseServer) -> Iterator[str]:
-    url = database_server.create_database()
-    try:
-        migrate.upgrade(url)
+    with database_server.migrated_database() as url:
         yield url
-    finally:
-        database_server.drop_database(url)
 
 
 @pytest.fixture
