@@ -34,7 +34,7 @@ from importlib.metadata import version as installed_version
 import structlog
 
 from agent.client import HubClient, HubUnavailable, NotAuthorised, Reply, ReportRejected
-from agent.report import AgentIdentity, ClusterIdentity, ObjectRecord, Report
+from agent.report import AgentIdentity, ClusterIdentity, ObjectRecord, Report, SkippedKind
 from agent.spool import Spool, SpooledReport, SpoolFull
 
 __all__ = ["DeliveryCounters", "Outcome", "Reporter"]
@@ -109,6 +109,18 @@ class Reporter:
         return self._agent.boot_id
 
     @property
+    def cluster(self) -> ClusterIdentity:
+        return self._cluster
+
+    @cluster.setter
+    def cluster(self, cluster: ClusterIdentity) -> None:
+        """Report under a new identity from the next report on, with the same boot id.
+
+        Reports already spooled keep the identity they were built with.
+        """
+        self._cluster = cluster
+
+    @property
     def sequence(self) -> int:
         """The sequence number of the latest report built (0 before the first)."""
         return self._sequence
@@ -123,7 +135,12 @@ class Reporter:
         return DeliveryCounters(**self._tally, corrupt=self._spool.corrupt)
 
     async def submit(
-        self, objects: Iterable[ObjectRecord], *, full_snapshot: bool, now: datetime
+        self,
+        objects: Iterable[ObjectRecord],
+        *,
+        full_snapshot: bool,
+        now: datetime,
+        skipped_kinds: Iterable[SkippedKind] = (),
     ) -> Outcome:
         """Build the next report from `objects` observed at `now` and deliver or spool it.
 
@@ -139,6 +156,7 @@ class Reporter:
                 observed_at=now,
                 full_snapshot=full_snapshot,
                 objects=tuple(objects),
+                skipped_kinds=tuple(skipped_kinds),
             )
             self._sequence = report.sequence
             try:

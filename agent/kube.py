@@ -33,6 +33,7 @@ from kubernetes.client import ApiClient, Configuration, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
+from agent.report import SkippedKind
 from agent.sources import WatchedKind
 
 __all__ = [
@@ -97,6 +98,20 @@ class Discovery:
 
     def describe_missing(self) -> list[str]:
         return [f"{kind.kind} ({kind.plural}.{kind.group})" for kind in self.missing]
+
+    def skipped_kinds(self) -> tuple[SkippedKind, ...]:
+        """The missing kinds as a report names them."""
+        return tuple(
+            SkippedKind(
+                kind=kind.kind,
+                api_group=kind.group,
+                reason=(
+                    f"the API server serves no {kind.plural}.{kind.group} in "
+                    f"{' or '.join(kind.versions)}: its CustomResourceDefinition is absent"
+                ),
+            )
+            for kind in self.missing
+        )
 
 
 @dataclass(frozen=True, slots=True)

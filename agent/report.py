@@ -30,6 +30,7 @@ __all__ = [
     "MAX_MESSAGE_CHARS",
     "MAX_NAME_CHARS",
     "MAX_OBJECTS",
+    "MAX_SKIPPED_KINDS",
     "MAX_TEXT_CHARS",
     "REPORT_SCHEMA",
     "AgentIdentity",
@@ -37,6 +38,7 @@ __all__ = [
     "ObjectRecord",
     "Reconciler",
     "Report",
+    "SkippedKind",
     "Source",
     "fit_text",
 ]
@@ -44,6 +46,7 @@ __all__ = [
 REPORT_SCHEMA: Literal["fleetmark.report/v1"] = "fleetmark.report/v1"
 # The hub's limits: records are cut to them here rather than refused there.
 MAX_OBJECTS = 20_000
+MAX_SKIPPED_KINDS = 256
 MAX_MESSAGE_CHARS = 16_384
 MAX_TEXT_CHARS = 1_024
 MAX_NAME_CHARS = 253
@@ -167,6 +170,14 @@ class ObjectRecord(_Model):
         return (self.reconciler, self.kind, self.namespace, self.name)
 
 
+class SkippedKind(_Model):
+    """A kind the agent was set to watch and could not: the report holds none of its objects."""
+
+    kind: ObjectKind
+    api_group: Text
+    reason: Text
+
+
 class Report(_Model):
     report_schema: Literal["fleetmark.report/v1"] = Field(default=REPORT_SCHEMA, alias="schema")
     cluster: ClusterIdentity
@@ -175,6 +186,7 @@ class Report(_Model):
     observed_at: AwareDatetime
     full_snapshot: bool = False
     objects: tuple[ObjectRecord, ...] = Field(default=(), max_length=MAX_OBJECTS)
+    skipped_kinds: tuple[SkippedKind, ...] = Field(default=(), max_length=MAX_SKIPPED_KINDS)
 
     @model_validator(mode="after")
     def _unique_objects(self) -> "Report":

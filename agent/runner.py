@@ -96,7 +96,6 @@ class AgentRunner:
         self._retry_period = settings.retry_period
         self._spool: Spool | None = None
         self._reporter: Reporter | None = None
-        self._cluster: ClusterIdentity | None = None
         self._elector: LeaderElector | None = None
         self._loop: WatchLoop | None = None
         self._state: WatchState | None = None
@@ -265,21 +264,27 @@ class AgentRunner:
 
     async def _send(self, emission: Emission) -> None:
         cluster = self.identity(emission.placement)
-        if self._reporter is None or cluster != self._cluster:
+        if self._reporter is None:
             assert self._spool is not None
-            if self._cluster is not None:
-                log.info(
-                    "cluster placement changed; reporting under a new boot id",
-                    environment=cluster.environment,
-                    cluster_type=cluster.cluster_type,
-                )
             self._reporter = Reporter(
                 self._client, self._spool, cluster=cluster, instance=self.settings.instance
             )
-            self._cluster = cluster
+        elif cluster != self._reporter.cluster:
+            # Same boot id and sequence: the hub sees one agent whose placement was filled in.
+            log.info(
+                "cluster placement changed",
+                environment=cluster.environment,
+                cluster_type=cluster.cluster_type,
+            )
+            self._reporter.cluster = cluster
+        loop = self._loop
+        skipped = loop.discovery.skipped_kinds() if loop and loop.discovery else ()
         try:
             await self._reporter.submit(
-                emission.objects, full_snapshot=emission.full_snapshot, now=self._clock()
+                emission.objects,
+                full_snapshot=emission.full_snapshot,
+                now=self._clock(),
+                skipped_kinds=skipped,
             )
         except SpoolFull:
             pass  # logged and counted by the reporter; the next full snapshot makes up for it

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import multiprocessing
 import os
 import re
@@ -37,7 +38,7 @@ import sys
 import tempfile
 import time
 from array import array
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,9 +55,12 @@ from psycopg import sql
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/fleetmark_bench"
 APPLICATION_NAME = "fleetmark-hub"
 PROTECTED_DATABASES = {"postgres", "template0", "template1"}
-# Distinct states every object cycles through; two are enough to make each change real.
+# Distinct states every object cycles through (revision, and every fourth one failing).
 VARIANTS = 8
 SCRATCH_TABLES = ("bench_copy_status_transition", "bench_copy_object_state")
+# Timestamps come from the monotonic clock itself: uvloop's loop.time() has millisecond steps
+# and is read once per loop iteration, too coarse for latencies of a few milliseconds.
+now = time.monotonic
 
 
 # ---------------------------------------------------------------------------------------
@@ -177,8 +181,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _hex(seed: str, width: int) -> str:
-    import hashlib
-
     return hashlib.sha256(seed.encode()).hexdigest()[:width]
 
 
@@ -190,6 +192,7 @@ def object_fragments(objects: int) -> list[list[bytes]]:
         variants = []
         for v in range(VARIANTS):
             sha = _hex(f"{j}/{v}", 40)
+            failed = v % 4 == 3
             if j % 4 == 3:
                 version = f"1.{j}.{v}"
                 record: dict[str, Any] = {
@@ -204,10 +207,10 @@ def object_fragments(objects: int) -> list[list[bytes]]:
                     },
                     "applied_revision": version,
                     "attempted_revision": version,
-                    "ready": v % 4 != 3,
-                    "reason": "UpgradeSucceeded" if v % 4 != 3 else "UpgradeFailed",
-                    "message": f"Helm upgrade succeeded for release team-{j % 5}/release-{j} "
-                    f"with chart app-{j}@{version}",
+                    "ready": not failed,
+                    "reason": "UpgradeFailed" if failed else "UpgradeSucceeded",
+                    "message": f"Helm upgrade {'failed' if failed else 'succeeded'} for release "
+                    f"team-{j % 5}/release-{j} with chart app-{j}@{version}",
                     "health": "Healthy",
                     "drifted": False,
                     "suspended": False,
@@ -227,10 +230,10 @@ def object_fragments(objects: int) -> list[list[bytes]]:
                     },
                     "applied_revision": revision,
                     "attempted_revision": revision,
-                    "ready": v % 4 != 3,
-                    "reason": "ReconciliationSucceeded" if v % 4 != 3 else "BuildFailed",
+                    "ready": not failed,
+                    "reason": "BuildFailed" if failed else "ReconciliationSucceeded",
                     "message": f"Applied revision: {revision}",
-                    "health": "Healthy" if v % 4 != 3 else "Degraded",
+                    "health": "Degraded" if failed else "Healthy",
                     "drifted": False,
                     "suspended": False,
                     "last_transition_at": stamp,
@@ -375,83 +378,6 @@ class HttpConnection(asyncio.Protocol):
             self.waiter = None
 
 
-class ConnectionPool:
-    """Keep-alive connections to the hub, most recently used first; callers queue when full."""
-
-    def __init__(self, host: str, port: int, limit: int) -> None:
-        self.host = host
-        self.port = port
-        self.limit = limit
-        self.opened = 0
-        self.idle: list[HttpConnection] = []
-        self.waiting: deque[asyncio.Future[HttpConnection | None]] = deque()
-        self.connects = 0
-
-    async def acquire(self) -> HttpConnection:
-        while self.idle:
-            connection = self.idle.pop()
-            if not connection.closed:
-                return connection
-            self.opened -= 1
-        if self.opened >= self.limit:
-            waiter: asyncio.Future[HttpConnection | None] = (
-                asyncio.get_running_loop().create_future()
-            )
-            self.waiting.append(waiter)
-            handed = await waiter
-            if handed is not None:
-                return handed
-        self.opened += 1
-        try:
-            return await self._connect()
-        except BaseException:
-            self.opened -= 1
-            raise
-
-    async def _connect(self) -> HttpConnection:
-        self.connects += 1
-        loop = asyncio.get_running_loop()
-        _, protocol = await loop.create_connection(HttpConnection, self.host, self.port)
-        return protocol
-
-    def release(self, connection: HttpConnection) -> None:
-        if connection.closed:
-            if connection.transport is not None:
-                connection.transport.close()
-            self.opened -= 1
-            while self.waiting:
-                waiter = self.waiting.popleft()
-                if not waiter.done():
-                    waiter.set_result(None)  # the waiter opens a new one
-                    return
-            return
-        while self.waiting:
-            waiter = self.waiting.popleft()
-            if not waiter.done():  # a cancelled caller no longer wants it
-                waiter.set_result(connection)
-                return
-        self.idle.append(connection)
-
-    async def exchange(self, request: bytes) -> tuple[int, bytes]:
-        """Send one request; a keep-alive connection the hub closed is retried once."""
-        for attempt in (1, 2):
-            connection = await self.acquire()
-            try:
-                return await connection.exchange(request)
-            except HubConnectionLost:
-                connection.closed = True
-                if attempt == 2 or connection.received:
-                    raise
-            finally:
-                self.release(connection)
-        raise AssertionError("unreachable")
-
-    def close(self) -> None:
-        for connection in self.idle:
-            if connection.transport is not None:
-                connection.transport.close()
-
-
 class AgentLink:
     """One keep-alive connection, used by its agent (or a few sharing it) one request at a time.
 
@@ -492,13 +418,12 @@ class AgentLink:
             self.connection.transport.close()
 
 
-def install_uvloop() -> str:
+def install_uvloop() -> None:
     try:
         import uvloop
     except ImportError:
-        return "asyncio"
+        return
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-    return "uvloop"
 
 
 # ---------------------------------------------------------------------------------------
@@ -529,7 +454,6 @@ class LoadPlan:
 class LoadResult:
     latencies: bytes = b""  # array('d') of seconds, requests scheduled in the measured window
     statuses: Counter[str] = field(default_factory=Counter)  # by status, measured window
-    offered: int = 0  # requests scheduled in the measured window
     completed_ok: int = 0  # 2xx responses that completed inside the measured window
     accepted: int = 0  # objects accepted by those
     changed: int = 0  # objects whose state changed, as the hub replied
@@ -601,18 +525,18 @@ class LoadRun:
                 self.result.changed += int(match[2])
                 self.result.duplicates += match[3] == b"true"
 
-    async def _send(self, loop: asyncio.AbstractEventLoop, scheduled: float, cluster: int) -> None:
-        sent = loop.time()
+    async def _send(self, scheduled: float, cluster: int) -> None:
+        sent = now()
         lag = sent - scheduled
         if lag > self.result.max_lag and not self.plan.find_max:
             self.result.max_lag = lag
         try:
             status, body = await self._exchange(cluster)
         except (OSError, HubConnectionLost) as exc:
-            self._record(scheduled, sent, type(exc).__name__, None, loop.time())
+            self._record(scheduled, sent, type(exc).__name__, None, now())
             return
         ok = 200 <= status < 300
-        self._record(scheduled, sent, str(status), body if ok else None, loop.time())
+        self._record(scheduled, sent, str(status), body if ok else None, now())
 
     async def open_loop(self, start: float) -> None:
         loop = asyncio.get_running_loop()
@@ -625,18 +549,18 @@ class LoadRun:
         k = 0
         count = len(self.clusters)
         while True:
-            now = loop.time()
+            current = now()
             scheduled = first + k * interval
             if scheduled >= end:
                 break
-            if scheduled > now:
+            if scheduled > current:
                 # uvloop's timers tick in milliseconds: a shorter sleep returns at once and the
                 # pacer would spin. Sleep at least a tick; whatever fell due meanwhile goes out
                 # together (latency still counts from each request's scheduled time).
-                await asyncio.sleep(max(scheduled - now, 0.001))
+                await asyncio.sleep(max(scheduled - current, 0.001))
                 continue
-            while scheduled <= now and scheduled < end:
-                task = loop.create_task(self._send(loop, scheduled, k % count))
+            while scheduled <= current and scheduled < end:
+                task = loop.create_task(self._send(scheduled, k % count))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
                 k += 1
@@ -651,16 +575,16 @@ class LoadRun:
 
         async def runner() -> None:
             nonlocal turn
-            while loop.time() < end:
+            while now() < end:
                 cluster = turn % count
                 turn += 1
-                await self._send(loop, loop.time(), cluster)
+                await self._send(now(), cluster)
 
-        delay = start - loop.time()
+        delay = start - now()
         if delay > 0:
             await asyncio.sleep(delay)
         tasks = {loop.create_task(runner()) for _ in range(max(1, self.plan.concurrency))}
-        _, running = await asyncio.wait(tasks, timeout=max(0.0, end - loop.time()))
+        _, running = await asyncio.wait(tasks, timeout=max(0.0, end - now()))
         await self._drain(running)
 
     async def _drain(self, tasks: set[asyncio.Task[None]]) -> None:
@@ -678,11 +602,11 @@ class LoadRun:
         pipe.send(("ready", None))
         loop = asyncio.get_running_loop()
         start_wall = await loop.run_in_executor(None, pipe.recv)
-        start = loop.time() + (start_wall - time.time())
+        start = now() + (start_wall - time.time())
         self.window = (start + self.plan.warmup, start + self.plan.warmup + self.plan.duration)
         cpu: list[float] = []
-        loop.call_at(self.window[0], lambda: cpu.append(time.process_time()))
-        loop.call_at(self.window[1], lambda: cpu.append(time.process_time()))
+        for mark in self.window:
+            loop.call_later(mark - now(), lambda: cpu.append(time.process_time()))
         if self.plan.find_max:
             await self.closed_loop(start)
         else:
@@ -1019,11 +943,10 @@ def copy_baseline(
 async def register_clusters(
     port: int, admin_token: str, names: list[str], parallel: int = 8
 ) -> dict[str, str]:
-    pool = ConnectionPool("127.0.0.1", port, parallel)
     tokens: dict[str, str] = {}
     queue = iter(enumerate(names))
 
-    async def worker() -> None:
+    async def worker(link: AgentLink) -> None:
         for index, name in queue:
             body = orjson.dumps(
                 {"name": name, "environment": "dev", "cluster_type": cluster_type_of(index)}
@@ -1033,13 +956,15 @@ async def register_clusters(
                 f"Authorization: Bearer {admin_token}\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\n\r\n"
             ).encode() + body
-            status, reply = await pool.exchange(request)
+            status, reply = await link.exchange(lambda request=request: request)
             if status != 201:
                 raise SystemExit(f"registering {name} failed: {status} {reply.decode()}")
             tokens[name] = orjson.loads(reply)["token"]
 
-    await asyncio.gather(*(worker() for _ in range(parallel)))
-    pool.close()
+    links = [AgentLink("127.0.0.1", port) for _ in range(parallel)]
+    await asyncio.gather(*(worker(link) for link in links))
+    for link in links:
+        link.close()
     return tokens
 
 
@@ -1235,6 +1160,9 @@ def main(argv: list[str] | None = None) -> None:
         with phase("COPY baseline for the rows written in the measured phase"):
             baseline = copy_baseline(database, sum(r.changed for r in results))
         database.close()
+    except BaseException:
+        print(f"the hub's output is kept in {hub.log_path}", file=sys.stderr)
+        raise
     finally:
         for process, _ in workers:
             if process.is_alive():

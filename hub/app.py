@@ -10,7 +10,12 @@ from fastapi.openapi.utils import get_openapi
 
 import hub
 from hub.clusters.router import router as clusters_router
-from hub.database import create_engine, create_sessionmaker
+from hub.database import (
+    STORE_BUSY_ERRORS,
+    create_engine,
+    create_sessionmaker,
+    create_statement_pool,
+)
 from hub.deps import Clock
 from hub.errors import install_error_handlers
 from hub.health.router import router as health_router
@@ -26,15 +31,19 @@ def utc_now() -> datetime:
 
 
 def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_now) -> FastAPI:
-    """Build the app; the engine is opened on start-up and disposed on shutdown."""
+    """Build the app; the engine and statement pool open on start-up and close on shutdown."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_engine(database_url, settings)
-        app.state.sessionmaker = create_sessionmaker(engine)
+        statements = create_statement_pool(database_url, settings)
+        # Without waiting: a store that is down shows in /readyz, not as a failed start.
+        await statements.open(wait=False)
+        app.state.sessionmaker = create_sessionmaker(engine, statements)
         try:
             yield
         finally:
+            await statements.close()
             await engine.dispose()
 
     app = FastAPI(
@@ -46,7 +55,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
     app.state.settings = settings
     app.state.clock = clock
     app.state.metrics = HubMetrics()
-    install_error_handlers(app)
+    install_error_handlers(app, busy=STORE_BUSY_ERRORS)
     for router in (health_router, ingest_router, clusters_router, tokens_router):
         app.include_router(router)
     app.add_middleware(RequestMetricsMiddleware, metrics=app.state.metrics)

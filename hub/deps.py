@@ -23,12 +23,13 @@ Clock = Callable[[], datetime]
 _bearer = HTTPBearer(auto_error=False)
 
 
-def get_settings(request: Request) -> HubSettings:
+# Plain dependencies are async: FastAPI runs sync ones in a thread pool, a thread hop per call.
+async def get_settings(request: Request) -> HubSettings:
     settings: HubSettings = request.app.state.settings
     return settings
 
 
-def get_clock(request: Request) -> Clock:
+async def get_clock(request: Request) -> Clock:
     clock: Clock = request.app.state.clock
     return clock
 

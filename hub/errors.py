@@ -64,7 +64,13 @@ def describe_validation_error(exc: ValidationError | RequestValidationError) -> 
     return "; ".join(lines)
 
 
-def install_error_handlers(app: FastAPI) -> None:
+# Seconds a client is asked to wait when the store is busy.
+RETRY_AFTER_BUSY = 5
+
+
+def install_error_handlers(app: FastAPI, *, busy: tuple[type[Exception], ...] = ()) -> None:
+    """Domain errors as {"error", "detail"}; `busy` names the errors of an overloaded store."""
+
     async def domain_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, FleetmarkError)
         headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
@@ -78,5 +84,17 @@ def install_error_handlers(app: FastAPI) -> None:
             {"error": "invalid_input", "detail": describe_validation_error(exc)}, status_code=422
         )
 
+    async def store_busy(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse(
+            {
+                "error": "store_busy",
+                "detail": "every database connection is busy; retry later",
+            },
+            status_code=503,
+            headers={"Retry-After": str(RETRY_AFTER_BUSY)},
+        )
+
     app.add_exception_handler(FleetmarkError, domain_error)
+    for error in busy:
+        app.add_exception_handler(error, store_busy)
     app.add_exception_handler(RequestValidationError, request_validation_error)

@@ -37,9 +37,25 @@ class HubMetrics:
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
         )
 
+        # A label lookup takes a lock and builds tuples: each series is looked up once, on
+        # first use (as before, a series appears only once it has been counted).
+        self._outcomes: dict[str, Counter] = {}
+        self._timers: dict[tuple[str, str, int], Histogram] = {}
+
     def record_report(self, reply: ReportReply) -> None:
-        self.reports.labels("duplicate" if reply.duplicate else "accepted").inc()
+        outcome = "duplicate" if reply.duplicate else "accepted"
+        counter = self._outcomes.get(outcome)
+        if counter is None:
+            counter = self._outcomes[outcome] = self.reports.labels(outcome)
+        counter.inc()
         self.objects_changed.inc(reply.changed)
+
+    def time_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        key = (method, route, status)
+        timer = self._timers.get(key)
+        if timer is None:
+            timer = self._timers[key] = self.requests.labels(method, route, str(status))
+        timer.observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -70,6 +86,4 @@ class RequestMetricsMiddleware:
         finally:
             route = scope.get("route")
             path = getattr(route, "path", "unmatched")
-            self.metrics.requests.labels(scope["method"], path, str(status)).observe(
-                time.perf_counter() - started
-            )
+            self.metrics.time_request(scope["method"], path, status, time.perf_counter() - started)

@@ -29,6 +29,11 @@ class HubSettings(BaseSettings):
     max_report_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
     stale_after_seconds: int = Field(default=600, gt=0)
     database_pool_size: int = Field(default=10, gt=0)
+    database_pool_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds a request waits for a free database connection before a 503.",
+    )
     log_format: Literal["console", "json"] | None = None
 
     @model_validator(mode="after")

@@ -70,6 +70,7 @@ def report(
     full_snapshot: bool = False,
     environment: str | None = None,
     cluster_type: str | None = None,
+    skipped_kinds: Iterable[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
     """A contract-v1 report body."""
     identity: dict[str, Any] = {"name": cluster, "labels": {"region": "east-us"}}
@@ -85,6 +86,7 @@ def report(
         "observed_at": observed_at.isoformat(),
         "full_snapshot": full_snapshot,
         "objects": list(objects),
+        "skipped_kinds": list(skipped_kinds),
     }
 
 
@@ -106,6 +108,7 @@ class Agent:
         sequence: int | None = None,
         observed_at: datetime | None = None,
         full_snapshot: bool = False,
+        skipped_kinds: Iterable[Mapping[str, str]] = (),
         **identity: str,
     ) -> httpx.Response:
         if sequence is None:
@@ -118,6 +121,7 @@ class Agent:
             objects=objects,
             boot_id=self.boot_id,
             full_snapshot=full_snapshot,
+            skipped_kinds=skipped_kinds,
             **identity,
         )
         return await self.client.post("/api/v1/reports", json=body, headers=bearer(self.token))

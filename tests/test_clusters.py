@@ -162,6 +162,48 @@ async def test_detail_shows_current_object_states(
     assert first["reason"] == "ReconciliationSucceeded"
 
 
+async def test_detail_shows_the_reporting_agent_and_the_kinds_it_skipped(
+    make_agent: MakeAgent, read_token: str, clock: FakeClock
+) -> None:
+    agent = await make_agent("drone-dev-1", environment="dev", cluster_type="drone")
+    helm = {
+        "kind": "HelmRelease",
+        "api_group": "helm.toolkit.fluxcd.io",
+        "reason": "its CustomResourceDefinition is absent",
+    }
+    argo = {"kind": "Application", "api_group": "argoproj.io", "reason": "forbidden"}
+    await agent.send_ok([kustomization("apps")], sequence=2, skipped_kinds=[helm])
+    # A late report from before: its view of the cluster is older and does not count.
+    clock.advance(seconds=5)
+    await agent.send_ok([kustomization("apps")], sequence=1, skipped_kinds=[helm, argo])
+
+    response = await agent.client.get("/api/v1/clusters/drone-dev-1", headers=bearer(read_token))
+
+    reporting = response.json()["agent"]
+    assert (reporting["boot_id"], reporting["version"], reporting["instance"]) == (
+        "boot-1",
+        "0.1.0",
+        "fleetmark-agent-7d9f",
+    )
+    assert (reporting["sequence"], reporting["reports"]) == (2, 2)
+    assert reporting["skipped_kinds"] == [helm]
+
+    # Once the CRD is installed, the next report skips nothing.
+    await agent.send_ok([kustomization("apps")], sequence=3)
+    response = await agent.client.get("/api/v1/clusters/drone-dev-1", headers=bearer(read_token))
+    assert response.json()["agent"]["skipped_kinds"] == []
+
+
+async def test_a_cluster_that_never_reported_has_no_agent(
+    client: httpx.AsyncClient, admin_token: str, read_token: str
+) -> None:
+    await register(client, admin_token, "drone-dev-9", environment="dev", cluster_type="drone")
+
+    response = await client.get("/api/v1/clusters/drone-dev-9", headers=bearer(read_token))
+
+    assert response.json()["agent"] is None
+
+
 async def test_detail_of_unknown_cluster_is_404(client: httpx.AsyncClient, read_token: str) -> None:
     response = await client.get("/api/v1/clusters/nowhere", headers=bearer(read_token))
 

@@ -113,6 +113,7 @@ async def test_openapi_documents_the_report_body(client: httpx.AsyncClient) -> N
         "observed_at",
         "full_snapshot",
         "objects",
+        "skipped_kinds",
     }
     assert report["properties"]["schema"]["const"] == "fleetmark.report/v1"
     for ref in set(refs(document)):

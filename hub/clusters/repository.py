@@ -4,12 +4,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from psycopg import AsyncRawCursor
 from sqlalchemy import Row, RowMapping, and_, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from hub.models import Cluster, ClusterType, Environment, ObjectState
+from hub.database import statement_connection
+from hub.models import AgentSession, Cluster, ClusterType, Environment, ObjectState
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,27 @@ async def find_by_token_hash(session: AsyncSession, token_hash: str) -> ClusterI
         )
     ).one_or_none()
     return None if row is None else ClusterIdentity(**row._mapping)
+
+
+# The identity a cluster token ($1, its hash) stands for, in plain SQL; the ingest statement
+# embeds it as a CTE.
+CLUSTER_IDENTITY_SQL = """
+SELECT c.id, c.name, e.name AS environment, ct.name AS cluster_type
+FROM cluster c
+LEFT JOIN environment e ON e.id = c.environment_id
+LEFT JOIN cluster_type ct ON ct.id = c.cluster_type_id
+WHERE c.token_hash = $1 AND c.decommissioned_at IS NULL
+"""
+_IDENTIFY = CLUSTER_IDENTITY_SQL.encode()
+
+
+async def identify_token_hash(session: AsyncSession, token_hash: str) -> ClusterIdentity | None:
+    """find_by_token_hash as one prepared statement, for the ingest path."""
+    async with statement_connection(session) as connection:
+        cursor = AsyncRawCursor(connection)
+        await cursor.execute(_IDENTIFY, (token_hash,), prepare=True)
+        row = await cursor.fetchone()
+    return None if row is None else ClusterIdentity(*row)
 
 
 async def find_by_name(session: AsyncSession, name: str) -> ClusterIdentity | None:
@@ -89,16 +112,6 @@ async def set_token_hash(
         .returning(Cluster.id)
     )
     return (await session.execute(statement)).scalar_one_or_none() is not None
-
-
-async def set_placement(
-    session: AsyncSession, cluster_id: int, environment_id: int, cluster_type_id: int | None
-) -> None:
-    await session.execute(
-        update(Cluster)
-        .where(Cluster.id == cluster_id)
-        .values(environment_id=environment_id, cluster_type_id=cluster_type_id)
-    )
 
 
 async def list_clusters(
@@ -169,6 +182,16 @@ async def cluster_detail(session: AsyncSession, name: str) -> RowMapping | None:
         .where(Cluster.name == name)
     )
     return (await session.execute(statement)).mappings().one_or_none()
+
+
+async def latest_agent_session(session: AsyncSession, cluster_id: int) -> AgentSession | None:
+    statement = (
+        select(AgentSession)
+        .where(AgentSession.cluster_id == cluster_id)
+        .order_by(AgentSession.last_report_at.desc(), AgentSession.started_at.desc())
+        .limit(1)
+    )
+    return (await session.scalars(statement)).one_or_none()
 
 
 async def object_states(session: AsyncSession, cluster_id: int) -> list[ObjectState]:

@@ -76,6 +76,27 @@ class ObjectStateOut(BaseModel):
     changed_at: datetime
 
 
+class SkippedKindOut(BaseModel):
+    kind: str
+    api_group: str
+    reason: str
+
+
+class AgentStatus(BaseModel):
+    """The agent boot that reported last."""
+
+    boot_id: str
+    version: str
+    instance: str
+    started_at: datetime
+    last_report_at: datetime
+    sequence: int = Field(description="The newest sequence number received from this boot.")
+    reports: int
+    skipped_kinds: list[SkippedKindOut] = Field(
+        description="Kinds the agent could not watch (e.g. their CRD is absent)."
+    )
+
+
 class ClusterDetail(BaseModel):
     name: str
     environment: str | None
@@ -86,4 +107,5 @@ class ClusterDetail(BaseModel):
     last_seen_at: datetime | None
     stale: bool
     token_active: bool
+    agent: AgentStatus | None = Field(description="None until the first report.")
     objects: list[ObjectStateOut]

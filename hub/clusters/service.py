@@ -7,12 +7,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.clusters import repository
 from hub.clusters.repository import ClusterIdentity
 from hub.clusters.schemas import (
+    AgentStatus,
     ClusterDetail,
     ClusterPage,
     ClusterRegistration,
     ClusterSummary,
     ObjectStateOut,
     RegisteredCluster,
+    SkippedKindOut,
 )
 from hub.errors import AlreadyExists, NotAuthenticated, UnknownCluster
 from hub.fleet.repository import ensure_cluster_type, ensure_environment
@@ -102,10 +104,23 @@ async def cluster_detail(
     if row is None:
         raise UnknownCluster(f"no cluster named {name!r}")
     objects = await repository.object_states(session, row["id"])
+    agent = await repository.latest_agent_session(session, row["id"])
     fields = dict(row)
     fields.pop("id")
     return ClusterDetail(
         **fields,
         stale=_is_stale(row["last_seen_at"], now, stale_after),
+        agent=None
+        if agent is None
+        else AgentStatus(
+            boot_id=agent.boot_id,
+            version=agent.agent_version,
+            instance=agent.instance,
+            started_at=agent.started_at,
+            last_report_at=agent.last_report_at,
+            sequence=agent.max_sequence,
+            reports=agent.report_count,
+            skipped_kinds=[SkippedKindOut(**skipped) for skipped in agent.skipped_kinds],
+        ),
         objects=[ObjectStateOut.model_validate(item, from_attributes=True) for item in objects],
     )

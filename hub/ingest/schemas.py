@@ -99,6 +99,14 @@ class ObjectRecord(Strict):
         return (self.reconciler, self.kind, self.namespace, self.name)
 
 
+class SkippedKind(Strict):
+    """A kind the agent was set to watch and could not, so the report holds none of it."""
+
+    kind: Annotated[str, StringConstraints(min_length=1, max_length=63), AfterValidator(_storable)]
+    api_group: ShortText
+    reason: ShortText
+
+
 class Report(Strict):
     report_schema: Literal["fleetmark.report/v1"] = Field(alias="schema")
     cluster: ClusterIdentity
@@ -107,6 +115,11 @@ class Report(Strict):
     observed_at: AwareDatetime
     full_snapshot: bool = False
     objects: list[ObjectRecord] = Field(default_factory=list, max_length=MAX_OBJECTS)
+    skipped_kinds: list[SkippedKind] = Field(
+        default_factory=list,
+        max_length=256,
+        description="Kinds the agent could not watch; absent from `objects` for that reason.",
+    )
 
     @model_validator(mode="after")
     def _unique_objects(self) -> "Report":

@@ -1,78 +1,91 @@
-"""Apply an agent report: check identity, flatten records, hand them to one SQL statement."""
+"""Apply an agent report: flatten records, hand them to one SQL statement, read its verdict.
 
-import json
+The statement authenticates the token and checks it belongs to the reported cluster before
+it writes anything, so a report costs one round trip to the store.
+"""
+
 from datetime import datetime
+from functools import lru_cache
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.clusters import repository as clusters
 from hub.clusters.repository import ClusterIdentity
-from hub.errors import ClusterMismatch
-from hub.fleet.repository import ensure_cluster_type, ensure_environment
+from hub.errors import ClusterMismatch, NotAuthenticated
 from hub.ingest import repository
 from hub.ingest.schemas import ObjectRecord, Report, ReportReply
-from hub.revisions import parse_revision
+from hub.revisions import Revision, parse_revision
+from hub.security import hash_token
+
+# A fleet reports the same few revisions over and over; parsing is pure, so remember it.
+_parse_revision = lru_cache(maxsize=8192)(parse_revision)
 
 
-def _row(record: ObjectRecord) -> dict[str, object]:
-    applied = parse_revision(record.applied_revision)
-    attempted = parse_revision(record.attempted_revision)
+def _revision(revision: str | None) -> Revision:
+    return _parse_revision(revision) if revision else Revision()
+
+
+def _row(record: ObjectRecord) -> repository.Record:
+    """One record as the ingest statement takes it: its values in RECORD_TYPES order."""
+    applied = _revision(record.applied_revision)
     source = record.source
-    return {
-        "reconciler": record.reconciler,
-        "kind": record.kind,
-        "namespace": record.namespace,
-        "name": record.name,
-        "source_url": source.url if source else None,
-        "source_ref": source.ref if source else None,
-        "source_path": source.path if source else None,
-        "applied_revision": record.applied_revision,
-        "applied_sha": applied.sha,
-        "applied_version": applied.version or applied.digest,
-        "attempted_revision": record.attempted_revision,
-        "attempted_sha": attempted.sha,
-        "ready": record.ready,
-        "reason": record.reason,
-        "message": record.message,
-        "health": record.health,
-        "drifted": record.drifted,
-        "suspended": record.suspended,
-        "last_transition_at": (
-            record.last_transition_at.isoformat() if record.last_transition_at else None
-        ),
-    }
+    if source is None:
+        source_url = source_ref = source_path = None
+    else:
+        source_url, source_ref, source_path = source.url, source.ref, source.path
+    return (
+        record.reconciler,
+        record.kind,
+        record.namespace,
+        record.name,
+        source_url,
+        source_ref,
+        source_path,
+        record.applied_revision,
+        applied.sha,
+        applied.version or applied.digest,
+        record.attempted_revision,
+        _revision(record.attempted_revision).sha,
+        record.ready,
+        record.reason,
+        record.message,
+        record.health,
+        record.drifted,
+        record.suspended,
+        record.last_transition_at,
+    )
 
 
-async def _place_cluster(
-    session: AsyncSession, cluster: ClusterIdentity, report: Report
-) -> list[str]:
-    """Adopt the environment and cluster type the agent names when registration left them open.
+# Same words as hub.clusters.service.authenticate: the ingest path authenticates in its own
+# statement, and an agent must see the same refusal either way.
+_NO_CREDENTIALS = "a cluster token is required (Authorization: Bearer <token>)"
+_UNKNOWN_CREDENTIALS = "the cluster token is unknown or revoked"
 
-    A registration that names them wins; a disagreeing agent gets a warning back.
+
+async def authenticate(session: AsyncSession, token: str | None, *, token_secret: str) -> None:
+    """Refuse a missing or unknown token (ingest checks tokens in its statement otherwise)."""
+    if not token:
+        raise NotAuthenticated(_NO_CREDENTIALS)
+    if await clusters.identify_token_hash(session, hash_token(token_secret, token)) is None:
+        raise NotAuthenticated(_UNKNOWN_CREDENTIALS)
+
+
+def _placement_warnings(cluster: ClusterIdentity, report: Report) -> list[str]:
+    """What the agent claimed that registration overrides.
+
+    Registration left open is filled in by the ingest statement (environment, cluster type);
+    a registration that names them wins, and a disagreeing agent gets a warning back.
     """
     claimed = report.cluster
     warnings = []
-    if cluster.environment is None and claimed.environment is not None:
-        environment_id = await ensure_environment(session, claimed.environment)
-        cluster_type_id = None
-        if claimed.cluster_type is not None:
-            cluster_type_id = await ensure_cluster_type(
-                session, environment_id, claimed.cluster_type
-            )
-        await clusters.set_placement(session, cluster.id, environment_id, cluster_type_id)
-    elif claimed.environment not in (None, cluster.environment):
+    if cluster.environment is not None and claimed.environment not in (
+        None,
+        cluster.environment,
+    ):
         warnings.append(
             f"cluster.environment {claimed.environment!r} ignored: "
             f"the cluster is registered in {cluster.environment!r}"
         )
-    elif (
-        cluster.environment is not None
-        and cluster.cluster_type is None
-        and claimed.cluster_type is not None
-    ):
-        environment_id = await ensure_environment(session, cluster.environment)
-        cluster_type_id = await ensure_cluster_type(session, environment_id, claimed.cluster_type)
-        await clusters.set_placement(session, cluster.id, environment_id, cluster_type_id)
     if claimed.cluster_type not in (None, cluster.cluster_type) and cluster.cluster_type:
         warnings.append(
             f"cluster.cluster_type {claimed.cluster_type!r} ignored: "
@@ -82,18 +95,22 @@ async def _place_cluster(
 
 
 async def ingest(
-    session: AsyncSession, cluster: ClusterIdentity, report: Report, *, received_at: datetime
+    session: AsyncSession,
+    token: str | None,
+    report: Report,
+    *,
+    received_at: datetime,
+    token_secret: str,
 ) -> ReportReply:
-    if report.cluster.name != cluster.name:
-        raise ClusterMismatch(
-            f"this token belongs to cluster {cluster.name!r}; "
-            f"it cannot report for {report.cluster.name!r}"
-        )
+    """Authenticate, check the token is this cluster's, and apply the report, in one statement."""
+    if not token:
+        raise NotAuthenticated(_NO_CREDENTIALS)
     # An agent clock running ahead must not pin state in the future.
     observed_at = min(report.observed_at, received_at)
     applied = await repository.apply_report(
         session,
-        cluster_id=cluster.id,
+        token_hash=hash_token(token_secret, token),
+        cluster_name=report.cluster.name,
         boot_id=report.agent.boot_id,
         agent_version=report.agent.version,
         instance=report.agent.instance,
@@ -101,12 +118,25 @@ async def ingest(
         observed_at=observed_at,
         received_at=received_at,
         full_snapshot=report.full_snapshot,
-        objects_json=json.dumps([_row(record) for record in report.objects]),
-        object_count=len(report.objects),
+        records=[_row(record) for record in report.objects],
+        claimed_environment=report.cluster.environment,
+        claimed_cluster_type=report.cluster.cluster_type,
+        skipped_kinds=[skipped.model_dump() for skipped in report.skipped_kinds],
     )
+    cluster = applied.cluster
+    if cluster is None:
+        raise NotAuthenticated(_UNKNOWN_CREDENTIALS)
+    if report.cluster.name != cluster.name:
+        # The statement wrote nothing: it applies a report only for the token's own cluster.
+        raise ClusterMismatch(
+            f"this token belongs to cluster {cluster.name!r}; "
+            f"it cannot report for {report.cluster.name!r}"
+        )
     if not applied.fresh:
         return ReportReply(accepted=0, changed=0, duplicate=True)
-    warnings = await _place_cluster(session, cluster, report)
     return ReportReply(
-        accepted=applied.accepted, changed=applied.changed, duplicate=False, warnings=warnings
+        accepted=applied.accepted,
+        changed=applied.changed,
+        duplicate=False,
+        warnings=_placement_warnings(cluster, report),
     )

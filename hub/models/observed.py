@@ -23,6 +23,7 @@ from sqlalchemy import (
     func,
     text,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from hub.models.base import Base
@@ -50,6 +51,9 @@ class AgentSession(Base):
     started_at: Mapped[datetime]
     last_report_at: Mapped[datetime]
     report_count: Mapped[int] = mapped_column(BigInteger, server_default="1")
+    # Kinds the agent was set to watch but skipped (e.g. their CRD is absent), as reported
+    # with its newest sequence: [{"kind", "api_group", "reason"}].
+    skipped_kinds: Mapped[list[dict[str, str]]] = mapped_column(JSONB, server_default="[]")
 
 
 class ObjectState(Base):

@@ -13,6 +13,7 @@ from agent.report import (
     ClusterIdentity,
     ObjectRecord,
     Report,
+    SkippedKind,
     Source,
 )
 from hub.ingest import schemas as hub
@@ -82,6 +83,19 @@ def test_hub_accepts_the_body_the_agent_sends() -> None:
     assert received.objects[0].last_transition_at == EARLIER_AT
 
 
+def test_hub_accepts_the_kinds_the_agent_skipped() -> None:
+    skipped = SkippedKind(
+        kind="Application", api_group="argoproj.io", reason="its CustomResourceDefinition is absent"
+    )
+    sent = report(kustomization()).model_copy(update={"skipped_kinds": (skipped,)})
+
+    received = hub.Report.model_validate_json(sent.to_json())
+
+    assert [(kind.kind, kind.api_group, kind.reason) for kind in received.skipped_kinds] == [
+        ("Application", "argoproj.io", "its CustomResourceDefinition is absent")
+    ]
+
+
 def test_spooled_body_reads_back_as_the_same_report() -> None:
     sent = report(kustomization(), sequence=42)
 
@@ -100,7 +114,7 @@ def test_naive_observation_time_is_refused() -> None:
 
 
 def test_fields_the_hub_does_not_know_cannot_be_added() -> None:
-    with pytest.raises(ValidationError, match="skipped_kinds"):
+    with pytest.raises(ValidationError, match="cluster_state"):
         Report.model_validate(
             {
                 "schema": "fleetmark.report/v1",
@@ -108,7 +122,7 @@ def test_fields_the_hub_does_not_know_cannot_be_added() -> None:
                 "agent": {"version": "0.1.0", "boot_id": "b", "instance": "i"},
                 "sequence": 1,
                 "observed_at": NOW.isoformat(),
-                "skipped_kinds": ["HelmRelease"],
+                "cluster_state": "Ready",
             }
         )
 

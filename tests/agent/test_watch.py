@@ -469,15 +469,28 @@ async def test_the_runner_leads_reports_and_answers_probes(
         assert report.cluster.labels == {"region": "east-us"}
         assert report.agent.instance == "fleetmark-agent-abcde"
         assert len(report.objects) == 3
+        # The cluster has no OCIRepository or Application CRD: the report says so.
+        assert [(kind.kind, kind.api_group) for kind in report.skipped_kinds] == [
+            ("OCIRepository", "source.toolkit.fluxcd.io"),
+            ("Application", "argoproj.io"),
+        ]
+        assert "CustomResourceDefinition is absent" in report.skipped_kinds[0].reason
 
         api.put("kustomizations", kustomization("apps", examples.SHA_B))
         await until(lambda: len(fake_hub.taken) == 2)
+
+        # The root moves to another cluster type's folder: the same agent boot goes on
+        # reporting, under the new placement.
+        api.put("kustomizations", kustomization("flux-system", path="./large"))
+        await until(lambda: len(fake_hub.taken) == 3)
+        moved = fake_hub.taken[(report.agent.boot_id, 3)]
+        assert (moved.cluster.environment, moved.cluster.cluster_type) == ("dev", "large")
 
         ready = await probe(runner.health.port, "/readyz")
         assert ready.status_code == 200
         assert ready.json()["role"] == "leader"
         assert ready.json()["objects"] == 3
-        assert ready.json()["delivery"]["sent"] == 2
+        assert ready.json()["delivery"]["sent"] == 3
         assert (await probe(runner.health.port, "/healthz")).status_code == 200
         assert (await probe(runner.health.port, "/nope")).status_code == 404
     finally:

@@ -1,0 +1,125 @@
+"""An overloaded store: requests that find every connection busy get 503, and lose nothing.
+
+These tests run the app on its own pools against a database of their own (no test session),
+and make the store slow the way a real one gets slow: another transaction holds the row
+every report of the cluster must update.
+"""
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, create_async_engine
+
+from hub.app import create_app
+from hub.clusters import service as cluster_service
+from hub.clusters.schemas import ClusterRegistration
+from hub.tokens import service as token_service
+from hub.tokens.schemas import TokenRequest
+from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
+from tests.support import START, bearer, kustomization, report
+
+POOL_TIMEOUT = 0.3
+
+
+@pytest.fixture
+def own_database(database_server: DatabaseServer) -> Iterator[str]:
+    with database_server.migrated_database() as url:
+        yield url
+
+
+@pytest.fixture
+async def admin(own_database: str) -> AsyncIterator[AsyncConnection]:
+    engine = create_async_engine(own_database)
+    async with engine.connect() as connection:
+        yield connection
+    await engine.dispose()
+
+
+@pytest.fixture
+async def hub(own_database: str) -> AsyncIterator[httpx.AsyncClient]:
+    # One engine connection (plus one overflow) and two statement connections.
+    app = create_app(
+        hub_settings(database_pool_size=1, database_pool_timeout=POOL_TIMEOUT), own_database
+    )
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://hub.test") as client:
+            yield client
+
+
+async def register(admin: AsyncConnection, name: str) -> str:
+    async with admin.begin():
+        registered = await cluster_service.register(
+            AsyncSession(bind=admin),
+            ClusterRegistration(name=name, environment="dev", cluster_type="drone"),
+            token_secret=TOKEN_SECRET,
+        )
+    return registered.token
+
+
+async def post(hub: httpx.AsyncClient, token: str, sequence: int) -> httpx.Response:
+    body = report(
+        "drone-01",
+        sequence=sequence,
+        observed_at=START,
+        objects=[kustomization(f"app-{sequence}")],
+    )
+    return await hub.post("/api/v1/reports", json=body, headers=bearer(token))
+
+
+async def test_report_gets_503_when_every_connection_is_busy_and_the_others_still_land(
+    hub: httpx.AsyncClient, admin: AsyncConnection
+) -> None:
+    token = await register(admin, "drone-01")
+    async with admin.begin():
+        await admin.execute(text("SELECT 1 FROM cluster WHERE name = 'drone-01' FOR UPDATE"))
+        # Two reports wait on the locked row, holding both statement connections.
+        waiting = [asyncio.create_task(post(hub, token, sequence)) for sequence in (1, 2)]
+        await asyncio.sleep(POOL_TIMEOUT / 3)
+        refused = await post(hub, token, 3)
+    assert refused.status_code == 503
+    assert refused.headers["Retry-After"] == "5"
+    assert refused.json() == {
+        "error": "store_busy",
+        "detail": "every database connection is busy; retry later",
+    }
+    # The lock is gone: the waiting reports land, and the refused one is accepted on retry.
+    assert [(await task).status_code for task in waiting] == [200, 200]
+    retried = await post(hub, token, 3)
+    assert retried.status_code == 200, retried.text
+    names = (
+        await admin.execute(
+            text(
+                "SELECT o.name FROM object_state o JOIN cluster c ON c.id = o.cluster_id "
+                "WHERE c.name = 'drone-01' ORDER BY o.name"
+            )
+        )
+    ).scalars()
+    assert list(names) == ["app-1", "app-2", "app-3"]
+    await admin.rollback()
+
+
+async def test_api_read_gets_503_when_the_engine_pool_is_exhausted(
+    hub: httpx.AsyncClient, admin: AsyncConnection
+) -> None:
+    async with admin.begin():
+        created = await token_service.create(
+            AsyncSession(bind=admin),
+            TokenRequest(name="grafana", scope="read"),
+            token_secret=TOKEN_SECRET,
+        )
+    headers = bearer(created.token)
+    async with admin.begin():
+        await admin.execute(text("LOCK TABLE cluster IN ACCESS EXCLUSIVE MODE"))
+        # Two listings wait on the lock, holding the engine's connection and its overflow.
+        waiting = [
+            asyncio.create_task(hub.get("/api/v1/clusters", headers=headers)) for _ in range(2)
+        ]
+        await asyncio.sleep(POOL_TIMEOUT / 3)
+        refused = await hub.get("/api/v1/clusters", headers=headers)
+    assert refused.status_code == 503
+    assert refused.json()["error"] == "store_busy"
+    assert [(await task).status_code for task in waiting] == [200, 200]
