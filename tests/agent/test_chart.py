@@ -1,8 +1,8 @@
-"""The agent's Helm chart, as far as it can be checked without Helm: its plain files parse,
-and its DaemonSet passes every setting a pod needs under the name `AgentSettings` reads."""
+"""The agent's Helm chart, rendered and linted by Helm's own SDK with each set of CI values:
+a locked-down DaemonSet that passes every setting a pod needs, read-only RBAC on exactly the
+watched kinds, and clear refusals of values that cannot work."""
 
-import json
-import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,52 +10,160 @@ import pytest
 import yaml
 
 from agent.settings import AgentSettings
+from agent.sources import WATCHED_KINDS
+
+helm = pytest.importorskip("helm_python", reason="Helm's SDK wheel exists for Linux x86-64 only")
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "fleetmark-agent"
-# Settings for running outside a cluster (a state file, a kubeconfig or a bare API host) or
-# set only when given (the hub's CA); the chart passes everything else.
+CI_VALUES = sorted((CHART / "ci").glob("*.yaml"))
+# Settings for running outside a cluster (a state file, a kubeconfig or a bare API host);
+# the chart passes every other one.
 NOT_IN_A_POD = {"state_file", "state_file_max_age", "kubeconfig", "kube_context", "kube_host"}
-ONLY_WHEN_GIVEN = {"hub_ca_file", "environment", "cluster_type"}
+WARNING = 2  # Helm lint severities: 1 info, 2 warning, 4 error
 
 
-def load(name: str) -> Any:
-    return yaml.safe_load((CHART / name).read_text())
+def values(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((CHART / "ci" / name).read_text())
+    return loaded
 
 
-def test_chart_metadata() -> None:
-    chart = load("Chart.yaml")
-    assert chart["apiVersion"] == "v2"
-    assert chart["name"] == CHART.name
-    assert re.fullmatch(r"\d+\.\d+\.\d+", chart["version"])
+def render(chart_values: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every manifest `helm template` would print, parsed."""
+    with helm.Chart.load(CHART) as chart:
+        rendered = chart.render(chart_values, name="fleetmark-agent", namespace="fleetmark")
+    documents = []
+    for path, text in rendered.items():
+        if path.endswith(".yaml"):
+            documents.extend(doc for doc in yaml.safe_load_all(text) if doc)
+    return documents
 
 
-@pytest.mark.parametrize(
-    "values", ["values.yaml", "ci/default-values.yaml", "ci/namespaced-values.yaml"]
-)
-def test_values_parse(values: str) -> None:
-    assert isinstance(load(values), dict)
+def only(documents: list[dict[str, Any]], kind: str) -> Iterator[dict[str, Any]]:
+    return (doc for doc in documents if doc["kind"] == kind)
 
 
-def test_the_schema_is_json_and_knows_every_top_level_value_it_constrains() -> None:
-    schema = json.loads((CHART / "values.schema.json").read_text())
-    values = load("values.yaml")
-    assert set(schema["properties"]) <= set(values)
-    kinds = schema["properties"]["watch"]["properties"]["kinds"]["items"]["enum"]
-    assert values["watch"]["kinds"] == kinds
+def agent_container(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    (daemonset,) = only(documents, "DaemonSet")
+    (container,) = daemonset["spec"]["template"]["spec"]["containers"]
+    assert isinstance(container, dict)
+    return container
 
 
-def test_the_daemonset_passes_every_setting_a_pod_needs() -> None:
-    template = (CHART / "templates" / "daemonset.yaml").read_text()
-    passed = {name.lower() for name in re.findall(r"name: FLEETMARK_AGENT_([A-Z_]+)", template)}
+@pytest.mark.parametrize("path", CI_VALUES, ids=lambda path: path.name)
+def test_the_chart_lints_without_warnings(path: Path) -> None:
+    result = helm.lint(CHART, yaml.safe_load(path.read_text()), namespace="fleetmark")
+
+    assert result["errors"] == []
+    assert [m for m in result["messages"] if m["severity"] >= WARNING] == []
+
+
+def test_the_daemonset_runs_the_agent_locked_down() -> None:
+    documents = render(values("default-values.yaml"))
+    (daemonset,) = only(documents, "DaemonSet")
+    pod = daemonset["spec"]["template"]["spec"]
+    container = agent_container(documents)
+
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    assert set(container["resources"]) == {"requests", "limits"}
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    env = {item["name"]: item.get("value") for item in container["env"]}
+    mounts = {mount["name"]: mount["mountPath"] for mount in container["volumeMounts"]}
+    assert mounts["spool"] == env["FLEETMARK_AGENT_SPOOL_DIR"]
+    assert mounts["token"] == str(Path(env["FLEETMARK_AGENT_TOKEN_FILE"]).parent)
+    assert pod["serviceAccountName"] == "fleetmark-agent"
+
+
+@pytest.mark.parametrize("path", CI_VALUES, ids=lambda path: path.name)
+def test_the_daemonset_passes_every_setting_a_pod_needs(path: Path) -> None:
+    container = agent_container(render(yaml.safe_load(path.read_text())))
+    passed = {
+        item["name"].removeprefix("FLEETMARK_AGENT_").lower()
+        for item in container["env"]
+        if item["name"].startswith("FLEETMARK_AGENT_")
+    }
     fields = set(AgentSettings.model_fields)
+
     assert passed <= fields, f"not settings: {passed - fields}"
-    assert fields - passed - NOT_IN_A_POD - ONLY_WHEN_GIVEN == set()
-    assert passed >= ONLY_WHEN_GIVEN
+    optional = {"hub_ca_file", "environment", "cluster_type"}  # passed only when given
+    assert fields - passed - NOT_IN_A_POD - optional == set()
 
 
-def test_rbac_grants_only_reads_on_the_watched_kinds_and_the_lease() -> None:
-    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
-    watch_verbs = set(re.findall(r"verbs: \[([^\]]*)\]", helpers))
-    assert watch_verbs == {'"get", "list", "watch"'}
-    lease = (CHART / "templates" / "rbac-lease.yaml").read_text()
-    assert set(re.findall(r"verbs: \[([^\]]*)\]", lease)) == {'"create"', '"get", "update"'}
+def test_given_values_reach_the_agent() -> None:
+    env = {
+        item["name"]: item.get("value")
+        for item in agent_container(render(values("namespaced-values.yaml")))["env"]
+    }
+
+    assert env["FLEETMARK_AGENT_CLUSTER_NAME"] == "large-dev-1"
+    assert (env["FLEETMARK_AGENT_ENVIRONMENT"], env["FLEETMARK_AGENT_CLUSTER_TYPE"]) == (
+        "dev",
+        "large",
+    )
+    assert env["FLEETMARK_AGENT_NAMESPACES"] == "flux-system,argocd"
+    assert env["FLEETMARK_AGENT_KINDS"] == "Kustomization,Application"
+    assert env["FLEETMARK_AGENT_LEADER_ELECTION"] == "false"
+    assert env["FLEETMARK_AGENT_HUB_CA_FILE"] is not None
+
+
+def test_rbac_grants_only_reads_on_every_watched_kind_across_the_cluster() -> None:
+    documents = render(values("default-values.yaml"))
+    (role,) = only(documents, "ClusterRole")
+
+    granted = {
+        (group, resource)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert {tuple(rule["verbs"]) for rule in role["rules"]} == {("get", "list", "watch")}
+    assert granted == {(kind.group, kind.plural) for kind in WATCHED_KINDS}
+    (lease_role,) = only(documents, "Role")
+    assert lease_role["metadata"]["namespace"] == "fleetmark"
+    assert {(tuple(rule["resources"]), tuple(rule["verbs"])) for rule in lease_role["rules"]} == {
+        (("leases",), ("create",)),
+        (("leases",), ("get", "update")),
+    }
+
+
+def test_a_namespaced_agent_reads_only_its_kinds_in_its_namespaces() -> None:
+    documents = render(values("namespaced-values.yaml"))
+
+    assert list(only(documents, "ClusterRole")) == []
+    roles = [doc for doc in only(documents, "Role") if doc["metadata"]["name"].endswith("-watch")]
+    assert sorted(role["metadata"]["namespace"] for role in roles) == ["argocd", "flux-system"]
+    for role in roles:
+        assert {(rule["apiGroups"][0], rule["resources"][0]) for rule in role["rules"]} == {
+            ("kustomize.toolkit.fluxcd.io", "kustomizations"),
+            ("argoproj.io", "applications"),
+        }
+    # Leader election is off: no Lease role at all.
+    assert [doc for doc in only(documents, "Role") if "lease" in doc["metadata"]["name"]] == []
+
+
+def test_an_existing_secret_is_used_instead_of_a_new_one() -> None:
+    documents = render(values("namespaced-values.yaml"))
+    (daemonset,) = only(documents, "DaemonSet")
+    pod = daemonset["spec"]["template"]["spec"]
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
+
+    assert list(only(documents, "Secret")) == []
+    assert volumes["token"]["secret"]["secretName"] == "fleetmark-agent-token"
+
+
+def test_a_value_the_agent_needs_is_required_by_name() -> None:
+    without_url = values("default-values.yaml")
+    del without_url["hub"]
+
+    with pytest.raises(helm.HelmRenderError, match=r"hub\.url is required"):
+        render(without_url)
+
+
+def test_the_schema_refuses_a_kind_the_agent_cannot_watch() -> None:
+    wrong = values("default-values.yaml") | {"watch": {"kinds": ["Deployment"]}}
+
+    with pytest.raises(helm.HelmValuesError, match=r"/watch/kinds/0"):
+        render(wrong)
