@@ -102,7 +102,12 @@ MALFORMED = {
     ),
     "NUL character": (
         lambda body: _with_objects(body, kustomization("app", message="bad\x00byte")),
-        "objects.0.message: Value error, must not contain a NUL character",
+        "objects.0.message: must not contain a NUL character",
+    ),
+    "NUL characters in a label and a key": (
+        lambda body: body | {"cluster": body["cluster"] | {"labels": {"a\x00": "b\x00"}}},
+        "cluster.labels.'a\\x00' (key): must not contain a NUL character; "
+        "cluster.labels.'a\\x00': must not contain a NUL character",
     ),
     "bad reconciler": (
         lambda body: _with_objects(body, kustomization("app", reconciler="Flux CD")),

@@ -53,7 +53,7 @@ async def post_report(
     try:
         body = await _read_body(request, settings.max_report_bytes)
         try:
-            report = Report.model_validate_json(body)
+            report = Report.from_body(body)
         except ValidationError as exc:
             raise InvalidInput(describe_validation_error(exc)) from exc
     except FleetmarkError:

@@ -1,5 +1,6 @@
 """Wire format of report contract v1 as the hub accepts it (the agent has its own models)."""
 
+from collections.abc import Iterator
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -9,6 +10,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationInfo,
     model_validator,
 )
 
@@ -16,18 +18,31 @@ REPORT_SCHEMA = "fleetmark.report/v1"
 MAX_MESSAGE_CHARS = 16_384
 MAX_OBJECTS = 20_000
 TRUNCATION_MARK = "… [truncated by fleetmark]"
+# Validation context key: True when the raw body may carry a NUL character (see Report).
+MAY_HOLD_NUL = "may_hold_nul"
 
 
-def _storable(value: str) -> str:
-    """PostgreSQL text holds neither NUL characters nor unpaired surrogates."""
-    if "\x00" in value:
-        raise ValueError("must not contain a NUL character")
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ValueError("must be valid Unicode (unpaired surrogate)") from exc
-    return value
+def _nul_paths(value: object, path: str = "") -> Iterator[str]:
+    """The dotted paths of the strings in `value` (a validated model) that hold a NUL."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            yield path or "(body)"
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            field = type(value).model_fields[name]
+            yield from _nul_paths(getattr(value, name), _join(path, field.alias or name))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _nul_paths(item, _join(path, str(index)))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            shown = repr(key) if "\x00" in key else key
+            yield from _nul_paths(key, _join(path, f"{shown} (key)"))
+            yield from _nul_paths(item, _join(path, shown))
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
 
 
 def _truncate_message(value: str) -> str:
@@ -36,17 +51,13 @@ def _truncate_message(value: str) -> str:
     return value[: MAX_MESSAGE_CHARS - len(TRUNCATION_MARK)] + TRUNCATION_MARK
 
 
-Name = Annotated[str, StringConstraints(min_length=1, max_length=253), AfterValidator(_storable)]
-ShortText = Annotated[str, StringConstraints(max_length=1024), AfterValidator(_storable)]
-Message = Annotated[str, AfterValidator(_storable), AfterValidator(_truncate_message)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=253)]
+ShortText = Annotated[str, StringConstraints(max_length=1024)]
+Message = Annotated[str, AfterValidator(_truncate_message)]
 # Environment and cluster type names are stored as varchar(63), as registration allows.
-DimensionName = Annotated[
-    str, StringConstraints(min_length=1, max_length=63), AfterValidator(_storable)
-]
-LabelKey = Annotated[
-    str, StringConstraints(min_length=1, max_length=317), AfterValidator(_storable)
-]
-LabelValue = Annotated[str, StringConstraints(max_length=1024), AfterValidator(_storable)]
+DimensionName = Annotated[str, StringConstraints(min_length=1, max_length=63)]
+LabelKey = Annotated[str, StringConstraints(min_length=1, max_length=317)]
+LabelValue = Annotated[str, StringConstraints(max_length=1024)]
 
 
 class Strict(BaseModel):
@@ -61,12 +72,8 @@ class ClusterIdentity(Strict):
 
 
 class AgentIdentity(Strict):
-    version: Annotated[
-        str, StringConstraints(min_length=1, max_length=64), AfterValidator(_storable)
-    ]
-    boot_id: Annotated[
-        str, StringConstraints(min_length=1, max_length=64), AfterValidator(_storable)
-    ]
+    version: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    boot_id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
     instance: Name
 
 
@@ -78,8 +85,8 @@ class Source(Strict):
 
 class ObjectRecord(Strict):
     reconciler: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
-    kind: Annotated[str, StringConstraints(min_length=1, max_length=63), AfterValidator(_storable)]
-    namespace: Annotated[str, StringConstraints(max_length=253), AfterValidator(_storable)] = ""
+    kind: Annotated[str, StringConstraints(min_length=1, max_length=63)]
+    namespace: Annotated[str, StringConstraints(max_length=253)] = ""
     name: Name
     source: Source | None = None
     applied_revision: ShortText | None = None
@@ -87,9 +94,7 @@ class ObjectRecord(Strict):
     ready: bool | None = None
     reason: ShortText | None = None
     message: Message | None = None
-    health: Annotated[str, StringConstraints(max_length=32), AfterValidator(_storable)] | None = (
-        None
-    )
+    health: Annotated[str, StringConstraints(max_length=32)] | None = None
     drifted: bool = False
     suspended: bool = False
     last_transition_at: AwareDatetime | None = None
@@ -102,7 +107,7 @@ class ObjectRecord(Strict):
 class SkippedKind(Strict):
     """A kind the agent was set to watch and could not, so the report holds none of it."""
 
-    kind: Annotated[str, StringConstraints(min_length=1, max_length=63), AfterValidator(_storable)]
+    kind: Annotated[str, StringConstraints(min_length=1, max_length=63)]
     api_group: ShortText
     reason: ShortText
 
@@ -120,6 +125,27 @@ class Report(Strict):
         max_length=256,
         description="Kinds the agent could not watch; absent from `objects` for that reason.",
     )
+
+    @classmethod
+    def from_body(cls, body: bytes) -> "Report":
+        """The report a request body holds; raises pydantic's ValidationError."""
+        return cls.model_validate_json(body, context={MAY_HOLD_NUL: b"\\u0000" in body})
+
+    @model_validator(mode="after")
+    def _storable(self, info: ValidationInfo) -> "Report":
+        """PostgreSQL text cannot hold NUL characters.
+
+        JSON carries one only as the escape \\u0000, so the caller says (in the validation
+        context) whether the body holds that escape at all, and only then are the strings
+        searched. (Unpaired surrogates need no check: the JSON parser refuses them.)
+        """
+        if info.context and info.context.get(MAY_HOLD_NUL):
+            paths = list(_nul_paths(self))
+            if paths:
+                raise ValueError(
+                    "; ".join(f"{path}: must not contain a NUL character" for path in paths)
+                )
+        return self
 
     @model_validator(mode="after")
     def _unique_objects(self) -> "Report":
