@@ -68,17 +68,21 @@ def create_engine(url: str, settings: HubSettings) -> AsyncEngine:
 def create_statement_pool(url: str, settings: HubSettings) -> AsyncConnectionPool:
     """Autocommit psycopg connections for units of work that are one SQL statement.
 
-    Beside the engine's pool, so the hot path skips SQLAlchemy's session and transaction
-    handling. Opened and closed by the app's lifespan; a request that finds every connection
+    Beside the engine's pool, so the hot path (report ingest) skips SQLAlchemy's session and
+    transaction handling. Unless `ingest_synchronous_commit` is set, its commits do not wait
+    for the WAL flush: reports are re-sent state, not records of their own. Opened and closed by the app's lifespan; a request that finds every connection
     busy for `database_pool_timeout` seconds gets PoolTimeout, answered with 503.
     """
     conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    options = {"autocommit": True, "application_name": APPLICATION_NAME}
+    if not settings.ingest_synchronous_commit:
+        options["options"] = "-c synchronous_commit=off"
     return AsyncConnectionPool(
         conninfo,
         min_size=1,
         max_size=2 * settings.database_pool_size,
         timeout=settings.database_pool_timeout,
-        kwargs={"autocommit": True, "application_name": APPLICATION_NAME},
+        kwargs=options,
         name="fleetmark-statements",
         open=False,
     )

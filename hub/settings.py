@@ -34,6 +34,14 @@ class HubSettings(BaseSettings):
         gt=0,
         description="Seconds a request waits for a free database connection before a 503.",
     )
+    ingest_synchronous_commit: bool = Field(
+        default=False,
+        description=(
+            "Wait for the WAL flush before answering a report. Off by default: a PostgreSQL "
+            "crash can then lose the last fraction of a second of reports, which the agents' "
+            "next full snapshot makes good, and ingest costs a fifth less database CPU."
+        ),
+    )
     log_format: Literal["console", "json"] | None = None
 
     @model_validator(mode="after")

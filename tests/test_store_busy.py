@@ -1,4 +1,5 @@
-"""An overloaded store: requests that find every connection busy get 503, and lose nothing.
+"""The app's own database pools: an overloaded store answers 503 and loses nothing; ingest
+commits without waiting for the WAL unless configured to.
 
 These tests run the app on its own pools against a database of their own (no test session),
 and make the store slow the way a real one gets slow: another transaction holds the row
@@ -16,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, create_async_e
 from hub.app import create_app
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
+from hub.database import create_statement_pool
 from hub.tokens import service as token_service
 from hub.tokens.schemas import TokenRequest
 from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
@@ -123,3 +125,18 @@ async def test_api_read_gets_503_when_the_engine_pool_is_exhausted(
     assert refused.status_code == 503
     assert refused.json()["error"] == "store_busy"
     assert [(await task).status_code for task in waiting] == [200, 200]
+
+
+@pytest.mark.parametrize(("configured", "expected"), [(None, "off"), (True, "on")])
+async def test_ingest_commits_without_waiting_for_the_wal_unless_configured(
+    own_database: str, configured: bool | None, expected: str
+) -> None:
+    overrides = {} if configured is None else {"ingest_synchronous_commit": configured}
+    statements = create_statement_pool(own_database, hub_settings(**overrides))
+    await statements.open()
+    try:
+        async with statements.connection() as connection:
+            cursor = await connection.execute("SHOW synchronous_commit")
+            assert await cursor.fetchone() == (expected,)
+    finally:
+        await statements.close()
