@@ -70,8 +70,9 @@ def create_statement_pool(url: str, settings: HubSettings) -> AsyncConnectionPoo
 
     Beside the engine's pool, so the hot path (report ingest) skips SQLAlchemy's session and
     transaction handling. Unless `ingest_synchronous_commit` is set, its commits do not wait
-    for the WAL flush: reports are re-sent state, not records of their own. Opened and closed by the app's lifespan; a request that finds every connection
-    busy for `database_pool_timeout` seconds gets PoolTimeout, answered with 503.
+    for the WAL flush: reports are re-sent state, not records of their own. Opened and closed
+    by the app's lifespan; a request that finds every connection busy for
+    `database_pool_timeout` seconds gets PoolTimeout, answered with 503.
     """
     conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
     options = {"autocommit": True, "application_name": APPLICATION_NAME}
