@@ -39,7 +39,8 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         statements = create_statement_pool(database_url, settings)
         # Without waiting: a store that is down shows in /readyz, not as a failed start.
         await statements.open(wait=False)
-        app.state.sessionmaker = create_sessionmaker(engine, statements)
+        app.state.sessionmaker = create_sessionmaker(engine)
+        app.state.statements = statements
         try:
             yield
         finally:

@@ -5,13 +5,13 @@ session, commit on success and roll back on error. Read-only sessions run in REA
 transactions so a query path can never write.
 
 A unit of work that is one SQL statement is atomic on its own. Report ingest, the hot path,
-is one: it runs through `statement_connection`, on an autocommit connection from a pool of
-plain psycopg connections, in one round trip without BEGIN, COMMIT or the ORM around it.
+is one: it runs on `Statements`, autocommit connections from a pool of plain psycopg
+connections, in one round trip without BEGIN, COMMIT or the ORM around it.
 """
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any, NewType
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, NewType, Protocol
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout, TooManyRequests
@@ -28,10 +28,9 @@ from hub.embedded import start_embedded_postgres
 from hub.settings import HubSettings
 
 ReadSession = NewType("ReadSession", AsyncSession)
-# The psycopg connection a single-statement unit of work runs on (see statement_connection).
+# The psycopg connection a single-statement unit of work runs on (see Statements).
 StatementConnection = psycopg.AsyncConnection[Any]
 APPLICATION_NAME = "fleetmark-hub"
-_STATEMENTS = "fleetmark.statement_pool"
 # Raised when every database connection stays busy past database_pool_timeout: the hub is
 # overloaded, not broken, so clients are told to retry (503) rather than shown an error.
 STORE_BUSY_ERRORS: tuple[type[Exception], ...] = (PoolTimeout, TooManyRequests, EnginePoolTimeout)
@@ -89,34 +88,17 @@ def create_statement_pool(url: str, settings: HubSettings) -> AsyncConnectionPoo
     )
 
 
-def create_sessionmaker(
-    engine: AsyncEngine, statements: AsyncConnectionPool | None = None
-) -> async_sessionmaker[AsyncSession]:
-    """Sessions on the engine; with a statement pool, single statements can bypass the ORM."""
-    info = {} if statements is None else {_STATEMENTS: statements}
-    return async_sessionmaker(engine, expire_on_commit=False, autoflush=False, info=info)
+class Statements(Protocol):
+    """Where a unit of work that is one SQL statement runs (see create_statement_pool).
 
-
-@asynccontextmanager
-async def statement_connection(session: AsyncSession) -> AsyncIterator[StatementConnection]:
-    """A connection for a unit of work that is one statement, sent as a prepared statement.
-
-    A hub session with no transaction open lends an autocommit connection from the statement
-    pool (see create_statement_pool): the statement commits itself, in one round trip.
-    Otherwise (ORM work already began, or the session joins a transaction its creator
-    manages, as tests do) the statement runs on the session's own connection, inside its
-    transaction.
+    The app's is its statement pool; tests substitute their own transaction's connection.
     """
-    statements = session.info.get(_STATEMENTS)
-    if isinstance(statements, AsyncConnectionPool) and not session.in_transaction():
-        async with statements.connection() as connection:
-            yield connection
-        return
-    session_connection = await session.connection()
-    raw = await session_connection.get_raw_connection()
-    driver = raw.driver_connection
-    assert isinstance(driver, psycopg.AsyncConnection)
-    yield driver
+
+    def connection(self) -> AbstractAsyncContextManager[StatementConnection]: ...
+
+
+def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
 
 
 @asynccontextmanager
@@ -124,19 +106,13 @@ async def write_session(
     sessionmaker: async_sessionmaker[AsyncSession],
 ) -> AsyncIterator[AsyncSession]:
     """A unit of work: commits when the block succeeds, rolls back when it raises."""
-    session = sessionmaker()
-    try:
-        yield session
-    except BaseException:
-        async with session:  # closes the session on the way out, as below
+    async with sessionmaker() as session:
+        try:
+            yield session
+        except BaseException:
             await session.rollback()
-        raise
-    # A session that never began (its work went through a statement connection) holds no
-    # connection and no objects: there is nothing to commit or close, and skipping both saves
-    # the hot path about a tenth of its time.
-    if session.in_transaction():
-        async with session:
-            await session.commit()
+            raise
+        await session.commit()
 
 
 @asynccontextmanager

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.clusters import service as clusters
 from hub.clusters.repository import ClusterIdentity
-from hub.database import ReadSession, read_session, write_session
+from hub.database import ReadSession, Statements, read_session, write_session
 from hub.settings import HubSettings
 from hub.tokens import service as tokens
 
@@ -39,6 +39,11 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
         yield session
 
 
+async def get_statements(request: Request) -> Statements:
+    statements: Statements = request.app.state.statements
+    return statements
+
+
 async def get_read_session(request: Request) -> AsyncIterator[ReadSession]:
     async with read_session(request.app.state.sessionmaker) as session:
         yield session
@@ -48,6 +53,8 @@ SettingsDep = Annotated[HubSettings, Depends(get_settings)]
 ClockDep = Annotated[Clock, Depends(get_clock)]
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 ReadSessionDep = Annotated[ReadSession, Depends(get_read_session, scope="function")]
+# Single-statement units of work (report ingest): no session, the statement commits itself.
+StatementsDep = Annotated[Statements, Depends(get_statements)]
 BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 

@@ -16,11 +16,12 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import create_engine, pool, text
@@ -31,8 +32,8 @@ from hub import migrate
 from hub.app import create_app
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
-from hub.database import ReadSession, normalise_database_url
-from hub.deps import get_read_session, get_session
+from hub.database import ReadSession, StatementConnection, Statements, normalise_database_url
+from hub.deps import get_read_session, get_session, get_statements
 from hub.embedded import start_embedded_postgres
 from hub.settings import HubSettings
 from hub.tokens import service as token_service
@@ -158,8 +159,29 @@ def settings() -> HubSettings:
     return hub_settings()
 
 
+class SessionStatements:
+    """Runs the app's single statements on the test session's connection, each in a savepoint
+    of the test's transaction that is released when it succeeds (as autocommit would)."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[StatementConnection]:
+        try:
+            connection = await self.session.connection()
+            raw = await connection.get_raw_connection()
+            driver = raw.driver_connection
+            assert isinstance(driver, psycopg.AsyncConnection)
+            yield driver
+        except BaseException:
+            await self.session.rollback()
+            raise
+        await self.session.commit()
+
+
 def use_test_session(app: FastAPI, session: AsyncSession) -> None:
-    """Route the app's sessions to the test's, keeping each request a unit of work."""
+    """Route the app's sessions and statements to the test's, each request a unit of work."""
 
     async def write_session() -> AsyncIterator[AsyncSession]:
         try:
@@ -178,8 +200,12 @@ def use_test_session(app: FastAPI, session: AsyncSession) -> None:
         finally:
             await session.rollback()
 
+    async def statements() -> Statements:
+        return SessionStatements(session)
+
     app.dependency_overrides[get_session] = write_session
     app.dependency_overrides[get_read_session] = read_session
+    app.dependency_overrides[get_statements] = statements
 
 
 MakeClient = Callable[..., Awaitable[httpx.AsyncClient]]

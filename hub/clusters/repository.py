@@ -10,7 +10,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from hub.database import statement_connection
+from hub.database import Statements
 from hub.models import AgentSession, Cluster, ClusterType, Environment, ObjectState
 
 
@@ -58,9 +58,9 @@ WHERE c.token_hash = $1 AND c.decommissioned_at IS NULL
 _IDENTIFY = CLUSTER_IDENTITY_SQL.encode()
 
 
-async def identify_token_hash(session: AsyncSession, token_hash: str) -> ClusterIdentity | None:
+async def identify_token_hash(statements: Statements, token_hash: str) -> ClusterIdentity | None:
     """find_by_token_hash as one prepared statement, for the ingest path."""
-    async with statement_connection(session) as connection:
+    async with statements.connection() as connection:
         cursor = AsyncRawCursor(connection)
         await cursor.execute(_IDENTIFY, (token_hash,), prepare=True)
         row = await cursor.fetchone()

@@ -7,10 +7,9 @@ from datetime import datetime
 import orjson
 from psycopg import AsyncRawCursor
 from psycopg.types.numeric import Int8
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.clusters.repository import CLUSTER_IDENTITY_SQL, ClusterIdentity
-from hub.database import statement_connection
+from hub.database import Statements
 from hub.models.observed import HEARTBEAT_BUCKET, REPLAY_WINDOW
 
 STATE_COLUMNS = (
@@ -61,7 +60,7 @@ Record = tuple[object, ...]
 _STATE = ", ".join(STATE_COLUMNS)
 _KEY_COLUMNS = ", ".join(_KEY)
 
-# The statement is the whole unit of work, sent through statement_connection: on its own it
+# The statement is the whole unit of work, sent on a Statements connection: on its own it
 # is one round trip per report. It finds the cluster by token hash; only when the token is
 # valid and names the cluster the report is for does anything get written, and the caller
 # turns an empty or mismatched identity into 401/403.
@@ -208,7 +207,7 @@ class AppliedReport:
 
 
 async def apply_report(
-    session: AsyncSession,
+    statements: Statements,
     *,
     token_hash: str,
     cluster_name: str,
@@ -224,7 +223,7 @@ async def apply_report(
     claimed_cluster_type: str | None,
     skipped_kinds: Sequence[Mapping[str, str]],
 ) -> AppliedReport:
-    async with statement_connection(session) as connection:
+    async with statements.connection() as connection:
         cursor = AsyncRawCursor(connection)
         await cursor.execute(
             APPLY_REPORT,

@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
-from hub.deps import BearerDep, ClockDep, SessionDep, SettingsDep
+from hub.deps import BearerDep, ClockDep, SettingsDep, StatementsDep
 from hub.errors import FleetmarkError, InvalidInput, PayloadTooLarge, describe_validation_error
 from hub.ingest import service
 from hub.ingest.schemas import Report, ReportReply
@@ -42,14 +42,14 @@ async def _read_body(request: Request, limit: int) -> bytes:
 async def post_report(
     request: Request,
     credentials: BearerDep,
-    session: SessionDep,
+    statements: StatementsDep,
     settings: SettingsDep,
     clock: ClockDep,
 ) -> ReportReply:
     token = None if credentials is None else credentials.credentials
     token_secret = settings.token_secret.get_secret_value()
     if not token:
-        await service.authenticate(session, token, token_secret=token_secret)
+        await service.authenticate(statements, token, token_secret=token_secret)
     try:
         body = await _read_body(request, settings.max_report_bytes)
         try:
@@ -59,10 +59,10 @@ async def post_report(
     except FleetmarkError:
         # The token is checked before anything is said about the body; a valid report has it
         # checked inside the ingest statement instead, saving a round trip.
-        await service.authenticate(session, token, token_secret=token_secret)
+        await service.authenticate(statements, token, token_secret=token_secret)
         raise
     reply = await service.ingest(
-        session, token, report, received_at=clock(), token_secret=token_secret
+        statements, token, report, received_at=clock(), token_secret=token_secret
     )
     request.app.state.metrics.record_report(reply)
     return reply

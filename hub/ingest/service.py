@@ -7,10 +7,9 @@ it writes anything, so a report costs one round trip to the store.
 from datetime import datetime
 from functools import lru_cache
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from hub.clusters import repository as clusters
 from hub.clusters.repository import ClusterIdentity
+from hub.database import Statements
 from hub.errors import ClusterMismatch, NotAuthenticated
 from hub.ingest import repository
 from hub.ingest.schemas import ObjectRecord, Report, ReportReply
@@ -62,11 +61,11 @@ _NO_CREDENTIALS = "a cluster token is required (Authorization: Bearer <token>)"
 _UNKNOWN_CREDENTIALS = "the cluster token is unknown or revoked"
 
 
-async def authenticate(session: AsyncSession, token: str | None, *, token_secret: str) -> None:
+async def authenticate(statements: Statements, token: str | None, *, token_secret: str) -> None:
     """Refuse a missing or unknown token (ingest checks tokens in its statement otherwise)."""
     if not token:
         raise NotAuthenticated(_NO_CREDENTIALS)
-    if await clusters.identify_token_hash(session, hash_token(token_secret, token)) is None:
+    if await clusters.identify_token_hash(statements, hash_token(token_secret, token)) is None:
         raise NotAuthenticated(_UNKNOWN_CREDENTIALS)
 
 
@@ -95,7 +94,7 @@ def _placement_warnings(cluster: ClusterIdentity, report: Report) -> list[str]:
 
 
 async def ingest(
-    session: AsyncSession,
+    statements: Statements,
     token: str | None,
     report: Report,
     *,
@@ -108,7 +107,7 @@ async def ingest(
     # An agent clock running ahead must not pin state in the future.
     observed_at = min(report.observed_at, received_at)
     applied = await repository.apply_report(
-        session,
+        statements,
         token_hash=hash_token(token_secret, token),
         cluster_name=report.cluster.name,
         boot_id=report.agent.boot_id,
