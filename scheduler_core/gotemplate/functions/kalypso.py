@@ -1,0 +1,64 @@
+"""The functions Kalypso's templater adds to sprig: toYaml, stringify, hash, unquote.
+
+- `toYaml VALUE`: YAML as sigs.k8s.io/yaml writes it, with the one trailing newline removed
+  (as Kalypso's toYAML does), so `{{ toYaml .ConfigData | indent 2 }}` ends where the
+  action ends; a value YAML cannot hold gives "".
+- `stringify VALUE`: string values for a ConfigMap's `data`: a map becomes a map of strings
+  (strings kept, nil empty, numbers and booleans as Go prints them, lists and maps as JSON);
+  any other value becomes its string the same way.
+- `hash VALUE`: the hex SHA-256 of the value's string form (JSON for lists and maps), a
+  stable content address for names and annotations.
+- `unquote STRING`: the text inside a Go-quoted literal ("...", `...`, '...'); text that is
+  not one comes back unchanged.
+"""
+
+import hashlib
+from collections.abc import Mapping
+
+from scheduler_core.gotemplate.encoding import to_json, to_yaml
+from scheduler_core.gotemplate.functions.spec import Function, Param
+from scheduler_core.gotemplate.functions.sprig import strval
+from scheduler_core.gotemplate.syntax import go_unquote
+from scheduler_core.gotemplate.values import LocalMap
+
+__all__ = ["FUNCTIONS"]
+
+
+def _to_yaml(value: object) -> str:
+    try:
+        return to_yaml(value).removesuffix("\n")
+    except ValueError:
+        return ""
+
+
+def _as_string(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list | tuple | Mapping):
+        return to_json(value)
+    return strval(value)
+
+
+def _stringify(value: object) -> object:
+    if isinstance(value, Mapping):
+        return LocalMap((key, _as_string(item)) for key, item in value.items())
+    return _as_string(value)
+
+
+def _hash(value: object) -> str:
+    return hashlib.sha256(_as_string(value).encode("utf-8")).hexdigest()
+
+
+def _unquote(text: str) -> str:
+    try:
+        return go_unquote(text)
+    except ValueError:
+        return text
+
+
+FUNCTIONS = [
+    Function("toYaml", _to_yaml, (Param.ANY,)),
+    Function("stringify", _stringify, (Param.ANY,)),
+    Function("hash", _hash, (Param.ANY,)),
+    Function("unquote", _unquote, (Param.STRING,)),
+]
