@@ -62,6 +62,24 @@ async def register(admin: AsyncConnection, name: str) -> str:
     return registered.token
 
 
+async def blocked_backends(database_url: str, count: int) -> None:
+    """Wait until `count` of the hub's connections are blocked on a lock."""
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE application_name = 'fleetmark-hub' AND wait_event_type = 'Lock'"
+    )
+    engine = create_async_engine(database_url)
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                async with engine.connect() as connection:
+                    if (await connection.execute(query)).scalar_one() >= count:
+                        return
+                await asyncio.sleep(0.01)
+    finally:
+        await engine.dispose()
+
+
 async def post(hub: httpx.AsyncClient, token: str, sequence: int) -> httpx.Response:
     body = report(
         "drone-01",
@@ -73,14 +91,14 @@ async def post(hub: httpx.AsyncClient, token: str, sequence: int) -> httpx.Respo
 
 
 async def test_report_gets_503_when_every_connection_is_busy_and_the_others_still_land(
-    hub: httpx.AsyncClient, admin: AsyncConnection
+    hub: httpx.AsyncClient, admin: AsyncConnection, own_database: str
 ) -> None:
     token = await register(admin, "drone-01")
     async with admin.begin():
         await admin.execute(text("SELECT 1 FROM cluster WHERE name = 'drone-01' FOR UPDATE"))
         # Two reports wait on the locked row, holding both statement connections.
         waiting = [asyncio.create_task(post(hub, token, sequence)) for sequence in (1, 2)]
-        await asyncio.sleep(POOL_TIMEOUT / 3)
+        await blocked_backends(own_database, 2)
         refused = await post(hub, token, 3)
     assert refused.status_code == 503
     assert refused.headers["Retry-After"] == "5"
@@ -105,7 +123,7 @@ async def test_report_gets_503_when_every_connection_is_busy_and_the_others_stil
 
 
 async def test_api_read_gets_503_when_the_engine_pool_is_exhausted(
-    hub: httpx.AsyncClient, admin: AsyncConnection
+    hub: httpx.AsyncClient, admin: AsyncConnection, own_database: str
 ) -> None:
     async with admin.begin():
         created = await token_service.create(
@@ -120,7 +138,7 @@ async def test_api_read_gets_503_when_the_engine_pool_is_exhausted(
         waiting = [
             asyncio.create_task(hub.get("/api/v1/clusters", headers=headers)) for _ in range(2)
         ]
-        await asyncio.sleep(POOL_TIMEOUT / 3)
+        await blocked_backends(own_database, 2)
         refused = await hub.get("/api/v1/clusters", headers=headers)
     assert refused.status_code == 503
     assert refused.json()["error"] == "store_busy"

@@ -1,0 +1,1 @@
+"""The promotion gate: may a commit (or a workload version) move on to the next environment?"""
