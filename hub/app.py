@@ -18,10 +18,13 @@ from hub.database import (
 )
 from hub.deps import Clock
 from hub.errors import install_error_handlers
+from hub.harvest.router import router as repositories_router
 from hub.health.router import router as health_router
 from hub.ingest.router import REPORT_COMPONENTS
 from hub.ingest.router import router as ingest_router
+from hub.jobs import start_jobs, stop_jobs
 from hub.metrics import HubMetrics, RequestMetricsMiddleware
+from hub.query.router import router as query_router
 from hub.settings import HubSettings
 from hub.tokens.router import router as tokens_router
 
@@ -41,9 +44,11 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         await statements.open(wait=False)
         app.state.sessionmaker = create_sessionmaker(engine)
         app.state.statements = statements
+        app.state.jobs = start_jobs(app.state.sessionmaker, settings, clock)
         try:
             yield
         finally:
+            stop_jobs(app.state.jobs)
             await statements.close()
             await engine.dispose()
 
@@ -57,7 +62,14 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
     app.state.clock = clock
     app.state.metrics = HubMetrics()
     install_error_handlers(app, busy=STORE_BUSY_ERRORS)
-    for router in (health_router, ingest_router, clusters_router, tokens_router):
+    for router in (
+        health_router,
+        ingest_router,
+        clusters_router,
+        tokens_router,
+        query_router,
+        repositories_router,
+    ):
         app.include_router(router)
     app.add_middleware(RequestMetricsMiddleware, metrics=app.state.metrics)
 

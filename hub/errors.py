@@ -40,9 +40,33 @@ class UnknownToken(FleetmarkError):
     error = "unknown_token"
 
 
+class UnknownRepository(FleetmarkError):
+    status_code = 404
+    error = "unknown_repository"
+
+
 class AlreadyExists(FleetmarkError):
     status_code = 409
     error = "already_exists"
+
+
+class ManagedByFile(FleetmarkError):
+    """The repository is configured in the repositories file; change it there."""
+
+    status_code = 409
+    error = "managed_by_file"
+
+
+class HarvestRunning(FleetmarkError):
+    status_code = 409
+    error = "harvest_running"
+
+
+class InvalidConfiguration(FleetmarkError):
+    """A configuration file the hub was given cannot be used."""
+
+    status_code = 422
+    error = "invalid_configuration"
 
 
 class PayloadTooLarge(FleetmarkError):

@@ -1,5 +1,6 @@
 """Hub configuration: one settings object, built once at start-up from FLEETMARK_* variables."""
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -43,6 +44,27 @@ class HubSettings(BaseSettings):
         ),
     )
     log_format: Literal["console", "json"] | None = None
+    repositories_file: Path | None = Field(
+        default=None, description="YAML file listing the GitOps repositories to harvest."
+    )
+    harvest_interval: timedelta = Field(
+        default=timedelta(minutes=1),
+        gt=timedelta(0),
+        description="How often the hub harvests its repositories (seconds or ISO 8601).",
+    )
+    git_cache_dir: Path | None = Field(
+        default=None, description="Where repositories are cloned; default: data_dir/git."
+    )
+    git_timeout: float = Field(default=300.0, gt=0, description="Seconds one fetch may take.")
+    harvest_max_file_bytes: int = Field(
+        default=1024 * 1024,
+        gt=0,
+        description="Larger files in a GitOps repo are recorded as harvest errors, not read.",
+    )
+    git_credentials_dir: Path | None = Field(
+        default=None,
+        description="The only folder whose files the admin API may name as git credentials.",
+    )
 
     @model_validator(mode="after")
     def _refuse_default_secrets(self) -> "HubSettings":
@@ -59,6 +81,10 @@ class HubSettings(BaseSettings):
     @property
     def embedded_data_dir(self) -> Path:
         return self.data_dir / "postgres"
+
+    @property
+    def effective_git_cache_dir(self) -> Path:
+        return self.git_cache_dir if self.git_cache_dir is not None else self.data_dir / "git"
 
     @property
     def effective_log_format(self) -> Literal["console", "json"]:

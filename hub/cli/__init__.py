@@ -2,7 +2,7 @@
 
 import typer
 
-from hub.cli import admin, agent, server
+from hub.cli import admin, agent, harvest, server
 
 app = typer.Typer(
     name="fleetmark",
@@ -14,6 +14,7 @@ server.register(app)
 app.add_typer(admin.clusters, name="clusters")
 app.add_typer(admin.tokens, name="tokens")
 agent.register(app)
+harvest.register(app)
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ A row is written when something changes, not once per commit: storage grows with
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, String, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -73,7 +73,20 @@ class ManifestRevision(Base):
 
 
 class HarvestError(Base):
+    """A problem met while harvesting: one row per distinct problem, counted when it recurs."""
+
     __tablename__ = "harvest_error"
+    __table_args__ = (
+        Index(
+            None,
+            "repository_id",
+            "commit_sha",
+            "path",
+            "message",
+            unique=True,
+            postgresql_nulls_not_distinct=True,
+        ),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     repository_id: Mapped[int] = mapped_column(
@@ -83,3 +96,5 @@ class HarvestError(Base):
     path: Mapped[str | None]
     message: Mapped[str]
     occurred_at: Mapped[datetime] = created_at_column()
+    last_occurred_at: Mapped[datetime] = created_at_column()
+    occurrences: Mapped[int] = mapped_column(server_default="1")

@@ -1,8 +1,9 @@
 """Git facts: repositories, branches and commits with their ancestry."""
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import CheckConstraint, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -11,11 +12,26 @@ from hub.models.base import Base, created_at_column
 
 class Repository(Base):
     __tablename__ = "repository"
+    __table_args__ = (
+        CheckConstraint("role IN ('platform', 'app')", name="role"),
+        CheckConstraint("source IN ('file', 'api', 'discovered')", name="source"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     # Normalised (scheme, host, path without .git, lower-cased host): https/ssh forms are one repo.
     url: Mapped[str] = mapped_column(unique=True)
+    # The URL as configured or found in a reconciler manifest: what git fetches from.
+    clone_url: Mapped[str]
     role: Mapped[str] = mapped_column(String(32))
+    # file: the repositories file; api: the admin API; discovered: a platform reconciler.
+    source: Mapped[str] = mapped_column(String(16), server_default="discovered")
+    # None: the environment branches (or, when discovered, those the reconcilers track).
+    branches: Mapped[list[str] | None] = mapped_column(ARRAY(String))
+    # A reference (file path or variable name), never the secret itself.
+    credentials: Mapped[dict[str, Any] | None]
+    enabled: Mapped[bool] = mapped_column(server_default="true")
+    fetched_at: Mapped[datetime | None]
+    fetch_error: Mapped[str | None]
     created_at: Mapped[datetime] = created_at_column()
 
 
@@ -57,9 +73,16 @@ class GitCommit(Base):
 
 
 class BranchCommit(Base):
-    """Membership: the commit is reachable from the branch head."""
+    """Membership: the commit is reachable from the branch head.
+
+    `position` numbers the branch's first-parent chain from its root (0, 1, 2, ...). A chain
+    commit (`mainline`) has its own position; any other member has the position of the first
+    chain commit it is an ancestor of. C is an ancestor of a chain commit A exactly when C is
+    a member with position <= A's position: one lookup per commit (hub/harvest/ancestry.py).
+    """
 
     __tablename__ = "branch_commit"
+    __table_args__ = (Index(None, "branch_id", "position"),)
 
     branch_id: Mapped[int] = mapped_column(
         ForeignKey("git_branch.id", ondelete="CASCADE"), primary_key=True
@@ -67,3 +90,5 @@ class BranchCommit(Base):
     commit_id: Mapped[int] = mapped_column(
         ForeignKey("git_commit.id", ondelete="CASCADE"), primary_key=True, index=True
     )
+    position: Mapped[int]
+    mainline: Mapped[bool]

@@ -1,0 +1,132 @@
+"""`fleetmark harvest`: harvest the GitOps repositories now, with progress for long backfills."""
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from hub.cli.common import (
+    DataDirOption,
+    Output,
+    OutputOption,
+    console,
+    errors,
+    fail,
+    load_settings,
+    open_database,
+    print_json,
+)
+from hub.database import create_engine, create_sessionmaker
+from hub.errors import FleetmarkError
+from hub.harvest import service
+from hub.harvest.schemas import HarvestReport
+from hub.settings import HubSettings
+
+
+class _Bar:
+    """The harvest's progress as one rich bar per branch with new commits."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._task: TaskID | None = None
+
+    def branch(self, repository: str, branch: str, commits: int) -> None:
+        if commits:
+            name = repository.rsplit("/", 1)[-1]
+            self._task = self._progress.add_task(f"{name} {branch}", total=commits)
+
+    def advance(self, commits: int) -> None:
+        if self._task is not None:
+            self._progress.advance(self._task, commits)
+
+
+async def _harvest(
+    url: str, settings: HubSettings, repo: str | None, backfill: bool, progress: _Bar
+) -> HarvestReport:
+    engine = create_engine(url, settings)
+    try:
+        return await service.harvest(
+            create_sessionmaker(engine),
+            settings,
+            clock=lambda: datetime.now(UTC),
+            only=repo,
+            backfill=backfill,
+            progress=progress,
+        )
+    finally:
+        await engine.dispose()
+
+
+def harvest(
+    repo: Annotated[
+        str | None, typer.Option("--repo", help="Harvest only the repository with this URL.")
+    ] = None,
+    backfill: Annotated[
+        bool,
+        typer.Option(
+            "--backfill", help="Read every branch again from its first commit (ranges rebuilt)."
+        ),
+    ] = False,
+    output: OutputOption = Output.table,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Harvest the configured and discovered GitOps repositories now."""
+    settings = load_settings(data_dir)
+    url = open_database(settings, upgrade=False)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("commits"),
+        TimeElapsedColumn(),
+        console=errors,
+        transient=output is Output.json,
+    )
+    try:
+        with progress:
+            report = asyncio.run(_harvest(url, settings, repo, backfill, _Bar(progress)))
+    except FleetmarkError as exc:
+        raise fail(exc.detail) from exc
+    if output is Output.json:
+        print_json(report)
+        return
+    table = Table("repository", "role", "branch", "new commits", "head", "errors")
+    for outcome in report.repositories:
+        if not outcome.branches:
+            table.add_row(outcome.url, outcome.role, "-", "-", "-", _errors(outcome.errors))
+        for index, branch in enumerate(outcome.branches):
+            head = (branch.head_sha or "-")[:12] + (
+                " [yellow](rewritten)[/]" if branch.rewritten else ""
+            )
+            table.add_row(
+                outcome.url if index == 0 else "",
+                outcome.role if index == 0 else "",
+                branch.name,
+                str(branch.new_commits),
+                head,
+                _errors(outcome.errors) if index == 0 else "",
+            )
+    console.print(table)
+    console.print(
+        f"{len(report.repositories)} repositories in {report.seconds:.1f} s; "
+        "errors are listed by GET /api/v1/repositories",
+        style="dim",
+    )
+
+
+def _errors(count: int) -> str:
+    return f"[red]{count}[/]" if count else "0"
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(harvest)

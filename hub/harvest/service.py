@@ -1,0 +1,797 @@
+"""Harvesting GitOps repositories into the store, and the repositories' configuration and status.
+
+Data flow: repositories file / admin API -> `repository` rows -> per repository, a fetch into
+the git cache -> per branch, the plan (where the new first-parent chain leaves the stored
+one) -> chunks of chain commits, each its own unit of work: commits with their ancestry
+positions, desired-state ranges (assignments on platform repos, manifests on application
+repos), harvest errors and the new branch head. A chunk committed is never redone, so an
+interrupted backfill continues where it stopped.
+
+Git work runs in a worker thread (GitPython is synchronous); the store is written from the
+event loop. Platform repositories go first: their reconciler manifests name the
+application repositories and branches to harvest next.
+"""
+
+import asyncio
+import hashlib
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from hub.database import write_session
+from hub.errors import (
+    AlreadyExists,
+    HarvestRunning,
+    InvalidConfiguration,
+    InvalidInput,
+    ManagedByFile,
+    UnknownRepository,
+)
+from hub.fleet.repository import ensure_environment
+from hub.harvest import repository
+from hub.harvest.ancestry import generations, place_members
+from hub.harvest.config import load_repositories_file
+from hub.harvest.content import ManifestReader, Observations, PlatformReader, observe
+from hub.harvest.git import CommitInfo, Credentials, GitFailure, LocalRepository
+from hub.harvest.manifests import ManifestState
+from hub.harvest.platform import AppSource, AssignmentState
+from hub.harvest.ranges import NewRevision, OpenRevision, track
+from hub.harvest.repository import AssignmentKey, ErrorRecord, StoredAssignment, StoredManifest
+from hub.harvest.schemas import (
+    BranchOutcome,
+    BranchStatus,
+    CredentialsReference,
+    HarvestErrorOut,
+    HarvestReport,
+    RepositoriesFile,
+    RepositoryConfig,
+    RepositoryOutcome,
+    RepositoryStatus,
+)
+from hub.harvest.urls import normalise_repository_url, redact_url
+from hub.models import AssignmentRevision, ManifestRevision, Repository
+from hub.settings import HubSettings
+
+log = structlog.get_logger("fleetmark.harvest")
+
+Clock = Callable[[], datetime]
+Sessions = async_sessionmaker[AsyncSession]
+# Chain commits per unit of work: large enough to batch well, small enough to show progress.
+CHUNK = 500
+# What a discovered reconciler source without a branch tracks: the default branch.
+DEFAULT_BRANCH = "HEAD"
+# Variables the admin API may name as token sources (the hub's own settings are not among them).
+API_TOKEN_VARIABLE_PREFIX = "FLEETMARK_GIT_"  # noqa: S105 - a name prefix, not a secret
+RECENT_ERRORS = 10
+
+
+class Progress(Protocol):
+    """Told about long work, e.g. by the CLI's progress bar."""
+
+    def branch(self, repository: str, branch: str, commits: int) -> None: ...
+
+    def advance(self, commits: int) -> None: ...
+
+
+class _Silent:
+    def branch(self, repository: str, branch: str, commits: int) -> None:
+        pass
+
+    def advance(self, commits: int) -> None:
+        pass
+
+
+class CredentialsUnavailable(Exception):
+    """The referenced secret cannot be read; the message names the reference, not the secret."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    sessions: Sessions
+    cache_dir: Path
+    max_file_bytes: int
+    git_timeout: float
+    clock: Clock
+    progress: Progress
+    backfill: bool
+
+
+# --- configuration ----------------------------------------------------------------------------
+
+
+def _configured_row(config: RepositoryConfig, source: str) -> dict[str, Any]:
+    return {
+        "url": config.normalised_url,
+        "clone_url": config.url,
+        "role": config.role,
+        "source": source,
+        "branches": config.branches,
+        "credentials": None
+        if config.credentials is None
+        else config.credentials.model_dump(mode="json", exclude_none=True),
+        "enabled": True,
+    }
+
+
+async def sync_repositories_file(session: AsyncSession, configured: RepositoriesFile) -> None:
+    """The file is the truth for its repositories: added, changed, or no longer harvested."""
+    await repository.upsert_configured(
+        session, [_configured_row(item, "file") for item in configured.repositories]
+    )
+    await repository.disable_file_repositories(
+        session, [item.normalised_url for item in configured.repositories]
+    )
+
+
+def _check_api_credentials(reference: CredentialsReference, allowed_dir: Path | None) -> None:
+    """An admin token must not turn the hub's own secrets into git credentials for a URL of
+    its choosing: variables need the FLEETMARK_GIT_ prefix, files must lie in
+    FLEETMARK_GIT_CREDENTIALS_DIR."""
+    if reference.token_env is not None and not reference.token_env.startswith(
+        API_TOKEN_VARIABLE_PREFIX
+    ):
+        raise InvalidInput(
+            f"credentials.token_env: through the API only variables named "
+            f"{API_TOKEN_VARIABLE_PREFIX}* may be referenced"
+        )
+    for path in reference.files():
+        if allowed_dir is None:
+            raise InvalidInput(
+                "credentials: files can be referenced through the API only when "
+                "FLEETMARK_GIT_CREDENTIALS_DIR is set; use token_env or the repositories file"
+            )
+        if not path.resolve().is_relative_to(allowed_dir.resolve()):
+            raise InvalidInput(f"credentials: {path} is outside FLEETMARK_GIT_CREDENTIALS_DIR")
+
+
+async def add_repository(
+    session: AsyncSession, config: RepositoryConfig, *, credentials_dir: Path | None, now: datetime
+) -> RepositoryStatus:
+    if config.credentials is not None:
+        _check_api_credentials(config.credentials, credentials_dir)
+    existing = await repository.find_repository(session, config.normalised_url)
+    if existing is not None and existing.source == "file":
+        raise ManagedByFile(
+            f"{existing.url} is configured in the repositories file; change it there"
+        )
+    if existing is not None and existing.source == "api" and existing.enabled:
+        raise AlreadyExists(f"{existing.url} is already configured; remove it first to change it")
+    await repository.upsert_configured(session, [_configured_row(config, "api")])
+    added = await repository.find_repository(session, config.normalised_url)
+    assert added is not None
+    return next(item for item in await list_repositories(session, now=now) if item.id == added.id)
+
+
+async def remove_repository(session: AsyncSession, repository_id: int) -> None:
+    """Stop harvesting a repository added through the API; what was harvested stays."""
+    existing = await repository.get_repository(session, repository_id)
+    if existing is None:
+        raise UnknownRepository(f"no repository with id {repository_id}")
+    if existing.source == "file":
+        raise ManagedByFile(
+            f"{existing.url} is configured in the repositories file; remove it there"
+        )
+    await repository.disable_repository(session, repository_id)
+
+
+async def list_repositories(session: AsyncSession, *, now: datetime) -> list[RepositoryStatus]:
+    branches: dict[int, list[BranchStatus]] = {}
+    for row in await repository.branch_statuses(session):
+        branches.setdefault(row.repository_id, []).append(
+            BranchStatus(
+                name=row.name,
+                environment=row.environment,
+                head_sha=row.head_sha,
+                head_committed_at=row.head_committed_at,
+                harvested_at=row.harvested_at,
+                lag_seconds=None
+                if row.harvested_at is None
+                else max(0.0, (now - row.harvested_at).total_seconds()),
+                commits=row.commits,
+                deleted_at=row.deleted_at,
+            )
+        )
+    errors: dict[int, list[HarvestErrorOut]] = {}
+    totals: dict[int, int] = {}
+    for row in await repository.recent_errors(session, RECENT_ERRORS):
+        totals[row.repository_id] = row.total
+        errors.setdefault(row.repository_id, []).append(
+            HarvestErrorOut.model_validate(row, from_attributes=True)
+        )
+    return [
+        RepositoryStatus.model_validate(
+            {
+                "id": item.id,
+                "url": item.url,
+                "clone_url": redact_url(item.clone_url),
+                "role": item.role,
+                "source": item.source,
+                "enabled": item.enabled,
+                "configured_branches": item.branches,
+                "credentials": _credentials_kind(item.credentials),
+                "fetched_at": item.fetched_at,
+                "fetch_error": item.fetch_error,
+                "branches": branches.get(item.id, []),
+                "error_count": totals.get(item.id, 0),
+                "recent_errors": errors.get(item.id, []),
+            }
+        )
+        for item in await repository.list_repositories(session)
+    ]
+
+
+def _credentials_kind(reference: dict[str, Any] | None) -> str | None:
+    kinds = ("token_file", "token_env", "ssh_key_file")
+    return next((kind for kind in kinds if reference and kind in reference), None)
+
+
+# --- running a harvest ------------------------------------------------------------------------
+
+
+async def harvest(
+    sessions: Sessions,
+    settings: HubSettings,
+    *,
+    clock: Clock,
+    only: str | None = None,
+    backfill: bool = False,
+    progress: Progress | None = None,
+) -> HarvestReport:
+    """Harvest now (the CLI); HarvestRunning when another process is harvesting."""
+    async with repository.exclusive_harvest(sessions) as acquired:
+        if not acquired:
+            raise HarvestRunning(
+                "a harvest is running elsewhere (another hub replica); try again later"
+            )
+        return await run_harvest(
+            sessions, settings, clock=clock, only=only, backfill=backfill, progress=progress
+        )
+
+
+async def scheduled_harvest(
+    sessions: Sessions, settings: HubSettings, *, clock: Clock
+) -> HarvestReport | None:
+    """The periodic job: harvest unless another replica is already at it (then None)."""
+    async with repository.exclusive_harvest(sessions) as acquired:
+        if not acquired:
+            log.info("harvest skipped: another replica is harvesting")
+            return None
+        try:
+            report = await run_harvest(sessions, settings, clock=clock)
+        except InvalidConfiguration as exc:
+            log.error("harvest skipped: the repositories file cannot be used", error=exc.detail)
+            return None
+    log.info(
+        "harvest finished",
+        repositories=len(report.repositories),
+        new_commits=sum(b.new_commits for r in report.repositories for b in r.branches),
+        errors=sum(r.errors for r in report.repositories),
+        seconds=round(report.seconds, 3),
+    )
+    return report
+
+
+async def run_harvest(
+    sessions: Sessions,
+    settings: HubSettings,
+    *,
+    clock: Clock,
+    only: str | None = None,
+    backfill: bool = False,
+    progress: Progress | None = None,
+) -> HarvestReport:
+    """Harvest every enabled repository (or `only` the one with that URL); the caller holds
+    the harvest lock. `backfill` re-reads every branch from its root commit."""
+    started = time.perf_counter()
+    if settings.repositories_file is not None:
+        configured = load_repositories_file(settings.repositories_file)
+        async with write_session(sessions) as session:
+            await sync_repositories_file(session, configured)
+    run = _Run(
+        sessions=sessions,
+        cache_dir=settings.effective_git_cache_dir,
+        max_file_bytes=settings.harvest_max_file_bytes,
+        git_timeout=settings.git_timeout,
+        clock=clock,
+        progress=progress or _Silent(),
+        backfill=backfill,
+    )
+    wanted = None if only is None else normalise_repository_url(only)
+    outcomes: list[RepositoryOutcome] = []
+    # Application repositories are listed after the platform ones ran: those discover them.
+    for role in ("platform", "app"):
+        async with write_session(sessions) as session:
+            repositories = [
+                item
+                for item in await repository.enabled_repositories(session)
+                if item.role == role and (wanted is None or item.url == wanted)
+            ]
+        for item in repositories:
+            outcomes.append(await _harvest_repository(run, item))
+    if wanted is not None and not outcomes:
+        raise UnknownRepository(f"no repository {wanted} is configured or discovered")
+    return HarvestReport(repositories=outcomes, seconds=time.perf_counter() - started)
+
+
+def _resolve_credentials(reference: dict[str, Any] | None) -> Credentials:
+    if not reference:
+        return Credentials()
+    parsed = CredentialsReference.model_validate(reference)
+    token = None
+    if parsed.token_file is not None:
+        try:
+            token = parsed.token_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CredentialsUnavailable(
+                f"credentials: cannot read token_file {parsed.token_file} ({type(exc).__name__})"
+            ) from None
+        if not token:
+            raise CredentialsUnavailable(f"credentials: token_file {parsed.token_file} is empty")
+    if parsed.token_env is not None:
+        token = os.environ.get(parsed.token_env, "").strip()
+        if not token:
+            raise CredentialsUnavailable(f"credentials: variable {parsed.token_env} is not set")
+    if parsed.ssh_key_file is not None and not parsed.ssh_key_file.is_file():
+        raise CredentialsUnavailable(
+            f"credentials: ssh_key_file {parsed.ssh_key_file} does not exist"
+        )
+    return Credentials(
+        username=parsed.username,
+        token=token,
+        ssh_key_file=parsed.ssh_key_file,
+        known_hosts_file=parsed.known_hosts_file,
+    )
+
+
+def _cache_path(cache_dir: Path, url: str) -> Path:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", url.rsplit("/", 1)[-1])[:40] or "repository"
+    return cache_dir / f"{name}-{hashlib.sha256(url.encode()).hexdigest()[:12]}.git"
+
+
+async def _harvest_repository(run: _Run, item: Repository) -> RepositoryOutcome:
+    """One repository; whatever goes wrong is recorded and the next repository still runs."""
+    outcome = RepositoryOutcome.model_validate({"url": item.url, "role": item.role, "branches": []})
+    problems: list[ErrorRecord] = []
+    try:
+        credentials = _resolve_credentials(item.credentials)
+        local = await asyncio.to_thread(
+            LocalRepository.sync,
+            item.clone_url,
+            _cache_path(run.cache_dir, item.url),
+            credentials,
+            display_url=redact_url(item.clone_url),
+            timeout=run.git_timeout,
+        )
+    except (GitFailure, CredentialsUnavailable) as exc:
+        log.warning("fetch failed", repository=item.url, error=str(exc))
+        async with write_session(run.sessions) as session:
+            await repository.set_fetch_result(session, item.id, fetched_at=None, error=str(exc))
+            await repository.record_errors(
+                session, item.id, [ErrorRecord(None, None, str(exc))], run.clock()
+            )
+        outcome.errors = 1
+        return outcome
+    with local:
+        try:
+            async with write_session(run.sessions) as session:
+                await repository.set_fetch_result(
+                    session, item.id, fetched_at=run.clock(), error=None
+                )
+            branches = await _branches_to_harvest(run, item, local, problems)
+            for name, (head, environment_id) in branches.items():
+                try:
+                    outcome.branches.append(
+                        await _harvest_branch(run, item, local, name, head, environment_id)
+                    )
+                except GitFailure as exc:
+                    problems.append(ErrorRecord(None, None, f"branch {name}: {exc}"))
+        except Exception as exc:
+            # A defect or an unexpected git state must not stop the other repositories.
+            log.exception("harvest failed", repository=item.url)
+            problems.append(ErrorRecord(None, None, f"harvest failed: {type(exc).__name__}: {exc}"))
+    if problems:
+        async with write_session(run.sessions) as session:
+            await repository.record_errors(session, item.id, problems, run.clock())
+    outcome.errors += len(problems) + sum(branch.errors for branch in outcome.branches)
+    return outcome
+
+
+async def _branches_to_harvest(
+    run: _Run, item: Repository, local: LocalRepository, problems: list[ErrorRecord]
+) -> dict[str, tuple[str, int | None]]:
+    """Branch name -> (remote head, environment id); vanished branches are recorded."""
+    heads = await asyncio.to_thread(local.branch_heads)
+    async with write_session(run.sessions) as session:
+        environments = await repository.environment_ids(session)
+        if item.branches is not None:
+            names = list(item.branches)
+            if DEFAULT_BRANCH in names:
+                default = await asyncio.to_thread(local.default_branch)
+                names = [name for name in names if name != DEFAULT_BRANCH]
+                if default is not None:
+                    names.append(default)
+            for name in names:
+                if name not in heads:
+                    problems.append(
+                        ErrorRecord(None, None, f"branch {name!r} does not exist on the remote")
+                    )
+        else:
+            names = [name for name in environments if name in heads]
+            if not names:
+                known = ", ".join(sorted(environments)) or "none yet"
+                problems.append(
+                    ErrorRecord(
+                        None,
+                        None,
+                        f"no branch to harvest: no environment ({known}) is a branch of the "
+                        "remote; configure `branches` for this repository",
+                    )
+                )
+        vanished = False
+        for name, branch_id in (await repository.live_branches(session, item.id)).items():
+            if name not in heads:
+                problems.append(
+                    ErrorRecord(None, None, f"branch {name!r} no longer exists on the remote")
+                )
+                await repository.set_branch_deleted(session, branch_id, run.clock())
+                vanished = True
+        if vanished:
+            await repository.refresh_reachability(session, item.id)
+        result = {}
+        for name in dict.fromkeys(names):
+            if name not in heads:
+                continue
+            environment_id = environments.get(name)
+            if environment_id is None and item.role == "platform":
+                # Kalypso: each branch of the platform repo is an environment.
+                environment_id = await ensure_environment(session, name)
+            result[name] = (heads[name], environment_id)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    chain: list[str]  # new chain commits, oldest first
+    fork: str | None  # last chain commit kept
+    fork_position: int  # its position (-1: none)
+    rewritten: bool
+
+
+async def _plan(
+    run: _Run, local: LocalRepository, branch: repository.BranchState, head: str
+) -> _Plan:
+    old = None if run.backfill else branch.head_sha
+    stored_position = -1 if branch.head_position is None else branch.head_position
+    if old is not None:
+        ahead = await asyncio.to_thread(local.first_parent_chain, head, old)
+        if ahead and ahead[-1][1] == old:
+            return _Plan([sha for sha, _ in reversed(ahead)], old, stored_position, False)
+    if old is None:
+        full = await asyncio.to_thread(local.first_parent_chain, head)
+        return _Plan([sha for sha, _ in reversed(full)], None, -1, branch.head_sha is not None)
+    # History was rewritten, or the old head left the first-parent chain: keep the chain the
+    # stored one shares with the new one, renumber from there.
+    async with write_session(run.sessions) as session:
+        mainline = await repository.mainline_positions(session, branch.id)
+    full = await asyncio.to_thread(local.first_parent_chain, head)
+    shared = next((index for index, (sha, _) in enumerate(full) if sha in mainline), len(full))
+    fork = full[shared][0] if shared < len(full) else None
+    new = [sha for sha, _ in reversed(full[:shared])]
+    fork_position = -1 if fork is None else mainline[fork]
+    return _Plan(new, fork, fork_position, fork_position < stored_position)
+
+
+async def _harvest_branch(
+    run: _Run,
+    item: Repository,
+    local: LocalRepository,
+    name: str,
+    head: str,
+    environment_id: int | None,
+) -> BranchOutcome:
+    async with write_session(run.sessions) as session:
+        branch = await repository.ensure_branch(session, item.id, name, environment_id)
+    if branch.head_sha == head and not run.backfill:
+        async with write_session(run.sessions) as session:
+            await repository.set_branch_head(session, branch.id, None, run.clock())
+            if branch.deleted_at is not None:
+                await repository.refresh_reachability(session, item.id)
+        return BranchOutcome(name=name, new_commits=0, head_sha=head, rewritten=False)
+    plan = await _plan(run, local, branch, head)
+    if plan.rewritten:
+        log.info("history rewritten", repository=item.url, branch=name, kept=plan.fork_position + 1)
+    run.progress.branch(item.url, name, len(plan.chain))
+    start, position, new_commits, errors = plan.fork, plan.fork_position + 1, 0, 0
+    chunks = [plan.chain[index : index + CHUNK] for index in range(0, len(plan.chain), CHUNK)]
+    for index, chunk in enumerate(chunks or [[]]):
+        async with write_session(run.sessions) as session:
+            if index == 0 and plan.rewritten:
+                await repository.truncate_branch(session, branch.id, plan.fork_position)
+            if chunk:
+                head_id, added, found = await _harvest_chunk(
+                    run,
+                    session,
+                    item,
+                    name,
+                    branch.id,
+                    environment_id,
+                    local,
+                    start,
+                    chunk,
+                    position,
+                )
+                new_commits += added
+                errors += found
+            else:  # reset to an older chain commit: nothing new, only the head moves back
+                head_id = (await repository.commit_ids(session, item.id, [head]))[head]
+            if plan.rewritten or branch.deleted_at is not None:
+                await repository.refresh_reachability(session, item.id)
+            await repository.set_branch_head(session, branch.id, head_id, run.clock())
+        if chunk:
+            start, position = chunk[-1], position + len(chunk)
+            run.progress.advance(len(chunk))
+    return BranchOutcome(
+        name=name,
+        new_commits=new_commits,
+        head_sha=head,
+        rewritten=plan.rewritten,
+        errors=errors,
+    )
+
+
+@dataclass(slots=True)
+class _ChunkRead:
+    commits: list[CommitInfo]
+    observations: Observations[Any, Any]
+    promoted: dict[str, str | None]
+
+
+def _read_chunk(
+    local: LocalRepository,
+    role: str,
+    start: str | None,
+    chunk: Sequence[str],
+    stored: set[Any],
+    paths: Sequence[str],
+    max_bytes: int,
+) -> _ChunkRead:
+    commits = local.commits(chunk[-1], start)
+    trees = {commit.sha: commit.tree for commit in commits}
+    start_tree = None if start is None else local.tree_of(start)
+    chain = [(sha, trees[sha]) for sha in chunk]
+    promoted: dict[str, str | None] = {}
+    if role == "platform":
+        platform = PlatformReader(local, max_bytes)
+        observations: Observations[Any, Any] = observe(platform, chain, start_tree, stored, {})
+        promoted = {
+            commit.sha: platform.promoted_commit(commit.tree, commit.sha, observations.problems)
+            for commit in commits
+        }
+    else:
+        observations = observe(
+            ManifestReader(local, max_bytes, paths), chain, start_tree, stored, {}
+        )
+    return _ChunkRead(commits, observations, promoted)
+
+
+async def _harvest_chunk(
+    run: _Run,
+    session: AsyncSession,
+    item: Repository,
+    branch_name: str,
+    branch_id: int,
+    environment_id: int | None,
+    local: LocalRepository,
+    start: str | None,
+    chunk: Sequence[str],
+    first_position: int,
+) -> tuple[int, int, int]:
+    """Store one chunk of chain commits: (id of its last commit, commits read, problems)."""
+    if item.role == "platform":
+        stored_assignments = await repository.open_assignments(session, branch_id)
+        stored_keys: set[Any] = set(stored_assignments)
+        paths: list[str] = []
+    else:
+        stored_manifests = await repository.open_manifests(session, branch_id)
+        stored_keys = set(stored_manifests)
+        paths = await repository.tracked_paths(session, item.id, branch_name)
+    read = await asyncio.to_thread(
+        _read_chunk, local, item.role, start, chunk, stored_keys, paths, run.max_file_bytes
+    )
+    parents = {commit.sha: commit.parents for commit in read.commits}
+    outside = sorted(
+        {parent for commit in read.commits for parent in commit.parents} - parents.keys()
+    )
+    known = await repository.generations_of(session, item.id, outside)
+    generation = generations(((commit.sha, commit.parents) for commit in read.commits), known)
+    ids = await repository.upsert_commits(
+        session,
+        [
+            {
+                "repository_id": item.id,
+                "sha": commit.sha,
+                "parent_shas": list(commit.parents),
+                "generation": generation[commit.sha],
+                "author_name": commit.author_name,
+                "author_email": commit.author_email,
+                "committed_at": commit.committed_at,
+                "message": commit.message,
+                "promoted_commit_sha": read.promoted.get(commit.sha),
+            }
+            for commit in read.commits
+        ],
+    )
+    await repository.insert_members(
+        session,
+        [
+            {
+                "branch_id": branch_id,
+                "commit_id": ids[member.sha],
+                "position": member.position,
+                "mainline": member.mainline,
+            }
+            for member in place_members(chunk, parents, first_position)
+        ],
+    )
+    if item.role == "platform":
+        await _store_assignments(
+            session, item, branch_id, environment_id, stored_assignments, read.observations, ids
+        )
+    else:
+        await _store_manifests(session, item, branch_id, stored_manifests, read.observations, ids)
+    problems = read.observations.problems
+    await repository.record_errors(
+        session, item.id, [ErrorRecord(p.commit, p.path, p.message) for p in problems], run.clock()
+    )
+    return ids[chunk[-1]], len(read.commits), len(problems)
+
+
+def _stored_assignment(state: AssignmentState | None) -> StoredAssignment | None:
+    if state is None:
+        return None
+    app = state.app
+    return StoredAssignment(
+        namespace=state.namespace,
+        config_hash=state.config_hash,
+        reconciler_kind=state.reconciler_kind,
+        app_url=None if app is None else normalise_repository_url(app.url),
+        app_branch=None if app is None else app.branch,
+        app_path=None if app is None else app.path,
+        config=state.config,
+    )
+
+
+async def _discover(session: AsyncSession, sources: Sequence[AppSource]) -> dict[str, int]:
+    """Application repositories the reconcilers point at, by normalised URL."""
+    ids: dict[str, int] = {}
+    for source in dict.fromkeys(sources):
+        url = normalise_repository_url(source.url)
+        ids[url] = await repository.ensure_discovered(
+            session, url, source.url, source.branch or DEFAULT_BRANCH
+        )
+    return ids
+
+
+async def _store_assignments(
+    session: AsyncSession,
+    item: Repository,
+    branch_id: int,
+    environment_id: int | None,
+    stored: dict[AssignmentKey, OpenRevision[StoredAssignment]],
+    observations: Observations[AssignmentKey, AssignmentState],
+    ids: dict[str, int],
+) -> None:
+    sources = [
+        source
+        for _, observed in observations.steps
+        for state in observed.values()
+        if state is not None
+        for source in state.sources
+    ]
+    app_ids = await _discover(session, sources)
+    changes = track(
+        stored,
+        [
+            (sha, {key: _stored_assignment(state) for key, state in observed.items()})
+            for sha, observed in observations.steps
+        ],
+    )
+    assignment_ids = await repository.ensure_assignments(
+        session, item.id, branch_id, environment_id, [revision.key for revision in changes.new]
+    )
+    await repository.insert_assignment_revisions(
+        session,
+        [
+            {
+                "assignment_id": assignment_ids[revision.key],
+                "valid_from_commit_id": ids[revision.valid_from],
+                "valid_until_commit_id": _until(revision, ids),
+                "namespace": revision.values.namespace,
+                "config": revision.values.config,
+                "config_hash": revision.values.config_hash,
+                "reconciler_kind": revision.values.reconciler_kind,
+                "app_repository_id": None
+                if revision.values.app_url is None
+                else app_ids[revision.values.app_url],
+                "app_branch": revision.values.app_branch,
+                "app_path": revision.values.app_path,
+            }
+            for revision in changes.new
+        ],
+    )
+    await repository.close_revisions(
+        session, AssignmentRevision, [(revision, ids[sha]) for revision, sha in changes.closed]
+    )
+
+
+def _until(revision: NewRevision[Any, Any], ids: dict[str, int]) -> int | None:
+    return None if revision.valid_until is None else ids[revision.valid_until]
+
+
+def _stored_manifest(state: ManifestState | None) -> StoredManifest | None:
+    if state is None:
+        return None
+    return StoredManifest(
+        workload_version=state.workload_version,
+        version_source=state.version_source,
+        images=state.images,
+        manifest_digest=state.digest,
+    )
+
+
+async def _store_manifests(
+    session: AsyncSession,
+    item: Repository,
+    branch_id: int,
+    stored: dict[str, OpenRevision[StoredManifest]],
+    observations: Observations[str, ManifestState],
+    ids: dict[str, int],
+) -> None:
+    changes = track(
+        stored,
+        [
+            (sha, {path: _stored_manifest(state) for path, state in observed.items()})
+            for sha, observed in observations.steps
+        ],
+    )
+    await repository.insert_manifest_revisions(
+        session,
+        [
+            {
+                "repository_id": item.id,
+                "branch_id": branch_id,
+                "path": revision.key,
+                "valid_from_commit_id": ids[revision.valid_from],
+                "valid_until_commit_id": _until(revision, ids),
+                "workload_version": revision.values.workload_version,
+                "version_source": revision.values.version_source,
+                "images": list(revision.values.images),
+                "manifest_digest": revision.values.manifest_digest,
+            }
+            for revision in changes.new
+        ],
+    )
+    await repository.close_revisions(
+        session, ManifestRevision, [(revision, ids[sha]) for revision, sha in changes.closed]
+    )
+
+
+__all__ = [
+    "CHUNK",
+    "Progress",
+    "add_repository",
+    "harvest",
+    "list_repositories",
+    "remove_repository",
+    "run_harvest",
+    "scheduled_harvest",
+    "sync_repositories_file",
+]

@@ -1,0 +1,52 @@
+"""Background jobs of the hub: the periodic harvest. The only module that imports APScheduler.
+
+Every replica runs the scheduler; the harvest job takes a PostgreSQL advisory lock, so one
+replica harvests at a time and the others skip that round. A failing run is logged and the
+job keeps its schedule.
+"""
+
+from datetime import UTC
+
+import structlog
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from hub.harvest.service import Clock, scheduled_harvest
+from hub.settings import HubSettings
+
+HARVEST_JOB = "harvest"
+log = structlog.get_logger("fleetmark.jobs")
+
+
+async def _harvest(
+    sessions: async_sessionmaker[AsyncSession], settings: HubSettings, clock: Clock
+) -> None:
+    try:
+        await scheduled_harvest(sessions, settings, clock=clock)
+    except Exception:
+        log.exception("harvest job failed; it runs again at the next interval")
+
+
+def start_jobs(
+    sessions: async_sessionmaker[AsyncSession], settings: HubSettings, clock: Clock
+) -> AsyncIOScheduler:
+    """Start the scheduler on the running event loop; the first harvest is one interval away."""
+    scheduler = AsyncIOScheduler(timezone=UTC)
+    scheduler.add_job(
+        _harvest,
+        IntervalTrigger(seconds=settings.harvest_interval.total_seconds(), timezone=UTC),
+        id=HARVEST_JOB,
+        kwargs={"sessions": sessions, "settings": settings, "clock": clock},
+        # A harvest longer than the interval is not run twice, and missed runs collapse.
+        max_instances=1,
+        coalesce=True,
+        misfire_grace_time=None,
+    )
+    scheduler.start()
+    return scheduler
+
+
+def stop_jobs(scheduler: AsyncIOScheduler) -> None:
+    """Stop scheduling; a harvest still running is cancelled (its committed chunks stay)."""
+    scheduler.shutdown(wait=False)

@@ -1,0 +1,1 @@
+"""Read-only answers from the store's shared views: fleet state and deployment history."""

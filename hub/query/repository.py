@@ -1,0 +1,278 @@
+"""SQL of the read-only views: fleet state and deployment history.
+
+The views are defined by migration 0004_query_views and shared with the dashboards; the
+tables below only name their columns for SQLAlchemy. Nothing here writes.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ColumnElement,
+    DateTime,
+    Integer,
+    RowMapping,
+    String,
+    and_,
+    case,
+    column,
+    func,
+    literal,
+    select,
+    table,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from hub.models import Cluster, ClusterType, Environment, ObjectState
+
+OBJECT_STATES = ("ready", "failing", "progressing", "suspended", "drifted")
+
+fleet_cluster_state = table(
+    "fleet_cluster_state",
+    column("cluster_id", Integer),
+    column("cluster", String),
+    column("environment_id", Integer),
+    column("environment", String),
+    column("environment_position", Integer),
+    column("cluster_type_id", Integer),
+    column("cluster_type", String),
+    column("registered_at", DateTime(timezone=True)),
+    column("first_seen_at", DateTime(timezone=True)),
+    column("last_seen_at", DateTime(timezone=True)),
+    column("objects", BigInteger),
+    *(column(state, BigInteger) for state in OBJECT_STATES),
+)
+
+deployment_history = table(
+    "deployment_history",
+    column("deployed_at", DateTime(timezone=True)),
+    column("cluster_id", Integer),
+    column("cluster", String),
+    column("environment_id", Integer),
+    column("environment", String),
+    column("environment_position", Integer),
+    column("cluster_type_id", Integer),
+    column("cluster_type", String),
+    column("object_id", BigInteger),
+    column("reconciler", String),
+    column("kind", String),
+    column("namespace", String),
+    column("name", String),
+    column("source_url", String),
+    column("source_ref", String),
+    column("source_path", String),
+    column("applied_revision", String),
+    column("applied_sha", String),
+    column("applied_version", String),
+    column("previous_revision", String),
+    column("previous_sha", String),
+    column("previous_version", String),
+    column("ready", Boolean),
+    column("reason", String),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Which clusters a query looks at: by environment and cluster type names."""
+
+    environment: str | None = None
+    cluster_type: str | None = None
+
+
+def _placed(view: Any, placement: Placement) -> list[ColumnElement[bool]]:
+    filters = []
+    if placement.environment is not None:
+        filters.append(view.c.environment == placement.environment)
+    if placement.cluster_type is not None:
+        filters.append(view.c.cluster_type == placement.cluster_type)
+    return filters
+
+
+def _agent(stale_before: datetime) -> ColumnElement[str]:
+    """reporting, stale (silent since before `stale_before`) or never_reported."""
+    last_seen_at = fleet_cluster_state.c.last_seen_at
+    return case(
+        (last_seen_at.is_(None), literal("never_reported")),
+        (last_seen_at < stale_before, literal("stale")),
+        else_=literal("reporting"),
+    )
+
+
+def _environment_order(name: Any, position: Any) -> list[Any]:
+    """Promotion order where the control plane declared it, then by name; unplaced last."""
+    return [position.asc().nulls_last(), name.asc().nulls_last()]
+
+
+async def declared_groups(session: AsyncSession, placement: Placement) -> Sequence[RowMapping]:
+    """Environments with their cluster types (None for an environment without any)."""
+    filters = []
+    if placement.environment is not None:
+        filters.append(Environment.name == placement.environment)
+    if placement.cluster_type is not None:
+        filters.append(ClusterType.name == placement.cluster_type)
+    statement = (
+        select(
+            Environment.name.label("environment"),
+            Environment.position.label("environment_position"),
+            ClusterType.name.label("cluster_type"),
+        )
+        .outerjoin(ClusterType, ClusterType.environment_id == Environment.id)
+        .where(and_(True, *filters))
+        .order_by(*_environment_order(Environment.name, Environment.position), ClusterType.name)
+    )
+    return (await session.execute(statement)).mappings().all()
+
+
+async def group_counts(
+    session: AsyncSession, placement: Placement, *, stale_before: datetime
+) -> Sequence[RowMapping]:
+    """Clusters and their objects counted per (environment, cluster type) they belong to."""
+    view = fleet_cluster_state
+    agent = _agent(stale_before)
+    statement = (
+        select(
+            view.c.environment,
+            view.c.environment_position,
+            view.c.cluster_type,
+            func.count().label("clusters"),
+            func.count().filter(agent == "reporting").label("reporting"),
+            func.count().filter(agent == "stale").label("stale"),
+            func.count().filter(agent == "never_reported").label("never_reported"),
+            *(
+                func.sum(view.c[name]).cast(BigInteger).label(name)
+                for name in ("objects", *OBJECT_STATES)
+            ),
+        )
+        .where(and_(True, *_placed(view, placement)))
+        .group_by(view.c.environment, view.c.environment_position, view.c.cluster_type)
+        .order_by(
+            *_environment_order(view.c.environment, view.c.environment_position),
+            view.c.cluster_type.asc().nulls_last(),
+        )
+    )
+    return (await session.execute(statement)).mappings().all()
+
+
+async def cluster_page(
+    session: AsyncSession,
+    placement: Placement,
+    *,
+    stale_before: datetime,
+    limit: int,
+    offset: int,
+) -> tuple[Sequence[RowMapping], int]:
+    """A page of clusters with their objects by state, and how many clusters match."""
+    view = fleet_cluster_state
+    filters = and_(True, *_placed(view, placement))
+    statement = (
+        select(
+            view.c.cluster.label("name"),
+            view.c.environment,
+            view.c.cluster_type,
+            view.c.first_seen_at,
+            view.c.last_seen_at,
+            _agent(stale_before).label("agent"),
+            view.c.objects,
+            *(view.c[name] for name in OBJECT_STATES),
+        )
+        .where(filters)
+        .order_by(
+            *_environment_order(view.c.environment, view.c.environment_position),
+            view.c.cluster_type.asc().nulls_last(),
+            view.c.cluster,
+        )
+        .limit(limit)
+        .offset(offset)
+    )
+    total = await session.scalar(select(func.count()).select_from(view).where(filters))
+    return (await session.execute(statement)).mappings().all(), total or 0
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFilter:
+    placement: Placement
+    cluster: str | None = None
+    object_name: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+def _history_filters(criteria: HistoryFilter) -> list[ColumnElement[bool]]:
+    """Filters on the clusters and objects as id lists the planner resolves first, so they
+    reach the transitions below the view's window function (which a join could not)."""
+    view = deployment_history
+    filters = []
+    cluster_ids = select(Cluster.id)
+    placement = criteria.placement
+    if placement.environment is not None:
+        cluster_ids = cluster_ids.join(Environment, Environment.id == Cluster.environment_id)
+        cluster_ids = cluster_ids.where(Environment.name == placement.environment)
+    if placement.cluster_type is not None:
+        cluster_ids = cluster_ids.join(ClusterType, ClusterType.id == Cluster.cluster_type_id)
+        cluster_ids = cluster_ids.where(ClusterType.name == placement.cluster_type)
+    if criteria.cluster is not None:
+        cluster_ids = cluster_ids.where(Cluster.name == criteria.cluster)
+    if cluster_ids.whereclause is not None:
+        filters.append(view.c.cluster_id == func.any(func.array(cluster_ids.scalar_subquery())))
+    if criteria.object_name is not None:
+        object_ids = select(ObjectState.id).where(ObjectState.name == criteria.object_name)
+        filters.append(view.c.object_id == func.any(func.array(object_ids.scalar_subquery())))
+    if criteria.since is not None:
+        filters.append(view.c.deployed_at >= criteria.since)
+    if criteria.until is not None:
+        filters.append(view.c.deployed_at < criteria.until)
+    return filters
+
+
+HISTORY_COLUMNS: Sequence[str] = (
+    "deployed_at",
+    "cluster",
+    "environment",
+    "cluster_type",
+    "reconciler",
+    "kind",
+    "namespace",
+    "name",
+    "source_url",
+    "source_ref",
+    "source_path",
+    "applied_revision",
+    "applied_sha",
+    "applied_version",
+    "previous_revision",
+    "previous_sha",
+    "previous_version",
+    "ready",
+    "reason",
+)
+
+
+async def history_page(
+    session: AsyncSession, criteria: HistoryFilter, *, limit: int, offset: int
+) -> Sequence[RowMapping]:
+    """Newest changes first; up to `limit` rows from `offset` (the caller asks for one more
+    than it shows, to know whether another page follows)."""
+    view = deployment_history
+    statement = (
+        select(*(view.c[name] for name in HISTORY_COLUMNS))
+        .where(and_(True, *_history_filters(criteria)))
+        # Every key column, so a page boundary never falls between rows of equal sort key.
+        .order_by(
+            view.c.deployed_at.desc(),
+            view.c.cluster,
+            view.c.reconciler,
+            view.c.kind,
+            view.c.namespace,
+            view.c.name,
+            view.c.applied_sha,
+            view.c.applied_version,
+        )
+        .limit(limit)
+        .offset(offset)
+    )
+    return (await session.execute(statement)).mappings().all()

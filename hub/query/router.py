@@ -1,0 +1,66 @@
+"""Query endpoints (read scope): fleet state and deployment history."""
+
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from pydantic import AwareDatetime
+
+from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep
+from hub.query import service
+from hub.query.schemas import DeploymentPage, FleetState
+
+router = APIRouter(prefix="/api/v1", tags=["queries"], dependencies=[ReadAccess])
+
+Limit = Annotated[int, Query(ge=1, le=1000)]
+Offset = Annotated[int, Query(ge=0)]
+
+
+@router.get("/fleet", response_model=FleetState)
+async def fleet_state(
+    session: ReadSessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    environment: str | None = None,
+    cluster_type: str | None = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> FleetState:
+    """Clusters and their objects by state, per environment and cluster type; a page of clusters."""
+    return await service.fleet_state(
+        session,
+        environment=environment,
+        cluster_type=cluster_type,
+        limit=limit,
+        offset=offset,
+        now=clock(),
+        stale_after=timedelta(seconds=settings.stale_after_seconds),
+    )
+
+
+@router.get("/history", response_model=DeploymentPage)
+async def deployment_history(
+    session: ReadSessionDep,
+    environment: str | None = None,
+    cluster_type: str | None = None,
+    cluster: str | None = None,
+    object_name: Annotated[
+        str | None, Query(alias="object", description="Reconciler object name.")
+    ] = None,
+    since: Annotated[AwareDatetime | None, Query(description="Inclusive.")] = None,
+    until: Annotated[AwareDatetime | None, Query(description="Exclusive.")] = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> DeploymentPage:
+    """Every change of the revision a reconciler object applied, newest first."""
+    return await service.deployment_history(
+        session,
+        environment=environment,
+        cluster_type=cluster_type,
+        cluster=cluster,
+        object_name=object_name,
+        since=since,
+        until=until,
+        limit=limit,
+        offset=offset,
+    )
