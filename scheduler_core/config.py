@@ -56,6 +56,7 @@ __all__ = [
     "ConfigError",
     "canonical_hash",
     "labels_match",
+    "matching_targets",
     "merge",
     "parse_value",
     "specificity",
@@ -127,6 +128,17 @@ def labels_match(
     """Whether a ConfigMap or ConfigSchema with `labels` applies to this pair."""
     left = _left_for_target(labels, cluster_type)
     return left is not None and _target_matches(left, target)
+
+
+def matching_targets(
+    labels: Mapping[str, str], cluster_type: ClusterType, targets: Iterable[DeploymentTarget]
+) -> list[DeploymentTarget]:
+    """The targets among `targets` that a ConfigMap or ConfigSchema with `labels` applies to
+    on `cluster_type`: `labels_match` for many targets, settling the cluster type's half once."""
+    left = _left_for_target(labels, cluster_type)
+    if left is None:
+        return []
+    return [target for target in targets if _target_matches(left, target)]
 
 
 # Matching is split in two halves, cluster type then target, since a cluster type carries

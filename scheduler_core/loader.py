@@ -50,7 +50,7 @@ from scheduler_core.snapshot import (
     RepoRef,
     SourceRevision,
 )
-from scheduler_core.yamltext import YamlDocument, load_yaml, split_documents
+from scheduler_core.yamltext import YamlDocument, load_yaml, problem_of, split_documents
 
 __all__ = [
     "Fetch",
@@ -170,7 +170,7 @@ def _parse_document(
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = document.line + mark.line if mark is not None else document.line
-        message = f"not valid YAML: {_yaml_problem(error)}"
+        message = f"not valid YAML: {problem_of(error)}"
         errors.append(LoadError(source, message, file, document.number, line))
         return
     kind = _kind_of(data)
@@ -208,12 +208,6 @@ def _kind_of(data: Any) -> type[Resource] | None:
         if not isinstance(labels, dict) or str(labels.get(PLATFORM_CONFIG_LABEL)).lower() != "true":
             return None
     return kind
-
-
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    problem = getattr(error, "problem", None)
-    context = getattr(error, "context", None)
-    return " ".join(part for part in (context, problem) if part) or str(error)
 
 
 def _message(detail: ErrorDetails) -> str:

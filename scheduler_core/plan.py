@@ -8,10 +8,12 @@ assignments that need rendering again. An assignment whose config breaks a schem
 plan with its errors; the renderer keeps its previous output.
 """
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler_core.config import ComposedConfig, ConfigComposer, ConfigError
+from scheduler_core.gotemplate import StringMap
 from scheduler_core.scheduling import Assignment, SchedulingError, schedule
 from scheduler_core.snapshot import ControlPlaneSnapshot
 
@@ -51,18 +53,19 @@ class PlannedAssignment:
         """The data a Kalypso template renders with, by the names Kalypso gives it.
 
         `.Repo`, `.Branch` and `.Path` are there too: Kalypso's early templates, still in its
-        sample control plane, read the manifests' place from them.
+        sample control plane, read the manifests' place from them. `.Labels` and `.Manifests`
+        are Go's `map[string]string` there, so `index .Labels "absent"` gives "".
         """
         assignment = self.assignment
         target = assignment.deployment_target
-        manifests = dict(target.manifests)
+        manifests = StringMap(target.manifests)
         return {
             "DeploymentTargetName": target.name,
             "Namespace": assignment.namespace,
             "Environment": assignment.environment,
             "Workspace": target.workspace,
             "Workload": target.workload,
-            "Labels": dict(target.labels),
+            "Labels": StringMap(target.labels),
             "Manifests": manifests,
             "ClusterType": assignment.cluster_type.name,
             "ConfigData": self.config.data,
@@ -80,8 +83,11 @@ class EnvironmentPlan:
     errors: tuple[SchedulingError | ConfigError, ...]
 
 
-def plan_environment(snapshot: ControlPlaneSnapshot) -> EnvironmentPlan:
-    scheduled = schedule(snapshot)
+def plan_environment(
+    snapshot: ControlPlaneSnapshot, pairs: Collection[tuple[str, str]] | None = None
+) -> EnvironmentPlan:
+    """The plan of `snapshot`'s environment; with `pairs`, of those pairs only (see `schedule`)."""
+    scheduled = schedule(snapshot, pairs)
     composer = ConfigComposer(snapshot)
     planned = []
     errors: list[SchedulingError | ConfigError] = list(scheduled.errors)

@@ -18,12 +18,12 @@ composes each assignment's platform config next.
 """
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler_core.kube import DNS1123_LABEL_MAX, dns1123_label_problem, freeze
-from scheduler_core.resources import ClusterType
+from scheduler_core.resources import ClusterType, SchedulingPolicy
 from scheduler_core.snapshot import ControlPlaneSnapshot, RegisteredWorkload
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "deployment_targets",
     "namespace_problem",
     "schedule",
+    "selected_by",
 ]
 
 WORKLOAD_LABEL = "workload"
@@ -98,6 +99,8 @@ class SchedulingError:
     workload: str | None = None
     cluster_type: str | None = None
     deployment_target: str | None = None
+    # For an assignment: the policies that selected it.
+    policies: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         subject = [self.environment]
@@ -204,24 +207,56 @@ def namespace_problem(environment: str, cluster_type: str, deployment_target: st
     return f"namespace {namespace!r} {problem}{culprits}"
 
 
-def schedule(snapshot: ControlPlaneSnapshot) -> Schedule:
-    """The assignments of `snapshot`'s environment, by cluster type and deployment target."""
+def selected_by(
+    policy: SchedulingPolicy,
+    targets: Iterable[DeploymentTarget],
+    cluster_types: Iterable[ClusterType],
+) -> tuple[list[DeploymentTarget], list[ClusterType]]:
+    """The targets and the cluster types `policy` selects; it assigns their cross product."""
+    target_selector = policy.spec.deployment_target_selector
+    chosen_targets = [
+        target
+        for target in targets
+        if target_selector.workspace in ("", target.workspace)
+        and target_selector.label_selector.matches(target.labels)
+    ]
+    cluster_type_selector = policy.spec.cluster_type_selector.label_selector
+    chosen_cluster_types = [
+        cluster_type
+        for cluster_type in cluster_types
+        if cluster_type_selector.matches(cluster_type.labels)
+    ]
+    return chosen_targets, chosen_cluster_types
+
+
+def schedule(
+    snapshot: ControlPlaneSnapshot, pairs: Collection[tuple[str, str]] | None = None
+) -> Schedule:
+    """The assignments of `snapshot`'s environment, by cluster type and deployment target.
+
+    With `pairs`, only those (cluster type, deployment target) pairs are considered: the part
+    of an environment a control-plane change can touch (see `scheduler_core.incremental`).
+    """
     targets, errors = deployment_targets(snapshot)
     selected: dict[tuple[str, str], list[str]] = {}
     for policy in snapshot.scheduling_policies.values():
-        target_selector = policy.spec.deployment_target_selector
-        chosen_targets = [
-            target
-            for target in targets
-            if target_selector.workspace in ("", target.workspace)
-            and target_selector.label_selector.matches(target.labels)
-        ]
-        cluster_type_selector = policy.spec.cluster_type_selector.label_selector
-        for cluster_type in snapshot.cluster_types.values():
-            if not cluster_type_selector.matches(cluster_type.labels):
-                continue
-            for target in chosen_targets:
-                selected.setdefault((cluster_type.name, target.name), []).append(policy.name)
+        chosen_targets, chosen_cluster_types = selected_by(
+            policy, targets, snapshot.cluster_types.values()
+        )
+        if pairs is None:
+            chosen: Iterable[tuple[str, str]] = (
+                (cluster_type.name, target.name)
+                for cluster_type in chosen_cluster_types
+                for target in chosen_targets
+            )
+        else:
+            cluster_type_names = {cluster_type.name for cluster_type in chosen_cluster_types}
+            target_names = {target.name for target in chosen_targets}
+            chosen = (
+                pair for pair in pairs if pair[0] in cluster_type_names and pair[1] in target_names
+            )
+        for pair in chosen:
+            selected.setdefault(pair, []).append(policy.name)
 
     by_name = {target.name: target for target in targets}
     assignments = []
@@ -236,6 +271,7 @@ def schedule(snapshot: ControlPlaneSnapshot) -> Schedule:
                     workload=by_name[target_name].workload,
                     cluster_type=cluster_type_name,
                     deployment_target=target_name,
+                    policies=tuple(sorted(selected[(cluster_type_name, target_name)])),
                 )
             )
             continue

@@ -19,7 +19,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode
 
-__all__ = ["YamlDocument", "load_yaml", "split_documents"]
+__all__ = ["YamlDocument", "load_yaml", "problem_of", "split_documents"]
 
 # A document starts at a `---` line; inside a block scalar such a line would be indented.
 _DOCUMENT_START = re.compile(r"---(?:[ \t]|$)")
@@ -52,6 +52,13 @@ _Loader.yaml_implicit_resolvers = {
 def load_yaml(text: str) -> Any:
     """One YAML document, parsed; raises `yaml.YAMLError` when it is not valid YAML."""
     return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+
+
+def problem_of(error: yaml.YAMLError) -> str:
+    """What PyYAML found wrong, without its "in <unicode string>, line ..." marks."""
+    problem = getattr(error, "problem", None)
+    context = getattr(error, "context", None)
+    return " ".join(part for part in (context, problem) if part) or str(error)
 
 
 @dataclass(frozen=True)

@@ -207,8 +207,18 @@ def _is_timestamp(text: str) -> bool:
     return int(hour) < 24 and int(minute) < 60 and int(second) < 60
 
 
+_PYYAML = yaml.resolver.Resolver()
+
+
 def _resolves_to_other_type(text: str) -> bool:
-    """Whether go-yaml v2 would read `text`, written plain, as something but a string."""
+    """Whether go-yaml v2 or PyYAML would read `text`, written plain, as something but a string.
+
+    go-yaml's rules decide what Kalypso quotes; PyYAML's (YAML 1.1, a little wider: ".0_" is a
+    float to it) are added because fleetmark reads its own output back with PyYAML. Quoting
+    where go-yaml would not changes no reader's value, only the text.
+    """
+    if _PYYAML.resolve(yaml.ScalarNode, text, (True, False)) != _STR:  # type: ignore[no-untyped-call]
+        return True
     if text in _RESOLVE_MAP or _BASE60_FLOAT.fullmatch(text):
         return True
     first = text[0]

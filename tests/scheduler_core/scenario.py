@@ -132,7 +132,7 @@ spec:
         name: platform-config
         namespace: {{ .Namespace }}
       data:
-        {{ toYaml .ConfigData | indent 2 }}
+      {{ toYaml .ConfigData | indent 2 }}
 """
 
 HELLO_WORLD_REGISTRATION = f"""\
