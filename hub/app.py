@@ -18,6 +18,7 @@ from hub.database import (
 )
 from hub.deps import Clock
 from hub.errors import install_error_handlers
+from hub.gate.router import router as gate_router
 from hub.harvest.router import router as repositories_router
 from hub.health.router import router as health_router
 from hub.ingest.router import REPORT_COMPONENTS
@@ -68,6 +69,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         clusters_router,
         tokens_router,
         query_router,
+        gate_router,
         repositories_router,
     ):
         app.include_router(router)

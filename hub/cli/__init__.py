@@ -2,7 +2,7 @@
 
 import typer
 
-from hub.cli import admin, agent, harvest, server
+from hub.cli import admin, agent, gate, harvest, server
 
 app = typer.Typer(
     name="fleetmark",
@@ -15,6 +15,7 @@ app.add_typer(admin.clusters, name="clusters")
 app.add_typer(admin.tokens, name="tokens")
 agent.register(app)
 harvest.register(app)
+gate.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,370 @@
+"""`fleetmark gate wait`: poll the hub's promotion gate until it passes, fails or time runs out.
+
+Unlike the other commands, which open the hub's database, this one asks a running hub over
+HTTP (GET /api/v1/gates/promotion with a read token): a CI pipeline has the hub's URL and a
+token, not its database. Progress goes to stderr (a live table on a terminal, a line per change
+in a CI log); the final answer to stdout, as a table or, with `--output json`, for scripts.
+
+Exit codes: 0 passed, 1 failed, 2 timed out (still pending), 3 the gate cannot be evaluated as
+asked (a bad option, an unknown environment or workload, a refused token). A commit or version
+the hub has not harvested yet, a busy or unreachable hub: those may change by waiting, so the
+command keeps polling until the timeout.
+"""
+
+import asyncio
+import math
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from types import TracebackType
+from typing import Annotated
+
+import httpx
+import typer
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+
+from hub.cli.common import Output, OutputOption, console, errors, print_json
+from hub.gate.policy import ClusterState, Verdict, format_duration
+from hub.gate.schemas import Duration, GateResult
+
+GATE_PATH = "/api/v1/gates/promotion"
+DEFAULT_HUB = "http://127.0.0.1:8080"
+# Hub errors that may go away by waiting: the harvester has not read the commit or version yet.
+_WAIT_ON = {"unknown_commit", "unknown_version"}
+_DURATION = TypeAdapter(Duration)
+_SHA = re.compile(r"\b[0-9a-f]{40,64}\b")
+_STATE_STYLES = {
+    ClusterState.COMPLIANT: "green",
+    ClusterState.SOAKING: "cyan",
+    ClusterState.FAILED: "bold red",
+    ClusterState.NEVER_REPORTED: "red",
+}
+_VERDICT_STYLES = {
+    Verdict.PASSED: "bold green",
+    Verdict.PENDING: "bold yellow",
+    Verdict.FAILED: "bold red",
+}
+
+
+class Outcome(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+
+
+EXIT_CODES = {Outcome.PASSED: 0, Outcome.FAILED: 1, Outcome.TIMED_OUT: 2}
+EXIT_UNUSABLE = 3
+
+
+class GateUnusable(Exception):
+    """The hub refused the question; asking again will not change its answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class Poll:
+    """One look at the gate: its answer, or why there was none this time."""
+
+    elapsed: float
+    result: GateResult | None = None
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Waited:
+    outcome: Outcome
+    last: Poll
+
+
+def _error_of(response: httpx.Response) -> tuple[str | None, str]:
+    try:
+        body = response.json()
+        return body["error"], body["detail"]
+    except (ValueError, KeyError, TypeError):
+        return None, response.text[:200] or response.reason_phrase
+
+
+async def _poll(client: httpx.AsyncClient, params: Mapping[str, str], elapsed: float) -> Poll:
+    try:
+        response = await client.get(GATE_PATH, params=params)
+    except httpx.HTTPError as exc:
+        return Poll(elapsed, problem=f"the hub is unreachable: {exc or type(exc).__name__}")
+    if response.status_code == 200:
+        return Poll(elapsed, result=GateResult.model_validate_json(response.content))
+    error, detail = _error_of(response)
+    if response.status_code >= 500 or error in _WAIT_ON:
+        return Poll(elapsed, problem=f"{detail} (HTTP {response.status_code})")
+    raise GateUnusable(f"{detail} (HTTP {response.status_code})")
+
+
+def _next_look(poll: Poll, interval: float) -> float:
+    """The interval, or less when the gate says it opens sooner."""
+    result = poll.result
+    if result is None or result.earliest_pass_at is None:
+        return interval
+    opens_in = (result.earliest_pass_at - result.evaluated_at).total_seconds()
+    return min(interval, opens_in) if opens_in > 0 else interval
+
+
+async def wait_for_gate(
+    client: httpx.AsyncClient,
+    params: Mapping[str, str],
+    *,
+    time_limit: float,
+    interval: float,
+    show: Callable[[Poll], None],
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> Waited:
+    """Ask the gate every `interval` seconds until it passes or fails, or `time_limit`
+    seconds have gone by; GateUnusable when the hub refuses the question."""
+    started = monotonic()
+    while True:
+        poll = await _poll(client, params, monotonic() - started)
+        show(poll)
+        if poll.result is not None and poll.result.verdict is Verdict.PASSED:
+            return Waited(Outcome.PASSED, poll)
+        if poll.result is not None and poll.result.verdict is Verdict.FAILED:
+            return Waited(Outcome.FAILED, poll)
+        remaining = time_limit - (monotonic() - started)
+        if remaining <= 0:
+            return Waited(Outcome.TIMED_OUT, poll)
+        await sleep(min(_next_look(poll, interval), remaining))
+
+
+# --- showing it -------------------------------------------------------------------------------
+
+
+def _short(revision: str | None) -> str:
+    return "-" if revision is None else _SHA.sub(lambda found: found[0][:12], revision)
+
+
+def _when(moment: datetime | None) -> str:
+    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def summary(result: GateResult) -> str:
+    counts = result.counts
+    style = _VERDICT_STYLES[result.verdict]
+    parts = [
+        f"[{style}]{result.verdict}[/]",
+        f"{result.target.description} in {result.target.environment}",
+        f"{counts.compliant}/{counts.expected} compliant",
+        f"{counts.reporting} reporting",
+    ]
+    if counts.stale:
+        parts.append(f"{counts.stale} stale")
+    if counts.never_reported:
+        parts.append(f"{counts.never_reported} never reported")
+    if result.verdict is Verdict.PENDING and result.earliest_pass_at is not None:
+        parts.append(f"opens in {format_duration(result.earliest_pass_at - result.evaluated_at)}")
+    return " · ".join(parts)
+
+
+def cluster_table(result: GateResult) -> Table:
+    table = Table("cluster", "type", "state", "applied", "ready since", "soak left", "why")
+    for cluster in result.clusters:
+        remaining = cluster.soak_remaining_seconds
+        table.add_row(
+            cluster.name,
+            cluster.cluster_type or "-",
+            f"[{_STATE_STYLES.get(cluster.state, 'yellow')}]{cluster.state}[/]",
+            _short(cluster.applied_revision),
+            _when(cluster.ready_since),
+            "-" if remaining is None else format_duration(timedelta(seconds=remaining)),
+            cluster.explanation,
+        )
+    return table
+
+
+def _elapsed(seconds: float) -> str:
+    """Time waited so far, in whole seconds: a first look a few milliseconds in reads 0s."""
+    return format_duration(timedelta(seconds=math.floor(seconds)))
+
+
+def _line(poll: Poll) -> str:
+    elapsed = _elapsed(poll.elapsed)
+    if poll.result is None:
+        return f"[dim]{elapsed}[/] waiting: {poll.problem}"
+    return f"[dim]{elapsed}[/] {summary(poll.result)}"
+
+
+class _Progress:
+    """Each poll on stderr: a live table on a terminal; in a log, the verdict, counts and
+    reasons whenever the gate's answer changes (the soak countdown alone is not a change)."""
+
+    def __init__(self, screen: Console) -> None:
+        self._screen = screen
+        self._live = Live(console=screen, auto_refresh=False, transient=True)
+        self._last: tuple[object, ...] | None = None
+
+    def __enter__(self) -> "_Progress":
+        if self._screen.is_terminal:
+            self._live.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._live.stop()
+
+    def __call__(self, poll: Poll) -> None:
+        if self._screen.is_terminal:
+            shown = (
+                _line(poll)
+                if poll.result is None
+                else Group(_line(poll), cluster_table(poll.result))
+            )
+            self._live.update(shown, refresh=True)
+            return
+        result = poll.result
+        state = (
+            (poll.problem,)
+            if result is None
+            else (result.verdict, result.counts, tuple((c.name, c.state) for c in result.clusters))
+        )
+        if state != self._last:
+            self._screen.print(_line(poll), highlight=False)
+            for reason in () if result is None else result.reasons:
+                self._screen.print(f"  {reason}", highlight=False)
+            self._last = state
+
+
+class WaitOutcome(BaseModel):
+    """What `gate wait --output json` prints."""
+
+    outcome: Outcome
+    waited_seconds: float
+    problem: str | None = Field(description="Why the last poll got no answer, if it did not.")
+    gate: GateResult | None = Field(description="The last answer of the gate.")
+
+
+def _report(waited: Waited, output: Output, timeout: float) -> None:
+    last = waited.last
+    if output is Output.json:
+        print_json(
+            WaitOutcome(
+                outcome=waited.outcome,
+                waited_seconds=last.elapsed,
+                problem=last.problem,
+                gate=last.result,
+            )
+        )
+        return
+    if last.result is not None:
+        console.print(cluster_table(last.result))
+        console.print(summary(last.result), highlight=False)
+        for reason in last.result.reasons:
+            console.print(f"  {reason}", highlight=False)
+    elapsed = _elapsed(last.elapsed)
+    if waited.outcome is Outcome.TIMED_OUT:
+        still = "still pending" if last.result is not None else f"last: {last.problem}"
+        console.print(
+            f"[bold yellow]timed out[/] after {format_duration(timedelta(seconds=timeout))}, "
+            f"{still}",
+            highlight=False,
+        )
+    else:
+        console.print(f"gate {waited.outcome} after {elapsed}", highlight=False)
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def _seconds(option: str, value: str) -> float:
+    try:
+        duration: timedelta = _DURATION.validate_python(value)
+    except ValidationError as exc:
+        raise _unusable(
+            f"{option}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}"
+        ) from None
+    if duration < timedelta(0):
+        raise _unusable(f"{option}: must not be negative, got {value!r}")
+    return duration.total_seconds()
+
+
+def _unusable(message: str) -> typer.Exit:
+    errors.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code=EXIT_UNUSABLE)
+
+
+gate = typer.Typer(help="The promotion gate, for CI pipelines.", no_args_is_help=True)
+
+
+@gate.command("wait")
+def wait(
+    environment: Annotated[
+        str, typer.Option("--environment", "-e", help="The environment the target is in.")
+    ],
+    commit: Annotated[
+        str | None,
+        typer.Option(help="Platform GitOps commit: full sha or a prefix of 7 or more."),
+    ] = None,
+    workload: Annotated[
+        str | None, typer.Option(help="A workload (with --version) instead of a commit.")
+    ] = None,
+    version: Annotated[str | None, typer.Option(help="The workload's version.")] = None,
+    soak: Annotated[
+        str,
+        typer.Option(help="How long every cluster must run it, Ready (seconds, 10m, PT10M)."),
+    ] = "10m",
+    allow_stale: Annotated[
+        bool, typer.Option(help="Judge silent clusters on their last report.")
+    ] = False,
+    min_clusters: Annotated[
+        int, typer.Option(help="Pending unless at least this many clusters are expected.")
+    ] = 1,
+    timeout: Annotated[str, typer.Option(help="Give up after this long (exit 2).")] = "30m",
+    interval: Annotated[str, typer.Option(help="Time between two looks at the gate.")] = "10s",
+    hub: Annotated[
+        str, typer.Option(envvar="FLEETMARK_HUB_URL", help="The hub's URL.")
+    ] = DEFAULT_HUB,
+    token: Annotated[
+        str | None,
+        typer.Option(envvar="FLEETMARK_TOKEN", help="An API token with read scope."),
+    ] = None,
+    output: OutputOption = Output.table,
+) -> None:
+    """Wait for the promotion gate: exit 0 passed, 1 failed, 2 timed out, 3 unusable."""
+    params = {
+        "environment": environment,
+        "soak": str(_seconds("--soak", soak)),
+        "allow_stale": str(allow_stale).lower(),
+        "min_clusters": str(min_clusters),
+    }
+    params |= {
+        name: value
+        for name, value in (("commit", commit), ("workload", workload), ("version", version))
+        if value is not None
+    }
+    timeout_seconds = _seconds("--timeout", timeout)
+    interval_seconds = _seconds("--interval", interval)
+    if interval_seconds == 0:
+        raise _unusable(f"--interval: must be more than nothing, got {interval!r}")
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+
+    async def run(show: _Progress) -> Waited:
+        async with httpx.AsyncClient(base_url=hub, headers=headers, timeout=30.0) as client:
+            return await wait_for_gate(
+                client, params, time_limit=timeout_seconds, interval=interval_seconds, show=show
+            )
+
+    try:
+        with _Progress(errors) as progress:
+            waited = asyncio.run(run(progress))
+    except GateUnusable as exc:
+        raise _unusable(str(exc)) from None
+    _report(waited, output, timeout_seconds)
+    raise typer.Exit(code=EXIT_CODES[waited.outcome])
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(gate, name="gate")

@@ -1,0 +1,97 @@
+"""Promotion gate endpoints (read scope): the gate for a platform commit or a workload version,
+and the newest platform commit of an environment that passes."""
+
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep
+from hub.gate import service
+from hub.gate.schemas import Duration, GateResult, Promotable
+
+router = APIRouter(prefix="/api/v1", tags=["gates"], dependencies=[ReadAccess])
+
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"description": "Unknown environment, commit, workload or version."}
+}
+
+Soak = Annotated[
+    Duration,
+    Query(
+        description="How long every expected cluster must have run the target, Ready: "
+        "seconds (600), ISO 8601 (PT10M) or 10m, 1h30m.",
+    ),
+]
+AllowStale = Annotated[
+    bool,
+    Query(description="Judge a silent cluster on its last report instead of blocking on it."),
+]
+MinClusters = Annotated[
+    int, Query(ge=1, description="Pending unless at least this many clusters are expected.")
+]
+
+
+@router.get("/gates/promotion", response_model=GateResult, responses=_NOT_FOUND)
+async def promotion_gate(
+    session: ReadSessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    environment: Annotated[str, Query(description="The environment the target is in.")],
+    commit: Annotated[
+        str | None, Query(description="A platform GitOps commit: full sha or a prefix of 7+.")
+    ] = None,
+    workload: str | None = None,
+    version: Annotated[str | None, Query(description="With workload: its version.")] = None,
+    soak: Soak = service.DEFAULT_SOAK,
+    allow_stale: AllowStale = False,
+    min_clusters: MinClusters = 1,
+) -> GateResult:
+    """May the platform commit (or the workload version) leave the environment? passed,
+    pending or failed, with the evidence per expected cluster."""
+    return await service.promotion_gate(
+        session,
+        environment=environment,
+        commit=commit,
+        workload=workload,
+        version=version,
+        soak=soak,
+        stale_after=timedelta(seconds=settings.stale_after_seconds),
+        allow_stale=allow_stale,
+        min_clusters=min_clusters,
+        now=clock(),
+    )
+
+
+@router.get(
+    "/environments/{environment}/promotable", response_model=Promotable, responses=_NOT_FOUND
+)
+async def promotable(
+    environment: str,
+    session: ReadSessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    soak: Soak = service.DEFAULT_SOAK,
+    allow_stale: AllowStale = False,
+    min_clusters: MinClusters = 1,
+    max_commits: Annotated[
+        int,
+        Query(
+            ge=1,
+            le=service.MAX_PROMOTABLE_COMMITS,
+            description="How many commits of the branch to walk back at most.",
+        ),
+    ] = 50,
+) -> Promotable:
+    """The newest commit of the environment's platform branch whose gate passes (walking back
+    its first-parent chain from the head), with that gate's evidence."""
+    return await service.promotable(
+        session,
+        environment=environment,
+        soak=soak,
+        stale_after=timedelta(seconds=settings.stale_after_seconds),
+        allow_stale=allow_stale,
+        min_clusters=min_clusters,
+        max_commits=max_commits,
+        now=clock(),
+    )

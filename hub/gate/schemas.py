@@ -1,0 +1,141 @@
+"""API shapes of the promotion gate: its verdict with the evidence, and durations as the
+gate's options take them."""
+
+import re
+from datetime import datetime, timedelta
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter, ValidationError
+
+from hub.gate.policy import ClusterState, Verdict
+
+_SECONDS = re.compile(r"\d+(?:\.\d+)?")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3_600, "d": 86_400}
+_COMPACT = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+")
+_COMPACT_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_ISO_8601 = TypeAdapter(timedelta)
+
+
+def parse_duration(value: object) -> object:
+    """Seconds (`600`), the compact form `format_duration` writes (`10m`, `1h30m`, `500ms`), or
+    an ISO 8601 duration (`PT10M`, left to pydantic). Other values go on to pydantic as given."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if _SECONDS.fullmatch(text):
+        return timedelta(seconds=float(text))
+    if _COMPACT.fullmatch(text):
+        return timedelta(
+            seconds=sum(
+                float(count) * _UNIT_SECONDS[unit] for count, unit in _COMPACT_PART.findall(text)
+            )
+        )
+    try:
+        return _ISO_8601.validate_python(text)
+    except ValidationError:
+        raise ValueError(
+            f"{value!r} is not a duration: give seconds (600), an ISO 8601 duration (PT10M) "
+            "or 10m, 1h30m"
+        ) from None
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+
+
+class GateAssignment(BaseModel):
+    """An assignment that makes a cluster type expected for a workload version."""
+
+    cluster_type: str
+    deployment_target: str
+    repository: str | None = Field(description="The app GitOps repository (normalised URL).")
+    branch: str | None
+    path: str | None
+
+
+class GateTarget(BaseModel):
+    kind: Literal["platform_commit", "workload_version"]
+    environment: str
+    description: str = Field(description="The target in words, as the reasons name it.")
+    repository: str | None = Field(
+        default=None, description="The platform GitOps repository (normalised URL)."
+    )
+    branch: str | None = Field(default=None, description="The environment's platform branch.")
+    commit: str | None = Field(default=None, description="Full sha of the platform commit.")
+    workload: str | None = None
+    version: str | None = None
+    assignments: list[GateAssignment] = Field(
+        default_factory=list, description="For a workload version: its current assignments."
+    )
+
+
+class GateOptionsOut(BaseModel):
+    soak_seconds: float
+    stale_after_seconds: float
+    allow_stale: bool
+    min_clusters: int
+
+
+class GateCounts(BaseModel):
+    expected: int
+    reporting: int = Field(description="Expected clusters that reported within stale_after.")
+    stale: int
+    never_reported: int
+    compliant: int
+
+
+class HarvestedBranch(BaseModel):
+    repository: str
+    branch: str
+    head_sha: str | None
+    harvested_at: datetime | None = Field(description="When the harvester last read the branch.")
+
+
+class Freshness(BaseModel):
+    oldest_report_at: datetime | None = Field(
+        description="The oldest newest-report among expected clusters that ever reported."
+    )
+    harvested: list[HarvestedBranch] = Field(
+        description="The branches whose desired state and history the answer read."
+    )
+
+
+class GateCluster(BaseModel):
+    name: str
+    cluster_type: str | None
+    state: ClusterState
+    explanation: str
+    object: str | None = Field(
+        description="The reconciler object judged (<reconciler>/<kind>/<namespace>/<name>); "
+        "None when none tracks the target's source."
+    )
+    last_seen_at: datetime | None
+    applied_revision: str | None
+    attempted_revision: str | None
+    ready: bool | None
+    ready_since: datetime | None
+    soak_ends_at: datetime | None
+    soak_remaining_seconds: float | None
+    reason: str | None
+    message: str | None
+
+
+class GateResult(BaseModel):
+    target: GateTarget
+    verdict: Verdict
+    reasons: list[str]
+    evaluated_at: datetime
+    earliest_pass_at: datetime | None = Field(
+        description="When the gate opens without new facts; None when it cannot."
+    )
+    options: GateOptionsOut
+    counts: GateCounts
+    freshness: Freshness
+    clusters: list[GateCluster]
+
+
+class Promotable(BaseModel):
+    environment: str
+    commit: str | None = Field(description="The newest platform commit that passes; None if none.")
+    examined: int = Field(description="How many commits of the chain were evaluated.")
+    reason: str
+    gate: GateResult | None = Field(description="The passing gate's evidence.")

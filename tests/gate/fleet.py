@@ -1,0 +1,228 @@
+"""A simulated fleet for the gate's tests.
+
+The reference scenario's GitOps repositories (platform-gitops and app-gitops, branches dev and
+stage) are real git repositories, harvested into the test's store; clusters are registered and
+their agents report what their reconcilers run, over the API, at the injected clock's time.
+
+Each cluster follows the platform repository's environment branch with a root reconciler
+(a Flux GitRepository + Kustomization `flux-system`, or an Argo CD Application `platform`)
+and, for each assignment of its cluster type, the app repository's folder. Agents spell the
+repository URLs in their own ways, as real ones do.
+"""
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.conftest import MakeAgent
+from tests.harvest import scenario
+from tests.harvest.conftest import Harvest
+from tests.harvest.gitrepo import WorkRepo
+from tests.support import Agent
+
+ROOT = "flux-system"
+ARGO_ROOT = "platform"
+RECONCILERS = {"drone": "flux", "large": "argocd", "small": "flux", "command-center": "flux"}
+
+
+def _spelled(url: str, reconciler: str) -> str:
+    """Flux users write `.git`, Argo CD users a trailing slash: one repository either way."""
+    return f"{url}.git" if reconciler == "flux" else f"{url}/"
+
+
+def _records(
+    reconciler: str,
+    name: str,
+    *,
+    url: str,
+    branch: str,
+    path: str,
+    applied: str | None,
+    attempted: str | None,
+    ready: bool | None,
+    reason: str | None,
+    message: str | None,
+) -> list[dict[str, Any]]:
+    """What the agent reports for one reconciler following `url` at `branch`/`path`."""
+    health = {True: "Healthy", False: "Degraded", None: "Progressing"}[ready]
+    if reconciler == "argocd":
+        return [
+            {
+                "reconciler": "argocd",
+                "kind": "Application",
+                "namespace": "argocd",
+                "name": name,
+                "source": {"url": url, "ref": branch, "path": path},
+                "applied_revision": applied,
+                "attempted_revision": attempted,
+                "ready": ready,
+                "reason": reason,
+                "message": message,
+                "health": health,
+            }
+        ]
+
+    def revision(sha: str | None) -> str | None:
+        return None if sha is None else f"{branch}@sha1:{sha}"
+
+    return [
+        # The source object fetched the attempted revision; it never applies anything.
+        {
+            "reconciler": "flux",
+            "kind": "GitRepository",
+            "namespace": "flux-system",
+            "name": name,
+            "source": {"url": url, "ref": branch},
+            "attempted_revision": revision(attempted),
+            "ready": True,
+            "reason": "Succeeded",
+            "health": "Healthy",
+        },
+        {
+            "reconciler": "flux",
+            "kind": "Kustomization",
+            "namespace": "flux-system",
+            "name": name,
+            "source": {"url": url, "ref": f"GitRepository/flux-system/{name}", "path": path},
+            "applied_revision": revision(applied),
+            "attempted_revision": revision(attempted),
+            "ready": ready,
+            "reason": reason,
+            "message": message,
+            "health": health,
+        },
+    ]
+
+
+@dataclass
+class SimCluster:
+    agent: Agent
+    environment: str
+    cluster_type: str
+    platform_url: str
+    app_url: str
+    # What the agent reports, by reconciler object name.
+    objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.agent.cluster
+
+    @property
+    def reconciler(self) -> str:
+        return RECONCILERS[self.cluster_type]
+
+    def run_platform(
+        self,
+        applied: str | None,
+        *,
+        attempted: str | None = None,
+        ready: bool | None = True,
+        reason: str | None = "ReconciliationSucceeded",
+        message: str | None = None,
+    ) -> None:
+        """The root reconciler: applied `applied`, last attempted `attempted` (default: the
+        same), Ready as given."""
+        name = ROOT if self.reconciler == "flux" else ARGO_ROOT
+        self.objects[name] = _records(
+            self.reconciler,
+            name,
+            url=_spelled(self.platform_url, self.reconciler),
+            branch=self.environment,
+            path=f"./{self.cluster_type}" if self.reconciler == "flux" else self.cluster_type,
+            applied=applied,
+            attempted=applied if attempted is None else attempted,
+            ready=ready,
+            reason=reason,
+            message=message,
+        )
+
+    def run_app(
+        self,
+        target: str,
+        applied: str | None,
+        *,
+        attempted: str | None = None,
+        ready: bool | None = True,
+        reason: str | None = "ReconciliationSucceeded",
+        message: str | None = None,
+    ) -> None:
+        """The reconciler of deployment target `target` (e.g. functional-test), following its
+        app-gitops folder on the environment's branch."""
+        name = scenario.target_name(target)
+        self.objects[name] = _records(
+            self.reconciler,
+            name,
+            url=_spelled(self.app_url, self.reconciler),
+            branch=self.environment,
+            path=f"./{target}" if self.reconciler == "flux" else target,
+            applied=applied,
+            attempted=applied if attempted is None else attempted,
+            ready=ready,
+            reason=reason,
+            message=message,
+        )
+
+    async def report(self) -> None:
+        """A full snapshot of what its reconcilers run now."""
+        records = [record for records in self.objects.values() for record in records]
+        await self.agent.send_ok(records, full_snapshot=True)
+
+
+class Fleet:
+    """The scenario's repositories, harvested, and the clusters added to it."""
+
+    def __init__(
+        self,
+        platform: WorkRepo,
+        app: WorkRepo,
+        harvest: Harvest,
+        make_agent: MakeAgent,
+        configure: Callable[..., Awaitable[int]],
+    ) -> None:
+        self.platform, self.app = platform, app
+        self._harvest, self._make_agent, self._configure = harvest, make_agent, configure
+        self.platform_heads = scenario.build_platform(platform, app.url)
+        self.app_heads = scenario.build_app(app)
+        self.clusters: dict[str, SimCluster] = {}
+
+    async def start(self) -> None:
+        """Configure the platform repository (it leads to app-gitops) and harvest both."""
+        await self._configure(self.platform.url, "platform", branches=["dev", "stage"])
+        await self.harvest()
+
+    async def harvest(self) -> None:
+        report = await self._harvest()
+        assert not any(outcome.errors for outcome in report.repositories), report
+
+    async def add(self, name: str, cluster_type: str, environment: str = "dev") -> SimCluster:
+        agent = await self._make_agent(name, environment=environment, cluster_type=cluster_type)
+        cluster = SimCluster(agent, environment, cluster_type, self.platform.url, self.app.url)
+        self.clusters[name] = cluster
+        return cluster
+
+    def promote(self, message: str, files: dict[str, str | None], branch: str = "dev") -> str:
+        """A new platform commit on the environment branch (as the scheduler writes one)."""
+        return self.commit(self.platform, branch, message, files)
+
+    def release(self, version: str, branch: str = "dev") -> str:
+        """A new app version in every folder of app-gitops on the branch."""
+        return self.commit(
+            self.app,
+            branch,
+            f"hello-world {version} on {branch}",
+            scenario.app_gitops(branch, version),
+        )
+
+    @staticmethod
+    def commit(repo: WorkRepo, branch: str, message: str, files: dict[str, str | None]) -> str:
+        """A commit on `branch` of either repository; the work tree goes back to dev."""
+        repo.checkout(branch)
+        sha = repo.commit(message, files)
+        repo.checkout("dev")
+        return sha
+
+    async def report(self, *names: str) -> None:
+        """Each named cluster (default: all) sends a full snapshot now."""
+        for name in names or tuple(self.clusters):
+            await self.clusters[name].report()

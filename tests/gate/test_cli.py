@@ -1,0 +1,345 @@
+"""`fleetmark gate wait`: its polling through simulated time against the app (ASGI), and the
+command itself with its exit codes against a hub served on a real port."""
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import Result
+from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+from typer.testing import CliRunner
+
+from hub import migrate
+from hub.cli import app as cli
+from hub.cli.gate import GateUnusable, Outcome, Poll, wait_for_gate
+from hub.clusters import service as cluster_service
+from hub.clusters.schemas import ClusterRegistration
+from hub.gate.policy import Verdict
+from hub.harvest import service as harvest_service
+from hub.harvest.schemas import RepositoryConfig
+from hub.tokens import service as token_service
+from hub.tokens.schemas import TokenRequest
+from tests.agent.conftest import LiveHub, free_port
+from tests.conftest import TOKEN_SECRET, hub_settings
+from tests.gate.fleet import Fleet, SimCluster
+from tests.harvest import scenario
+from tests.harvest.gitrepo import WorkRepo
+from tests.support import Agent, FakeClock
+
+# --- the polling, in simulated time -----------------------------------------------------------
+
+
+@pytest.fixture
+async def dev(fleet: Fleet, client: httpx.AsyncClient, read_token: str) -> Fleet:
+    """A drone (Flux) and a large (Argo CD) in dev; the client asks with a read token."""
+    await fleet.add("drone-01", "drone")
+    await fleet.add("large-01", "large")
+    client.headers["Authorization"] = f"Bearer {read_token}"
+    return fleet
+
+
+@dataclass
+class Time:
+    """The hub's clock seen as the command's monotonic clock; sleeping moves it on, and the
+    fleet keeps reporting as time goes by."""
+
+    clock: FakeClock
+    fleet: Fleet
+
+    def __post_init__(self) -> None:
+        self.origin = self.clock.now
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return (self.clock.now - self.origin).total_seconds()
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.clock.advance(seconds=seconds)
+        await self.fleet.report()
+
+
+def verdicts(polls: list[Poll]) -> list[Verdict | None]:
+    return [None if poll.result is None else poll.result.verdict for poll in polls]
+
+
+async def test_polls_until_the_gate_opens_and_looks_again_exactly_then(
+    dev: Fleet, client: httpx.AsyncClient, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    for cluster in dev.clusters.values():
+        cluster.run_platform(head)
+    await dev.report()
+    time, polls = Time(clock, dev), []
+
+    waited = await wait_for_gate(
+        client,
+        {"environment": "dev", "commit": head, "soak": "600"},
+        time_limit=1800,
+        interval=90,
+        show=polls.append,
+        monotonic=time.monotonic,
+        sleep=time.sleep,
+    )
+
+    assert waited.outcome is Outcome.PASSED
+    assert verdicts(polls) == [Verdict.PENDING] * 7 + [Verdict.PASSED]
+    # Every 90 s, then at the soak's end, which the gate announced.
+    assert time.sleeps == [90.0] * 6 + [60.0]
+    assert waited.last.elapsed == 600.0
+
+
+async def test_a_failure_ends_the_wait_at_once(
+    dev: Fleet, client: httpx.AsyncClient, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    dev.clusters["drone-01"].run_platform(head)
+    dev.clusters["large-01"].run_platform(head, ready=False, reason="SyncFailed")
+    await dev.report()
+    time, polls = Time(clock, dev), []
+
+    waited = await wait_for_gate(
+        client,
+        {"environment": "dev", "commit": head},
+        time_limit=1800,
+        interval=10,
+        show=polls.append,
+        monotonic=time.monotonic,
+        sleep=time.sleep,
+    )
+
+    assert waited.outcome is Outcome.FAILED
+    assert verdicts(polls) == [Verdict.FAILED]
+    assert time.sleeps == []
+
+
+async def test_time_runs_out_while_the_gate_is_pending(
+    dev: Fleet, client: httpx.AsyncClient, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    for cluster in dev.clusters.values():
+        cluster.run_platform(head)
+    await dev.report()
+    time, polls = Time(clock, dev), []
+
+    waited = await wait_for_gate(
+        client,
+        {"environment": "dev", "commit": head, "soak": "PT1H"},
+        time_limit=300,
+        interval=120,
+        show=polls.append,
+        monotonic=time.monotonic,
+        sleep=time.sleep,
+    )
+
+    assert waited.outcome is Outcome.TIMED_OUT
+    assert verdicts(polls) == [Verdict.PENDING] * 4
+    # The last look comes when the time limit is reached, not an interval later.
+    assert time.sleeps == [120.0, 120.0, 60.0]
+
+
+async def test_a_commit_the_hub_has_not_harvested_yet_is_waited_for(
+    dev: Fleet, client: httpx.AsyncClient, clock: FakeClock
+) -> None:
+    newer = dev.promote("Promote dev: drone config", {"drone/README.md": "edge\n"})
+    for cluster in dev.clusters.values():
+        cluster.run_platform(newer)
+    await dev.report()
+    time, polls = Time(clock, dev), []
+
+    async def harvest_meanwhile(seconds: float) -> None:
+        await dev.harvest()  # takes the harvest's minute
+        await time.sleep(seconds - 60)
+
+    waited = await wait_for_gate(
+        client,
+        {"environment": "dev", "commit": newer, "soak": "0"},
+        time_limit=600,
+        interval=60,
+        show=polls.append,
+        monotonic=time.monotonic,
+        sleep=harvest_meanwhile,
+    )
+
+    assert waited.outcome is Outcome.PASSED
+    assert verdicts(polls) == [None, Verdict.PASSED]
+    problem = polls[0].problem
+    assert problem is not None
+    assert problem.startswith(f"commit {newer} is not on the platform branch of dev")
+    assert problem.endswith("(HTTP 404)")
+
+
+async def test_questions_the_hub_refuses_are_not_waited_on(
+    dev: Fleet, client: httpx.AsyncClient, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    time = Time(clock, dev)
+
+    async def ask(params: dict[str, str]) -> None:
+        await wait_for_gate(
+            client,
+            params,
+            time_limit=600,
+            interval=60,
+            show=lambda poll: None,
+            monotonic=time.monotonic,
+            sleep=time.sleep,
+        )
+
+    with pytest.raises(GateUnusable, match=r"^environment 'qa' is unknown .* \(HTTP 404\)$"):
+        await ask({"environment": "qa", "commit": head})
+    with pytest.raises(GateUnusable, match=r"^soak: must not be negative, .* \(HTTP 422\)$"):
+        await ask({"environment": "dev", "commit": head, "soak": "-PT1M"})
+    del client.headers["Authorization"]
+    with pytest.raises(GateUnusable, match=r"\(HTTP 401\)$"):
+        await ask({"environment": "dev", "commit": head})
+    assert time.sleeps == []
+
+
+# --- the command, against a served hub --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Served:
+    hub: LiveHub
+    token: str
+    dev_head: str
+    stage_head: str
+
+
+@pytest.fixture
+async def served(fresh_database: Callable[[], str], tmp_path: Path) -> AsyncIterator[Served]:
+    """A hub on a port of its own over a committed database: the scenario's repositories
+    harvested; in dev a drone that has run the head for ten minutes, in stage a drone whose
+    sync of the head failed."""
+    url = fresh_database()
+    migrate.upgrade(url)
+    clock = FakeClock()
+    engine = create_async_engine(url)
+    hub = LiveHub(url, clock)
+    try:
+        sessions = async_sessionmaker(engine, expire_on_commit=False)
+        platform = WorkRepo(tmp_path / "remotes" / "platform-gitops")
+        app = WorkRepo(tmp_path / "remotes" / "app-gitops")
+        heads = scenario.build_platform(platform, app.url)
+        scenario.build_app(app)
+        async with sessions() as session:
+            config = RepositoryConfig(url=platform.url, role="platform", branches=["dev", "stage"])
+            await harvest_service.add_repository(
+                session, config, credentials_dir=None, now=clock.now
+            )
+            tokens = {
+                name: (
+                    await cluster_service.register(
+                        session,
+                        ClusterRegistration(
+                            name=name, environment=environment, cluster_type="drone"
+                        ),
+                        token_secret=TOKEN_SECRET,
+                    )
+                ).token
+                for name, environment in [("drone-dev", "dev"), ("drone-stage", "stage")]
+            }
+            read = await token_service.create(
+                session, TokenRequest(name="ci", scope="read"), token_secret=TOKEN_SECRET
+            )
+            await session.commit()
+        await harvest_service.run_harvest(
+            sessions, hub_settings(data_dir=tmp_path / "data"), clock=clock
+        )
+        hub.start()
+        async with httpx.AsyncClient(base_url=hub.url) as client:
+            dev, stage = (
+                SimCluster(
+                    Agent(client, clock, name, tokens[name]),
+                    environment,
+                    "drone",
+                    platform.url,
+                    app.url,
+                )
+                for name, environment in [("drone-dev", "dev"), ("drone-stage", "stage")]
+            )
+            dev.run_platform(heads["dev"])
+            stage.run_platform(None, attempted=heads["stage"], ready=False, reason="BuildFailed")
+            await dev.report()
+            await stage.report()
+            clock.advance(minutes=10)
+            await dev.report()
+        yield Served(hub, read.token, heads["dev"], heads["stage"])
+    finally:
+        if hub.running:
+            hub.stop()
+        await engine.dispose()
+
+
+async def fleetmark(*args: str, env: dict[str, str] | None = None) -> Result:
+    return await asyncio.to_thread(CliRunner().invoke, cli, ["gate", "wait", *args], env=env)
+
+
+def words(text: str) -> str:
+    """Rich wraps long lines at the terminal width; compare words, not line breaks."""
+    return " ".join(text.split())
+
+
+async def test_exit_codes_against_a_running_hub(served: Served) -> None:
+    env = {"FLEETMARK_HUB_URL": served.hub.url, "FLEETMARK_TOKEN": served.token}
+    options = ["--hub", served.hub.url, "--token", served.token]
+
+    passed = await fleetmark(
+        "--environment", "dev", "--commit", served.dev_head, "--output", "json", env=env
+    )
+    failed = await fleetmark("-e", "stage", "--commit", served.stage_head, *options)
+    timed_out = await fleetmark(
+        "-e", "dev", "--commit", served.dev_head, "--soak", "1h", "--timeout", "0s", *options
+    )
+    unknown = await fleetmark("-e", "qa", "--commit", served.dev_head, *options)
+    refused = await fleetmark(
+        "-e", "dev", "--commit", served.dev_head, "--hub", served.hub.url, "--token", "fma_nope"
+    )
+    bad_option = await fleetmark("-e", "dev", "--commit", served.dev_head, "--timeout", "soon")
+    no_interval = await fleetmark("-e", "dev", "--commit", served.dev_head, "--interval", "0s")
+
+    assert passed.exit_code == 0, passed.output
+    body = json.loads(passed.stdout)
+    assert (body["outcome"], body["gate"]["verdict"]) == ("passed", "passed")
+    assert body["gate"]["target"]["commit"] == served.dev_head
+    assert failed.exit_code == 1, failed.output
+    assert (
+        f"drone-stage: reconciling platform commit {served.stage_head[:12]} failed (BuildFailed)"
+        in words(failed.stdout)
+    )
+    assert "gate failed after 0s" in words(failed.stdout)
+    assert timed_out.exit_code == 2, timed_out.output
+    assert "timed out after 0s, still pending" in words(timed_out.stdout)
+    assert "soaking" in timed_out.stdout
+    # Progress, on stderr: the verdict, counts and why, as a CI log shows them.
+    assert "0s pending · platform commit" in words(timed_out.stderr)
+    assert "drone-dev: runs platform commit" in words(timed_out.stderr)
+    assert unknown.exit_code == 3
+    assert "error: environment 'qa' is unknown (known: dev, stage) (HTTP 404)" in words(
+        unknown.stderr
+    )
+    assert refused.exit_code == 3
+    assert "(HTTP 401)" in refused.stderr
+    assert bad_option.exit_code == 3
+    assert "error: --timeout: 'soon' is not a duration" in words(bad_option.stderr)
+    assert no_interval.exit_code == 3
+    assert "error: --interval: must be more than nothing, got '0s'" in words(no_interval.stderr)
+
+
+async def test_an_unreachable_hub_is_waited_for_until_the_timeout() -> None:
+    silent = f"http://127.0.0.1:{free_port()}"
+
+    result = await fleetmark(
+        "-e", "dev", "--commit", "1f2e3d4c5b6a", "--hub", silent, "--timeout", "0s", "-o", "json"
+    )
+
+    assert result.exit_code == 2, result.output
+    body = json.loads(result.stdout)
+    assert (body["outcome"], body["gate"]) == ("timed_out", None)
+    assert body["problem"].startswith("the hub is unreachable")
+    assert "waiting: the hub is unreachable" in result.stderr

@@ -1,0 +1,319 @@
+"""The gate for a platform commit: facts gathered from a harvested platform repository and from
+agent reports sent over the API as simulated time goes by."""
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from hub.gate import service
+from hub.gate.policy import ClusterState, Verdict
+from hub.gate.schemas import GateCluster, GateResult
+from hub.models import Cluster
+from tests.gate.fleet import Fleet
+from tests.support import FakeClock
+
+SOAK = timedelta(minutes=10)
+STALE_AFTER = timedelta(minutes=10)
+
+
+async def gate(session: AsyncSession, clock: FakeClock, commit: str, **options: Any) -> GateResult:
+    values: dict[str, Any] = {
+        "environment": "dev",
+        "soak": SOAK,
+        "stale_after": STALE_AFTER,
+        "allow_stale": False,
+        "min_clusters": 1,
+    }
+    return await service.promotion_gate(
+        session, commit=commit, workload=None, version=None, now=clock.now, **(values | options)
+    )
+
+
+def by_name(result: GateResult) -> dict[str, GateCluster]:
+    return {cluster.name: cluster for cluster in result.clusters}
+
+
+def states(result: GateResult) -> dict[str, ClusterState]:
+    return {cluster.name: cluster.state for cluster in result.clusters}
+
+
+@pytest.fixture
+async def dev(fleet: Fleet) -> Fleet:
+    """Two drones (Flux), a large (Argo CD) and a small (Flux, nothing assigned) in dev."""
+    for name, cluster_type in [
+        ("drone-01", "drone"),
+        ("drone-02", "drone"),
+        ("large-01", "large"),
+        ("small-01", "small"),
+    ]:
+        await fleet.add(name, cluster_type)
+    return fleet
+
+
+def run_everywhere(fleet: Fleet, sha: str) -> None:
+    for cluster in fleet.clusters.values():
+        cluster.run_platform(sha)
+
+
+async def test_pending_while_soaking_then_passed_exactly_when_the_soak_has_elapsed(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    run_everywhere(dev, head)
+    applied_at = clock.now
+    await dev.report()
+    clock.advance(minutes=5)
+    # The same state again: the clusters stay fresh, their soak runs on.
+    await dev.report()
+
+    halfway = await gate(session, clock, head)
+
+    assert halfway.verdict is Verdict.PENDING
+    assert halfway.earliest_pass_at == applied_at + SOAK
+    assert set(states(halfway).values()) == {ClusterState.SOAKING}
+    assert {c.soak_remaining_seconds for c in halfway.clusters} == {300.0}
+    assert {c.ready_since for c in halfway.clusters} == {applied_at}
+    assert halfway.counts.model_dump() == {
+        "expected": 4,
+        "reporting": 4,
+        "stale": 0,
+        "never_reported": 0,
+        "compliant": 0,
+    }
+    clock.now = applied_at + SOAK - timedelta(seconds=1)
+    assert (await gate(session, clock, head)).verdict is Verdict.PENDING
+    clock.now = applied_at + SOAK
+    passed = await gate(session, clock, head)
+    assert passed.verdict is Verdict.PASSED
+    assert passed.reasons == [
+        f"all 4 expected cluster(s) in dev run platform commit {head[:12]} "
+        "and have been Ready for at least 10m"
+    ]
+    assert passed.counts.compliant == 4
+    assert passed.target.commit == head
+    assert passed.freshness.oldest_report_at == applied_at + timedelta(minutes=5)
+
+
+async def test_the_soak_starts_with_the_current_ready_period(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    run_everywhere(dev, head)
+    start = clock.now
+    await dev.report()
+    drone = dev.clusters["drone-01"]
+    clock.advance(minutes=2)
+    drone.run_platform(head, ready=None, reason="Progressing", message="health checks running")
+    await drone.report()
+    clock.advance(minutes=1)
+    drone.run_platform(head)
+    await drone.report()
+    clock.advance(minutes=1)
+    # Still Ready, only the message changed: the Ready period goes on.
+    drone.run_platform(head, message="reconciled again")
+    await dev.report()
+
+    result = await gate(session, clock, head)
+
+    soaking = by_name(result)["drone-01"]
+    assert soaking.ready_since == start + timedelta(minutes=3)
+    assert soaking.soak_ends_at == start + timedelta(minutes=13)
+    assert by_name(result)["drone-02"].soak_ends_at == start + SOAK
+    assert result.earliest_pass_at == start + timedelta(minutes=13)
+
+
+async def test_a_failing_cluster_fails_the_gate_at_once(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    first = dev.platform_heads["dev"]
+    second = dev.promote("Promote dev: platform config", {"large/README.md": "west-us\n"})
+    await dev.harvest()
+    run_everywhere(dev, second)
+    # Argo CD tried the new commit and the sync failed; the previous one still runs.
+    dev.clusters["large-01"].run_platform(
+        first,
+        attempted=second,
+        ready=False,
+        reason="SyncFailed",
+        message="one or more objects failed to apply",
+    )
+    await dev.report()
+
+    failed = await gate(session, clock, second)
+
+    assert failed.verdict is Verdict.FAILED
+    assert failed.reasons == [
+        f"large-01: reconciling platform commit {second[:12]} failed "
+        "(SyncFailed: one or more objects failed to apply)"
+    ]
+    assert by_name(failed)["large-01"].message == "one or more objects failed to apply"
+    assert failed.earliest_pass_at is None
+    # The older commit did not fail: it still runs there, just not Ready.
+    older = await gate(session, clock, first)
+    assert older.verdict is Verdict.PENDING
+    assert by_name(older)["large-01"].state is ClusterState.NOT_READY
+
+
+async def test_a_stale_cluster_keeps_the_gate_pending_with_that_reason(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    run_everywhere(dev, head)
+    await dev.report()
+    clock.advance(minutes=11)
+    await dev.report("drone-01", "large-01", "small-01")
+
+    result = await gate(session, clock, head)
+
+    assert result.verdict is Verdict.PENDING
+    assert result.reasons == ["drone-02: no report for 11m (stale after 10m)"]
+    assert by_name(result)["drone-02"].state is ClusterState.STALE
+    assert (result.counts.reporting, result.counts.stale) == (3, 1)
+    assert result.freshness.oldest_report_at == clock.now - timedelta(minutes=11)
+    allowed = await gate(session, clock, head, allow_stale=True)
+    assert allowed.verdict is Verdict.PASSED
+
+
+async def test_a_cluster_at_a_descendant_commit_counts(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    first = dev.platform_heads["dev"]
+    second = dev.promote("Promote dev: drone config", {"drone/README.md": "edge\n"})
+    await dev.harvest()
+    run_everywhere(dev, first)
+    dev.clusters["drone-01"].run_platform(second)
+    await dev.report()
+    clock.advance(minutes=10)
+    await dev.report()
+
+    result = await gate(session, clock, first)
+
+    assert result.verdict is Verdict.PASSED
+    assert by_name(result)["drone-01"].applied_revision == f"dev@sha1:{second}"
+    newer = await gate(session, clock, second)
+    assert newer.verdict is Verdict.PENDING
+    behind = by_name(newer)["large-01"]
+    assert behind.state is ClusterState.NOT_APPLIED
+    assert behind.explanation == (
+        f"applied {first}, which does not contain platform commit {second[:12]}"
+    )
+
+
+async def test_a_commit_the_harvester_has_not_read_yet_is_unknown_until_it_has(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    first = dev.platform_heads["dev"]
+    second = dev.promote("Promote dev: small config", {"small/README.md": "west-us\n"})
+    run_everywhere(dev, first)
+    dev.clusters["small-01"].run_platform(second)
+    await dev.report()
+
+    before = await gate(session, clock, first)
+
+    assert by_name(before)["small-01"].state is ClusterState.UNKNOWN_REVISION
+    assert by_name(before)["small-01"].explanation == (
+        f"applied dev@sha1:{second}, which is not in the harvested history yet"
+    )
+    await dev.harvest()
+    after = await gate(session, clock, first)
+    assert by_name(after)["small-01"].state is ClusterState.SOAKING
+
+
+async def test_an_expected_cluster_that_never_reported_blocks_until_decommissioned(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    run_everywhere(dev, head)
+    await dev.report("drone-01", "drone-02", "large-01")
+    clock.advance(minutes=10)
+    await dev.report("drone-01", "drone-02", "large-01")
+
+    blocked = await gate(session, clock, head)
+
+    assert blocked.verdict is Verdict.PENDING
+    assert blocked.reasons == ["small-01: registered, but its agent never reported"]
+    assert blocked.counts.never_reported == 1
+    await session.execute(
+        update(Cluster).where(Cluster.name == "small-01").values(decommissioned_at=clock.now)
+    )
+    passed = await gate(session, clock, head)
+    assert passed.verdict is Verdict.PASSED
+    assert [cluster.name for cluster in passed.clusters] == ["drone-01", "drone-02", "large-01"]
+
+
+async def test_clusters_are_judged_by_the_objects_that_follow_the_platform_branch(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    app_head = dev.app_heads["dev"]
+    drone, other, large = (dev.clusters[name] for name in ("drone-01", "drone-02", "large-01"))
+    drone.run_platform(head)
+    drone.run_app("functional-test", app_head)
+    # Following the platform repository, but the stage branch: not what dev's gate is about.
+    drone.objects["stage-preview"] = [
+        {
+            "reconciler": "flux",
+            "kind": "Kustomization",
+            "namespace": "flux-system",
+            "name": "stage-preview",
+            "source": {"url": dev.platform.url, "ref": "stage", "path": "./drone"},
+            "attempted_revision": f"stage@sha1:{dev.platform_heads['stage']}",
+            "ready": False,
+            "reason": "BuildFailed",
+        }
+    ]
+    # Only an app reconciler: nothing in this cluster follows the platform repository.
+    other.run_app("functional-test", app_head)
+    large.run_platform(head)
+    await dev.report("drone-01", "drone-02", "large-01")
+
+    result = await gate(session, clock, head)
+
+    clusters = by_name(result)
+    assert clusters["drone-01"].object == "flux/Kustomization/flux-system/flux-system"
+    assert clusters["drone-01"].applied_revision == f"dev@sha1:{head}"
+    assert clusters["drone-01"].state is ClusterState.SOAKING
+    assert clusters["large-01"].object == "argocd/Application/argocd/platform"
+    assert clusters["large-01"].state is ClusterState.SOAKING
+    assert clusters["drone-02"].object is None
+    assert (clusters["drone-02"].state, clusters["drone-02"].explanation) == (
+        ClusterState.NOT_APPLIED,
+        "has applied nothing yet",
+    )
+
+
+async def test_a_cluster_with_several_platform_objects_is_judged_by_the_furthest(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    drone = dev.clusters["drone-01"]
+    drone.run_platform(head)
+    # A second Kustomization on the same GitRepository, still reconciling.
+    drone.objects["infrastructure"] = [
+        {
+            "reconciler": "flux",
+            "kind": "Kustomization",
+            "namespace": "flux-system",
+            "name": "infrastructure",
+            "source": {"ref": "GitRepository/flux-system/flux-system", "path": "./infrastructure"},
+            "applied_revision": f"dev@sha1:{head}",
+            "attempted_revision": f"dev@sha1:{head}",
+            "ready": None,
+            "reason": "Progressing",
+            "message": "waiting for cert-manager",
+        }
+    ]
+    await drone.report()
+
+    result = await gate(session, clock, head)
+
+    judged = by_name(result)["drone-01"]
+    assert judged.object == "flux/Kustomization/flux-system/infrastructure"
+    assert judged.state is ClusterState.NOT_READY
+    assert judged.explanation == (
+        f"runs platform commit {head[:12]}, readiness unknown "
+        "(Progressing: waiting for cert-manager)"
+    )
