@@ -26,6 +26,7 @@ from hub.ingest.router import router as ingest_router
 from hub.jobs import start_jobs, stop_jobs
 from hub.metrics import HubMetrics, RequestMetricsMiddleware
 from hub.query.router import router as query_router
+from hub.scheduling.router import router as scheduling_router
 from hub.settings import HubSettings
 from hub.tokens.router import router as tokens_router
 
@@ -71,6 +72,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         query_router,
         gate_router,
         repositories_router,
+        scheduling_router,
     ):
         app.include_router(router)
     app.add_middleware(RequestMetricsMiddleware, metrics=app.state.metrics)

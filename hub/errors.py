@@ -62,6 +62,11 @@ class HarvestRunning(FleetmarkError):
     error = "harvest_running"
 
 
+class SchedulingRunning(FleetmarkError):
+    status_code = 409
+    error = "scheduling_running"
+
+
 class InvalidConfiguration(FleetmarkError):
     """A configuration file the hub was given cannot be used."""
 

@@ -1,8 +1,9 @@
-"""Background jobs of the hub: the periodic harvest. The only module that imports APScheduler.
+"""Background jobs of the hub: the periodic harvest and, when a control plane is configured,
+the periodic scheduling. The only module that imports APScheduler.
 
-Every replica runs the scheduler; the harvest job takes a PostgreSQL advisory lock, so one
-replica harvests at a time and the others skip that round. A failing run is logged and the
-job keeps its schedule.
+Every replica runs the scheduler; each job takes a PostgreSQL advisory lock of its own, so one
+replica harvests (schedules) at a time and the others skip that round. A failing run is logged
+and the job keeps its schedule.
 """
 
 from datetime import UTC
@@ -13,9 +14,11 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.harvest.service import Clock, scheduled_harvest
+from hub.scheduling.service import scheduled_schedule
 from hub.settings import HubSettings
 
 HARVEST_JOB = "harvest"
+SCHEDULE_JOB = "schedule"
 log = structlog.get_logger("fleetmark.jobs")
 
 
@@ -28,10 +31,19 @@ async def _harvest(
         log.exception("harvest job failed; it runs again at the next interval")
 
 
+async def _schedule(
+    sessions: async_sessionmaker[AsyncSession], settings: HubSettings, clock: Clock
+) -> None:
+    try:
+        await scheduled_schedule(sessions, settings, clock=clock)
+    except Exception:
+        log.exception("schedule job failed; it runs again at the next interval")
+
+
 def start_jobs(
     sessions: async_sessionmaker[AsyncSession], settings: HubSettings, clock: Clock
 ) -> AsyncIOScheduler:
-    """Start the scheduler on the running event loop; the first harvest is one interval away."""
+    """Start the scheduler on the running event loop; each job's first run is one interval away."""
     scheduler = AsyncIOScheduler(timezone=UTC)
     scheduler.add_job(
         _harvest,
@@ -43,6 +55,16 @@ def start_jobs(
         coalesce=True,
         misfire_grace_time=None,
     )
+    if settings.schedule_control_plane is not None:
+        scheduler.add_job(
+            _schedule,
+            IntervalTrigger(seconds=settings.schedule_interval.total_seconds(), timezone=UTC),
+            id=SCHEDULE_JOB,
+            kwargs={"sessions": sessions, "settings": settings, "clock": clock},
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+        )
     scheduler.start()
     return scheduler
 

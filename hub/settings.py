@@ -2,13 +2,27 @@
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, model_validator
+from pydantic import BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEVELOPMENT_TOKEN_SECRET = "fleetmark-development-secret"  # noqa: S105 - refused outside development
+
+
+def _seconds_as_number(value: object) -> object:
+    """A plain number in a variable ("300", "2.5") is seconds, as for every other duration."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+# A duration given as seconds ("300") or as ISO 8601 ("PT5M").
+Interval = Annotated[timedelta, BeforeValidator(_seconds_as_number)]
 
 
 def default_data_dir() -> Path:
@@ -47,7 +61,7 @@ class HubSettings(BaseSettings):
     repositories_file: Path | None = Field(
         default=None, description="YAML file listing the GitOps repositories to harvest."
     )
-    harvest_interval: timedelta = Field(
+    harvest_interval: Interval = Field(
         default=timedelta(minutes=1),
         gt=timedelta(0),
         description="How often the hub harvests its repositories (seconds or ISO 8601).",
@@ -65,6 +79,42 @@ class HubSettings(BaseSettings):
         default=None,
         description="The only folder whose files the admin API may name as git credentials.",
     )
+    schedule_control_plane: str | None = Field(
+        default=None,
+        description=(
+            "Control-plane repository (URL or local path) whose branches the hub schedules "
+            "from; unset: no scheduling job. Needs schedule_gitops."
+        ),
+    )
+    schedule_gitops: str | None = Field(
+        default=None,
+        description="Platform GitOps repository (URL or local path) the scheduler commits to.",
+    )
+    schedule_environments: list[str] | None = Field(
+        default=None,
+        description=(
+            'Environments to schedule, as a JSON list (["dev", "stage"]); '
+            "unset: every environment the control plane declares."
+        ),
+    )
+    schedule_mode: Literal["direct", "branch"] = Field(
+        default="direct",
+        description=(
+            "direct: commit to the environment branch; branch: to a new "
+            "deployment/<timestamp>-<environment> branch, to be merged by a pull request."
+        ),
+    )
+    schedule_interval: Interval = Field(
+        default=timedelta(minutes=1),
+        gt=timedelta(0),
+        description="How often the hub follows the control plane (seconds or ISO 8601).",
+    )
+    schedule_author_name: str = Field(
+        default="fleetmark scheduler", description="Author of the scheduler's commits."
+    )
+    schedule_author_email: str = Field(
+        default="scheduler@fleetmark.invalid", description="Author e-mail of its commits."
+    )
 
     @model_validator(mode="after")
     def _refuse_default_secrets(self) -> "HubSettings":
@@ -76,6 +126,15 @@ class HubSettings(BaseSettings):
                 )
             if len(self.token_secret.get_secret_value()) < 32:
                 raise ValueError("FLEETMARK_TOKEN_SECRET must be at least 32 characters long")
+        return self
+
+    @model_validator(mode="after")
+    def _schedule_both_repositories(self) -> "HubSettings":
+        if (self.schedule_control_plane is None) != (self.schedule_gitops is None):
+            raise ValueError(
+                "FLEETMARK_SCHEDULE_CONTROL_PLANE and FLEETMARK_SCHEDULE_GITOPS are set together: "
+                "the scheduler reads the one and commits to the other"
+            )
         return self
 
     @property

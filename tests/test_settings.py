@@ -1,4 +1,6 @@
-"""Settings: default secrets are refused outside development."""
+"""Settings: default secrets refused outside development; durations as people write them."""
+
+from datetime import timedelta
 
 import pytest
 from pydantic import ValidationError
@@ -33,3 +35,29 @@ def test_the_cli_names_the_missing_secret(monkeypatch: pytest.MonkeyPatch) -> No
     result = CliRunner().invoke(app, ["clusters", "list"])
     assert result.exit_code == 1
     assert "FLEETMARK_TOKEN_SECRET" in result.output
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("300", timedelta(minutes=5)),
+        ("PT5M", timedelta(minutes=5)),
+        ("2.5", timedelta(seconds=2.5)),
+    ],
+)
+def test_intervals_take_seconds_or_iso_8601(
+    monkeypatch: pytest.MonkeyPatch, value: str, expected: timedelta
+) -> None:
+    monkeypatch.setenv("FLEETMARK_HARVEST_INTERVAL", value)
+    monkeypatch.setenv("FLEETMARK_SCHEDULE_INTERVAL", value)
+    settings = HubSettings()
+    assert (settings.harvest_interval, settings.schedule_interval) == (expected, expected)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "soon"])
+def test_an_unusable_interval_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("FLEETMARK_HARVEST_INTERVAL", value)
+    with pytest.raises(ValidationError, match="harvest_interval"):
+        HubSettings()

@@ -2,7 +2,7 @@
 
 import typer
 
-from hub.cli import admin, agent, gate, harvest, server
+from hub.cli import admin, agent, gate, harvest, schedule, server
 
 app = typer.Typer(
     name="fleetmark",
@@ -16,6 +16,7 @@ app.add_typer(admin.tokens, name="tokens")
 agent.register(app)
 harvest.register(app)
 gate.register(app)
+schedule.register(app)
 
 
 def main() -> None:

@@ -1,6 +1,8 @@
-"""The one module that speaks git (through GitPython): fetch, walk history, read trees and blobs.
+"""The one module that speaks git (through GitPython): fetch, walk history, read trees and blobs,
+and for the scheduler: read a commit's files, write a commit from file changes, push it.
 
-Everything here is synchronous; the harvest service calls it from a worker thread. Secrets
+Everything here is synchronous; the harvest and scheduling services call it from a worker
+thread. Secrets
 reach git only through its environment (an `http.<url>.extraHeader` set by GIT_CONFIG_* for
 tokens, GIT_SSH_COMMAND for keys), never on a command line or in a URL, and every message
 that leaves this module is scrubbed of them.
@@ -9,21 +11,28 @@ that leaves this module is scrubbed of them.
 import base64
 import functools
 import shlex
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import IO
 
 import git
 from git.objects.fun import tree_entries_from_data
 
 # Tree entry modes (git stores them as octal numbers).
 MODE_DIRECTORY = 0o040000
+MODE_FILE = 0o100644
+_MODE_TYPE = 0o170000
+_MODE_REGULAR = 0o100000
 MODE_SYMLINK = 0o120000
 MODE_SUBMODULE = 0o160000
 _FIELD, _RECORD = "\x1f", "\x1e"
 _LOG_FORMAT = f"--format={_RECORD}%H{_FIELD}%T{_FIELD}%P{_FIELD}%an{_FIELD}%ae{_FIELD}%cI{_FIELD}%B"
 _TREE_CACHE_SIZE = 8192
+# Where `write_commit` has git fast-import build a commit before anything points at it.
+_SCRATCH_REF = "refs/fleetmark/scheduled"
 
 
 class GitFailure(Exception):
@@ -53,6 +62,23 @@ class Credentials:
 
 def _basic_auth(username: str, token: str) -> str:
     return base64.b64encode(f"{username}:{token}".encode()).decode()
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """Who a commit is by, and when."""
+
+    name: str
+    email: str
+    when: datetime
+
+    def raw(self) -> str:
+        """As git fast-import reads it (`--date-format=raw`)."""
+        offset = self.when.utcoffset() or timedelta(0)
+        minutes = int(offset.total_seconds()) // 60
+        sign = "-" if minutes < 0 else "+"
+        zone = f"{sign}{abs(minutes) // 60:02d}{abs(minutes) % 60:02d}"
+        return f"{self.name} <{self.email}> {int(self.when.timestamp())} {zone}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,14 +138,40 @@ def _environment(url: str, credentials: Credentials, cache_dir: Path) -> dict[st
 def _failure(action: str, exc: Exception, secrets: list[str]) -> GitFailure:
     if isinstance(exc, git.GitCommandError):
         stderr = exc.stderr.strip().removeprefix("stderr:").strip().strip("'").strip()
-        lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-        detail = "; ".join(lines[-3:]) or f"exit status {exc.status}"
+        # git's advice ("hint: ...") says what a person at a terminal could do; the error
+        # lines before it say what went wrong.
+        lines = [
+            line.strip()
+            for line in stderr.splitlines()
+            if line.strip() and not line.startswith("hint:")
+        ]
+        # From git's first fatal error when there is one (what follows is its generic
+        # advice), else its last words.
+        fatal = next((i for i, line in enumerate(lines) if line.startswith("fatal:")), None)
+        shown = lines[-3:] if fatal is None else lines[fatal : fatal + 3]
+        detail = "; ".join(shown) or f"exit status {exc.status}"
     else:
         detail = str(exc) or type(exc).__name__
     message = f"{action} failed: {detail}"
     for secret in secrets:
         message = message.replace(secret, "***")
     return GitFailure(message)
+
+
+def remote_urls(path: Path) -> list[str]:
+    """The URLs of the remotes of the repository at `path` (a working copy or a bare one);
+    none when `path` is not a repository."""
+    try:
+        with git.Repo(path) as repo:
+            return [url for remote in repo.remotes for url in remote.urls]
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError):
+        return []
+
+
+def _quoted(path: str) -> str:
+    """A path as git fast-import reads it: C-style quoted, so any name is safe."""
+    escaped = path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
 
 
 def _follow_remote_head(
@@ -264,3 +316,118 @@ class LocalRepository:
             raise BlobTooLarge(size)
         data: bytes = self._odb.stream(binsha).read()
         return data
+
+    def commit_of(self, revision: str) -> str | None:
+        """The commit `revision` (a full ref name or a commit id) names, or None."""
+        try:
+            return str(self._repo.git.rev_parse("--verify", "--quiet", f"{revision}^{{commit}}"))
+        except git.GitCommandError:
+            return None
+
+    def read_files(
+        self, commit: str, folder: str, wanted: Callable[[str], bool], max_bytes: int
+    ) -> dict[str, bytes]:
+        """The regular files under `folder` (or the one file it names; "." for all) at `commit`
+        that `wanted` accepts, by path from the repository root. Symlinks and submodules are
+        not read; a file larger than `max_bytes` is a GitFailure naming it."""
+        tree, prefix = self.tree_of(commit), ""
+        if folder != ".":
+            for part in folder.split("/"):
+                entry = self.entries(tree).get(part)
+                if entry is None:
+                    return {}
+                if not entry.is_directory:
+                    path = prefix + part
+                    return {path: self._file(entry, path, max_bytes)} if wanted(path) else {}
+                tree, prefix = entry.sha, f"{prefix}{part}/"
+        return {
+            path: self._file(entry, path, max_bytes)
+            for path, entry in self._walk(tree, prefix)
+            if wanted(path)
+        }
+
+    def _walk(self, tree: str, prefix: str) -> Iterator[tuple[str, Entry]]:
+        for name, entry in self.entries(tree).items():
+            if entry.is_directory:
+                yield from self._walk(entry.sha, f"{prefix}{name}/")
+            elif entry.mode & _MODE_TYPE == _MODE_REGULAR:
+                yield prefix + name, entry
+
+    def _file(self, entry: Entry, path: str, max_bytes: int) -> bytes:
+        try:
+            return self.read_blob(entry.sha, max_bytes)
+        except BlobTooLarge as exc:
+            raise GitFailure(
+                f"{path} is {exc.size} bytes, larger than the {max_bytes} bytes read from git"
+            ) from None
+
+    def write_commit(
+        self,
+        parent: str | None,
+        write: Mapping[str, bytes],
+        delete: Iterable[str],
+        *,
+        message: str,
+        author: Signature,
+    ) -> str:
+        """A new commit: the tree of `parent` (none: an empty one) with the files of `write`
+        written and those of `delete` removed; everything else, file modes included, stays as
+        it was. No branch moves: `push` publishes the commit."""
+        with tempfile.TemporaryFile() as stream:
+            self._fast_import_commands(stream, parent, write, delete, message, author)
+            stream.seek(0)
+            self._git("fast_import", "--quiet", "--date-format=raw", istream=stream)
+        commit = self._git("rev_parse", _SCRATCH_REF)
+        self._git("update_ref", "-d", _SCRATCH_REF)
+        return commit
+
+    @staticmethod
+    def _fast_import_commands(
+        stream: IO[bytes],
+        parent: str | None,
+        write: Mapping[str, bytes],
+        delete: Iterable[str],
+        message: str,
+        author: Signature,
+    ) -> None:
+        encoded = message.encode()
+        # `reset` first: the scratch ref left by an earlier run must not become a parent.
+        header = (
+            f"reset {_SCRATCH_REF}\ncommit {_SCRATCH_REF}\n"
+            f"author {author.raw()}\ncommitter {author.raw()}\ndata {len(encoded)}\n"
+        )
+        stream.write(header.encode() + encoded + b"\n")
+        if parent is not None:
+            stream.write(f"from {parent}\n".encode())
+        for path in delete:
+            stream.write(f"D {_quoted(path)}\n".encode())
+        for path, content in write.items():
+            stream.write(f"M {MODE_FILE:o} inline {_quoted(path)}\ndata {len(content)}\n".encode())
+            stream.write(content + b"\n")
+        stream.write(b"\n")
+
+    def push(
+        self,
+        url: str,
+        commit: str,
+        branch: str,
+        credentials: Credentials,
+        *,
+        display_url: str,
+        timeout: float,
+    ) -> None:
+        """Make `commit` the head of `branch` at `url`, and here. Never forced: a branch that
+        moved since it was fetched refuses a commit that does not descend from its head."""
+        environment = _environment(url, credentials, Path(self._repo.git_dir).parent)
+        try:
+            self._repo.git.push(
+                url,
+                f"{commit}:refs/heads/{branch}",
+                env=environment,
+                kill_after_timeout=timeout,
+            )
+        except git.GitCommandError as exc:
+            raise _failure(
+                f"pushing to {branch} of {display_url}", exc, credentials.secrets()
+            ) from None
+        self._git("update_ref", f"refs/heads/{branch}", commit)

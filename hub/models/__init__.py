@@ -13,6 +13,7 @@ from hub.models.fleet import (
 )
 from hub.models.git import BranchCommit, GitBranch, GitCommit, Repository
 from hub.models.observed import AgentSession, ClusterHeartbeat, ObjectState, status_transition
+from hub.models.scheduling import ScheduledAssignment, SchedulingError, SchedulingTarget
 
 __all__ = [
     "AgentSession",
@@ -32,6 +33,9 @@ __all__ = [
     "ManifestRevision",
     "ObjectState",
     "Repository",
+    "ScheduledAssignment",
+    "SchedulingError",
+    "SchedulingTarget",
     "Workload",
     "Workspace",
     "status_transition",

@@ -1,0 +1,157 @@
+"""`fleetmark schedule`: schedule an environment from a control plane into the platform GitOps
+repository now, and show what changed and what failed."""
+
+import asyncio
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.markup import escape
+from rich.table import Table
+
+from hub.cli.common import (
+    DataDirOption,
+    Output,
+    OutputOption,
+    console,
+    fail,
+    load_settings,
+    open_database,
+    print_json,
+)
+from hub.database import create_engine, create_sessionmaker
+from hub.errors import FleetmarkError, describe_validation_error
+from hub.scheduling import service
+from hub.scheduling.schemas import EnvironmentOutcome, ScheduleRequest, ScheduleRun
+from hub.settings import HubSettings
+
+# Exit codes: the run wrote what it could, but some assignments (or control-plane documents)
+# have errors; their previous output is kept. 1 is for a run that could not write at all.
+EXIT_ASSIGNMENT_ERRORS = 2
+
+
+class Mode(StrEnum):
+    direct = "direct"
+    branch = "branch"
+
+
+async def _schedule(url: str, settings: HubSettings, request: ScheduleRequest) -> ScheduleRun:
+    engine = create_engine(url, settings)
+    try:
+        return await service.schedule(
+            create_sessionmaker(engine), settings, request, clock=lambda: datetime.now(UTC)
+        )
+    finally:
+        await engine.dispose()
+
+
+def schedule(
+    control_plane: Annotated[
+        str,
+        typer.Option(
+            "--control-plane",
+            help="Control-plane repository: main and a branch per environment. A URL, or a "
+            "local clone (its branches are read, not its uncommitted changes).",
+        ),
+    ],
+    environment: Annotated[str, typer.Option("--environment", "-e", help="Environment.")],
+    gitops: Annotated[
+        str,
+        typer.Option("--gitops", help="Platform GitOps repository (URL or local path)."),
+    ],
+    mode: Annotated[
+        Mode,
+        typer.Option(
+            "--mode",
+            help="direct: commit to the environment branch; "
+            "branch: to a new deployment/<timestamp>-<environment> branch for a pull request.",
+        ),
+    ] = Mode.direct,
+    output: OutputOption = Output.table,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Schedule an environment and write one commit to the platform GitOps repository.
+
+    Nothing is committed when nothing changed.
+
+    Exit status 0: every assignment rendered.
+
+    Exit status 2: some assignments failed (each keeps its old output) or documents did not load.
+
+    Exit status 1: nothing could be written (the environment did not load, git failed).
+    """
+    settings = load_settings(data_dir)
+    try:
+        request = ScheduleRequest.model_validate(
+            {
+                "control_plane": control_plane,
+                "gitops": gitops,
+                "environments": [environment],
+                "mode": mode.value,
+            }
+        )
+    except ValidationError as exc:
+        raise fail(describe_validation_error(exc)) from exc
+    url = open_database(settings, upgrade=False)
+    try:
+        run = asyncio.run(_schedule(url, settings, request))
+    except FleetmarkError as exc:
+        raise fail(exc.detail) from exc
+    if output is Output.json:
+        print_json(run)
+    else:
+        for outcome in run.environments:
+            _show(outcome)
+    if any(outcome.failure is not None for outcome in run.environments):
+        raise typer.Exit(code=1)
+    if any(outcome.errors for outcome in run.environments):
+        raise typer.Exit(code=EXIT_ASSIGNMENT_ERRORS)
+
+
+def _show(outcome: EnvironmentOutcome) -> None:
+    where = f"[bold]{outcome.environment}[/] of {outcome.gitops_url}"
+    if outcome.failure is not None:
+        console.print(f"{where}: [bold red]nothing written[/]: {escape(outcome.failure)}")
+    elif outcome.commit is not None:
+        promoted = (
+            f"; promotes control-plane commit {outcome.promoted_commit}"
+            if outcome.promoted_changed
+            else ""
+        )
+        console.print(
+            f"{where}: committed [green]{outcome.commit[:12]}[/] to {outcome.branch}{promoted}"
+        )
+    elif outcome.already_proposed is not None:
+        console.print(f"{where}: this change is proposed already on {outcome.already_proposed}")
+    else:
+        console.print(f"{where}: nothing changed, nothing committed")
+    if outcome.changes:
+        table = Table("cluster type", "deployment target", "change", "status")
+        for change in outcome.changes:
+            status = {None: "-", "failed": "[red]failed, previous output kept[/]"}.get(
+                change.status, change.status
+            )
+            table.add_row(change.cluster_type, change.deployment_target, change.change, status)
+        console.print(table)
+    if outcome.failure is None:
+        console.print(
+            f"{outcome.assignments} assignments, {outcome.failed} failed; "
+            f"{len(outcome.written)} files written, {len(outcome.deleted)} deleted "
+            f"({outcome.render} render)",
+            style="dim",
+        )
+    if outcome.held:
+        console.print(
+            f"[yellow]{len(outcome.held)} files kept that this render no longer produces[/]: "
+            "the control plane has load errors; fix them to let the scheduler remove them"
+        )
+    if outcome.errors:
+        console.print("errors:", style="bold red")
+        for problem in outcome.errors:
+            console.print(f"  [red]{problem.kind}[/] {escape(problem.message)}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(schedule)

@@ -1,0 +1,146 @@
+"""Where the scheduler meets git: clones of the control plane and the workload repositories
+read through the loader's `Fetch`, and the platform GitOps branch it renders against and
+commits to.
+
+Synchronous (GitPython, through hub.harvest.git); the scheduling service runs it in a worker
+thread. Each repository is fetched once per run into the hub's git cache, in a folder of its
+own: the harvester fetches into its own clones at its own times, and two fetches into one
+clone would contend for its locks. Credentials come from git's own configuration (a
+credential helper, SSH keys); a URL carrying a password is refused, never handed to git.
+
+The control plane is given as a URL or a local path (a clone). Its Environments name the
+repository their branches are in, usually by its hosted URL; a ref to the given repository, by
+any spelling of its URL or of a URL its local clone has as a remote, is read from what was
+given, so a clone's branches are what gets scheduled.
+"""
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from hub.harvest.git import Credentials, GitFailure, LocalRepository, remote_urls
+from hub.harvest.urls import (
+    InvalidRepositoryUrl,
+    has_password,
+    normalise_repository_url,
+    redact_url,
+)
+from scheduler_core.loader import Fetched, FetchError
+from scheduler_core.output import owned
+from scheduler_core.snapshot import RepoRef
+
+# What the loader reads (it classifies YAML documents only); the rest of a workload's source
+# repository, binaries included, is never read.
+_YAML_SUFFIXES = (".yaml", ".yml")
+PROMOTED_COMMIT_FILE = ".github/tracking/Promoted_Commit_Id"
+
+
+class Clones:
+    """The clones of one run, each fetched on first use, by normalised URL."""
+
+    def __init__(self, cache_dir: Path, *, timeout: float, max_file_bytes: int) -> None:
+        self._cache_dir = cache_dir
+        self._timeout = timeout
+        self.max_file_bytes = max_file_bytes
+        self._clones: dict[str, LocalRepository] = {}
+
+    def get(self, location: str) -> LocalRepository:
+        """The clone of `location` (a URL or an absolute path), fetched now if not yet this run.
+        GitFailure or InvalidRepositoryUrl when it cannot be."""
+        url = normalise_repository_url(location)
+        if url not in self._clones:
+            self._clones[url] = LocalRepository.sync(
+                location,
+                self._cache_dir / f"{hashlib.sha256(url.encode()).hexdigest()[:16]}.git",
+                Credentials(),
+                display_url=redact_url(location),
+                timeout=self._timeout,
+            )
+        return self._clones[url]
+
+    def push(self, local: LocalRepository, location: str, commit: str, branch: str) -> None:
+        local.push(
+            location,
+            commit,
+            branch,
+            Credentials(),
+            display_url=redact_url(location),
+            timeout=self._timeout,
+        )
+
+    def close(self) -> None:
+        for clone in self._clones.values():
+            clone.close()
+        self._clones.clear()
+
+
+class ControlPlaneFetch:
+    """The loader's `Fetch`: YAML files of a branch (or of a pinned commit) of a repository."""
+
+    def __init__(self, clones: Clones, control_plane: str) -> None:
+        self._clones = clones
+        self._control_plane = control_plane
+        spellings = [control_plane]
+        if control_plane.startswith(("/", "file://")):
+            spellings += remote_urls(Path(urlsplit(control_plane).path))
+        self._aliases = set()
+        for spelling in spellings:
+            try:
+                self._aliases.add(normalise_repository_url(spelling))
+            except InvalidRepositoryUrl:
+                continue
+
+    def __call__(self, ref: RepoRef, /) -> Fetched:
+        if has_password(ref.repo):
+            raise FetchError("a repository URL must not carry a password")
+        try:
+            given = normalise_repository_url(ref.repo) in self._aliases
+            local = self._clones.get(self._control_plane if given else ref.repo)
+        except (GitFailure, InvalidRepositoryUrl) as exc:
+            raise FetchError(str(exc)) from None
+        if ref.commit is not None:
+            commit = local.commit_of(ref.commit)
+            missing = f"no commit {ref.commit} in the repository"
+        else:
+            commit = local.commit_of(f"refs/heads/{ref.branch}")
+            missing = f"the repository has no branch {ref.branch!r}"
+        if commit is None:
+            raise FetchError(missing)
+        try:
+            files = local.read_files(
+                commit,
+                ref.folder,
+                lambda path: path.endswith(_YAML_SUFFIXES),
+                self._clones.max_file_bytes,
+            )
+        except GitFailure as exc:
+            raise FetchError(str(exc)) from None
+        return Fetched(files=files, commit=commit)
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformBranch:
+    """An environment branch of the platform repository: its head (None: no such branch yet),
+    that commit's tree, and the files the scheduler reads there: those it manages
+    (`scheduler_core.output.owned`) and the promoted commit."""
+
+    head: str | None
+    tree: str | None
+    files: Mapping[str, bytes]
+
+    @property
+    def promoted_commit(self) -> str | None:
+        content = self.files.get(PROMOTED_COMMIT_FILE)
+        return None if content is None else content.decode(errors="replace").strip()
+
+
+def read_branch(local: LocalRepository, branch: str, max_file_bytes: int) -> PlatformBranch:
+    head = local.commit_of(f"refs/heads/{branch}")
+    if head is None:
+        return PlatformBranch(head=None, tree=None, files={})
+    files = local.read_files(
+        head, ".", lambda path: owned(path) or path == PROMOTED_COMMIT_FILE, max_file_bytes
+    )
+    return PlatformBranch(head=head, tree=local.tree_of(head), files=files)

@@ -1,0 +1,674 @@
+"""Scheduling: the control plane in, one commit per environment to the platform GitOps repository
+out, and the assignments and errors in the store.
+
+A run (`fleetmark schedule`, or the job following the control plane's branches):
+
+1. fetch the control plane and load it (`scheduler_core.loader` through `clones.ControlPlaneFetch`);
+2. per environment, read its branch of the platform repository and render against it: only
+   what changed (`scheduler_core.incremental`) when the branch still holds the tree the stored
+   render state describes, in full (`scheduler_core.output`) otherwise. The files changed, and
+   `.github/tracking/Promoted_Commit_Id` when the control-plane commit the environment is
+   promoted to changed, become one commit, pushed to the environment branch (mode `direct`)
+   or to a new `deployment/<timestamp>-<environment>` branch for a pull request (mode
+   `branch`). Nothing is committed when nothing changed;
+3. store the render state, the assignments and the errors: each environment is its own unit
+   of work.
+
+A failing assignment keeps its previous output: the renderer reads it from the branch. While
+the control plane has load errors nothing is deleted, since a document that failed to load
+may be what produced the files a render no longer makes; the next run renders in full.
+
+Git work runs in a worker thread (GitPython is synchronous); the store is written from the
+event loop. One replica schedules at a time (a PostgreSQL advisory lock).
+"""
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import structlog
+from pydantic import ValidationError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from hub.database import write_session
+from hub.errors import SchedulingRunning, describe_validation_error
+from hub.fleet.repository import ensure_environment
+from hub.harvest.git import GitFailure, LocalRepository, Signature
+from hub.harvest.urls import InvalidRepositoryUrl, normalise_repository_url, redact_url
+from hub.scheduling import repository
+from hub.scheduling.clones import (
+    PROMOTED_COMMIT_FILE,
+    Clones,
+    ControlPlaneFetch,
+    PlatformBranch,
+    read_branch,
+)
+from hub.scheduling.repository import AssignmentFilter, ErrorFilter, StoredTarget
+from hub.scheduling.schemas import (
+    AssignmentChange,
+    AssignmentPage,
+    Change,
+    EnvironmentOutcome,
+    Problem,
+    ScheduledAssignmentOut,
+    ScheduleRequest,
+    ScheduleRun,
+    SchedulingErrorOut,
+    SchedulingErrorPage,
+)
+from hub.settings import HubSettings
+from scheduler_core.incremental import render_incremental
+from scheduler_core.loader import LoadError, LoadResult, load_control_plane
+from scheduler_core.output import RenderResult, owned, render_environment
+from scheduler_core.plan import plan_environment
+from scheduler_core.render import RenderError
+from scheduler_core.snapshot import ControlPlaneSnapshot, RepoRef
+from scheduler_core.state import AssignmentRecord, RenderState, dump_state, load_state
+
+log = structlog.get_logger("fleetmark.scheduling")
+
+Clock = Callable[[], datetime]
+Sessions = async_sessionmaker[AsyncSession]
+Pair = tuple[str, str]
+# The control plane's branch holding what is promoted, as in Kalypso.
+MAIN_BRANCH = "main"
+DEPLOYMENT_BRANCH_PREFIX = "deployment/"
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+async def schedule(
+    sessions: Sessions, settings: HubSettings, request: ScheduleRequest, *, clock: Clock
+) -> ScheduleRun:
+    """Schedule now (the CLI); SchedulingRunning when another process is scheduling."""
+    async with repository.exclusive_scheduling(sessions) as acquired:
+        if not acquired:
+            raise SchedulingRunning(
+                "scheduling is running elsewhere (the hub's job, or another run); try again later"
+            )
+        return await run_schedule(sessions, settings, request, clock=clock)
+
+
+async def scheduled_schedule(
+    sessions: Sessions, settings: HubSettings, *, clock: Clock
+) -> ScheduleRun | None:
+    """The periodic job: follow the configured control plane unless another replica is at it."""
+    if settings.schedule_control_plane is None or settings.schedule_gitops is None:
+        return None
+    try:
+        request = ScheduleRequest(
+            control_plane=settings.schedule_control_plane,
+            gitops=settings.schedule_gitops,
+            environments=settings.schedule_environments,
+            mode=settings.schedule_mode,
+        )
+    except ValidationError as exc:
+        log.error("scheduling skipped: bad settings", error=describe_validation_error(exc))
+        return None
+    async with repository.exclusive_scheduling(sessions) as acquired:
+        if not acquired:
+            log.info("scheduling skipped: another replica is scheduling")
+            return None
+        run = await run_schedule(sessions, settings, request, clock=clock)
+    for outcome in run.environments:
+        log.info(
+            "scheduled",
+            environment=outcome.environment,
+            commit=outcome.commit,
+            branch=outcome.branch,
+            changes=len(outcome.changes),
+            errors=len(outcome.errors),
+            failure=outcome.failure,
+        )
+    return run
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """What every environment of one run shares."""
+
+    request: ScheduleRequest
+    clones: Clones
+    loaded: LoadResult
+    platform: LocalRepository | None
+    # Why the platform repository cannot be used, when it cannot.
+    platform_failure: str | None
+    author: Signature
+
+    @property
+    def gitops_url(self) -> str:
+        return normalise_repository_url(self.request.gitops)
+
+    @property
+    def now(self) -> datetime:
+        return self.author.when
+
+
+async def run_schedule(
+    sessions: Sessions, settings: HubSettings, request: ScheduleRequest, *, clock: Clock
+) -> ScheduleRun:
+    """Schedule the environments `request` names (all those declared when it names none); the
+    caller holds the scheduling lock."""
+    started = time.perf_counter()
+    author = Signature(settings.schedule_author_name, settings.schedule_author_email, clock())
+    clones = Clones(
+        settings.effective_git_cache_dir / "scheduler",
+        timeout=settings.git_timeout,
+        max_file_bytes=settings.harvest_max_file_bytes,
+    )
+    try:
+        loaded = await asyncio.to_thread(_load, clones, request.control_plane)
+        platform, platform_failure = await asyncio.to_thread(_platform, clones, request.gitops)
+        job = _Job(request, clones, loaded, platform, platform_failure, author)
+        names = request.environments
+        if names is None:
+            names = sorted(loaded.snapshots)
+        outcomes = [await _schedule_environment(sessions, job, name) for name in names]
+    finally:
+        await asyncio.to_thread(clones.close)
+    return ScheduleRun(
+        control_plane=redact_url(request.control_plane),
+        environments=outcomes,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _load(clones: Clones, control_plane: str) -> LoadResult:
+    fetch = ControlPlaneFetch(clones, control_plane)
+    return load_control_plane(RepoRef(repo=control_plane, branch=MAIN_BRANCH), fetch)
+
+
+def _platform(clones: Clones, location: str) -> tuple[LocalRepository | None, str | None]:
+    try:
+        return clones.get(location), None
+    except (GitFailure, InvalidRepositoryUrl) as exc:
+        return None, f"the platform GitOps repository cannot be read: {exc}"
+
+
+async def _schedule_environment(sessions: Sessions, job: _Job, name: str) -> EnvironmentOutcome:
+    snapshot = job.loaded.snapshots.get(name)
+    if snapshot is None:
+        # Nothing is stored: the name may be a typo, which must not become an environment.
+        loaded = ", ".join(sorted(job.loaded.snapshots)) or "none"
+        failure = f"environment {name!r} was not loaded from the control plane (loaded: {loaded})"
+        if job.loaded.errors:
+            failure += "; see the load errors"
+        return _Written.failed(job, name, failure, _load_problems(name, job.loaded.errors)).outcome
+    async with write_session(sessions) as session:
+        stored = await repository.stored_target(session, job.gitops_url, name)
+    written = await asyncio.to_thread(_write_environment, job, snapshot, stored)
+    async with write_session(sessions) as session:
+        await _record(session, job, written, stored)
+    return written.outcome
+
+
+# --- rendering and writing one environment (worker thread) -----------------------------------
+
+
+@dataclass(slots=True)
+class _Written:
+    """An environment after its run: what to report, and what to store."""
+
+    outcome: EnvironmentOutcome
+    # The render, when its result is what the branch (or the proposal) holds now.
+    state: RenderState | None = None
+    state_json: bytes | None = None
+    # The tree the render state describes; None: render in full next time.
+    state_tree: str | None = None
+    # The head the render was made against, and the commit holding the changed assignments.
+    head: str | None = None
+    change_commit: str | None = None
+    change_branch: str | None = None
+    changed: set[Pair] = field(default_factory=set)
+
+    @classmethod
+    def failed(
+        cls, job: _Job, environment: str, failure: str, errors: Sequence[Problem]
+    ) -> "_Written":
+        return cls(
+            outcome=EnvironmentOutcome(
+                environment=environment,
+                gitops_url=job.gitops_url,
+                mode=job.request.mode,
+                branch=None,
+                commit=None,
+                parent=None,
+                promoted_commit=None,
+                promoted_changed=False,
+                render=None,
+                assignments=0,
+                failed=0,
+                written=[],
+                deleted=[],
+                held=[],
+                changes=[],
+                errors=list(errors),
+                failure=failure,
+            )
+        )
+
+
+def _write_environment(
+    job: _Job, snapshot: ControlPlaneSnapshot, stored: StoredTarget | None
+) -> _Written:
+    name = snapshot.name
+    problems = _load_problems(name, job.loaded.errors)
+    if job.platform is None:
+        assert job.platform_failure is not None
+        return _Written.failed(
+            job, name, job.platform_failure, [*problems, _git_problem(name, job.platform_failure)]
+        )
+    platform = job.platform
+    try:
+        current = read_branch(platform, name, job.clones.max_file_bytes)
+    except GitFailure as exc:
+        failure = f"branch {name} of the platform GitOps repository cannot be read: {exc}"
+        return _Written.failed(job, name, failure, [*problems, _git_problem(name, failure)])
+
+    result, render = _render(snapshot, current, stored, job.now)
+    problems += [_render_problem(error) for error in result.errors]
+    write = dict(result.write)
+    delete = list(result.delete)
+    held: list[str] = []
+    if job.loaded.errors and delete:
+        held, delete = delete, []
+    promoted = snapshot.base.commit or snapshot.base.ref.commit
+    if promoted is not None and promoted != current.promoted_commit:
+        write[PROMOTED_COMMIT_FILE] = promoted.encode()
+    promoted_changed = PROMOTED_COMMIT_FILE in write
+    changes = _changes(current.files, write, delete, result.state)
+    records = list(result.state.records())
+    written = _Written(
+        outcome=EnvironmentOutcome(
+            environment=name,
+            gitops_url=job.gitops_url,
+            mode=job.request.mode,
+            branch=None,
+            commit=None,
+            parent=current.head,
+            promoted_commit=promoted,
+            promoted_changed=False,
+            render=render,
+            assignments=sum(record.status != "rejected" for record in records),
+            failed=sum(record.status == "failed" for record in records),
+            written=sorted(write),
+            deleted=sorted(delete),
+            held=held,
+            changes=changes,
+            errors=problems,
+        ),
+        state=result.state,
+        state_json=dump_state(result.state),
+        state_tree=None if held else current.tree,
+        head=current.head,
+        changed={(change.cluster_type, change.deployment_target) for change in changes},
+    )
+    if not write and not delete:
+        return written
+
+    message = _commit_message(snapshot, changes, records, promoted if promoted_changed else None)
+    try:
+        _publish(job, platform, written, write, delete, message)
+    except GitFailure as exc:
+        failure = f"the commit could not be written: {exc}"
+        failed = _Written.failed(job, name, failure, [*problems, _git_problem(name, failure)])
+        failed.outcome.render = render
+        return failed
+    written.outcome.promoted_changed = promoted_changed and written.outcome.commit is not None
+    if held:
+        written.state_tree = None
+    return written
+
+
+def _publish(
+    job: _Job,
+    platform: LocalRepository,
+    written: _Written,
+    write: Mapping[str, bytes],
+    delete: Sequence[str],
+    message: str,
+) -> None:
+    """Commit the changes on the branch head and push them: to the environment branch, or to
+    a new deployment branch unless one holds this very tree already."""
+    outcome = written.outcome
+    commit = platform.write_commit(written.head, write, delete, message=message, author=job.author)
+    tree = platform.tree_of(commit)
+    written.state_tree = tree
+    branch = outcome.environment
+    if job.request.mode == "branch":
+        proposed = _proposal_of(platform, tree)
+        if proposed is not None:
+            outcome.already_proposed = proposed[0]
+            written.change_branch, written.change_commit = proposed
+            return
+        branch = f"{DEPLOYMENT_BRANCH_PREFIX}{job.now:%Y%m%d-%H%M%S}-{outcome.environment}"
+    job.clones.push(platform, job.request.gitops, commit, branch)
+    outcome.branch, outcome.commit = branch, commit
+    written.change_branch, written.change_commit = branch, commit
+
+
+def _render(
+    snapshot: ControlPlaneSnapshot,
+    current: PlatformBranch,
+    stored: StoredTarget | None,
+    now: datetime,
+) -> tuple[RenderResult, Literal["full", "incremental"]]:
+    """Only what changed when the branch holds the tree the stored state describes."""
+    if (
+        stored is not None
+        and stored.render_state is not None
+        and stored.tree_sha is not None
+        and stored.tree_sha == current.tree
+    ):
+        try:
+            state = load_state(stored.render_state)
+            return render_incremental(snapshot, current.files, state, now=now), "incremental"
+        except ValueError as exc:  # a state of an older format, or of another tree
+            log.info("rendering in full: the stored render state does not fit", reason=str(exc))
+    return render_environment(plan_environment(snapshot), current.files, now=now), "full"
+
+
+def _proposal_of(platform: LocalRepository, tree: str) -> tuple[str, str] | None:
+    """A deployment branch (and its head) whose tree is `tree`: the change is proposed already."""
+    for branch, head in sorted(platform.branch_heads().items()):
+        if branch.startswith(DEPLOYMENT_BRANCH_PREFIX) and platform.tree_of(head) == tree:
+            return branch, head
+    return None
+
+
+def _folder(path: str) -> Pair | None:
+    parts = path.split("/")
+    return (parts[0], parts[1]) if len(parts) == 3 and owned(path) else None
+
+
+def _changes(
+    previous: Mapping[str, bytes],
+    write: Mapping[str, bytes],
+    delete: Iterable[str],
+    state: RenderState,
+) -> list[AssignmentChange]:
+    """The assignment folders the commit adds, updates or removes."""
+    before: dict[Pair, set[str]] = {}
+    for path in previous:
+        if (pair := _folder(path)) is not None:
+            before.setdefault(pair, set()).add(path)
+    touched: dict[Pair, set[str]] = {}
+    deleted = set(delete)
+    for path in [*write, *deleted]:
+        if (pair := _folder(path)) is not None:
+            touched.setdefault(pair, set()).add(path)
+    status = {record.key: record.status for record in state.records()}
+    changes = []
+    for pair in sorted(touched):
+        old = before.get(pair, set())
+        new = (old - deleted) | {path for path in touched[pair] if path in write}
+        change: Change = "added" if not old else "removed" if not new else "updated"
+        changes.append(
+            AssignmentChange(
+                cluster_type=pair[0],
+                deployment_target=pair[1],
+                change=change,
+                status=None if change == "removed" else status.get(pair),
+            )
+        )
+    return changes
+
+
+def _commit_message(
+    snapshot: ControlPlaneSnapshot,
+    changes: Sequence[AssignmentChange],
+    records: Sequence[AssignmentRecord],
+    promoted: str | None,
+) -> str:
+    counts = {
+        kind: sum(change.change == kind for change in changes)
+        for kind in ("added", "updated", "removed")
+    }
+    summary = ", ".join(f"{count} {kind}" for kind, count in counts.items() if count)
+    title = f"Schedule {snapshot.name}: {summary or 'no assignment changed'}"
+    if promoted is not None:
+        title += f"; promote {promoted[:12]}"
+    lines = [
+        title,
+        "",
+        f"Environment branch: {snapshot.branch}",
+        f"Promoted from: {snapshot.base}",
+    ]
+    if changes:
+        lines += ["", *(f"{c.change} {c.cluster_type}/{c.deployment_target}" for c in changes)]
+    failed = [record for record in records if record.status == "failed"]
+    if failed:
+        lines += ["", "Failed, previous output kept:", *(f"  {record.folder}" for record in failed)]
+    return "\n".join(lines) + "\n"
+
+
+def _load_problems(environment: str, errors: Iterable[LoadError]) -> list[Problem]:
+    return [
+        Problem(
+            environment=environment,
+            kind="load",
+            message=str(error),
+            source=error.source,
+            file=error.file,
+            document=error.document,
+            line=error.line,
+            field=error.field,
+        )
+        for error in errors
+    ]
+
+
+def _render_problem(error: RenderError) -> Problem:
+    return Problem(
+        environment=error.environment,
+        kind=error.kind,
+        message=error.message,
+        cluster_type=error.cluster_type,
+        deployment_target=error.deployment_target,
+        template=error.template,
+        file=error.file,
+        line=error.line,
+    )
+
+
+def _git_problem(environment: str, message: str) -> Problem:
+    return Problem(environment=environment, kind="git", message=message)
+
+
+# --- storing ----------------------------------------------------------------------------------
+
+
+async def _record(
+    session: AsyncSession, job: _Job, written: _Written, stored: StoredTarget | None
+) -> None:
+    outcome = written.outcome
+    environment_id = await ensure_environment(session, outcome.environment)
+    target_id = await repository.ensure_target(session, job.gitops_url, environment_id)
+    values: dict[str, Any] = {
+        "control_plane_url": normalise_repository_url(job.request.control_plane),
+        "scheduled_at": job.now,
+    }
+    # A state is written only when it changed: unchanged, it is most runs' and can be large.
+    state_changed = written.state_json is not None and (
+        stored is None or stored.render_state != written.state_json
+    )
+    if written.state is not None:
+        values |= {"tree_sha": written.state_tree, "promoted_commit_sha": outcome.promoted_commit}
+        if state_changed:
+            values["render_state"] = written.state_json
+    if outcome.commit is not None:
+        values |= {"last_commit_sha": outcome.commit, "last_branch": outcome.branch}
+    await repository.update_target(session, target_id, **values)
+    if written.state is not None and (written.change_commit is not None or state_changed):
+        await _record_assignments(session, target_id, job, written, written.state)
+    await repository.replace_errors(
+        session, target_id, [_error_row(problem) for problem in outcome.errors], job.now
+    )
+
+
+async def _record_assignments(
+    session: AsyncSession, target_id: int, job: _Job, written: _Written, state: RenderState
+) -> None:
+    changed, kept = [], []
+    for record in state.records():
+        inputs = record.inputs
+        row = {
+            "target_id": target_id,
+            "cluster_type_name": inputs.cluster_type,
+            "deployment_target_name": inputs.deployment_target,
+            "workload_name": inputs.workload,
+            "namespace": record.namespace,
+            "status": record.status,
+            "policies": list(inputs.policies),
+            "config_maps": list(inputs.config_maps),
+            "files": list(record.files),
+            "content_hash": record.content_hash,
+            "config_hash": record.config_hash,
+            "scheduled_at": job.now,
+        }
+        if record.key in written.changed and written.change_commit is not None:
+            changed.append(
+                row
+                | {
+                    "commit_sha": written.change_commit,
+                    "branch": written.change_branch,
+                    "changed_at": job.now,
+                }
+            )
+        else:
+            # First seen unchanged: its output is in the branch head, since some earlier time.
+            has_output = written.head is not None and bool(record.files)
+            kept.append(
+                row
+                | {
+                    "commit_sha": written.head if has_output else None,
+                    "branch": written.outcome.environment if has_output else None,
+                    "changed_at": None,
+                }
+            )
+    await repository.upsert_assignments(session, changed, changed=True)
+    await repository.upsert_assignments(session, kept, changed=False)
+    await repository.delete_unscheduled(
+        session, target_id, [record.key for record in state.records()]
+    )
+
+
+def _error_row(problem: Problem) -> dict[str, Any]:
+    fields = {
+        "kind": problem.kind,
+        "message": problem.message,
+        "cluster_type_name": problem.cluster_type,
+        "deployment_target_name": problem.deployment_target,
+        "template": problem.template,
+        "source": problem.source,
+        "file": problem.file,
+        "document": problem.document,
+        "line": problem.line,
+        "field": problem.field,
+    }
+    identity = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    return fields | {"fingerprint": hashlib.sha256(identity.encode()).hexdigest()}
+
+
+# --- queries ----------------------------------------------------------------------------------
+
+
+async def list_assignments(
+    session: AsyncSession,
+    *,
+    environment: str | None,
+    cluster_type: str | None,
+    workload: str | None,
+    limit: int,
+    offset: int,
+) -> AssignmentPage:
+    rows, total = await repository.list_assignments(
+        session,
+        AssignmentFilter(environment=environment, cluster_type=cluster_type, workload=workload),
+        limit=limit,
+        offset=offset,
+    )
+    items = [
+        ScheduledAssignmentOut.model_validate(
+            {
+                "environment": environment_name,
+                "cluster_type": row.cluster_type_name,
+                "deployment_target": row.deployment_target_name,
+                "workload": row.workload_name,
+                "namespace": row.namespace,
+                "status": row.status,
+                "policies": row.policies,
+                "config_maps": row.config_maps,
+                "files": row.files,
+                "content_hash": row.content_hash,
+                "config_hash": row.config_hash,
+                "gitops_url": gitops_url,
+                "branch": row.branch,
+                "commit_sha": row.commit_sha,
+                "changed_at": row.changed_at,
+                "scheduled_at": row.scheduled_at,
+            }
+        )
+        for row, environment_name, gitops_url in rows
+    ]
+    return AssignmentPage(items=items, total=total, limit=limit, offset=offset)
+
+
+async def list_errors(
+    session: AsyncSession,
+    *,
+    environment: str | None,
+    kind: str | None,
+    cluster_type: str | None,
+    deployment_target: str | None,
+    limit: int,
+    offset: int,
+) -> SchedulingErrorPage:
+    rows, total = await repository.list_errors(
+        session,
+        ErrorFilter(
+            environment=environment,
+            kind=kind,
+            cluster_type=cluster_type,
+            deployment_target=deployment_target,
+        ),
+        limit=limit,
+        offset=offset,
+    )
+    items = [
+        SchedulingErrorOut.model_validate(
+            {
+                "environment": environment_name,
+                "kind": row.kind,
+                "message": row.message,
+                "cluster_type": row.cluster_type_name,
+                "deployment_target": row.deployment_target_name,
+                "template": row.template,
+                "source": row.source,
+                "file": row.file,
+                "document": row.document,
+                "line": row.line,
+                "field": row.field,
+                "gitops_url": gitops_url,
+                "first_seen_at": row.first_seen_at,
+                "last_seen_at": row.last_seen_at,
+            }
+        )
+        for row, environment_name, gitops_url in rows
+    ]
+    return SchedulingErrorPage(items=items, total=total, limit=limit, offset=offset)
+
+
+__all__ = [
+    "list_assignments",
+    "list_errors",
+    "run_schedule",
+    "schedule",
+    "scheduled_schedule",
+]

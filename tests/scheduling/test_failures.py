@@ -1,0 +1,220 @@
+"""What goes wrong stays where it happened: a broken template fails its assignments only (they
+keep their output), a control-plane document that does not load deletes nothing, and the API
+serves the errors."""
+
+from pathlib import Path
+
+import httpx
+import yaml
+
+from tests.scheduler_core import scenario
+from tests.scheduling.conftest import Schedule
+from tests.scheduling.fleet import ControlPlane, Platform
+from tests.support import bearer
+
+FUNCTIONAL = "hello-world-app-functional-test"
+PERFORMANCE = "hello-world-app-performance-test"
+BROKEN_ARGOCD = scenario.ARGOCD_TEMPLATE.replace(
+    'repoURL: "{{ .Manifests.repo }}"', 'repoURL: "{{ .Manifests.repo "'
+)
+DEV_CONFIG = "configs/dev-config.yaml"
+
+
+def dev_config(environment: str) -> str:
+    return scenario.config_map(
+        "dev-config",
+        {},
+        {"ENVIRONMENT": environment, "SOME_COMMON_ENVIRONMENT_VARIABLE": "\"'false'\""},
+    )
+
+
+def data(platform: Platform, path: str) -> dict[str, str]:
+    document: dict[str, dict[str, str]] = yaml.safe_load(platform.files("dev")[path])
+    return document["data"]
+
+
+async def test_broken_template_keeps_its_assignments_output_and_the_others_are_written(
+    schedule: Schedule,
+    control_plane: ControlPlane,
+    platform: Platform,
+    client: httpx.AsyncClient,
+    read_token: str,
+) -> None:
+    first = await schedule("dev")
+    before = platform.files("dev")
+    # One change that reaches both dev assignments, and a promoted main whose argocd template
+    # (large's reconciler) does not parse.
+    control_plane.commit("dev", {DEV_CONFIG: dev_config("Development")})
+    control_plane.promote(
+        "dev", control_plane.commit("main", {"templates/argocd.yaml": BROKEN_ARGOCD})
+    )
+
+    outcome = await schedule("dev")
+
+    assert outcome.commit is not None
+    assert outcome.failed == 1
+    [error] = outcome.errors
+    assert (error.kind, error.template, error.cluster_type, error.deployment_target) == (
+        "template",
+        "argocd",
+        "large",
+        PERFORMANCE,
+    )
+    assert "templates/argocd.yaml" in error.message
+    assert data(platform, f"drone/{FUNCTIONAL}/platform-config.yaml")["ENVIRONMENT"] == (
+        "Development"
+    )
+    after = platform.files("dev")
+    for name in ("namespace.yaml", "platform-config.yaml", "reconciler.yaml"):
+        path = f"large/{PERFORMANCE}/{name}"
+        assert after[path] == before[path], path
+    assert "render failed; previous output kept" in after["large/README.md"]
+    assert platform.changed(first.commit or "", outcome.commit) == [
+        ".github/tracking/Promoted_Commit_Id",
+        f"drone/{FUNCTIONAL}/platform-config.yaml",
+        "large/README.md",
+    ]
+
+    errors = await client.get("/api/v1/scheduling/errors", headers=bearer(read_token))
+    assignments = await client.get("/api/v1/assignments", headers=bearer(read_token))
+
+    assert errors.status_code == 200, errors.text
+    [served] = errors.json()["items"]
+    assert served["environment"] == "dev"
+    assert served["kind"] == "template"
+    assert served["template"] == "argocd"
+    assert (served["cluster_type"], served["deployment_target"]) == ("large", PERFORMANCE)
+    assert served["message"] == error.message
+    status = {
+        (item["cluster_type"], item["status"], item["commit_sha"])
+        for item in assignments.json()["items"]
+    }
+    assert status == {("drone", "rendered", outcome.commit), ("large", "failed", first.commit)}
+
+
+async def test_a_fixed_template_clears_its_error_and_renders_again(
+    schedule: Schedule,
+    control_plane: ControlPlane,
+    platform: Platform,
+    client: httpx.AsyncClient,
+    read_token: str,
+) -> None:
+    await schedule("dev")
+    control_plane.commit("dev", {DEV_CONFIG: dev_config("Development")})
+    control_plane.promote(
+        "dev", control_plane.commit("main", {"templates/argocd.yaml": BROKEN_ARGOCD})
+    )
+    await schedule("dev")
+    control_plane.promote(
+        "dev", control_plane.commit("main", {"templates/argocd.yaml": scenario.ARGOCD_TEMPLATE})
+    )
+
+    fixed = await schedule("dev")
+
+    assert fixed.errors == []
+    assert [(c.cluster_type, c.change, c.status) for c in fixed.changes] == [
+        ("large", "updated", "rendered")
+    ]
+    assert data(platform, f"large/{PERFORMANCE}/platform-config.yaml")["ENVIRONMENT"] == (
+        "Development"
+    )
+    errors = await client.get("/api/v1/scheduling/errors", headers=bearer(read_token))
+    assert errors.json()["items"] == []
+
+
+async def test_an_error_met_again_keeps_when_it_was_first_seen(
+    schedule: Schedule,
+    control_plane: ControlPlane,
+    client: httpx.AsyncClient,
+    read_token: str,
+) -> None:
+    control_plane.promote(
+        "dev", control_plane.commit("main", {"templates/argocd.yaml": BROKEN_ARGOCD})
+    )
+    await schedule("dev")
+    control_plane.commit("dev", {DEV_CONFIG: dev_config("Development")})
+    await schedule("dev")
+
+    response = await client.get("/api/v1/scheduling/errors", headers=bearer(read_token))
+
+    [served] = response.json()["items"]
+    assert served["first_seen_at"] < served["last_seen_at"]
+
+
+async def test_a_document_that_does_not_load_deletes_nothing(
+    schedule: Schedule,
+    control_plane: ControlPlane,
+    platform: Platform,
+    client: httpx.AsyncClient,
+    read_token: str,
+) -> None:
+    first = await schedule("dev")
+    large = "cluster-types/west-us/large/large-cluster-type.yaml"
+    broken = scenario.DEV[large].replace("  reconciler: argocd\n", "  reconciler: [argocd\n")
+    control_plane.commit("dev", {large: broken})
+
+    held = await schedule("dev")
+
+    # Without large's ClusterType the render would delete large's folder; it is kept.
+    assert held.commit is None
+    assert platform.commits("dev") == [first.commit]
+    assert held.held == [
+        "large/README.md",
+        *(
+            f"large/{PERFORMANCE}/{name}"
+            for name in (
+                "namespace.yaml",
+                "platform-config.yaml",
+                "reconciler.yaml",
+            )
+        ),
+    ]
+    [error] = held.errors
+    assert error.kind == "load"
+    assert error.file == large
+    assert error.line is not None
+    response = await client.get(
+        "/api/v1/scheduling/errors", params={"kind": "load"}, headers=bearer(read_token)
+    )
+    assert [item["file"] for item in response.json()["items"]] == [large]
+
+    # Deleting the document for good is a change the scheduler then makes in full.
+    control_plane.commit("dev", {large: None})
+    removed = await schedule("dev")
+
+    assert removed.errors == []
+    assert removed.render == "full"
+    assert not any(path.startswith("large/") for path in platform.files("dev"))
+
+
+async def test_an_environment_the_control_plane_does_not_declare_fails_clearly(
+    schedule: Schedule, platform: Platform, client: httpx.AsyncClient, read_token: str
+) -> None:
+    outcome = await schedule("prod")
+
+    assert outcome.failure == (
+        "environment 'prod' was not loaded from the control plane (loaded: dev, stage)"
+    )
+    assert outcome.commit is None
+    assert platform.branches() == {}
+    response = await client.get("/api/v1/assignments", headers=bearer(read_token))
+    assert response.json()["total"] == 0
+
+
+async def test_an_unreachable_platform_repository_is_a_git_error(
+    schedule: Schedule,
+    platform: Platform,
+    client: httpx.AsyncClient,
+    read_token: str,
+    tmp_path: Path,
+) -> None:
+    platform.path.rename(tmp_path / "moved.git")
+
+    outcome = await schedule("dev")
+
+    assert outcome.failure is not None
+    assert outcome.failure.startswith("the platform GitOps repository cannot be read: fetching")
+    response = await client.get("/api/v1/scheduling/errors", headers=bearer(read_token))
+    [served] = response.json()["items"]
+    assert served["kind"] == "git"
+    assert served["message"] == outcome.failure
