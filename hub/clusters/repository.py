@@ -47,7 +47,7 @@ async def find_by_token_hash(session: AsyncSession, token_hash: str) -> ClusterI
 
 
 # The identity a cluster token ($1, its hash) stands for, in plain SQL; the ingest statement
-# embeds it as a CTE.
+# runs it once for every report of a batch.
 CLUSTER_IDENTITY_SQL = """
 SELECT c.id, c.name, e.name AS environment, ct.name AS cluster_type
 FROM cluster c

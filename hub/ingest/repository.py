@@ -1,12 +1,25 @@
-"""SQL of the ingest path: one set-based statement authenticates and applies a whole report."""
+"""SQL of the ingest path: reports that arrive together are applied by one set-based statement.
 
+Each request hands its report to the batcher of its Statements source and waits. Whatever
+has queued up while the source's statements were busy goes out as one batch, so PostgreSQL's
+per-statement costs (executor start-up of the CTEs, commit, a round trip) and the driver's
+per-call costs are paid once per batch rather than once per report. No timer is involved:
+an idle hub sends each report on its own at once; a busy one batches by itself.
+"""
+
+import asyncio
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
+from weakref import WeakKeyDictionary
 
 import orjson
+import psycopg
 from psycopg import AsyncRawCursor
-from psycopg.types.numeric import Int8
+from psycopg.types.json import Jsonb
+from psycopg_pool import PoolTimeout
 
 from hub.clusters.repository import CLUSTER_IDENTITY_SQL, ClusterIdentity
 from hub.database import Statements
@@ -59,39 +72,78 @@ _RECORD = ", ".join(
 Record = tuple[object, ...]
 _STATE = ", ".join(STATE_COLUMNS)
 _KEY_COLUMNS = ", ".join(_KEY)
+# A report travels as a JSON array of its values in this order, its records nested in it.
+REPORT_TYPES = {
+    "token_hash": "text",
+    "cluster_name": "text",
+    "boot_id": "text",
+    "agent_version": "text",
+    "instance": "text",
+    "sequence": "bigint",
+    "observed_at": "timestamptz",
+    "received_at": "timestamptz",
+    "full_snapshot": "boolean",
+    "claimed_environment": "text",
+    "claimed_cluster_type": "text",
+    "records": "jsonb",
+    "skipped_kinds": "jsonb",
+}
+_REPORT = ", ".join(
+    f"r -> {index} AS {column}" if kind == "jsonb" else f"(r ->> {index})::{kind} AS {column}"
+    for index, (column, kind) in enumerate(REPORT_TYPES.items())
+)
 
-# The statement is the whole unit of work, sent on a Statements connection: on its own it
-# is one round trip per report. It finds the cluster by token hash; only when the token is
-# valid and names the cluster the report is for does anything get written, and the caller
-# turns an empty or mismatched identity into 401/403.
+
+def _columns(alias: str) -> str:
+    return ", ".join(f"{alias}.{column}" for column in STATE_COLUMNS)
+
+
+# The statement is the whole unit of work for every report in its batch ($1: a JSON array of
+# reports, each numbered by its place in it). It finds each report's cluster by token hash
+# (the clusters slice's identity query, run per report through the token index: OFFSET 0
+# keeps the planner from joining it as a whole, which its guess of 100 reports would favour);
+# only when the token is valid and names the cluster the report is for does anything of that
+# report get written, and the caller turns an empty or mismatched identity into 401/403.
 #
 # Idempotency is an anti-replay window per (cluster, boot id): the newest sequence plus a
 # bitmap of the REPLAY_WINDOW sequences before it. A report is fresh when its sequence is
-# newer than the newest, or inside the window with its bit clear. Every other CTE runs only
-# for a fresh report. Object rows are written only when their state changed, so a steady
+# newer than the newest, or inside the window with its bit clear. Every later CTE works on
+# fresh reports only. Object rows are written only when their state changed, so a steady
 # fleet costs one small update per report, not one per object. A fresh report places a
 # cluster that registration left open: without an environment, into the one the agent names
 # (and its cluster type); with an environment but no cluster type, into the cluster type the
 # agent names there (unless it names another environment). Both are created when new.
 #
+# A batch never holds two reports of one cluster (the batcher sees to it), so the fresh
+# reports' cluster ids key everything after the anti-replay window, and no INSERT ... ON
+# CONFLICT DO UPDATE meets the same row twice; environments and cluster types that several
+# clusters are placed in at once are inserted once (DISTINCT) for the same reason, in name
+# order so that batches placing clusters at the same time lock those rows in one order.
+#
 # Records arrive as positional JSON arrays (two thirds of the bytes of keyed objects, and
 # cheaper to parse than json_to_recordset's per-object hash tables); vanished objects are
 # found with a hashed NOT IN (the keys are never NULL) rather than a nested-loop anti-join.
-#
-# Parameters: $1 token hash, $2 cluster name, $3 boot id, $4 agent version, $5 instance,
-# $6 sequence, $7 observed_at, $8 received_at, $9 full snapshot, $10 records (jsonb),
-# $11 record count, $12 claimed environment, $13 claimed cluster type, $14 skipped kinds
-# (jsonb; kept from the newest sequence only).
-APPLY_REPORT = f"""
-WITH me AS ({CLUSTER_IDENTITY_SQL}),
+APPLY_REPORTS = f"""
+WITH report AS (
+    SELECT a.ord, {_REPORT} FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS a (r, ord)
+),
+me AS (
+    SELECT r.ord, c.id, c.name, c.environment, c.cluster_type
+    FROM report r
+    CROSS JOIN LATERAL ({CLUSTER_IDENTITY_SQL.replace("$1", "r.token_hash")} OFFSET 0) AS c
+),
 target AS (
-    SELECT id, environment, cluster_type FROM me WHERE name = $2
+    SELECT r.*, me.id, me.environment, me.cluster_type
+    FROM report r JOIN me USING (ord)
+    WHERE me.name = r.cluster_name
 ),
 session AS (
     INSERT INTO agent_session AS s (
         cluster_id, boot_id, agent_version, instance, max_sequence, seen_window,
         started_at, last_report_at, skipped_kinds)
-    SELECT target.id, $3, $4, $5, $6, 1, $8, $8, $14::jsonb FROM target
+    SELECT t.id, t.boot_id, t.agent_version, t.instance, t.sequence, 1,
+           t.received_at, t.received_at, t.skipped_kinds
+    FROM target t
     ON CONFLICT (cluster_id, boot_id) DO UPDATE SET
         agent_version = EXCLUDED.agent_version,
         instance = EXCLUDED.instance,
@@ -113,18 +165,20 @@ session AS (
            AND (s.seen_window >> (s.max_sequence - EXCLUDED.max_sequence)::int) & 1 = 0)
     RETURNING s.cluster_id
 ),
+fresh AS (
+    SELECT t.* FROM target t WHERE t.id IN (SELECT cluster_id FROM session)
+),
 incoming AS (
-    SELECT {_RECORD} FROM jsonb_array_elements($10::jsonb) AS r
-    WHERE EXISTS (SELECT FROM session)
+    SELECT f.id AS cluster_id, f.observed_at, {_RECORD}
+    FROM fresh f CROSS JOIN LATERAL jsonb_array_elements(f.records) AS r
 ),
 upserted AS (
     INSERT INTO object_state AS t (
         cluster_id, reconciler, kind, namespace, name, {_STATE}, last_transition_at,
         changed_at, first_seen_at, removed_at)
-    SELECT s.cluster_id, i.reconciler, i.kind, i.namespace, i.name,
-           {", ".join(f"i.{column}" for column in STATE_COLUMNS)}, i.last_transition_at,
-           $7, $7, NULL
-    FROM incoming i CROSS JOIN session s
+    SELECT i.cluster_id, i.reconciler, i.kind, i.namespace, i.name, {_columns("i")},
+           i.last_transition_at, i.observed_at, i.observed_at, NULL
+    FROM incoming i
     ON CONFLICT (cluster_id, reconciler, kind, namespace, name) DO UPDATE SET
         {", ".join(f"{column} = EXCLUDED.{column}" for column in STATE_COLUMNS)},
         last_transition_at = EXCLUDED.last_transition_at,
@@ -132,70 +186,92 @@ upserted AS (
         removed_at = NULL
     WHERE t.changed_at <= EXCLUDED.changed_at
       AND (t.removed_at IS NOT NULL
-           OR ({", ".join(f"t.{column}" for column in STATE_COLUMNS)})
-              IS DISTINCT FROM ({", ".join(f"EXCLUDED.{column}" for column in STATE_COLUMNS)}))
-    RETURNING t.id, t.cluster_id, {", ".join(f"t.{column}" for column in STATE_COLUMNS)}
+           OR ({_columns("t")}) IS DISTINCT FROM ({_columns("EXCLUDED")}))
+    RETURNING t.id, t.cluster_id, t.changed_at, {_columns("t")}
 ),
 vanished AS (
-    UPDATE object_state t SET removed_at = $7, changed_at = $7
-    FROM session s
-    WHERE $9::boolean
-      AND t.cluster_id = s.cluster_id AND t.removed_at IS NULL AND t.changed_at < $7
-      AND (t.reconciler, t.kind, t.namespace, t.name) NOT IN (SELECT {_KEY_COLUMNS} FROM incoming)
-    RETURNING t.id, t.cluster_id, {", ".join(f"t.{column}" for column in STATE_COLUMNS)}
+    UPDATE object_state t SET removed_at = f.observed_at, changed_at = f.observed_at
+    FROM fresh f
+    WHERE f.full_snapshot
+      AND t.cluster_id = f.id AND t.removed_at IS NULL AND t.changed_at < f.observed_at
+      AND (t.cluster_id, t.reconciler, t.kind, t.namespace, t.name)
+          NOT IN (SELECT cluster_id, {_KEY_COLUMNS} FROM incoming)
+    RETURNING t.id, t.cluster_id, t.changed_at, {_columns("t")}
 ),
 recorded AS (
     INSERT INTO status_transition (observed_at, cluster_id, object_id, {_STATE}, removed)
-    SELECT $7, u.cluster_id, u.id, {", ".join(f"u.{c}" for c in STATE_COLUMNS)}, false
-    FROM upserted u
+    SELECT u.changed_at, u.cluster_id, u.id, {_columns("u")}, false FROM upserted u
     UNION ALL
-    SELECT $7, v.cluster_id, v.id, {", ".join(f"v.{c}" for c in STATE_COLUMNS)}, true
-    FROM vanished v
+    SELECT v.changed_at, v.cluster_id, v.id, {_columns("v")}, true FROM vanished v
 ),
 heartbeat AS (
     INSERT INTO cluster_heartbeat AS h (cluster_id, bucket_at, report_count, object_count)
-    SELECT s.cluster_id,
-           date_bin(INTERVAL '{HEARTBEAT_BUCKET}', $8, TIMESTAMPTZ '2000-01-01 UTC'),
-           1, $11
-    FROM session s
+    SELECT f.id,
+           date_bin(INTERVAL '{HEARTBEAT_BUCKET}', f.received_at, TIMESTAMPTZ '2000-01-01 UTC'),
+           1, jsonb_array_length(f.records)
+    FROM fresh f
     ON CONFLICT (cluster_id, bucket_at) DO UPDATE SET
         report_count = h.report_count + 1,
         object_count = GREATEST(h.object_count, EXCLUDED.object_count)
 ),
+placement AS (
+    SELECT f.id, COALESCE(f.environment, f.claimed_environment) AS environment,
+           f.claimed_cluster_type AS cluster_type
+    FROM fresh f
+    WHERE (f.environment IS NULL AND f.claimed_environment IS NOT NULL)
+       OR (f.environment IS NOT NULL AND f.cluster_type IS NULL
+           AND f.claimed_cluster_type IS NOT NULL
+           AND (f.claimed_environment IS NULL OR f.claimed_environment = f.environment))
+),
 placed_environment AS (
     INSERT INTO environment AS e (name)
-    SELECT COALESCE(target.environment, $12::text) FROM target
-    WHERE EXISTS (SELECT FROM session)
-      AND ((target.environment IS NULL AND $12::text IS NOT NULL)
-           OR (target.environment IS NOT NULL AND target.cluster_type IS NULL
-               AND $13::text IS NOT NULL
-               AND ($12::text IS NULL OR $12::text = target.environment)))
+    SELECT DISTINCT environment FROM placement ORDER BY environment
     ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
-    RETURNING e.id
+    RETURNING e.id, e.name
 ),
 placed_cluster_type AS (
     INSERT INTO cluster_type AS ct (environment_id, name)
-    SELECT p.id, $13::text FROM placed_environment p WHERE $13::text IS NOT NULL
+    SELECT DISTINCT e.id, p.cluster_type
+    FROM placement p JOIN placed_environment e ON e.name = p.environment
+    WHERE p.cluster_type IS NOT NULL
+    ORDER BY e.id, p.cluster_type
     ON CONFLICT (environment_id, name) DO UPDATE SET name = EXCLUDED.name
-    RETURNING ct.id
+    RETURNING ct.id, ct.environment_id, ct.name
 ),
 seen AS (
     UPDATE cluster c SET
-        last_seen_at = GREATEST(c.last_seen_at, $8),
-        first_seen_at = COALESCE(c.first_seen_at, $8),
-        environment_id = COALESCE((SELECT id FROM placed_environment), c.environment_id),
-        cluster_type_id = CASE WHEN EXISTS (SELECT FROM placed_environment)
-                               THEN (SELECT id FROM placed_cluster_type)
-                               ELSE c.cluster_type_id END
-    FROM session s
-    WHERE c.id = s.cluster_id
+        last_seen_at = GREATEST(c.last_seen_at, f.received_at),
+        first_seen_at = COALESCE(c.first_seen_at, f.received_at),
+        environment_id = COALESCE(e.id, c.environment_id),
+        cluster_type_id = CASE WHEN e.id IS NULL THEN c.cluster_type_id ELSE ct.id END
+    FROM fresh f
+    LEFT JOIN placement p ON p.id = f.id
+    LEFT JOIN placed_environment e ON e.name = p.environment
+    LEFT JOIN placed_cluster_type ct ON ct.environment_id = e.id AND ct.name = p.cluster_type
+    WHERE c.id = f.id
+),
+changed AS (
+    SELECT cluster_id, count(*) AS changed
+    FROM (SELECT cluster_id FROM upserted UNION ALL SELECT cluster_id FROM vanished) AS c
+    GROUP BY cluster_id
 )
 SELECT me.id, me.name, me.environment, me.cluster_type,
-       EXISTS (SELECT FROM session) AS fresh,
-       (SELECT count(*) FROM incoming) AS accepted,
-       (SELECT count(*) FROM upserted) + (SELECT count(*) FROM vanished) AS changed
-FROM (VALUES (1)) AS one (x) LEFT JOIN me ON true
+       f.id IS NOT NULL AS fresh, COALESCE(changed.changed, 0) AS changed
+FROM report r
+LEFT JOIN me USING (ord)
+LEFT JOIN fresh f USING (ord)
+LEFT JOIN changed ON changed.cluster_id = f.id
+ORDER BY r.ord
 """.encode()  # noqa: S608 - composed from the constants above, never from input
+
+# Statements one process keeps running on one source at a time; reports arriving meanwhile
+# wait and go out together. Two keeps the store busy while the hub reads the previous
+# results, without handing it more concurrent work than its cores take.
+CONCURRENT_BATCHES = 2
+# A batch's bounds: its reports are answered together, so one batch must not grow so large
+# that the first of them waits long for the last.
+MAX_BATCH_REPORTS = 64
+MAX_BATCH_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +280,150 @@ class AppliedReport:
     fresh: bool
     accepted: int
     changed: int
+
+
+@dataclass(eq=False, slots=True)
+class _Pending:
+    """A report waiting for its batch, and the caller's answer."""
+
+    cluster_name: str
+    document: bytes  # the report as APPLY_REPORTS takes it: its values in REPORT_TYPES order
+    record_count: int
+    result: asyncio.Future[AppliedReport]
+    taken: bool = False
+
+
+def _json_array(documents: list[bytes]) -> bytes:
+    return b"[" + b",".join(documents) + b"]"
+
+
+async def _execute(statements: Statements, batch: list[_Pending]) -> list[AppliedReport]:
+    async with statements.connection() as connection:
+        cursor = AsyncRawCursor(connection)
+        await cursor.execute(
+            APPLY_REPORTS,
+            (Jsonb([pending.document for pending in batch], dumps=_json_array),),
+            prepare=True,
+        )
+        rows = await cursor.fetchall()
+    return [_applied(row, pending.record_count) for row, pending in zip(rows, batch, strict=True)]
+
+
+def _applied(row: tuple[Any, ...], record_count: int) -> AppliedReport:
+    cluster_id, name, environment, cluster_type, fresh, changed = row
+    cluster = (
+        None if cluster_id is None else ClusterIdentity(cluster_id, name, environment, cluster_type)
+    )
+    return AppliedReport(
+        cluster=cluster, fresh=fresh, accepted=record_count if fresh else 0, changed=changed
+    )
+
+
+async def _apply_batch(statements: Statements, batch: list[_Pending]) -> None:
+    """Run one batch and answer each of its callers; never raises but for cancellation."""
+    try:
+        results = await _execute(statements, batch)
+    except psycopg.Error as error:
+        if error.sqlstate is None or len(batch) == 1:
+            # Not the store refusing the reports (no connection, a broken one): it would
+            # refuse each of them alone just the same.
+            _fail(batch, error)
+            return
+        # The store refused the batch, maybe for one report in it: apply each on its own, so
+        # that one fails alone.
+        for pending in batch:
+            if not pending.result.done():
+                await _apply_batch(statements, [pending])
+    except Exception as error:
+        _fail(batch, error)
+    except BaseException:
+        for pending in batch:
+            pending.result.cancel()
+        raise
+    else:
+        for pending, result in zip(batch, results, strict=True):
+            if not pending.result.done():  # its caller may have been cancelled meanwhile
+                pending.result.set_result(result)
+
+
+def _fail(batch: list[_Pending], error: Exception) -> None:
+    for pending in batch:
+        if not pending.result.done():
+            pending.result.set_exception(error)
+
+
+class _ReportBatcher:
+    """The reports waiting on one Statements source, and the batches running on it."""
+
+    def __init__(self) -> None:
+        self._queue: deque[_Pending] = deque()
+        self._running = 0  # batches running, counted down by each as it ends (not later)
+        self._flushes: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
+
+    async def apply(
+        self, statements: Statements, pending: _Pending, busy_timeout: float
+    ) -> AppliedReport:
+        self._queue.append(pending)
+        if self._running < CONCURRENT_BATCHES:
+            # A task of its own, so that cancelling the caller that started it cannot cut
+            # short a statement that carries other callers' reports.
+            self._running += 1
+            flush = asyncio.create_task(self._flush(statements))
+            self._flushes.add(flush)
+            flush.add_done_callback(self._flushes.discard)
+        # A report no statement has taken after busy_timeout gets the answer a request
+        # gets when every connection stays busy that long: 503, retry later.
+        expiry = asyncio.get_running_loop().call_later(busy_timeout, self._expire, pending)
+        try:
+            # Cancelling the caller cancels its result: a batch not yet built leaves the report
+            # out; one already sent applies it all the same.
+            return await pending.result
+        finally:
+            expiry.cancel()
+
+    def _expire(self, pending: _Pending) -> None:
+        if not pending.taken and not pending.result.done():
+            pending.result.set_exception(
+                PoolTimeout("no database connection was free for the report in time")
+            )
+
+    async def _flush(self, statements: Statements) -> None:
+        try:
+            while batch := self._take():
+                await _apply_batch(statements, batch)
+        finally:
+            self._running -= 1
+
+    def _take(self) -> list[_Pending]:
+        """The next batch: queued reports in arrival order, one per cluster, within bounds.
+
+        A later report of a cluster already in the batch stays queued, ahead of any report
+        that arrives after it, so no report of a cluster goes out before an earlier one.
+        """
+        batch: list[_Pending] = []
+        clusters: set[str] = set()
+        size = 0
+        deferred: list[_Pending] = []
+        while self._queue and len(batch) < MAX_BATCH_REPORTS:
+            pending = self._queue.popleft()
+            if pending.result.done():  # its caller gave up waiting
+                continue
+            if pending.cluster_name in clusters:
+                deferred.append(pending)
+                continue
+            size += len(pending.document)
+            if batch and size > MAX_BATCH_BYTES:
+                self._queue.appendleft(pending)
+                break
+            pending.taken = True
+            clusters.add(pending.cluster_name)
+            batch.append(pending)
+        self._queue.extendleft(reversed(deferred))
+        return batch
+
+
+# One batcher per Statements source (the app's statement pool), dropped with it.
+_batchers: WeakKeyDictionary[Statements, _ReportBatcher] = WeakKeyDictionary()
 
 
 async def apply_report(
@@ -222,33 +442,33 @@ async def apply_report(
     claimed_environment: str | None,
     claimed_cluster_type: str | None,
     skipped_kinds: Sequence[Mapping[str, str]],
+    busy_timeout: float,
 ) -> AppliedReport:
-    async with statements.connection() as connection:
-        cursor = AsyncRawCursor(connection)
-        await cursor.execute(
-            APPLY_REPORT,
-            (
-                token_hash,
-                cluster_name,
-                boot_id,
-                agent_version,
-                instance,
-                Int8(sequence),
-                observed_at,
-                received_at,
-                full_snapshot,
-                orjson.dumps(records).decode(),
-                Int8(len(records)),
-                claimed_environment,
-                claimed_cluster_type,
-                orjson.dumps(skipped_kinds).decode(),
-            ),
-            prepare=True,
+    """Apply one report in the next batch of its Statements source.
+
+    Raises PoolTimeout when no batch takes the report within `busy_timeout` seconds.
+    """
+    document = orjson.dumps(
+        (
+            token_hash,
+            cluster_name,
+            boot_id,
+            agent_version,
+            instance,
+            sequence,
+            observed_at,
+            received_at,
+            full_snapshot,
+            claimed_environment,
+            claimed_cluster_type,
+            records,
+            skipped_kinds,
         )
-        row = await cursor.fetchone()
-    assert row is not None
-    cluster_id, name, environment, cluster_type, fresh, accepted, changed = row
-    cluster = (
-        None if cluster_id is None else ClusterIdentity(cluster_id, name, environment, cluster_type)
     )
-    return AppliedReport(cluster=cluster, fresh=fresh, accepted=accepted, changed=changed)
+    pending = _Pending(
+        cluster_name, document, len(records), asyncio.get_running_loop().create_future()
+    )
+    batcher = _batchers.get(statements)
+    if batcher is None:
+        batcher = _batchers[statements] = _ReportBatcher()
+    return await batcher.apply(statements, pending, busy_timeout)

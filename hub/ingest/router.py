@@ -62,7 +62,12 @@ async def post_report(
         await service.authenticate(statements, token, token_secret=token_secret)
         raise
     reply = await service.ingest(
-        statements, token, report, received_at=clock(), token_secret=token_secret
+        statements,
+        token,
+        report,
+        received_at=clock(),
+        token_secret=token_secret,
+        busy_timeout=settings.database_pool_timeout,
     )
     request.app.state.metrics.record_report(reply)
     return reply

@@ -1,7 +1,8 @@
-"""Apply an agent report: flatten records, hand them to one SQL statement, read its verdict.
+"""Apply an agent report: flatten records, hand them to the ingest statement, read its verdict.
 
 The statement authenticates the token and checks it belongs to the reported cluster before
-it writes anything, so a report costs one round trip to the store.
+it writes anything, so a report costs no round trip of its own: it rides in the next batch
+of reports the repository sends.
 """
 
 from datetime import datetime
@@ -100,8 +101,12 @@ async def ingest(
     *,
     received_at: datetime,
     token_secret: str,
+    busy_timeout: float,
 ) -> ReportReply:
-    """Authenticate, check the token is this cluster's, and apply the report, in one statement."""
+    """Authenticate, check the token is this cluster's, and apply the report, in one statement.
+
+    A report that waits `busy_timeout` seconds for the store gets PoolTimeout (503).
+    """
     if not token:
         raise NotAuthenticated(_NO_CREDENTIALS)
     # An agent clock running ahead must not pin state in the future.
@@ -121,6 +126,7 @@ async def ingest(
         claimed_environment=report.cluster.environment,
         claimed_cluster_type=report.cluster.cluster_type,
         skipped_kinds=[skipped.model_dump() for skipped in report.skipped_kinds],
+        busy_timeout=busy_timeout,
     )
     cluster = applied.cluster
     if cluster is None:
