@@ -13,11 +13,10 @@ command keeps polling until the timeout.
 
 import asyncio
 import math
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from enum import StrEnum
 from types import TracebackType
 from typing import Annotated
@@ -30,15 +29,22 @@ from rich.live import Live
 from rich.table import Table
 
 from hub.cli.common import Output, OutputOption, console, errors, print_json
+from hub.cli.remote import (
+    DEFAULT_HUB,
+    HubOption,
+    TokenOption,
+    bearer,
+    error_of,
+    short_revision,
+    when,
+)
 from hub.gate.policy import ClusterState, Verdict, format_duration
 from hub.gate.schemas import Duration, GateResult
 
 GATE_PATH = "/api/v1/gates/promotion"
-DEFAULT_HUB = "http://127.0.0.1:8080"
 # Hub errors that may go away by waiting: the harvester has not read the commit or version yet.
 _WAIT_ON = {"unknown_commit", "unknown_version"}
 _DURATION = TypeAdapter(Duration)
-_SHA = re.compile(r"\b[0-9a-f]{40,64}\b")
 _STATE_STYLES = {
     ClusterState.COMPLIANT: "green",
     ClusterState.SOAKING: "cyan",
@@ -81,14 +87,6 @@ class Waited:
     last: Poll
 
 
-def _error_of(response: httpx.Response) -> tuple[str | None, str]:
-    try:
-        body = response.json()
-        return body["error"], body["detail"]
-    except (ValueError, KeyError, TypeError):
-        return None, response.text[:200] or response.reason_phrase
-
-
 async def _poll(client: httpx.AsyncClient, params: Mapping[str, str], elapsed: float) -> Poll:
     try:
         response = await client.get(GATE_PATH, params=params)
@@ -96,7 +94,7 @@ async def _poll(client: httpx.AsyncClient, params: Mapping[str, str], elapsed: f
         return Poll(elapsed, problem=f"the hub is unreachable: {exc or type(exc).__name__}")
     if response.status_code == 200:
         return Poll(elapsed, result=GateResult.model_validate_json(response.content))
-    error, detail = _error_of(response)
+    error, detail = error_of(response)
     if response.status_code >= 500 or error in _WAIT_ON:
         return Poll(elapsed, problem=f"{detail} (HTTP {response.status_code})")
     raise GateUnusable(f"{detail} (HTTP {response.status_code})")
@@ -140,14 +138,6 @@ async def wait_for_gate(
 # --- showing it -------------------------------------------------------------------------------
 
 
-def _short(revision: str | None) -> str:
-    return "-" if revision is None else _SHA.sub(lambda found: found[0][:12], revision)
-
-
-def _when(moment: datetime | None) -> str:
-    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
-
-
 def summary(result: GateResult) -> str:
     counts = result.counts
     style = _VERDICT_STYLES[result.verdict]
@@ -174,8 +164,8 @@ def cluster_table(result: GateResult) -> Table:
             cluster.name,
             cluster.cluster_type or "-",
             f"[{_STATE_STYLES.get(cluster.state, 'yellow')}]{cluster.state}[/]",
-            _short(cluster.applied_revision),
-            _when(cluster.ready_since),
+            short_revision(cluster.applied_revision),
+            when(cluster.ready_since),
             "-" if remaining is None else format_duration(timedelta(seconds=remaining)),
             cluster.explanation,
         )
@@ -324,13 +314,8 @@ def wait(
     ] = 1,
     timeout: Annotated[str, typer.Option(help="Give up after this long (exit 2).")] = "30m",
     interval: Annotated[str, typer.Option(help="Time between two looks at the gate.")] = "10s",
-    hub: Annotated[
-        str, typer.Option(envvar="FLEETMARK_HUB_URL", help="The hub's URL.")
-    ] = DEFAULT_HUB,
-    token: Annotated[
-        str | None,
-        typer.Option(envvar="FLEETMARK_TOKEN", help="An API token with read scope."),
-    ] = None,
+    hub: HubOption = DEFAULT_HUB,
+    token: TokenOption = None,
     output: OutputOption = Output.table,
 ) -> None:
     """Wait for the promotion gate: exit 0 passed, 1 failed, 2 timed out, 3 unusable."""
@@ -349,10 +334,9 @@ def wait(
     interval_seconds = _seconds("--interval", interval)
     if interval_seconds == 0:
         raise _unusable(f"--interval: must be more than nothing, got {interval!r}")
-    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
 
     async def run(show: _Progress) -> Waited:
-        async with httpx.AsyncClient(base_url=hub, headers=headers, timeout=30.0) as client:
+        async with httpx.AsyncClient(base_url=hub, headers=bearer(token), timeout=30.0) as client:
             return await wait_for_gate(
                 client, params, time_limit=timeout_seconds, interval=interval_seconds, show=show
             )

@@ -1,12 +1,13 @@
-"""Fixtures of the gate's tests: the harvester's (real git repositories harvested in the test's
-transaction) and a simulated fleet on top of them."""
+"""Fixtures of the correlation tests (gate, drift, environment diff, DORA): the harvester's
+(real git repositories harvested in the test's transaction) and a simulated fleet on top of
+them."""
 
 from collections.abc import Awaitable, Callable
 
 import pytest
 
 from tests.conftest import MakeAgent
-from tests.gate.fleet import Fleet
+from tests.correlation.fleet import Fleet
 from tests.harvest.conftest import (
     Harvest,
     MakeRepo,

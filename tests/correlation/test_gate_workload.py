@@ -11,7 +11,7 @@ from hub.gate import service
 from hub.gate.policy import ClusterState, Verdict
 from hub.gate.schemas import GateCluster, GateResult
 from hub.harvest.urls import normalise_repository_url
-from tests.gate.fleet import Fleet
+from tests.correlation.fleet import Fleet
 from tests.harvest.scenario import WORKLOAD
 from tests.support import FakeClock
 

@@ -12,7 +12,7 @@ from hub.gate import service
 from hub.gate.policy import ClusterState, Verdict
 from hub.gate.schemas import GateCluster, GateResult
 from hub.models import Cluster
-from tests.gate.fleet import Fleet
+from tests.correlation.fleet import Fleet
 from tests.support import FakeClock
 
 SOAK = timedelta(minutes=10)

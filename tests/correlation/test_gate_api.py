@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from hub.harvest.urls import normalise_repository_url
-from tests.gate.fleet import Fleet
+from tests.correlation.fleet import Fleet
 from tests.harvest.scenario import WORKLOAD
 from tests.support import FakeClock, bearer
 

@@ -25,7 +25,7 @@ from hub.tokens import service as token_service
 from hub.tokens.schemas import TokenRequest
 from tests.agent.conftest import LiveHub, free_port
 from tests.conftest import TOKEN_SECRET, hub_settings
-from tests.gate.fleet import Fleet, SimCluster
+from tests.correlation.fleet import Fleet, SimCluster
 from tests.harvest import scenario
 from tests.harvest.gitrepo import WorkRepo
 from tests.support import Agent, FakeClock

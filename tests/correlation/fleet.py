@@ -1,4 +1,4 @@
-"""A simulated fleet for the gate's tests.
+"""A simulated fleet for the correlation tests: gate, drift, environment diff, DORA.
 
 The reference scenario's GitOps repositories (platform-gitops and app-gitops, branches dev and
 stage) are real git repositories, harvested into the test's store; clusters are registered and

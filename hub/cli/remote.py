@@ -1,0 +1,158 @@
+"""Commands that ask a running hub over HTTP with an API token (the gate, the fleet queries).
+
+A CI pipeline or a platform engineer's laptop has the hub's URL and a read token, not its
+database; these commands are for them, so they go through the same API as everyone else.
+"""
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Annotated, TypeVar
+
+import httpx
+import typer
+from pydantic import BaseModel, ValidationError
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from hub.cli.common import Output, fail, print_json
+
+M = TypeVar("M", bound=BaseModel)
+
+DEFAULT_HUB = "http://127.0.0.1:8080"
+
+HubOption = Annotated[str, typer.Option(envvar="FLEETMARK_HUB_URL", help="The hub's URL.")]
+TokenOption = Annotated[
+    str | None, typer.Option(envvar="FLEETMARK_TOKEN", help="An API token with read scope.")
+]
+
+Params = Mapping[str, str | Sequence[str] | None]
+
+
+def bearer(token: str | None) -> dict[str, str]:
+    return {} if token is None else {"Authorization": f"Bearer {token}"}
+
+
+def error_of(response: httpx.Response) -> tuple[str | None, str]:
+    """The hub's error code and detail, or what little an unexpected answer says."""
+    try:
+        body = response.json()
+        return body["error"], body["detail"]
+    except (ValueError, KeyError, TypeError):
+        return None, response.text[:200] or response.reason_phrase
+
+
+def fetch(
+    hub: str,
+    token: str | None,
+    path: str,
+    params: Params,
+    model: type[M],
+) -> M:
+    """GET one document from the hub; an unreachable hub or a refusal ends the command."""
+    query = {name: value for name, value in params.items() if value is not None}
+    try:
+        with httpx.Client(base_url=hub, headers=bearer(token), timeout=30.0) as client:
+            response = client.get(path, params=query)
+    except httpx.HTTPError as exc:
+        raise fail(f"the hub at {hub} is unreachable: {exc or type(exc).__name__}") from None
+    if response.status_code != 200:
+        _, detail = error_of(response)
+        raise fail(f"{detail} (HTTP {response.status_code})")
+    try:
+        return model.model_validate_json(response.content)
+    except ValidationError as exc:
+        raise fail(f"the hub at {hub} answered {path} with something unexpected: {exc}") from None
+
+
+# --- what the query commands share: options, tables, pages, JSON ------------------------------
+
+EnvironmentFilter = Annotated[
+    str | None, typer.Option("--environment", "-e", help="Only this environment.")
+]
+ClusterTypeFilter = Annotated[
+    str | None, typer.Option("--cluster-type", "-t", help="Only this cluster type.")
+]
+# The API's bounds, so a bad value is refused before anything is asked.
+LimitOption = Annotated[int, typer.Option(min=1, max=1000, help="Rows per page (1 to 1000).")]
+OffsetOption = Annotated[int, typer.Option(min=0, help="Rows to skip: where the page starts.")]
+
+_SHA = re.compile(r"\b[0-9a-f]{40,64}\b")
+
+
+def short_revision(revision: str | None) -> str:
+    """A revision with its full shas cut to 12 digits: `dev@sha1:1f2e3d4c5b6a`."""
+    return "-" if revision is None else _SHA.sub(lambda found: found[0][:12], revision)
+
+
+def when(moment: datetime | None) -> str:
+    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _cell(value: object) -> Text:
+    """Cells are plain text: a name the hub sends is never read as rich markup."""
+    if isinstance(value, Text):
+        return value
+    if value is None:
+        return Text("-", style="dim")
+    if isinstance(value, bool):
+        return Text("yes" if value else "no")
+    if isinstance(value, int):
+        return Text(f"{value:,}")
+    if isinstance(value, datetime):
+        return Text(when(value))
+    return Text(str(value))
+
+
+def rows_table(
+    headers: Sequence[str], rows: Iterable[Sequence[object]], *, title: str | None = None
+) -> Table:
+    """A table for people: None as `-`, times to the second, counts right-aligned."""
+    listed = list(rows)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for index, header in enumerate(headers):
+        counts = [row[index] for row in listed if row[index] is not None]
+        numeric = bool(counts) and all(
+            isinstance(value, int) and not isinstance(value, bool) for value in counts
+        )
+        table.add_column(header, justify="right" if numeric else "left")
+    for row in listed:
+        table.add_row(*(_cell(value) for value in row))
+    return table
+
+
+def page_footer(
+    noun: str,
+    *,
+    offset: int,
+    limit: int,
+    shown: int,
+    total: int | None = None,
+    next_offset: int | None = None,
+) -> str:
+    """Where this page lies: `page 2 of 4 · clusters 101-200 of 350 · next: --offset 200`.
+
+    Without a total (a list the hub does not count), the page number alone and whether
+    another page follows.
+    """
+    if total is not None and next_offset is None and offset + shown < total:
+        next_offset = offset + shown
+    if shown == 0:
+        if total is not None and total > 0:
+            return f"no {noun} from --offset {offset} ({total:,} in all)"
+        return f"no {noun}" if offset == 0 else f"no {noun} from --offset {offset}"
+    page = offset // limit + 1
+    pages = "" if total is None else f" of {max(page, math.ceil(total / limit)):,}"
+    rows = f"{noun} {offset + 1:,}-{offset + shown:,}" + ("" if total is None else f" of {total:,}")
+    more = "last page" if next_offset is None else f"next: --offset {next_offset}"
+    return f"page {page:,}{pages} · {rows} · {more}"
+
+
+def show(document: M, output: Output, render: Callable[[M], None]) -> None:
+    """The hub's answer as it came (`--output json`), or rendered for people."""
+    if output is Output.json:
+        print_json(document)
+    else:
+        render(document)
