@@ -17,6 +17,9 @@ from hub.database import (
     create_statement_pool,
 )
 from hub.deps import Clock
+from hub.dora.router import router as dora_router
+from hub.drift.router import router as drift_router
+from hub.envdiff.router import router as envdiff_router
 from hub.errors import install_error_handlers
 from hub.gate.router import router as gate_router
 from hub.harvest.router import router as repositories_router
@@ -71,6 +74,9 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         tokens_router,
         query_router,
         gate_router,
+        dora_router,
+        drift_router,
+        envdiff_router,
         repositories_router,
         scheduling_router,
     ):

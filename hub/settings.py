@@ -79,6 +79,22 @@ class HubSettings(BaseSettings):
         default=None,
         description="The only folder whose files the admin API may name as git credentials.",
     )
+    drift_interval: Interval = Field(
+        default=timedelta(seconds=30),
+        gt=timedelta(0),
+        description=(
+            "How often the hub judges the fleet's drift and updates the drift history "
+            "(seconds or ISO 8601); drift answers are at most this old."
+        ),
+    )
+    env_diff_interval: Interval = Field(
+        default=timedelta(seconds=30),
+        gt=timedelta(0),
+        description=(
+            "How often the hub sums up what the fleet's clusters run for the environment diff "
+            "(seconds or ISO 8601); its deployed side is at most this old."
+        ),
+    )
     schedule_control_plane: str | None = Field(
         default=None,
         description=(

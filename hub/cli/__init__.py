@@ -2,7 +2,7 @@
 
 import typer
 
-from hub.cli import admin, agent, gate, harvest, schedule, server
+from hub.cli import admin, agent, diff, dora, drift, gate, harvest, query, schedule, server
 
 app = typer.Typer(
     name="fleetmark",
@@ -16,7 +16,11 @@ app.add_typer(admin.tokens, name="tokens")
 agent.register(app)
 harvest.register(app)
 gate.register(app)
+dora.register(app)
+drift.register(app)
+diff.register(app)
 schedule.register(app)
+query.register(app)
 
 
 def main() -> None:

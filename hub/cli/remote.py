@@ -50,11 +50,13 @@ def fetch(
     path: str,
     params: Params,
     model: type[M],
+    *,
+    timeout: float = 30.0,
 ) -> M:
     """GET one document from the hub; an unreachable hub or a refusal ends the command."""
     query = {name: value for name, value in params.items() if value is not None}
     try:
-        with httpx.Client(base_url=hub, headers=bearer(token), timeout=30.0) as client:
+        with httpx.Client(base_url=hub, headers=bearer(token), timeout=timeout) as client:
             response = client.get(path, params=query)
     except httpx.HTTPError as exc:
         raise fail(f"the hub at {hub} is unreachable: {exc or type(exc).__name__}") from None
@@ -106,18 +108,29 @@ def _cell(value: object) -> Text:
     return Text(str(value))
 
 
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def rows_table(
     headers: Sequence[str], rows: Iterable[Sequence[object]], *, title: str | None = None
 ) -> Table:
-    """A table for people: None as `-`, times to the second, counts right-aligned."""
+    """A table for people: None as `-`, times to the second, counts right-aligned.
+
+    On a narrow terminal the headers of counts give way first (wrapped, then cut); the
+    counts themselves, names, times and revisions are kept whole as long as they fit.
+    """
     listed = list(rows)
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     for index, header in enumerate(headers):
-        counts = [row[index] for row in listed if row[index] is not None]
-        numeric = bool(counts) and all(
-            isinstance(value, int) and not isinstance(value, bool) for value in counts
+        values = [row[index] for row in listed if row[index] is not None]
+        counts = all(_is_count(value) for value in values)
+        table.add_column(
+            header,
+            justify="right" if counts and values else "left",
+            no_wrap=not counts,
+            min_width=max((len(_cell(value)) for value in values), default=1) if counts else None,
         )
-        table.add_column(header, justify="right" if numeric else "left")
     for row in listed:
         table.add_row(*(_cell(value) for value in row))
     return table

@@ -273,7 +273,8 @@ async def chain_positions(
 
 # Live objects of the given clusters with the source each follows. A Flux Kustomization or
 # HelmRelease names its source object in source_ref; that object's ref (the branch) and,
-# failing its own, its URL stand in.
+# failing its own, its URL stand in. Source objects are looked for among the given clusters'
+# only, as the join implies: the planner would otherwise read every cluster's.
 _TRACKING = """
 tracking AS (
     SELECT o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name,
@@ -284,6 +285,7 @@ tracking AS (
     FROM object_state o
     LEFT JOIN object_state s
       ON o.reconciler = 'flux' AND s.cluster_id = o.cluster_id AND s.reconciler = 'flux'
+     AND s.cluster_id = ANY(:clusters)
      AND s.removed_at IS NULL AND o.source_ref = s.kind || '/' || s.namespace || '/' || s.name
     WHERE o.cluster_id = ANY(:clusters) AND o.removed_at IS NULL
       AND NOT (o.reconciler = 'flux' AND o.kind = ANY(:source_kinds))
@@ -296,7 +298,9 @@ WHERE source_ref = ANY(:refs) AND source_url IS NOT NULL
 """)  # noqa: S608 - composed from constants, never from input
 
 # A run ends at a transition that removed the object or changed what the run is about; the
-# current run starts with the first transition after the newest such end.
+# current run starts with the first transition after the newest such end; bounding observed_at
+# (as the row comparison implies) starts the index scan there, not at the object's first
+# transition of all.
 _TRACKED = text(f"""
 WITH {_TRACKING}
 SELECT tr.id, tr.cluster_id, tr.reconciler, tr.kind, tr.namespace, tr.name, tr.source_url,
@@ -314,6 +318,7 @@ LEFT JOIN LATERAL (
 LEFT JOIN LATERAL (
     SELECT min(t.observed_at) AS since FROM status_transition t
     WHERE t.object_id = tr.id
+      AND t.observed_at >= COALESCE(applied_end.observed_at, '-infinity')
       AND (applied_end.observed_at IS NULL
            OR (t.observed_at, t.received_at) > (applied_end.observed_at, applied_end.received_at))
 ) applied ON true
@@ -325,6 +330,7 @@ LEFT JOIN LATERAL (
 LEFT JOIN LATERAL (
     SELECT min(t.observed_at) AS since FROM status_transition t
     WHERE t.object_id = tr.id
+      AND t.observed_at >= COALESCE(ready_end.observed_at, '-infinity')
       AND (ready_end.observed_at IS NULL
            OR (t.observed_at, t.received_at) > (ready_end.observed_at, ready_end.received_at))
 ) ready ON true

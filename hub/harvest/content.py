@@ -219,7 +219,8 @@ class PlatformReader:
         reconciler = parse(RECONCILER_FILE, parse_reconciler)
         sources = reconciler.sources if reconciler is not None else ()
         return AssignmentState(
-            namespace=namespace,
+            namespace=None if namespace is None else namespace.name,
+            workload=None if namespace is None else namespace.workload,
             config=config or {},
             config_hash=None if config is None else config_hash(config),
             reconciler_kind=None if reconciler is None else reconciler.kind,

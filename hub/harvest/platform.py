@@ -30,15 +30,34 @@ PROMOTED_COMMIT_PATH = (".github", "tracking", "Promoted_Commit_Id")
 _COMMIT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 # Argo CD's way of saying "the repository's default branch".
 _DEFAULT_REVISIONS = {"", "HEAD"}
+_HEADS = "refs/heads/"
+# An Argo CD targetRevision that names a fixed revision rather than a branch: a commit, a tag
+# ref, or a version tag (`v1.4.2`, `1.4.2-rc.1`); branches are rarely named like versions.
+_ARGO_PINNED = re.compile(
+    r"^(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64}|refs/tags/.+|v?\d+(?:\.\d+)+(?:[-+][0-9A-Za-z.-]+)?)$"
+)
 
 
 @dataclass(frozen=True, slots=True)
 class AppSource:
-    """Where a reconciler takes its manifests from. `branch` None: the default branch."""
+    """Where a reconciler takes its manifests from. `branch` None: the default branch.
+
+    `pinned`: the fixed revision it follows instead of the branch head, spelled as agents
+    report a source ref (agent/sources): a commit sha, `refs/tags/<tag>`, `semver:<range>`, a
+    ref name, or an Argo CD targetRevision that names a commit or a version tag.
+    """
 
     url: str
     branch: str | None
     path: str
+    pinned: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    name: str
+    # The `workload` label of Kalypso's namespace template: whose assignment this is.
+    workload: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +73,7 @@ class AssignmentState:
     """What the platform repo says about one assignment at one commit (None: unreadable)."""
 
     namespace: str | None
+    workload: str | None
     config: dict[str, str] = field(hash=False)
     config_hash: str | None
     reconciler_kind: str | None
@@ -67,13 +87,13 @@ def normalise_path(path: str | None) -> str:
     return "/".join(parts)
 
 
-def parse_namespace(data: bytes, path: str) -> str:
+def parse_namespace(data: bytes, path: str) -> Namespace:
     for document in load_documents(data, path):
         if document.get("kind") == "Namespace":
             name = text_field(document, "metadata", "name")
             if not name:
                 raise ContentError(path, "the Namespace has no metadata.name")
-            return name
+            return Namespace(name, text_field(document, "metadata", "labels", "workload"))
     raise ContentError(path, "no Namespace document")
 
 
@@ -93,6 +113,24 @@ def parse_config(data: bytes, path: str) -> dict[str, str]:
 def config_hash(config: dict[str, str]) -> str:
     """sha256 of the config as canonical JSON: equal configs hash alike however written."""
     return sha256_hex(canonical_json(config))
+
+
+def _flux_ref(repository: Document) -> tuple[str | None, str | None]:
+    """(branch, pinned revision) of a GitRepository's `spec.ref`, the pinned revision in
+    Flux's order of precedence; a `name` under refs/heads/ follows that branch."""
+    branch = text_field(repository, "spec", "ref", "branch")
+    name = text_field(repository, "spec", "ref", "name")
+    if name and name.startswith(_HEADS):
+        branch, name = name.removeprefix(_HEADS), None
+    if commit := text_field(repository, "spec", "ref", "commit"):
+        return branch, commit
+    if name:
+        return branch, name
+    if semver := text_field(repository, "spec", "ref", "semver"):
+        return branch, f"semver:{semver}"
+    if tag := text_field(repository, "spec", "ref", "tag"):
+        return branch, f"refs/tags/{tag}"
+    return branch, None
 
 
 def _api_group(document: Document) -> str:
@@ -121,11 +159,13 @@ def _flux_sources(documents: list[Document]) -> list[AppSource]:
         url = None if repository is None else text_field(repository, "spec", "url")
         if repository is None or not url:
             continue
+        branch, pinned = _flux_ref(repository)
         sources.append(
             AppSource(
                 url=url,
-                branch=text_field(repository, "spec", "ref", "branch"),
+                branch=branch,
                 path=normalise_path(text_field(document, "spec", "path")),
+                pinned=pinned,
             )
         )
     return sources
@@ -146,11 +186,13 @@ def _argo_sources(documents: list[Document]) -> list[AppSource]:
             if not url:
                 continue
             revision = text_field(source, "targetRevision") or ""
+            pinned = _ARGO_PINNED.match(revision) is not None
             sources.append(
                 AppSource(
                     url=url,
-                    branch=None if revision in _DEFAULT_REVISIONS else revision,
+                    branch=None if pinned or revision in _DEFAULT_REVISIONS else revision,
                     path=normalise_path(text_field(source, "path")),
+                    pinned=revision if pinned else None,
                 )
             )
     return sources

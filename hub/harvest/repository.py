@@ -42,6 +42,8 @@ class StoredAssignment:
     app_url: str | None
     app_branch: str | None
     app_path: str | None
+    workload: str | None = None
+    app_pinned_ref: str | None = None
     config: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
 
@@ -429,6 +431,8 @@ async def open_assignments(
                 app_url=app_url,
                 app_branch=revision.app_branch,
                 app_path=revision.app_path,
+                workload=revision.workload,
+                app_pinned_ref=revision.app_pinned_ref,
                 config=revision.config,
             ),
         )

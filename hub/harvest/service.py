@@ -665,6 +665,8 @@ def _stored_assignment(state: AssignmentState | None) -> StoredAssignment | None
         app_url=None if app is None else normalise_repository_url(app.url),
         app_branch=None if app is None else app.branch,
         app_path=None if app is None else app.path,
+        workload=state.workload,
+        app_pinned_ref=None if app is None else app.pinned,
         config=state.config,
     )
 
@@ -723,6 +725,8 @@ async def _store_assignments(
                 else app_ids[revision.values.app_url],
                 "app_branch": revision.values.app_branch,
                 "app_path": revision.values.app_path,
+                "workload": revision.values.workload,
+                "app_pinned_ref": revision.values.app_pinned_ref,
             }
             for revision in changes.new
         ],

@@ -3,6 +3,13 @@
 from hub.models.auth import ApiToken
 from hub.models.base import Base
 from hub.models.desired import Assignment, AssignmentRevision, HarvestError, ManifestRevision
+from hub.models.drift import (
+    ClusterDrift,
+    ClusterDriftReasons,
+    DriftEvaluation,
+    DriftPeriod,
+    ObjectDrift,
+)
 from hub.models.fleet import (
     Cluster,
     ClusterType,
@@ -23,14 +30,19 @@ __all__ = [
     "Base",
     "BranchCommit",
     "Cluster",
+    "ClusterDrift",
+    "ClusterDriftReasons",
     "ClusterHeartbeat",
     "ClusterType",
     "DeploymentTarget",
+    "DriftEvaluation",
+    "DriftPeriod",
     "Environment",
     "GitBranch",
     "GitCommit",
     "HarvestError",
     "ManifestRevision",
+    "ObjectDrift",
     "ObjectState",
     "Repository",
     "ScheduledAssignment",

@@ -50,6 +50,11 @@ class AssignmentRevision(Base):
     app_repository_id: Mapped[int | None] = mapped_column(ForeignKey("repository.id"))
     app_branch: Mapped[str | None]
     app_path: Mapped[str | None]
+    # The fixed revision the reconciler follows instead of the branch head (a commit, a tag),
+    # spelled as agents report a source ref; None while it follows the branch.
+    app_pinned_ref: Mapped[str | None]
+    # The Namespace's `workload` label (Kalypso's namespace template sets it).
+    workload: Mapped[str | None] = mapped_column(String(253))
 
 
 class ManifestRevision(Base):

@@ -1,13 +1,29 @@
 """Fixtures of the correlation tests (gate, drift, environment diff, DORA): the harvester's
 (real git repositories harvested in the test's transaction) and a simulated fleet on top of
-them."""
+them; for the commands, the same on a hub served on a real port over a committed database."""
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
 
+import httpx
 import pytest
+from click.testing import Result
+from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+from typer.testing import CliRunner
 
-from tests.conftest import MakeAgent
-from tests.correlation.fleet import Fleet
+from hub import migrate
+from hub.cli import app as cli
+from hub.clusters import service as cluster_service
+from hub.clusters.schemas import ClusterRegistration
+from hub.harvest import service as harvest_service
+from hub.harvest.schemas import RepositoryConfig
+from hub.tokens import service as token_service
+from hub.tokens.schemas import TokenRequest
+from tests.agent.conftest import LiveHub
+from tests.conftest import TOKEN_SECRET, MakeAgent, hub_settings
+from tests.correlation.fleet import Fleet, SimCluster
 from tests.harvest.conftest import (
     Harvest,
     MakeRepo,
@@ -17,6 +33,8 @@ from tests.harvest.conftest import (
     make_repo,
     sessions,
 )
+from tests.harvest.gitrepo import WorkRepo
+from tests.support import Agent, FakeClock
 
 __all__ = ["configure", "harvest", "harvest_settings", "make_repo", "sessions"]
 
@@ -34,3 +52,90 @@ async def fleet(
     )
     await built.start()
     return built
+
+
+class ServedFleet:
+    """A hub on a port of its own over a committed database, with the platform-gitops and
+    app-gitops remotes the test builds before `start`."""
+
+    def __init__(self, url: str, tmp_path: Path) -> None:
+        self.clock = FakeClock()
+        self.engine = create_async_engine(url)
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.hub = LiveHub(url, self.clock)
+        self.platform = WorkRepo(tmp_path / "remotes" / "platform-gitops")
+        self.app = WorkRepo(tmp_path / "remotes" / "app-gitops")
+        self.data_dir = tmp_path / "data"
+        self.token = ""
+        # Each registered cluster's token, environment and cluster type, by name.
+        self.registered: dict[str, tuple[str, str, str]] = {}
+
+    async def start(self, clusters: Iterable[tuple[str, str, str]]) -> None:
+        """Registers the platform repository, the clusters (name, environment, cluster type)
+        and a read token, harvests, and serves."""
+        async with self.sessions() as session:
+            config = RepositoryConfig(
+                url=self.platform.url, role="platform", branches=["dev", "stage"]
+            )
+            await harvest_service.add_repository(
+                session, config, credentials_dir=None, now=self.clock.now
+            )
+            for name, environment, cluster_type in clusters:
+                registration = ClusterRegistration(
+                    name=name, environment=environment, cluster_type=cluster_type
+                )
+                registered = await cluster_service.register(
+                    session, registration, token_secret=TOKEN_SECRET
+                )
+                self.registered[name] = (registered.token, environment, cluster_type)
+            read = await token_service.create(
+                session, TokenRequest(name="ci", scope="read"), token_secret=TOKEN_SECRET
+            )
+            await session.commit()
+        self.token = read.token
+        await harvest_service.run_harvest(
+            self.sessions, hub_settings(data_dir=self.data_dir), clock=self.clock
+        )
+        self.hub.start()
+
+    @asynccontextmanager
+    async def clusters(self) -> AsyncIterator[dict[str, SimCluster]]:
+        """The registered clusters, each with an agent that reports to the served hub."""
+        async with httpx.AsyncClient(base_url=self.hub.url) as client:
+            yield {
+                name: SimCluster(
+                    Agent(client, self.clock, name, token),
+                    environment,
+                    cluster_type,
+                    self.platform.url,
+                    self.app.url,
+                )
+                for name, (token, environment, cluster_type) in self.registered.items()
+            }
+
+    async def fleetmark(self, *args: str, columns: int | None = None) -> Result:
+        """`fleetmark <args>` against the served hub with the read token; `columns` widens the
+        terminal so that no table row wraps."""
+        options = ["--hub", self.hub.url, "--token", self.token]
+        env = None if columns is None else {"COLUMNS": str(columns)}
+        return await asyncio.to_thread(CliRunner().invoke, cli, [*args, *options], env=env)
+
+
+@pytest.fixture
+async def served_fleet(
+    fresh_database: Callable[[], str], tmp_path: Path
+) -> AsyncIterator[ServedFleet]:
+    url = fresh_database()
+    migrate.upgrade(url)
+    served = ServedFleet(url, tmp_path)
+    try:
+        yield served
+    finally:
+        if served.hub.running:
+            served.hub.stop()
+        await served.engine.dispose()
+
+
+def words(text: str) -> str:
+    """Rich wraps long lines at the terminal width; compare words, not line breaks."""
+    return " ".join(text.split())

@@ -146,15 +146,16 @@ class SimCluster:
         ready: bool | None = True,
         reason: str | None = "ReconciliationSucceeded",
         message: str | None = None,
+        ref: str | None = None,
     ) -> None:
         """The reconciler of deployment target `target` (e.g. functional-test), following its
-        app-gitops folder on the environment's branch."""
+        app-gitops folder on the environment's branch (or at `ref`, a pinned revision)."""
         name = scenario.target_name(target)
         self.objects[name] = _records(
             self.reconciler,
             name,
             url=_spelled(self.app_url, self.reconciler),
-            branch=self.environment,
+            branch=ref or self.environment,
             path=f"./{target}" if self.reconciler == "flux" else target,
             applied=applied,
             attempted=applied if attempted is None else attempted,
@@ -184,12 +185,38 @@ class Fleet:
         self._harvest, self._make_agent, self._configure = harvest, make_agent, configure
         self.platform_heads = scenario.build_platform(platform, app.url)
         self.app_heads = scenario.build_app(app)
+        self.environments = ["dev", "stage"]
         self.clusters: dict[str, SimCluster] = {}
 
     async def start(self) -> None:
         """Configure the platform repository (it leads to app-gitops) and harvest both."""
-        await self._configure(self.platform.url, "platform", branches=["dev", "stage"])
+        await self._configure(self.platform.url, "platform", branches=self.environments)
         await self.harvest()
+
+    def assignment(
+        self, environment: str, cluster_type: str, target: str, config: dict[str, str]
+    ) -> dict[str, str]:
+        """The platform folder of an assignment whose Flux reconciler follows the target's
+        app-gitops folder on the environment's branch."""
+        namespace = scenario.namespace_of(environment, cluster_type, target)
+        reconciler = scenario.flux_reconciler(
+            target, namespace, self.app.url, environment, f"./{target}"
+        )
+        return scenario.assignment(environment, cluster_type, target, reconciler, config)
+
+    def open_environment(self, name: str, platform: dict[str, str], version: str = "1.0.0") -> None:
+        """Before `start`: environment `name` as a platform branch off the initial layout with
+        `platform`'s files, and an app-gitops branch whose folders carry `version`."""
+        initial = self.platform.head(f"{self.platform_heads['stage']}~1")
+        self.platform.checkout(name, new=True, start=initial)
+        self.platform_heads[name] = self.platform.commit(f"Promote {name}", platform)
+        self.platform.checkout("dev")
+        self.app.checkout(name, new=True, start=self.app_heads["stage"])
+        self.app_heads[name] = self.app.commit(
+            f"hello-world {version} on {name}", scenario.app_gitops(name, version)
+        )
+        self.app.checkout("dev")
+        self.environments.append(name)
 
     async def harvest(self) -> None:
         report = await self._harvest()

@@ -3,32 +3,21 @@ command itself with its exit codes against a hub served on a real port."""
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
 from click.testing import Result
-from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 from typer.testing import CliRunner
 
-from hub import migrate
 from hub.cli import app as cli
 from hub.cli.gate import GateUnusable, Outcome, Poll, wait_for_gate
-from hub.clusters import service as cluster_service
-from hub.clusters.schemas import ClusterRegistration
 from hub.gate.policy import Verdict
-from hub.harvest import service as harvest_service
-from hub.harvest.schemas import RepositoryConfig
-from hub.tokens import service as token_service
-from hub.tokens.schemas import TokenRequest
 from tests.agent.conftest import LiveHub, free_port
-from tests.conftest import TOKEN_SECRET, hub_settings
-from tests.correlation.fleet import Fleet, SimCluster
+from tests.correlation.conftest import ServedFleet, words
+from tests.correlation.fleet import Fleet
 from tests.harvest import scenario
-from tests.harvest.gitrepo import WorkRepo
-from tests.support import Agent, FakeClock
+from tests.support import FakeClock
 
 # --- the polling, in simulated time -----------------------------------------------------------
 
@@ -212,77 +201,26 @@ class Served:
 
 
 @pytest.fixture
-async def served(fresh_database: Callable[[], str], tmp_path: Path) -> AsyncIterator[Served]:
-    """A hub on a port of its own over a committed database: the scenario's repositories
-    harvested; in dev a drone that has run the head for ten minutes, in stage a drone whose
-    sync of the head failed."""
-    url = fresh_database()
-    migrate.upgrade(url)
-    clock = FakeClock()
-    engine = create_async_engine(url)
-    hub = LiveHub(url, clock)
-    try:
-        sessions = async_sessionmaker(engine, expire_on_commit=False)
-        platform = WorkRepo(tmp_path / "remotes" / "platform-gitops")
-        app = WorkRepo(tmp_path / "remotes" / "app-gitops")
-        heads = scenario.build_platform(platform, app.url)
-        scenario.build_app(app)
-        async with sessions() as session:
-            config = RepositoryConfig(url=platform.url, role="platform", branches=["dev", "stage"])
-            await harvest_service.add_repository(
-                session, config, credentials_dir=None, now=clock.now
-            )
-            tokens = {
-                name: (
-                    await cluster_service.register(
-                        session,
-                        ClusterRegistration(
-                            name=name, environment=environment, cluster_type="drone"
-                        ),
-                        token_secret=TOKEN_SECRET,
-                    )
-                ).token
-                for name, environment in [("drone-dev", "dev"), ("drone-stage", "stage")]
-            }
-            read = await token_service.create(
-                session, TokenRequest(name="ci", scope="read"), token_secret=TOKEN_SECRET
-            )
-            await session.commit()
-        await harvest_service.run_harvest(
-            sessions, hub_settings(data_dir=tmp_path / "data"), clock=clock
-        )
-        hub.start()
-        async with httpx.AsyncClient(base_url=hub.url) as client:
-            dev, stage = (
-                SimCluster(
-                    Agent(client, clock, name, tokens[name]),
-                    environment,
-                    "drone",
-                    platform.url,
-                    app.url,
-                )
-                for name, environment in [("drone-dev", "dev"), ("drone-stage", "stage")]
-            )
-            dev.run_platform(heads["dev"])
-            stage.run_platform(None, attempted=heads["stage"], ready=False, reason="BuildFailed")
-            await dev.report()
-            await stage.report()
-            clock.advance(minutes=10)
-            await dev.report()
-        yield Served(hub, read.token, heads["dev"], heads["stage"])
-    finally:
-        if hub.running:
-            hub.stop()
-        await engine.dispose()
+async def served(served_fleet: ServedFleet) -> Served:
+    """The scenario's repositories harvested; in dev a drone that has run the head for ten
+    minutes, in stage a drone whose sync of the head failed."""
+    live = served_fleet
+    heads = scenario.build_platform(live.platform, live.app.url)
+    scenario.build_app(live.app)
+    await live.start([("drone-dev", "dev", "drone"), ("drone-stage", "stage", "drone")])
+    async with live.clusters() as clusters:
+        dev, stage = clusters["drone-dev"], clusters["drone-stage"]
+        dev.run_platform(heads["dev"])
+        stage.run_platform(None, attempted=heads["stage"], ready=False, reason="BuildFailed")
+        await dev.report()
+        await stage.report()
+        live.clock.advance(minutes=10)
+        await dev.report()
+    return Served(live.hub, live.token, heads["dev"], heads["stage"])
 
 
 async def fleetmark(*args: str, env: dict[str, str] | None = None) -> Result:
     return await asyncio.to_thread(CliRunner().invoke, cli, ["gate", "wait", *args], env=env)
-
-
-def words(text: str) -> str:
-    """Rich wraps long lines at the terminal width; compare words, not line breaks."""
-    return " ".join(text.split())
 
 
 async def test_exit_codes_against_a_running_hub(served: Served) -> None:

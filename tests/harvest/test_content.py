@@ -6,6 +6,7 @@ from hub.harvest.documents import ContentError
 from hub.harvest.manifests import ManifestFile, summarise
 from hub.harvest.platform import (
     AppSource,
+    Namespace,
     config_hash,
     parse_config,
     parse_namespace,
@@ -45,6 +46,52 @@ def test_argocd_head_revision_means_the_default_branch() -> None:
     assert parse_reconciler(text.encode(), "r.yaml").sources == (AppSource(APP_URL, None, ""),)
 
 
+@pytest.mark.parametrize(
+    ("ref", "branch", "pinned"),
+    [
+        ({"tag": "v1.4.2"}, None, "refs/tags/v1.4.2"),
+        ({"semver": ">=1.4.0"}, None, "semver:>=1.4.0"),
+        ({"branch": "dev", "commit": "1f2e3d4c5b6a7980"}, "dev", "1f2e3d4c5b6a7980"),
+        ({"name": "refs/heads/release"}, "release", None),
+        ({"name": "refs/pull/7/head"}, None, "refs/pull/7/head"),
+    ],
+)
+def test_a_flux_source_pinned_to_a_revision_says_so_as_agents_report_it(
+    ref: dict[str, str], branch: str | None, pinned: str | None
+) -> None:
+    text = scenario.flux_reconciler("uat-test", "ns", APP_URL, "stage", "./uat-test").replace(
+        "    branch: stage\n", "".join(f"    {key}: '{value}'\n" for key, value in ref.items())
+    )
+
+    [source] = parse_reconciler(text.encode(), "r.yaml").sources
+
+    assert (source.branch, source.path, source.pinned) == (branch, "uat-test", pinned)
+
+
+@pytest.mark.parametrize(
+    ("revision", "branch", "pinned"),
+    [
+        ("stage", "stage", None),
+        ("v1.4.2", None, "v1.4.2"),
+        ("2.0.0-rc.1", None, "2.0.0-rc.1"),
+        ("refs/tags/release-7", None, "refs/tags/release-7"),
+        (
+            "1F2E3D4C5B6A79801F2E3D4C5B6A79801F2E3D4C",
+            None,
+            "1F2E3D4C5B6A79801F2E3D4C5B6A79801F2E3D4C",
+        ),
+    ],
+)
+def test_an_argocd_target_revision_naming_a_commit_or_version_tag_is_pinned(
+    revision: str, branch: str | None, pinned: str | None
+) -> None:
+    text = scenario.argocd_reconciler("uat-test", "ns", APP_URL, revision, "uat-test")
+
+    assert parse_reconciler(text.encode(), "r.yaml").sources == (
+        AppSource(APP_URL, branch, "uat-test", pinned),
+    )
+
+
 def test_other_template_output_is_no_error_and_has_no_source() -> None:
     text = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: custom-reconciler}\n"
 
@@ -57,8 +104,8 @@ def test_namespace_and_config() -> None:
     namespace = scenario.namespace_yaml("dev", "drone", "functional-test")
     config = scenario.config_yaml("ns", {"REGION": "East US", "REPLICAS": "3"})
 
-    assert (
-        parse_namespace(namespace.encode(), "n.yaml") == "dev-drone-hello-world-app-functional-test"
+    assert parse_namespace(namespace.encode(), "n.yaml") == Namespace(
+        "dev-drone-hello-world-app-functional-test", workload="hello-world-app"
     )
     assert parse_config(config.encode(), "c.yaml") == {"REGION": "East US", "REPLICAS": "3"}
 

@@ -1,0 +1,131 @@
+"""`fleetmark dora`: deployment frequency, lead time, change failure rate and time to restore per
+environment, asked of a running hub (GET /api/v1/dora) with a read token.
+
+A table per environment for people, the hub's answer as JSON for scripts. An unreachable hub
+or a refused question ends the command with exit code 1 and the hub's words.
+"""
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+import typer
+
+from hub.cli.common import Output, OutputOption, console
+from hub.cli.query import moment
+from hub.cli.remote import DEFAULT_HUB, HubOption, TokenOption, fetch, rows_table, show, when
+from hub.dora.schemas import DoraReport, EnvironmentDora, Spread
+from hub.gate.policy import format_duration
+
+DORA_PATH = "/api/v1/dora"
+# The figures come from every transition of the range: on a fleet of thousands of clusters
+# the hub takes seconds, tens of seconds for a month of 10,000, where other questions take
+# milliseconds.
+DORA_TIMEOUT = 300.0
+
+
+def _duration(seconds: float | None) -> str:
+    return "-" if seconds is None else format_duration(timedelta(seconds=seconds))
+
+
+def _spread(spread: Spread) -> str:
+    return " · ".join(
+        f"{name} {_duration(seconds)}"
+        for name, seconds in (
+            ("median", spread.median_seconds),
+            ("p90", spread.p90_seconds),
+            ("mean", spread.mean_seconds),
+        )
+    )
+
+
+def _rate(figures: EnvironmentDora) -> str:
+    if figures.change_failure_rate is None:
+        return "- (no rollout started)"
+    return (
+        f"{figures.change_failure_rate:.0%} "
+        f"({figures.rollouts_failed} of {figures.rollouts_started} rollouts failed)"
+    )
+
+
+def _rows(figures: EnvironmentDora) -> list[tuple[str, str]]:
+    lead_time = _spread(figures.lead_time) if figures.deployments else "-"
+    restore = (
+        f"{_spread(figures.time_to_restore)} ({figures.restored} restored)"
+        if figures.restored
+        else "-"
+    )
+    if figures.unrestored:
+        restore += f", {figures.unrestored} not restored"
+    return [
+        (
+            "deployments",
+            f"{figures.deployments} ({figures.deployments_per_day:.2f} per day)",
+        ),
+        ("lead time", lead_time),
+        ("change failure rate", _rate(figures)),
+        ("time to restore", restore),
+        ("rollouts in progress", str(figures.in_progress)),
+    ]
+
+
+def render_dora(report: DoraReport) -> None:
+    subject = "platform commits" if report.workload is None else f"versions of {report.workload}"
+    for figures in report.environments:
+        console.print(
+            rows_table(
+                ("figure", "value"),
+                _rows(figures),
+                title=f"{figures.environment}: {subject}, "
+                f"{when(report.since)} to {when(report.until)}",
+            )
+        )
+
+
+def dora(
+    environment: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--environment", "-e", help="Only this environment; repeat for several (default: all)."
+        ),
+    ] = None,
+    workload: Annotated[
+        str | None,
+        typer.Option(
+            "--workload", "-w", help="Figures of this workload's versions, not platform commits."
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="From this time on: 2026-11-22T12:00:00Z (UTC if no offset) or 7d ago "
+            "(default: 30 days before --until)."
+        ),
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="Before this time, as --since takes it (default: now).")
+    ] = None,
+    hub: HubOption = DEFAULT_HUB,
+    token: TokenOption = None,
+    output: OutputOption = Output.table,
+) -> None:
+    """DORA figures per environment: deployment frequency, lead time (commit to Ready on every
+    expected cluster), change failure rate and time to restore."""
+    now = datetime.now(UTC)
+    report = fetch(
+        hub,
+        token,
+        DORA_PATH,
+        {
+            "environment": environment,
+            "workload": workload,
+            "since": moment("--since", since, now),
+            "until": moment("--until", until, now),
+        },
+        DoraReport,
+        timeout=DORA_TIMEOUT,
+    )
+    show(report, output, render_dora)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(dora)

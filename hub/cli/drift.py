@@ -1,0 +1,286 @@
+"""`fleetmark drift`: what is drifted in the fleet and why, or with `--history` how long each
+cluster (or object) was drifted, asked of a running hub (GET /api/v1/drift, /drift/history)
+with a read token.
+
+A table with short evidence per row ("2 commits behind for 3h", "failing: SyncFailed") and a
+summary line for people; the hub's answer as JSON for scripts. An unreachable hub or a refused
+question ends the command with exit code 1 and the hub's words.
+"""
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from hub.cli.common import Output, OutputOption, console, fail
+from hub.cli.query import moment
+from hub.cli.remote import (
+    DEFAULT_HUB,
+    ClusterTypeFilter,
+    EnvironmentFilter,
+    HubOption,
+    LimitOption,
+    OffsetOption,
+    TokenOption,
+    fetch,
+    page_footer,
+    rows_table,
+    show,
+)
+from hub.drift.schemas import (
+    DriftHistory,
+    DriftItem,
+    DriftPeriod,
+    DriftReason,
+    DriftReport,
+    Reason,
+)
+from hub.gate.policy import format_duration
+
+DRIFT_PATH = "/api/v1/drift"
+HISTORY_PATH = "/api/v1/drift/history"
+
+_REASON_STYLES = {
+    Reason.FAILING: "bold red",
+    Reason.STALE: "yellow",
+    Reason.DIVERGED: "red",
+    Reason.UNKNOWN_REVISION: "magenta",
+}
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _for(seconds: float | None) -> str:
+    return "" if seconds is None else f" for {format_duration(timedelta(seconds=seconds))}"
+
+
+def evidence(reason: DriftReason) -> str:
+    """A reason in a few words, for a table cell."""
+    match reason.reason:
+        case Reason.BEHIND:
+            return f"{_plural(reason.commits or 0, 'commit')} behind{_for(reason.seconds)}"
+        case Reason.FAILING:
+            return f"failing: {reason.reconciler_reason or reason.message or 'not Ready'}"
+        case Reason.STALE:
+            return "never reported" if reason.since is None else f"stale{_for(reason.seconds)}"
+        case Reason.CONFIG_MISMATCH:
+            changed = sorted({key for item in reason.config or () for key in item.keys})
+            return f"config differs ({', '.join(changed) or 'hash'})"
+        case Reason.NOT_APPLIED:
+            return "nothing applied"
+        case Reason.UNKNOWN_REVISION:
+            return "unknown revision"
+        case _:
+            return reason.reason.replace("_", " ")
+
+
+def _reasons(item: DriftItem) -> Text:
+    if not item.reasons:
+        return Text("in sync", style="green")
+    text = Text()
+    for index, reason in enumerate(item.reasons):
+        if index:
+            text.append("; ")
+        text.append(evidence(reason), style=_REASON_STYLES.get(reason.reason, "yellow"))
+    return text
+
+
+def _object(item: DriftItem) -> str | None:
+    found = item.object
+    return None if found is None else f"{found.kind}/{found.namespace}/{found.name}"
+
+
+def _placed(environment: str | None, cluster_type: str | None) -> str:
+    return f"{environment or '-'}/{cluster_type or '-'}"
+
+
+def _ago(now: datetime, at: datetime | None) -> str:
+    return "never" if at is None else f"{format_duration(now - at)} ago"
+
+
+def summary_line(report: DriftReport) -> str:
+    """`5 drifted objects in 3 clusters · behind 2, failing 1, stale 2 · judged 20s ago`."""
+    summary = report.summary
+    counts = ", ".join(
+        f"{reason.value.replace('_', ' ')} {count:,}"
+        for reason, count in summary.reasons.items()
+        if count
+    )
+    parts = [
+        f"{_plural(summary.drifted_objects, 'drifted object')} in "
+        f"{_plural(summary.drifted_clusters, 'cluster')}",
+    ]
+    if counts:
+        parts.append(counts)
+    if summary.untracked:
+        parts.append(f"{summary.untracked:,} following no harvested branch")
+    parts.append(
+        "not judged yet: the hub's drift job has not run"
+        if report.evaluated_at is None
+        else f"judged {_ago(report.now, report.evaluated_at)}"
+    )
+    return " · ".join(parts)
+
+
+def render_drift(report: DriftReport) -> None:
+    if report.items:
+        console.print(
+            rows_table(
+                ("cluster", "env/type", "object", "reasons", "drifted since"),
+                (
+                    (
+                        item.cluster,
+                        _placed(item.environment, item.cluster_type),
+                        _object(item),
+                        _reasons(item),
+                        None
+                        if item.drifted_since is None
+                        else _ago(report.now, item.drifted_since),
+                    )
+                    for item in report.items
+                ),
+            )
+        )
+        console.print(
+            page_footer(
+                "rows",
+                offset=report.offset,
+                limit=report.limit,
+                shown=len(report.items),
+                total=report.total,
+            ),
+            highlight=False,
+        )
+    console.print(summary_line(report), highlight=False)
+
+
+def render_history(history: DriftHistory) -> None:
+    span = "all history" if history.since is None else f"since {history.since:%Y-%m-%d %H:%M:%S}"
+    if history.items:
+        console.print(
+            rows_table(
+                ("cluster", "env/type", "object", "drifted", "periods", "now", "last period"),
+                (
+                    (
+                        item.cluster,
+                        _placed(item.environment, item.cluster_type),
+                        None if item.object is None else f"{item.object.kind}/{item.object.name}",
+                        format_duration(timedelta(seconds=item.drifted_seconds)),
+                        len(item.periods),
+                        Text("drifted", style="yellow") if item.open else Text("in sync"),
+                        _period(item.periods[0]) if item.periods else None,
+                    )
+                    for item in history.items
+                ),
+                title=f"drift history, {span} until {history.until:%Y-%m-%d %H:%M:%S}",
+            )
+        )
+    console.print(
+        page_footer(
+            "clusters" if history.level == "cluster" else "objects",
+            offset=history.offset,
+            limit=history.limit,
+            shown=len(history.items),
+            total=history.total,
+        ),
+        highlight=False,
+    )
+
+
+def _period(period: DriftPeriod) -> str:
+    end = "open" if period.ended_at is None else f"{period.ended_at:%Y-%m-%d %H:%M:%S}"
+    reasons = ", ".join(reason.value.replace("_", " ") for reason in period.reasons)
+    return (
+        f"{period.started_at:%Y-%m-%d %H:%M:%S} to {end} "
+        f"({format_duration(timedelta(seconds=period.seconds))}: {reasons})"
+    )
+
+
+def drift(
+    environment: EnvironmentFilter = None,
+    cluster_type: ClusterTypeFilter = None,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", "-c", help="Only this cluster.")
+    ] = None,
+    reason: Annotated[
+        list[Reason] | None,
+        typer.Option("--reason", "-r", help="Only rows with this reason (repeatable)."),
+    ] = None,
+    include_in_sync: Annotated[
+        bool, typer.Option("--all", help="Also the objects that are in sync.")
+    ] = False,
+    history: Annotated[
+        bool,
+        typer.Option("--history", help="How long each cluster was drifted, period by period."),
+    ] = False,
+    objects: Annotated[
+        bool, typer.Option("--objects", help="With --history: each object, not each cluster.")
+    ] = False,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="With --history: from this time on, 2026-11-22T12:00:00Z or a duration back "
+            "from now (7d, 90m)."
+        ),
+    ] = None,
+    open_only: Annotated[
+        bool, typer.Option("--open", help="With --history: only what is drifted now.")
+    ] = False,
+    limit: LimitOption = 100,
+    offset: OffsetOption = 0,
+    hub: HubOption = DEFAULT_HUB,
+    token: TokenOption = None,
+    output: OutputOption = Output.table,
+) -> None:
+    """Drifted reconciler objects and why: behind the harvested head (by how many commits, for
+    how long), diverged, failing, stale agent, config mismatch, live drift."""
+    misplaced = ["--reason", "--all"] if history else ["--objects", "--since", "--open"]
+    given = {
+        "--reason": bool(reason),
+        "--all": include_in_sync,
+        "--objects": objects,
+        "--since": since is not None,
+        "--open": open_only,
+    }
+    for option in misplaced:
+        if given[option]:
+            mode = "with --history" if history else "without --history"
+            raise fail(f"{option} does not apply {mode}")
+    placement = {"environment": environment, "cluster_type": cluster_type, "cluster": cluster}
+    page = {"limit": str(limit), "offset": str(offset)}
+    if history:
+        found = fetch(
+            hub,
+            token,
+            HISTORY_PATH,
+            placement
+            | page
+            | {
+                "level": "object" if objects else "cluster",
+                "since": moment("--since", since, datetime.now(UTC)),
+                "open": "true" if open_only else None,
+            },
+            DriftHistory,
+        )
+        show(found, output, render_history)
+        return
+    report = fetch(
+        hub,
+        token,
+        DRIFT_PATH,
+        placement
+        | page
+        | {
+            "reason": [item.value for item in reason or ()] or None,
+            "include_in_sync": "true" if include_in_sync else None,
+        },
+        DriftReport,
+    )
+    show(report, output, render_drift)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(drift)

@@ -1,0 +1,283 @@
+"""`fleetmark status` and `fleetmark history`: the fleet's state and its deployment history,
+asked of a running hub (GET /api/v1/fleet, GET /api/v1/history) with a read token.
+
+Both print a table and a page footer for people, or the hub's answer as JSON for scripts.
+An unreachable hub or a refused token ends the command with exit code 1 and the hub's words.
+"""
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+import typer
+from pydantic import TypeAdapter, ValidationError
+from rich.text import Text
+
+from hub.cli.common import Output, OutputOption, console, fail
+from hub.cli.remote import (
+    DEFAULT_HUB,
+    ClusterTypeFilter,
+    EnvironmentFilter,
+    HubOption,
+    LimitOption,
+    OffsetOption,
+    TokenOption,
+    fetch,
+    page_footer,
+    rows_table,
+    short_revision,
+    show,
+    when,
+)
+from hub.gate.policy import format_duration
+from hub.gate.schemas import Duration
+from hub.query.schemas import DeploymentPage, FleetState, GroupState, ObjectCounts
+
+FLEET_PATH = "/api/v1/fleet"
+HISTORY_PATH = "/api/v1/history"
+
+_DURATION = TypeAdapter(Duration)
+_OBJECT_HEADERS = ("objects", "ready", "failing", "progressing", "suspended", "drifted")
+_AGENT_STYLES = {"reporting": "green", "stale": "yellow", "never_reported": "bold red"}
+
+
+def _objects(counts: ObjectCounts) -> tuple[int, ...]:
+    return (
+        counts.total,
+        counts.ready,
+        counts.failing,
+        counts.progressing,
+        counts.suspended,
+        counts.drifted,
+    )
+
+
+def _group(state: GroupState) -> tuple[int, ...]:
+    return (
+        state.clusters,
+        state.reporting,
+        state.stale,
+        state.never_reported,
+        *_objects(state.objects),
+    )
+
+
+def _ago(now: datetime, moment: datetime | None) -> str | None:
+    return None if moment is None else f"{format_duration(now - moment)} ago"
+
+
+def render_fleet(fleet: FleetState) -> None:
+    groups: list[tuple[object, ...]] = []
+    for environment in fleet.environments:
+        name = environment.name or "(no environment)"
+        groups.append((Text(name, style="bold"), *_group(environment)))
+        for cluster_type in environment.cluster_types:
+            groups.append((f"  {cluster_type.name or '(no cluster type)'}", *_group(cluster_type)))
+    groups.append((Text("all", style="bold"), *_group(fleet.totals)))
+    stale_after = format_duration(timedelta(seconds=fleet.stale_after_seconds))
+    console.print(
+        rows_table(
+            (
+                "environment / type",
+                "clusters",
+                "reporting",
+                "stale",
+                "never reported",
+                *_OBJECT_HEADERS,
+            ),
+            groups,
+            title=f"fleet at {when(fleet.evaluated_at)}, stale after {stale_after} of silence",
+        )
+    )
+    page = fleet.clusters
+    if page.items:
+        console.print()
+        console.print(
+            rows_table(
+                ("cluster", "environment", "type", "agent", "last report", *_OBJECT_HEADERS),
+                (
+                    (
+                        cluster.name,
+                        cluster.environment,
+                        cluster.cluster_type,
+                        Text(cluster.agent.replace("_", " "), style=_AGENT_STYLES[cluster.agent]),
+                        _ago(fleet.evaluated_at, cluster.last_seen_at),
+                        *_objects(cluster.objects),
+                    )
+                    for cluster in page.items
+                ),
+            )
+        )
+    console.print(
+        page_footer(
+            "clusters",
+            offset=page.offset,
+            limit=page.limit,
+            shown=len(page.items),
+            total=page.total,
+        ),
+        highlight=False,
+    )
+
+
+def _ready(ready: bool | None, reason: str | None) -> Text:
+    """Readiness with the new revision; why, when it was not Ready."""
+    if ready:
+        return Text("yes", style="green")
+    words = f" ({reason})" if reason else ""
+    if ready is None:
+        return Text(f"unknown{words}", style="yellow")
+    return Text(f"no{words}", style="bold red")
+
+
+def _revision(sha: str | None, version: str | None, revision: str | None) -> str:
+    """The commit (12 digits) or version applied; the branch is the object's own."""
+    if sha is not None:
+        return sha[:12]
+    return version or short_revision(revision)
+
+
+def _placed(environment: str | None, cluster_type: str | None) -> str:
+    return f"{environment or '-'}/{cluster_type or '-'}"
+
+
+def render_history(page: DeploymentPage) -> None:
+    if page.items:
+        console.print(
+            rows_table(
+                (
+                    "deployed at",
+                    "cluster",
+                    "env/type",
+                    "object",
+                    "applied",
+                    "before",
+                    "ready",
+                ),
+                (
+                    (
+                        item.deployed_at,
+                        item.cluster,
+                        _placed(item.environment, item.cluster_type),
+                        f"{item.kind}/{item.namespace}/{item.name}",
+                        _revision(item.applied_sha, item.applied_version, item.applied_revision),
+                        _revision(item.previous_sha, item.previous_version, item.previous_revision),
+                        _ready(item.ready, item.reason),
+                    )
+                    for item in page.items
+                ),
+                title="deployments, newest first",
+            )
+        )
+    console.print(
+        page_footer(
+            "deployments",
+            offset=page.offset,
+            limit=page.limit,
+            shown=len(page.items),
+            next_offset=page.next_offset,
+        ),
+        highlight=False,
+    )
+
+
+def moment(option: str, value: str | None, now: datetime) -> str | None:
+    """An ISO 8601 time (UTC unless it names an offset) or a duration back from `now`."""
+    if value is None:
+        return None
+    try:
+        found = datetime.fromisoformat(value)
+    except ValueError:
+        found = now - _back(option, value)
+    if found.tzinfo is None:
+        found = found.replace(tzinfo=UTC)
+    return found.isoformat()
+
+
+def _back(option: str, value: str) -> timedelta:
+    try:
+        ago: timedelta = _DURATION.validate_python(value)
+    except ValidationError:
+        raise fail(
+            f"{option}: {value!r} is neither a time (2026-11-22, 2026-11-22T12:00:00Z) "
+            "nor a duration back from now (90m, 7d, PT2H)"
+        ) from None
+    if ago < timedelta(0):
+        raise fail(f"{option}: a duration back from now must not be negative, got {value!r}")
+    return ago
+
+
+def status(
+    environment: EnvironmentFilter = None,
+    cluster_type: ClusterTypeFilter = None,
+    limit: LimitOption = 100,
+    offset: OffsetOption = 0,
+    hub: HubOption = DEFAULT_HUB,
+    token: TokenOption = None,
+    output: OutputOption = Output.table,
+) -> None:
+    """The fleet now: clusters reporting, stale or never heard of, and their reconciler objects
+    by state, per environment and cluster type; then a page of clusters."""
+    fleet = fetch(
+        hub,
+        token,
+        FLEET_PATH,
+        {
+            "environment": environment,
+            "cluster_type": cluster_type,
+            "limit": str(limit),
+            "offset": str(offset),
+        },
+        FleetState,
+    )
+    show(fleet, output, render_fleet)
+
+
+def history(
+    environment: EnvironmentFilter = None,
+    cluster_type: ClusterTypeFilter = None,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", "-c", help="Only this cluster.")
+    ] = None,
+    object_name: Annotated[
+        str | None, typer.Option("--object", help="Only reconciler objects of this name.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="From this time on: 2026-11-22T12:00:00Z (UTC unless it names an offset), "
+            "or a duration back from now (7d, 90m)."
+        ),
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="Before this time, as --since takes it.")
+    ] = None,
+    limit: LimitOption = 100,
+    offset: OffsetOption = 0,
+    hub: HubOption = DEFAULT_HUB,
+    token: TokenOption = None,
+    output: OutputOption = Output.table,
+) -> None:
+    """Every change of the revision a reconciler object applied, newest first."""
+    now = datetime.now(UTC)
+    page = fetch(
+        hub,
+        token,
+        HISTORY_PATH,
+        {
+            "environment": environment,
+            "cluster_type": cluster_type,
+            "cluster": cluster,
+            "object": object_name,
+            "since": moment("--since", since, now),
+            "until": moment("--until", until, now),
+            "limit": str(limit),
+            "offset": str(offset),
+        },
+        DeploymentPage,
+    )
+    show(page, output, render_history)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(status)
+    app.command()(history)

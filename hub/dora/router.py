@@ -1,0 +1,86 @@
+"""DORA endpoints (read scope): figures per environment, and the rollouts behind them as a page
+or as CSV."""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Response
+from pydantic import AwareDatetime
+
+from hub.deps import ClockDep, ReadAccess, ReadSessionDep
+from hub.dora import service
+from hub.dora.schemas import DoraDeploymentPage, DoraReport
+from hub.dora.service import DoraQuery
+
+router = APIRouter(prefix="/api/v1/dora", tags=["queries"], dependencies=[ReadAccess])
+
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"description": "Unknown environment, or a workload without assignments there."}
+}
+
+Environments = Annotated[
+    list[str] | None,
+    Query(
+        alias="environment",
+        description="Repeat for several; absent: every environment.",
+    ),
+]
+Workload = Annotated[
+    str | None,
+    Query(description="Figures of this workload's versions instead of the platform commits."),
+]
+Since = Annotated[
+    AwareDatetime | None,
+    Query(description="Inclusive; default: 30 days before until."),
+]
+Until = Annotated[
+    AwareDatetime | None,
+    Query(description="Exclusive; default: now. Facts from then on are not seen."),
+]
+
+
+def _query(
+    environments: Environments = None,
+    workload: Workload = None,
+    since: Since = None,
+    until: Until = None,
+) -> DoraQuery:
+    return DoraQuery(environments or [], workload, since, until)
+
+
+QueryDep = Annotated[DoraQuery, Depends(_query)]
+
+
+@router.get("", response_model=DoraReport, responses=_NOT_FOUND)
+async def dora(session: ReadSessionDep, clock: ClockDep, query: QueryDep) -> DoraReport:
+    """Deployment frequency, lead time, change failure rate and time to restore per
+    environment, of its platform commits or of a workload's versions."""
+    return await service.dora_report(session, query, now=clock())
+
+
+@router.get("/deployments", response_model=DoraDeploymentPage, responses=_NOT_FOUND)
+async def dora_deployments(
+    session: ReadSessionDep,
+    clock: ClockDep,
+    query: QueryDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> DoraDeploymentPage:
+    """The rollouts the figures count, per environment, newest first."""
+    return await service.dora_deployments(session, query, limit=limit, offset=offset, now=clock())
+
+
+@router.get(
+    "/deployments.csv",
+    response_class=Response,
+    responses={200: {"content": {"text/csv": {}}}, **_NOT_FOUND},
+)
+async def dora_deployments_csv(
+    session: ReadSessionDep, clock: ClockDep, query: QueryDep
+) -> Response:
+    """Every rollout the figures count, as CSV (the columns of /dora/deployments' items)."""
+    body = await service.dora_deployments_csv(session, query, now=clock())
+    return Response(
+        body,
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": 'attachment; filename="dora-deployments.csv"'},
+    )

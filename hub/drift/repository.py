@@ -1,0 +1,885 @@
+"""SQL of drift: the drift job's set-based evaluation of every live object, the counts per
+cluster and the drift periods it keeps, and the reads of the API.
+
+An evaluation is a few statements however large the fleet: one judges every live object against
+the harvested head of the branch it follows and writes the rows of `object_drift` that changed,
+one recounts `cluster_drift`, one opens, widens and closes `drift_period` rows, one stamps
+`drift_evaluation`. Reads count and page with `cluster_drift` joined to the clusters (a row or
+two per cluster) and take the rows they show from the `drift_object` view, for the clusters
+on the page only.
+"""
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ColumnElement,
+    DateTime,
+    Integer,
+    String,
+    and_,
+    any_,
+    case,
+    cast,
+    column,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+    table,
+    text,
+    true,
+    tuple_,
+    union_all,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from hub.drift.schemas import Reason
+from hub.gate.repository import FLUX_SOURCE_KINDS
+from hub.models import (
+    Cluster,
+    ClusterDrift,
+    ClusterDriftReasons,
+    ClusterType,
+    DriftEvaluation,
+    DriftPeriod,
+    Environment,
+    ObjectState,
+    Repository,
+)
+
+# Advisory lock key held while evaluating drift ("drift" in ASCII): one replica at a time.
+DRIFT_LOCK = 0x6472696674
+
+drift_object = table(
+    "drift_object",
+    column("cluster_id", Integer),
+    column("cluster", String),
+    column("environment", String),
+    column("environment_position", Integer),
+    column("cluster_type", String),
+    column("last_seen_at", DateTime(timezone=True)),
+    column("object_id", BigInteger),
+    column("reconciler", String),
+    column("kind", String),
+    column("namespace", String),
+    column("name", String),
+    column("source_url", String),
+    column("source_ref", String),
+    column("source_path", String),
+    column("repository", String),
+    column("branch", String),
+    column("revision", String),
+    column("applied_revision", String),
+    column("applied_sha", String),
+    column("head_sha", String),
+    column("commits_behind", Integer),
+    column("behind_since", DateTime(timezone=True)),
+    column("ready", Boolean),
+    column("reason", String),
+    column("message", String),
+    column("live_drift", Boolean),
+    column("suspended", Boolean),
+    column("config_mismatches", JSONB),
+    column("reasons", ARRAY(String)),
+)
+
+
+@asynccontextmanager
+async def exclusive_evaluation(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> AsyncIterator[bool]:
+    """Whether this process got the drift lock; held on its own connection until the end."""
+    async with sessionmaker() as session:
+        connection = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        acquired = bool(await connection.scalar(select(func.pg_try_advisory_lock(DRIFT_LOCK))))
+        try:
+            yield acquired
+        finally:
+            if acquired:
+                await connection.scalar(select(func.pg_advisory_unlock(DRIFT_LOCK)))
+
+
+# --- evaluation -------------------------------------------------------------------------------
+
+
+async def source_spellings(session: AsyncSession) -> list[str]:
+    """Every repository URL, as reported, that a live object or its Flux source names."""
+    rows = await session.scalars(
+        select(ObjectState.source_url)
+        .where(ObjectState.removed_at.is_(None), ObjectState.source_url.is_not(None))
+        .distinct()
+    )
+    return [url for url in rows if url is not None]
+
+
+async def repository_ids(session: AsyncSession) -> dict[str, int]:
+    """Harvested repositories by normalised URL."""
+    rows = await session.execute(select(Repository.url, Repository.id))
+    return {url: repository_id for url, repository_id in rows}
+
+
+# What the evaluation writes per object; compared with the stored row (in one hash join) to
+# leave unchanged rows, most of them most of the time, untouched.
+_JUDGED_COLUMNS = (
+    "cluster_id",
+    "reconciler",
+    "kind",
+    "namespace",
+    "name",
+    "source_url",
+    "source_ref",
+    "source_path",
+    "branch_id",
+    "revision",
+    "applied_revision",
+    "applied_sha",
+    "head_sha",
+    "commits_behind",
+    "behind_since",
+    "ready",
+    "reason",
+    "message",
+    "live_drift",
+    "suspended",
+    "config_mismatches",
+    "reasons",
+)
+_LIST = ", ".join(_JUDGED_COLUMNS)
+
+# How an object's applied revision compares with the head of the branch it follows. Commits are
+# placed by their positions on the branch's first-parent chain (hub/harvest/ancestry.py): a
+# member at position p that is not on the chain is an ancestor of chain commit p only, so the
+# last chain commit it fully contains is p - 1. "ahead": the applied commit lies on another
+# harvested branch's chain at or after the head. Platform config is compared, per assignment
+# of the object's cluster type on the branch, between the revision valid at the applied
+# position and the open one, for the (branch, cluster type, position) triples behind objects
+# share rather than per object.
+_EVALUATE = text(f"""
+WITH spelling AS (
+    SELECT * FROM unnest(CAST(:spellings AS text[]), CAST(:repository_ids AS int[]))
+        AS s(url, repository_id)
+),
+source AS MATERIALIZED (
+    SELECT s.cluster_id, s.kind || '/' || s.namespace || '/' || s.name AS ref,
+           s.source_url, s.source_ref
+    FROM object_state s
+    WHERE s.reconciler = 'flux' AND s.kind = ANY(:source_kinds) AND s.removed_at IS NULL
+),
+tracking AS (
+    SELECT o.id AS object_id, o.cluster_id, c.cluster_type_id, o.reconciler, o.kind,
+           o.namespace, o.name,
+           COALESCE(o.source_url, s.source_url) AS source_url,
+           COALESCE(s.source_ref, o.source_ref) AS source_ref,
+           o.source_path, o.applied_revision, o.applied_sha, o.ready, o.reason, o.message,
+           o.drifted AS live_drift, o.suspended
+    FROM object_state o
+    JOIN cluster c ON c.id = o.cluster_id AND c.decommissioned_at IS NULL
+    LEFT JOIN source s
+      ON o.reconciler = 'flux' AND s.cluster_id = o.cluster_id AND s.ref = o.source_ref
+    WHERE o.removed_at IS NULL AND NOT (o.reconciler = 'flux' AND o.kind = ANY(:source_kinds))
+),
+judged AS MATERIALIZED (
+    SELECT t.*, b.id AS branch_id, head.sha AS head_sha, hb.position AS head_position,
+        CASE
+            WHEN head.sha IS NULL THEN 'untracked'
+            WHEN t.applied_sha IS NULL AND t.applied_revision IS NOT NULL THEN 'no_commit'
+            WHEN t.applied_sha IS NULL THEN 'not_applied'
+            WHEN ac.id = b.head_commit_id THEN 'at_head'
+            WHEN ab.position IS NOT NULL THEN 'behind'
+            WHEN ac.id IS NULL THEN 'unknown_revision'
+            WHEN EXISTS (
+                SELECT 1 FROM branch_commit d
+                JOIN branch_commit h
+                  ON h.branch_id = d.branch_id AND h.commit_id = b.head_commit_id
+                WHERE d.commit_id = ac.id AND d.mainline AND h.position <= d.position
+            ) THEN 'ahead'
+            ELSE 'diverged'
+        END AS revision,
+        ab.position - CASE WHEN ab.mainline THEN 0 ELSE 1 END AS applied_position
+    FROM tracking t
+    LEFT JOIN spelling sp ON sp.url = t.source_url
+    LEFT JOIN git_branch b
+      ON b.repository_id = sp.repository_id AND b.deleted_at IS NULL
+     AND b.name = CASE WHEN t.source_ref LIKE 'refs/heads/%' THEN substr(t.source_ref, 12)
+                       ELSE t.source_ref END
+    LEFT JOIN git_commit head ON head.id = b.head_commit_id
+    LEFT JOIN branch_commit hb ON hb.branch_id = b.id AND hb.commit_id = b.head_commit_id
+    LEFT JOIN git_commit ac ON ac.repository_id = b.repository_id AND ac.sha = t.applied_sha
+    LEFT JOIN branch_commit ab ON ab.branch_id = b.id AND ab.commit_id = ac.id
+),
+lagging AS (
+    SELECT DISTINCT j.branch_id, j.cluster_type_id, j.applied_position
+    FROM judged j
+    WHERE j.revision = 'behind' AND j.cluster_type_id IS NOT NULL
+      AND j.branch_id IN (SELECT branch_id FROM assignment)
+),
+mismatch AS (
+    SELECT l.branch_id, l.cluster_type_id, l.applied_position,
+           jsonb_agg(jsonb_build_object(
+               'deployment_target', a.deployment_target_name,
+               'applied_config_hash', applied.config_hash,
+               'desired_config_hash', desired.config_hash,
+               'keys', to_jsonb(ARRAY(
+                   SELECT k.key FROM (
+                       SELECT jsonb_object_keys(COALESCE(applied.config, '{{}}')) AS key
+                       UNION SELECT jsonb_object_keys(desired.config)
+                   ) k
+                   WHERE applied.config -> k.key IS DISTINCT FROM desired.config -> k.key
+                   ORDER BY k.key
+               ))
+           ) ORDER BY a.deployment_target_name) AS mismatches
+    FROM lagging l
+    JOIN cluster_type ct ON ct.id = l.cluster_type_id
+    JOIN assignment a ON a.branch_id = l.branch_id AND a.cluster_type_name = ct.name
+    JOIN assignment_revision desired
+      ON desired.assignment_id = a.id AND desired.valid_until_commit_id IS NULL
+    LEFT JOIN LATERAL (
+        SELECT r.config_hash, r.config FROM assignment_revision r
+        JOIN branch_commit f ON f.branch_id = a.branch_id AND f.commit_id = r.valid_from_commit_id
+        LEFT JOIN branch_commit u
+          ON u.branch_id = a.branch_id AND u.commit_id = r.valid_until_commit_id
+        WHERE r.assignment_id = a.id AND f.position <= l.applied_position
+          AND (r.valid_until_commit_id IS NULL OR u.position > l.applied_position)
+        ORDER BY f.position DESC LIMIT 1
+    ) applied ON true
+    WHERE applied.config_hash IS DISTINCT FROM desired.config_hash
+    GROUP BY l.branch_id, l.cluster_type_id, l.applied_position
+),
+evaluated AS MATERIALIZED (
+    SELECT j.object_id, j.cluster_id, j.reconciler, j.kind, j.namespace, j.name, j.source_url,
+           j.source_ref, j.source_path, j.branch_id, j.revision, j.applied_revision,
+           j.applied_sha, j.head_sha,
+           CASE WHEN j.revision = 'behind' THEN j.head_position - j.applied_position END
+               AS commits_behind,
+           missing.committed_at AS behind_since,
+           j.ready, j.reason, j.message, j.live_drift, j.suspended,
+           m.mismatches AS config_mismatches,
+           array_remove(ARRAY[
+               CASE WHEN j.revision IN ('behind', 'diverged', 'unknown_revision', 'not_applied')
+                    THEN j.revision END,
+               CASE WHEN j.ready IS FALSE THEN 'failing' END,
+               CASE WHEN m.mismatches IS NOT NULL THEN 'config_mismatch' END,
+               CASE WHEN j.live_drift THEN 'live_drift' END
+           ]::varchar[], NULL) AS reasons
+    FROM judged j
+    LEFT JOIN LATERAL (
+        SELECT mc.committed_at FROM branch_commit bc JOIN git_commit mc ON mc.id = bc.commit_id
+        WHERE j.revision = 'behind' AND bc.branch_id = j.branch_id
+          AND bc.position = j.applied_position + 1 AND bc.mainline
+    ) missing ON true
+    LEFT JOIN mismatch m
+      ON j.revision = 'behind' AND m.branch_id = j.branch_id
+     AND m.cluster_type_id = j.cluster_type_id AND m.applied_position = j.applied_position
+),
+written AS (
+    INSERT INTO object_drift AS d (object_id, {_LIST}, changed_at)
+    SELECT e.object_id, {", ".join(f"e.{name}" for name in _JUDGED_COLUMNS)}, :now
+    FROM evaluated e
+    LEFT JOIN object_drift stored ON stored.object_id = e.object_id
+    WHERE stored.object_id IS NULL
+       OR ({", ".join(f"stored.{name}" for name in _JUDGED_COLUMNS)})
+          IS DISTINCT FROM ({", ".join(f"e.{name}" for name in _JUDGED_COLUMNS)})
+    ON CONFLICT (object_id) DO UPDATE SET
+        {", ".join(f"{name} = EXCLUDED.{name}" for name in _JUDGED_COLUMNS)},
+        changed_at = EXCLUDED.changed_at
+    RETURNING 1
+),
+dropped AS (
+    DELETE FROM object_drift d
+    WHERE NOT EXISTS (SELECT 1 FROM evaluated e WHERE e.object_id = d.object_id)
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM evaluated) AS objects,
+       (SELECT count(*) FROM evaluated WHERE reasons <> '{{}}') AS drifted,
+       (SELECT count(*) FROM written) AS changed,
+       (SELECT count(*) FROM dropped) AS dropped
+""")  # noqa: S608 - composed from constants, never from input
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluated:
+    objects: int
+    drifted: int
+    changed: int
+    dropped: int
+
+
+async def evaluate(
+    session: AsyncSession, *, repositories: dict[str, int], now: datetime
+) -> Evaluated:
+    """Judge every live object of the registered clusters; `repositories`: the harvested
+    repository each reported URL spelling stands for."""
+    # A plan of its own for this statement: it reads the fleet once, and JIT compilation
+    # would cost more than it saves.
+    await session.execute(text("SET LOCAL jit = off"))
+    row = (
+        await session.execute(
+            _EVALUATE,
+            {
+                "spellings": list(repositories),
+                "repository_ids": list(repositories.values()),
+                "source_kinds": list(FLUX_SOURCE_KINDS),
+                "now": now,
+            },
+        )
+    ).one()
+    return Evaluated(**row._asdict())
+
+
+# Reasons the evaluation stores; staleness is the reader's.
+STORED_REASONS = tuple(reason.value for reason in Reason if reason is not Reason.STALE)
+_TOTALS = ("rank", "objects", "drifted", "untracked", *STORED_REASONS)
+
+# Per registered cluster its objects counted and its place in a listing: by promotion order,
+# cluster type and name, compared byte by byte (names are Kubernetes-style ASCII) since that
+# is cheaper than a locale's rules. Rows that did not change are left as they are.
+_COUNT_CLUSTERS = text(f"""
+WITH counted AS MATERIALIZED (
+    SELECT c.id AS cluster_id,
+           (row_number() OVER (
+               ORDER BY e.position NULLS LAST, e.name COLLATE "C" NULLS LAST,
+                        ct.name COLLATE "C" NULLS LAST, c.name COLLATE "C"))::int AS rank,
+           count(d.object_id)::int AS objects,
+           (count(d.object_id) FILTER (WHERE d.reasons <> '{{}}'))::int AS drifted,
+           (count(d.object_id) FILTER (WHERE d.revision = 'untracked'))::int AS untracked,
+           {
+    ", ".join(
+        f"(count(d.object_id) FILTER (WHERE '{reason}' = ANY(d.reasons)))::int AS {reason}"
+        for reason in STORED_REASONS
+    )
+}
+    FROM cluster c
+    LEFT JOIN environment e ON e.id = c.environment_id
+    LEFT JOIN cluster_type ct ON ct.id = c.cluster_type_id
+    LEFT JOIN object_drift d ON d.cluster_id = c.id
+    WHERE c.decommissioned_at IS NULL
+    GROUP BY c.id, e.position, e.name, ct.name
+),
+written AS (
+    INSERT INTO cluster_drift AS t (cluster_id, {", ".join(_TOTALS)})
+    SELECT c.cluster_id, {", ".join(f"c.{name}" for name in _TOTALS)}
+    FROM counted c
+    LEFT JOIN cluster_drift stored ON stored.cluster_id = c.cluster_id
+    WHERE stored.cluster_id IS NULL
+       OR ({", ".join(f"stored.{name}" for name in _TOTALS)})
+          IS DISTINCT FROM ({", ".join(f"c.{name}" for name in _TOTALS)})
+    ON CONFLICT (cluster_id) DO UPDATE SET
+        {", ".join(f"{name} = EXCLUDED.{name}" for name in _TOTALS)}
+    RETURNING 1
+)
+DELETE FROM cluster_drift t
+WHERE NOT EXISTS (SELECT 1 FROM counted c WHERE c.cluster_id = t.cluster_id)
+""")  # noqa: S608 - composed from constants, never from input
+
+_COUNT_REASONS = text("""
+WITH counted AS MATERIALIZED (
+    SELECT cluster_id, reasons, count(*)::int AS objects
+    FROM object_drift
+    GROUP BY cluster_id, reasons
+),
+written AS (
+    INSERT INTO cluster_drift_reasons AS t (cluster_id, reasons, objects)
+    SELECT c.cluster_id, c.reasons, c.objects
+    FROM counted c
+    LEFT JOIN cluster_drift_reasons stored
+      ON stored.cluster_id = c.cluster_id AND stored.reasons = c.reasons
+    WHERE stored.objects IS DISTINCT FROM c.objects
+    ON CONFLICT (cluster_id, reasons) DO UPDATE SET objects = EXCLUDED.objects
+    RETURNING 1
+)
+DELETE FROM cluster_drift_reasons t
+WHERE NOT EXISTS (
+    SELECT 1 FROM counted c WHERE c.cluster_id = t.cluster_id AND c.reasons = t.reasons
+)
+""")
+
+
+async def count_per_cluster(session: AsyncSession) -> None:
+    """Bring `cluster_drift` and `cluster_drift_reasons` in line with `object_drift`."""
+    await session.execute(_COUNT_CLUSTERS)
+    await session.execute(_COUNT_REASONS)
+
+
+# Drifted now: objects with a reason, every object of a stale cluster, and each cluster with a
+# drifted object or a stale agent (object_id NULL). Open periods of what is no longer drifted
+# close, new ones open, and open ones gain the reasons they had not seen yet.
+_PERIODS = text("""
+WITH stale AS (
+    SELECT id FROM cluster
+    WHERE decommissioned_at IS NULL AND (last_seen_at IS NULL OR last_seen_at < :stale_before)
+),
+drifted_object AS (
+    SELECT d.cluster_id, d.object_id,
+           CASE WHEN s.id IS NULL THEN d.reasons
+                ELSE d.reasons || ARRAY['stale']::varchar[] END AS reasons
+    FROM object_drift d
+    LEFT JOIN stale s ON s.id = d.cluster_id
+    WHERE d.reasons <> '{}' OR s.id IS NOT NULL
+),
+current AS MATERIALIZED (
+    SELECT cluster_id, object_id, reasons FROM drifted_object
+    UNION ALL
+    SELECT cluster_id, NULL::bigint, array_agg(DISTINCT reason)::varchar[]
+    FROM (
+        SELECT cluster_id, unnest(reasons) AS reason FROM drifted_object
+        UNION ALL
+        SELECT id, 'stale' FROM stale
+    ) r
+    GROUP BY cluster_id
+),
+open AS MATERIALIZED (
+    SELECT id, cluster_id, COALESCE(object_id, 0) AS subject, reasons
+    FROM drift_period WHERE ended_at IS NULL
+),
+closed AS (
+    UPDATE drift_period p SET ended_at = :now
+    FROM open o
+    WHERE p.id = o.id AND NOT EXISTS (
+        SELECT 1 FROM current c
+        WHERE c.cluster_id = o.cluster_id AND COALESCE(c.object_id, 0) = o.subject
+    )
+    RETURNING 1
+),
+widened AS (
+    UPDATE drift_period p SET reasons = ARRAY(
+        SELECT r FROM unnest(o.reasons || c.reasons) r
+        GROUP BY r ORDER BY array_position(CAST(:order AS varchar[]), r)
+    )
+    FROM open o
+    JOIN current c ON c.cluster_id = o.cluster_id AND COALESCE(c.object_id, 0) = o.subject
+    WHERE p.id = o.id AND NOT o.reasons @> c.reasons
+    RETURNING 1
+),
+opened AS (
+    INSERT INTO drift_period (cluster_id, object_id, started_at, reasons)
+    SELECT c.cluster_id, c.object_id, :now, ARRAY(
+        SELECT r FROM unnest(c.reasons) r ORDER BY array_position(CAST(:order AS varchar[]), r)
+    )
+    FROM current c
+    WHERE NOT EXISTS (
+        SELECT 1 FROM open o
+        WHERE o.cluster_id = c.cluster_id AND o.subject = COALESCE(c.object_id, 0)
+    )
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM opened) AS opened,
+       (SELECT count(*) FROM closed) AS closed,
+       (SELECT count(*) FROM widened) AS widened
+""")
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodChanges:
+    opened: int
+    closed: int
+    widened: int
+
+
+async def record_periods(
+    session: AsyncSession, *, now: datetime, stale_before: datetime, order: Sequence[str]
+) -> PeriodChanges:
+    """Bring the drift periods in line with `object_drift` and the agents' staleness at `now`;
+    `order`: the order reasons are listed in."""
+    row = (
+        await session.execute(
+            _PERIODS, {"now": now, "stale_before": stale_before, "order": list(order)}
+        )
+    ).one()
+    return PeriodChanges(**row._asdict())
+
+
+async def set_evaluated(session: AsyncSession, now: datetime) -> None:
+    statement = insert(DriftEvaluation).values(id=1, evaluated_at=now)
+    await session.execute(
+        statement.on_conflict_do_update(
+            index_elements=[DriftEvaluation.id], set_={"evaluated_at": now}
+        )
+    )
+
+
+async def evaluated_at(session: AsyncSession) -> datetime | None:
+    found: datetime | None = await session.scalar(
+        select(DriftEvaluation.evaluated_at).where(DriftEvaluation.id == 1)
+    )
+    return found
+
+
+# --- scope ------------------------------------------------------------------------------------
+
+
+async def cluster_type_ids(session: AsyncSession, name: str, environment: int | None) -> list[int]:
+    statement = select(ClusterType.id).where(ClusterType.name == name)
+    if environment is not None:
+        statement = statement.where(ClusterType.environment_id == environment)
+    return list(await session.scalars(statement))
+
+
+async def cluster_id(session: AsyncSession, name: str) -> int | None:
+    found: int | None = await session.scalar(select(Cluster.id).where(Cluster.name == name))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which clusters a drift query looks at, by id (None: any)."""
+
+    environment_id: int | None = None
+    cluster_type_ids: Sequence[int] | None = None
+    cluster_id: int | None = None
+
+
+def _placed(scope: Scope) -> list[ColumnElement[bool]]:
+    filters: list[ColumnElement[bool]] = [Cluster.decommissioned_at.is_(None)]
+    if scope.environment_id is not None:
+        filters.append(Cluster.environment_id == scope.environment_id)
+    if scope.cluster_type_ids is not None:
+        filters.append(Cluster.cluster_type_id.in_(scope.cluster_type_ids))
+    if scope.cluster_id is not None:
+        filters.append(Cluster.id == scope.cluster_id)
+    return filters
+
+
+# --- current drift ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DriftFilter:
+    scope: Scope
+    stale_before: datetime
+    # Any of these; None: every drifted row.
+    reasons: Sequence[str] | None = None
+    include_in_sync: bool = False
+
+
+def _stale(last_seen_at: Any, stale_before: datetime) -> ColumnElement[bool]:
+    return or_(last_seen_at.is_(None), last_seen_at < stale_before)
+
+
+def _matches(reasons: Any, stale: ColumnElement[bool], criteria: DriftFilter) -> Any:
+    """Whether a row (or a set of rows sharing `reasons`) is listed: drifted (a reason, or
+    its agent stale); with `include_in_sync` every row; with reasons, rows with any of them."""
+    if criteria.reasons is not None:
+        wanted = [reason for reason in criteria.reasons if reason != "stale"]
+        return or_(
+            reasons.overlap(cast(wanted, ARRAY(String(32)))) if wanted else false(),
+            stale if "stale" in criteria.reasons else false(),
+        )
+    if criteria.include_in_sync:
+        return true()
+    return or_(func.cardinality(reasons) > 0, stale)
+
+
+def _groups(criteria: DriftFilter) -> Any:
+    """Per cluster in scope: its listed rows, drifted rows, rows per reason, untracked objects
+    and its rank in the listing. A cluster without judged objects stands as one row without
+    reasons (listed when its agent is stale: one that never reported, for instance)."""
+    totals = ClusterDrift
+    stale = _stale(Cluster.last_seen_at, criteria.stale_before)
+    whole = func.greatest(func.coalesce(totals.objects, 0), 1)
+    columns = (
+        Cluster.id.label("cluster_id"),
+        Cluster.environment_id,
+        Cluster.name,
+        totals.rank,
+    )
+    if criteria.reasons is None:
+        drifted = case((stale, whole), else_=func.coalesce(totals.drifted, 0))
+        stored = {reason: func.coalesce(getattr(totals, reason), 0) for reason in STORED_REASONS}
+        return (
+            select(
+                *columns,
+                (whole if criteria.include_in_sync else drifted).label("rows"),
+                drifted.label("drifted"),
+                func.coalesce(totals.untracked, 0).label("untracked"),
+                *(value.label(reason) for reason, value in stored.items()),
+                case((stale, whole), else_=0).label("stale"),
+            )
+            .outerjoin(totals, totals.cluster_id == Cluster.id)
+            .where(*_placed(criteria.scope))
+        )
+    # Filtered by reason: the clusters' sets of reasons that match, summed per cluster, then
+    # joined to every cluster in scope (so untracked objects and environments count alike).
+    sets = ClusterDriftReasons
+    has_reason = {
+        reason: literal(reason, String) == any_(sets.reasons) for reason in STORED_REASONS
+    }
+    matched = (
+        select(
+            sets.cluster_id,
+            func.sum(sets.objects).label("rows"),
+            *(
+                func.sum(sets.objects).filter(where).label(reason)
+                for reason, where in has_reason.items()
+            ),
+            func.sum(sets.objects).filter(stale).label("stale"),
+        )
+        .join(Cluster, Cluster.id == sets.cluster_id)
+        .where(*_placed(criteria.scope), _matches(sets.reasons, stale, criteria))
+        .group_by(sets.cluster_id)
+        .subquery("matched")
+    )
+    # A silent cluster without judged objects is one row, with no reason but stale.
+    alone = and_(
+        func.coalesce(totals.objects, 0) == 0,
+        _matches(cast([], ARRAY(String(32))), stale, criteria),
+    )
+    rows = func.coalesce(matched.c.rows, case((alone, 1), else_=0))
+    return (
+        select(
+            *columns,
+            rows.label("rows"),
+            rows.label("drifted"),
+            func.coalesce(totals.untracked, 0).label("untracked"),
+            *(func.coalesce(matched.c[reason], 0).label(reason) for reason in STORED_REASONS),
+            func.coalesce(matched.c.stale, case((alone, 1), else_=0)).label("stale"),
+        )
+        .outerjoin(totals, totals.cluster_id == Cluster.id)
+        .outerjoin(matched, matched.c.cluster_id == Cluster.id)
+        .where(*_placed(criteria.scope))
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PageCluster:
+    id: int
+    # Listed rows of the clusters before it, in the listing's order.
+    before: int
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    # Per environment, in promotion order: listed rows, clusters with listed rows, drifted
+    # ones, rows per reason, untracked objects.
+    counts: list[dict[str, Any]]
+    # The clusters whose rows fall on the page, in the listing's order.
+    page: list[PageCluster]
+
+
+def _object(values: dict[str, Any]) -> Any:
+    return func.jsonb_build_object(
+        *(part for name, value in values.items() for part in (literal(name), value))
+    )
+
+
+async def drift_listing(
+    session: AsyncSession, criteria: DriftFilter, *, limit: int, offset: int
+) -> Listing:
+    """Counts and the page's clusters in one statement, from one pass over the clusters: the
+    page is where the running count of listed rows, in listing order, crosses
+    [offset, offset + limit)."""
+    groups = _groups(criteria).cte("groups")
+    sums = ("rows", "drifted", "untracked", *STORED_REASONS, "stale")
+    counts = (
+        select(
+            literal("count").label("part"),
+            _object(
+                {
+                    "environment": Environment.name,
+                    "position": Environment.position,
+                    "clusters": func.count().filter(groups.c.rows > 0),
+                    "drifted_clusters": func.count().filter(groups.c.drifted > 0),
+                    **{name: func.sum(groups.c[name]) for name in sums},
+                }
+            ).label("data"),
+        )
+        .select_from(groups)
+        .outerjoin(Environment, Environment.id == groups.c.environment_id)
+        .group_by(Environment.name, Environment.position)
+    )
+    # Clusters registered since the last evaluation have no rank yet: they come last.
+    running = (
+        select(
+            groups.c.cluster_id,
+            groups.c.rows,
+            func.sum(groups.c.rows)
+            .over(order_by=(groups.c.rank.asc().nulls_last(), groups.c.name.collate("C")))
+            .label("through"),
+        )
+        .where(groups.c.rows > 0)
+        .subquery("running")
+    )
+    before = running.c.through - running.c.rows
+    page = select(
+        literal("page").label("part"),
+        _object({"id": running.c.cluster_id, "before": before}).label("data"),
+    ).where(running.c.through > offset, before < offset + limit)
+    found = Listing([], [])
+    for row in await session.execute(union_all(counts, page)):
+        data: dict[str, Any] = row.data
+        if row.part == "count":
+            found.counts.append(data)
+        else:
+            found.page.append(PageCluster(data["id"], data["before"]))
+    found.counts.sort(key=_promotion_order)
+    found.page.sort(key=lambda cluster: cluster.before)
+    return found
+
+
+def _promotion_order(counts: dict[str, Any]) -> tuple[bool, int, bool, str]:
+    """Declared order first, then by name; clusters placed in no environment last."""
+    position, name = counts["position"], counts["environment"]
+    return position is None, position or 0, name is None, name or ""
+
+
+async def drift_rows(
+    session: AsyncSession, criteria: DriftFilter, cluster_ids: Sequence[int]
+) -> Any:
+    """The listed drift_object rows of those clusters, in their order, then by object."""
+    view = drift_object
+    stale = _stale(view.c.last_seen_at, criteria.stale_before)
+    statement = (
+        select(view)
+        .where(view.c.cluster_id.in_(cluster_ids), _matches(view.c.reasons, stale, criteria))
+        .order_by(
+            func.array_position(cast(list(cluster_ids), ARRAY(Integer)), view.c.cluster_id),
+            view.c.reconciler.nulls_first(),
+            view.c.kind,
+            view.c.namespace,
+            view.c.name,
+        )
+    )
+    return (await session.execute(statement)).mappings().all()
+
+
+async def open_since(
+    session: AsyncSession, object_ids: Sequence[int], cluster_ids: Sequence[int]
+) -> tuple[dict[int, datetime], dict[int, datetime]]:
+    """Start of the open drift period of those objects, and of those clusters."""
+    p = DriftPeriod
+    objects = await session.execute(
+        select(p.object_id, p.started_at).where(p.ended_at.is_(None), p.object_id.in_(object_ids))
+    )
+    clusters = await session.execute(
+        select(p.cluster_id, p.started_at).where(
+            p.ended_at.is_(None), p.object_id.is_(None), p.cluster_id.in_(cluster_ids)
+        )
+    )
+    return (
+        {item: started for item, started in objects if item is not None},
+        {cluster: started for cluster, started in clusters},
+    )
+
+
+# --- history ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFilter:
+    scope: Scope
+    objects: bool
+    since: datetime | None
+    # None: now, and every period begun by then counts, one begun this very moment too.
+    until: datetime | None
+    now: datetime
+    open_only: bool = False
+
+
+def _history_filters(criteria: HistoryFilter) -> list[ColumnElement[bool]]:
+    p = DriftPeriod
+    filters = [
+        *_placed(criteria.scope),
+        p.object_id.is_not(None) if criteria.objects else p.object_id.is_(None),
+    ]
+    if criteria.until is not None:
+        filters.append(p.started_at < criteria.until)
+    if criteria.since is not None:
+        filters.append(or_(p.ended_at.is_(None), p.ended_at > criteria.since))
+    if criteria.open_only:
+        filters.append(p.ended_at.is_(None))
+    return filters
+
+
+def _overlap(criteria: HistoryFilter) -> ColumnElement[Any]:
+    """Seconds of a period within [since, until), an open period lasting until now."""
+    p = DriftPeriod
+    end = func.least(func.coalesce(p.ended_at, criteria.now), criteria.until or criteria.now)
+    start = p.started_at if criteria.since is None else func.greatest(p.started_at, criteria.since)
+    return func.greatest(func.extract("epoch", end - start), 0)
+
+
+async def history_subjects(
+    session: AsyncSession, criteria: HistoryFilter, *, limit: int, offset: int
+) -> Any:
+    """A page of clusters (or objects) with a period in the range, with their drifted time in
+    it, and how many there are in all."""
+    p = DriftPeriod
+    identity = (
+        ObjectState.reconciler,
+        ObjectState.kind,
+        ObjectState.namespace,
+        ObjectState.name,
+    )
+    statement = (
+        select(
+            p.cluster_id,
+            p.object_id,
+            Cluster.name.label("cluster"),
+            Environment.name.label("environment"),
+            ClusterType.name.label("cluster_type"),
+            *identity,
+            func.sum(_overlap(criteria)).label("drifted_seconds"),
+            func.bool_or(p.ended_at.is_(None)).label("open"),
+        )
+        .join(Cluster, Cluster.id == p.cluster_id)
+        .outerjoin(Environment, Environment.id == Cluster.environment_id)
+        .outerjoin(ClusterType, ClusterType.id == Cluster.cluster_type_id)
+        .outerjoin(ObjectState, ObjectState.id == p.object_id)
+        .where(*_history_filters(criteria))
+        .group_by(
+            p.cluster_id,
+            p.object_id,
+            Cluster.name,
+            Environment.position,
+            Environment.name,
+            ClusterType.name,
+            *identity,
+        )
+        .order_by(
+            Environment.position.asc().nulls_last(),
+            Environment.name.asc().nulls_last(),
+            ClusterType.name.asc().nulls_last(),
+            Cluster.name,
+            *(part.nulls_first() for part in identity),
+        )
+        .limit(limit)
+        .offset(offset)
+    )
+    return (await session.execute(statement)).mappings().all()
+
+
+async def history_total(session: AsyncSession, criteria: HistoryFilter) -> int:
+    p = DriftPeriod
+    subjects = (
+        select(p.cluster_id, p.object_id)
+        .join(Cluster, Cluster.id == p.cluster_id)
+        .where(*_history_filters(criteria))
+        .distinct()
+        .subquery()
+    )
+    return await session.scalar(select(func.count()).select_from(subjects)) or 0
+
+
+async def history_periods(
+    session: AsyncSession, criteria: HistoryFilter, subjects: Sequence[tuple[int, int | None]]
+) -> Any:
+    """The periods in the range of those (cluster id, object id) subjects, newest first."""
+    p = DriftPeriod
+    keys = [(cluster, item or 0) for cluster, item in subjects]
+    statement = (
+        select(p.cluster_id, p.object_id, p.started_at, p.ended_at, p.reasons)
+        .join(Cluster, Cluster.id == p.cluster_id)
+        .where(
+            *_history_filters(criteria),
+            tuple_(p.cluster_id, func.coalesce(p.object_id, 0)).in_(keys),
+        )
+        .order_by(p.started_at.desc(), p.id.desc())
+    )
+    return (await session.execute(statement)).mappings().all() if keys else []

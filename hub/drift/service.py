@@ -1,0 +1,519 @@
+"""Drift: where each cluster and reconciler object stands against what it should run, why, and
+for how long it has been so.
+
+Data flow: the drift job (hub/jobs.py, every `drift_interval`) judges every live object of the
+registered clusters against the harvested state, set-based, into `object_drift`, and keeps
+`drift_period`; GET /api/v1/drift and /drift/history read them (the `drift_object` view for
+the rows shown), adding staleness with the hub's clock; `fleetmark drift` asks the API.
+
+Why a job and a stored verdict, not a view judged per request: a drift query with totals must
+judge every object of the fleet (10,000 clusters x 20 objects), and judging one takes a URL
+normalised to a harvested repository, two commit lookups and a position lookup; for 200,000
+objects that is about half a second of set-based SQL, ten times what a query may take. So the
+job judges, and writes only the rows that changed. Reads then count per cluster, not per object:
+`cluster_drift` holds, per cluster, how many objects share each set of reasons (a row or two
+per cluster), which with each cluster's last report (staleness is the reader's, against the
+hub's clock) gives the totals and the counts per reason and environment, and, summed in
+listing order, which clusters the requested page falls on; only those clusters' objects are
+read (from the `drift_object` view). A query's cost therefore follows the clusters, not the
+objects: a fleet whose agents all went silent (every object drifted) costs what a quiet one
+does. The price is freshness: reasons but staleness are as of the last evaluation
+(`evaluated_at` in every answer), at most one `drift_interval` old.
+
+What the evaluation settles, per live object that is not a Flux source object (those fetch,
+they never apply; a Kustomization or HelmRelease takes the URL and branch of the source object
+it names, as the promotion gate does):
+
+- What it should run: the head of the harvested branch of the repository it follows (URL
+  spellings compared normalised, a ref `refs/heads/<b>` being branch `<b>`). An object that
+  follows no harvested branch (an unknown repository, a tag, a commit, a Helm repository) is
+  `untracked`: listed with its other reasons and counted in the summary, never judged behind.
+- behind: the applied commit is an ancestor of the head; how many first-parent commits of the
+  branch it lacks (whether or not they touched its path), and since the commit time of the
+  oldest of them. A descendant of the head (harvested on another branch) is not behind.
+  diverged: a harvested commit that is neither; unknown_revision: a commit not harvested (yet);
+  not_applied: nothing applied yet. A chart version or digest (no commit) is not compared.
+- failing: Ready is False, with its reason and message. live_drift: the reconciler says the
+  cluster drifted from what it applied (Argo CD OutOfSync, Flux Drifted).
+- config_mismatch: for an object behind on a platform branch, each assignment of its cluster's
+  type whose platform config at the applied commit differs from the one at the head (the keys
+  that differ included).
+- stale (added when read): the agent has not reported for longer than stale_after_seconds, or
+  never did; every row of the cluster carries it, and a cluster without objects gets a row.
+
+Drift periods are opened and closed by the evaluations: a period starts at the first
+evaluation that found its cluster (or object) drifted and ends at the first that found it in
+sync, so their times are as precise as the job's interval. A cluster is drifted while any of
+its objects is or its agent is stale.
+"""
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from hub.database import write_session
+from hub.drift import repository
+from hub.drift.repository import DriftFilter, HistoryFilter, Scope
+from hub.drift.schemas import (
+    ConfigMismatch,
+    Desired,
+    DriftHistory,
+    DriftItem,
+    DriftPeriod,
+    DriftReason,
+    DriftReport,
+    DriftSubject,
+    DriftSummary,
+    EnvironmentDrift,
+    ObjectRef,
+    Reason,
+    Source,
+)
+from hub.errors import FleetmarkError, InvalidInput, UnknownCluster
+from hub.gate import repository as gate_repository
+from hub.gate.policy import format_duration
+from hub.gate.service import UnknownEnvironment
+from hub.harvest.urls import InvalidRepositoryUrl, normalise_repository_url
+from hub.settings import HubSettings
+
+__all__ = [
+    "REASONS",
+    "Evaluation",
+    "UnknownClusterType",
+    "current_drift",
+    "drift_history",
+    "evaluate_drift",
+    "scheduled_drift",
+]
+
+log = structlog.get_logger("fleetmark.drift")
+Clock = Callable[[], datetime]
+
+REASONS: tuple[str, ...] = tuple(reason.value for reason in Reason)
+_LIVE_DRIFT = {
+    "argocd": "Argo CD reports the application OutOfSync",
+    "flux": "Flux reports Drifted: the cluster no longer matches what it applied",
+}
+
+
+class UnknownClusterType(FleetmarkError):
+    status_code = 404
+    error = "unknown_cluster_type"
+
+
+# --- the job ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    evaluated_at: datetime
+    objects: int
+    drifted: int
+    changed: int
+    periods_opened: int
+    periods_closed: int
+    seconds: float
+
+
+def _repositories(spellings: Sequence[str], harvested: Mapping[str, int]) -> dict[str, int]:
+    """The harvested repository each URL spelling stands for; spellings of none are left out."""
+    found = {}
+    for spelling in spellings:
+        try:
+            url = normalise_repository_url(spelling)
+        except InvalidRepositoryUrl:
+            continue
+        if url in harvested:
+            found[spelling] = harvested[url]
+    return found
+
+
+async def evaluate_drift(
+    session: AsyncSession, *, now: datetime, stale_after: timedelta
+) -> Evaluation:
+    """Judge every live object of the registered clusters and bring the drift periods up to
+    date, as of `now`; the caller commits."""
+    started = time.perf_counter()
+    repositories = _repositories(
+        await repository.source_spellings(session), await repository.repository_ids(session)
+    )
+    evaluated = await repository.evaluate(session, repositories=repositories, now=now)
+    await repository.count_per_cluster(session)
+    periods = await repository.record_periods(
+        session, now=now, stale_before=now - stale_after, order=REASONS
+    )
+    await repository.set_evaluated(session, now)
+    return Evaluation(
+        evaluated_at=now,
+        objects=evaluated.objects,
+        drifted=evaluated.drifted,
+        changed=evaluated.changed + evaluated.dropped,
+        periods_opened=periods.opened,
+        periods_closed=periods.closed,
+        seconds=time.perf_counter() - started,
+    )
+
+
+async def scheduled_drift(
+    sessions: async_sessionmaker[AsyncSession], settings: HubSettings, *, clock: Clock
+) -> Evaluation | None:
+    """The periodic job: evaluate unless another replica is already at it (then None)."""
+    async with repository.exclusive_evaluation(sessions) as acquired:
+        if not acquired:
+            log.info("drift evaluation skipped: another replica is evaluating")
+            return None
+        async with write_session(sessions) as session:
+            evaluation = await evaluate_drift(
+                session, now=clock(), stale_after=timedelta(seconds=settings.stale_after_seconds)
+            )
+    log.info(
+        "drift evaluated",
+        objects=evaluation.objects,
+        drifted=evaluation.drifted,
+        changed=evaluation.changed,
+        periods_opened=evaluation.periods_opened,
+        periods_closed=evaluation.periods_closed,
+        seconds=round(evaluation.seconds, 3),
+    )
+    return evaluation
+
+
+# --- scope ------------------------------------------------------------------------------------
+
+
+async def _scope(
+    session: AsyncSession,
+    *,
+    environment: str | None,
+    cluster_type: str | None,
+    cluster: str | None,
+) -> Scope:
+    environment_id = None
+    if environment is not None:
+        environment_id = await gate_repository.environment_id(session, environment)
+        if environment_id is None:
+            known = ", ".join(await gate_repository.environment_names(session)) or "none yet"
+            raise UnknownEnvironment(f"environment {environment!r} is unknown (known: {known})")
+    cluster_type_ids = None
+    if cluster_type is not None:
+        cluster_type_ids = await repository.cluster_type_ids(session, cluster_type, environment_id)
+        if not cluster_type_ids:
+            where = "" if environment is None else f" in environment {environment!r}"
+            raise UnknownClusterType(f"cluster type {cluster_type!r} is unknown{where}")
+    cluster_id = None
+    if cluster is not None:
+        cluster_id = await repository.cluster_id(session, cluster)
+        if cluster_id is None:
+            raise UnknownCluster(f"cluster {cluster!r} is not registered")
+    return Scope(environment_id, cluster_type_ids, cluster_id)
+
+
+# --- current drift ----------------------------------------------------------------------------
+
+
+def _short(sha: str | None) -> str:
+    return (sha or "?")[:12]
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _reasons(row: Mapping[str, Any], stale: bool, now: datetime) -> list[DriftReason]:
+    """Each reason of a drift_object row with its evidence, in the order of Reason."""
+    stored = set(row["reasons"] or ())
+    branch, head = row["branch"], _short(row["head_sha"])
+    found: list[DriftReason] = []
+    if Reason.BEHIND in stored:
+        commits, since = row["commits_behind"], row["behind_since"]
+        found.append(
+            DriftReason(
+                reason=Reason.BEHIND,
+                detail=f"applied {_short(row['applied_sha'])}, {_plural(commits, 'commit')} "
+                f"behind {branch} at {head}, the oldest missing one committed "
+                f"{format_duration(now - since)} ago",
+                commits=commits,
+                since=since,
+                seconds=(now - since).total_seconds(),
+            )
+        )
+    if Reason.DIVERGED in stored:
+        found.append(
+            DriftReason(
+                reason=Reason.DIVERGED,
+                detail=f"applied {_short(row['applied_sha'])}, which is neither {branch} at "
+                f"{head} nor one of its ancestors or descendants",
+            )
+        )
+    if Reason.UNKNOWN_REVISION in stored:
+        found.append(
+            DriftReason(
+                reason=Reason.UNKNOWN_REVISION,
+                detail=f"applied {_short(row['applied_sha'])}, which is not in the harvested "
+                f"history of {row['repository']} (yet)",
+            )
+        )
+    if Reason.NOT_APPLIED in stored:
+        found.append(
+            DriftReason(
+                reason=Reason.NOT_APPLIED, detail=f"has applied nothing yet; {branch} is at {head}"
+            )
+        )
+    if Reason.FAILING in stored:
+        words = ": ".join(part for part in (row["reason"], row["message"]) if part)
+        found.append(
+            DriftReason(
+                reason=Reason.FAILING,
+                detail="Ready is False" + (f" ({words})" if words else ""),
+                reconciler_reason=row["reason"],
+                message=row["message"],
+            )
+        )
+    if stale:
+        last_seen_at = row["last_seen_at"]
+        found.append(
+            DriftReason(
+                reason=Reason.STALE,
+                detail="registered, but its agent never reported"
+                if last_seen_at is None
+                else f"its agent has been silent for {format_duration(now - last_seen_at)}",
+                since=last_seen_at,
+                seconds=None if last_seen_at is None else (now - last_seen_at).total_seconds(),
+            )
+        )
+    if Reason.CONFIG_MISMATCH in stored:
+        mismatches = [ConfigMismatch(**item) for item in row["config_mismatches"] or ()]
+        targets = ", ".join(
+            f"{item.deployment_target} ({', '.join(item.keys) or 'no key'})" for item in mismatches
+        )
+        found.append(
+            DriftReason(
+                reason=Reason.CONFIG_MISMATCH,
+                detail=f"platform config at the applied commit differs from {branch} at {head} "
+                f"for {targets}",
+                config=mismatches,
+            )
+        )
+    if Reason.LIVE_DRIFT in stored:
+        found.append(
+            DriftReason(
+                reason=Reason.LIVE_DRIFT,
+                detail=_LIVE_DRIFT.get(row["reconciler"], "the reconciler reports live drift"),
+            )
+        )
+    return found
+
+
+def _agent(
+    last_seen_at: datetime | None, stale_before: datetime
+) -> Literal["reporting", "stale", "never_reported"]:
+    if last_seen_at is None:
+        return "never_reported"
+    return "stale" if last_seen_at < stale_before else "reporting"
+
+
+def _item(
+    row: Mapping[str, Any], *, now: datetime, stale_before: datetime, since: datetime | None
+) -> DriftItem:
+    agent = _agent(row["last_seen_at"], stale_before)
+    reasons = _reasons(row, agent != "reporting", now)
+    has_object = row["object_id"] is not None
+    return DriftItem(
+        cluster=row["cluster"],
+        environment=row["environment"],
+        cluster_type=row["cluster_type"],
+        object=ObjectRef(
+            reconciler=row["reconciler"],
+            kind=row["kind"],
+            namespace=row["namespace"],
+            name=row["name"],
+        )
+        if has_object
+        else None,
+        source=Source(url=row["source_url"], ref=row["source_ref"], path=row["source_path"])
+        if has_object
+        else None,
+        desired=Desired(
+            repository=row["repository"], branch=row["branch"], head_sha=row["head_sha"]
+        )
+        if row["branch"] is not None
+        else None,
+        revision=row["revision"],
+        applied_revision=row["applied_revision"],
+        applied_sha=row["applied_sha"],
+        ready=row["ready"],
+        suspended=row["suspended"],
+        agent=agent,
+        last_seen_at=row["last_seen_at"],
+        drifted=bool(reasons),
+        drifted_since=since if reasons else None,
+        reasons=reasons,
+    )
+
+
+def _summary(counted: Sequence[Mapping[str, Any]]) -> DriftSummary:
+    environments = [
+        EnvironmentDrift(
+            environment=row["environment"],
+            position=row["position"],
+            objects=row["rows"],
+            clusters=row["clusters"],
+            reasons={Reason(reason): row[reason] for reason in REASONS},
+        )
+        for row in counted
+    ]
+
+    def total(name: str) -> int:
+        return sum(row[name] for row in counted)
+
+    return DriftSummary(
+        objects=total("rows"),
+        clusters=total("clusters"),
+        drifted_objects=total("drifted"),
+        drifted_clusters=total("drifted_clusters"),
+        reasons={Reason(reason): total(reason) for reason in REASONS},
+        environments=environments,
+        untracked=total("untracked"),
+    )
+
+
+async def current_drift(
+    session: AsyncSession,
+    *,
+    environment: str | None,
+    cluster_type: str | None,
+    cluster: str | None,
+    reasons: Sequence[Reason] | None,
+    include_in_sync: bool,
+    limit: int,
+    offset: int,
+    now: datetime,
+    stale_after: timedelta,
+) -> DriftReport:
+    """The drifted objects (with `include_in_sync`, every object) of the registered clusters
+    that match the filters, a page of them with every reason and its evidence, and counts."""
+    scope = await _scope(
+        session, environment=environment, cluster_type=cluster_type, cluster=cluster
+    )
+    stale_before = now - stale_after
+    criteria = DriftFilter(
+        scope=scope,
+        stale_before=stale_before,
+        reasons=None if not reasons else [str(reason) for reason in reasons],
+        include_in_sync=include_in_sync,
+    )
+    listing = await repository.drift_listing(session, criteria, limit=limit, offset=offset)
+    summary = _summary(listing.counts)
+    rows = []
+    if listing.page:
+        listed = await repository.drift_rows(session, criteria, [item.id for item in listing.page])
+        skip = offset - listing.page[0].before
+        rows = list(listed[skip : skip + limit])
+    object_ids = [row["object_id"] for row in rows if row["object_id"] is not None]
+    cluster_ids = [row["cluster_id"] for row in rows if row["object_id"] is None]
+    objects_since, clusters_since = await repository.open_since(session, object_ids, cluster_ids)
+    items = [
+        _item(
+            row,
+            now=now,
+            stale_before=stale_before,
+            since=clusters_since.get(row["cluster_id"])
+            if row["object_id"] is None
+            else objects_since.get(row["object_id"]),
+        )
+        for row in rows
+    ]
+    return DriftReport(
+        evaluated_at=await repository.evaluated_at(session),
+        now=now,
+        stale_after_seconds=int(stale_after.total_seconds()),
+        summary=summary,
+        items=items,
+        total=summary.objects,
+        limit=limit,
+        offset=offset,
+    )
+
+
+# --- history ----------------------------------------------------------------------------------
+
+
+async def drift_history(
+    session: AsyncSession,
+    *,
+    environment: str | None,
+    cluster_type: str | None,
+    cluster: str | None,
+    level: Literal["cluster", "object"],
+    since: datetime | None,
+    until: datetime | None,
+    open_only: bool,
+    limit: int,
+    offset: int,
+    now: datetime,
+) -> DriftHistory:
+    """Clusters (or objects) that were drifted within [since, until), with their periods and
+    the time they were drifted in that range."""
+    end = now if until is None else until
+    if since is not None and since >= end:
+        raise InvalidInput(f"since: {since.isoformat()} is not before until {end.isoformat()}")
+    scope = await _scope(
+        session, environment=environment, cluster_type=cluster_type, cluster=cluster
+    )
+    criteria = HistoryFilter(
+        scope=scope,
+        objects=level == "object",
+        since=since,
+        until=until,
+        now=now,
+        open_only=open_only,
+    )
+    subjects = await repository.history_subjects(session, criteria, limit=limit, offset=offset)
+    total = await repository.history_total(session, criteria)
+    periods: dict[tuple[int, int | None], list[DriftPeriod]] = {}
+    for row in await repository.history_periods(
+        session, criteria, [(row["cluster_id"], row["object_id"]) for row in subjects]
+    ):
+        ended_at = row["ended_at"]
+        periods.setdefault((row["cluster_id"], row["object_id"]), []).append(
+            DriftPeriod(
+                started_at=row["started_at"],
+                ended_at=ended_at,
+                seconds=((ended_at or now) - row["started_at"]).total_seconds(),
+                reasons=[Reason(reason) for reason in row["reasons"]],
+            )
+        )
+    items = [
+        DriftSubject(
+            cluster=row["cluster"],
+            environment=row["environment"],
+            cluster_type=row["cluster_type"],
+            object=None
+            if row["object_id"] is None
+            else ObjectRef(
+                reconciler=row["reconciler"],
+                kind=row["kind"],
+                namespace=row["namespace"],
+                name=row["name"],
+            ),
+            drifted_seconds=float(row["drifted_seconds"]),
+            open=row["open"],
+            periods=periods.get((row["cluster_id"], row["object_id"]), []),
+        )
+        for row in subjects
+    ]
+    return DriftHistory(
+        now=now,
+        since=since,
+        until=end,
+        level=level,
+        items=items,
+        total=total,
+        limit=limit,
+        offset=offset,
+    )

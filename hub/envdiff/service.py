@@ -1,0 +1,320 @@
+"""The environment diff: for any set of environments, per workload and cluster type, what each
+is meant to run and what its clusters run, side by side, with the differences and why.
+
+Data flow: environment names -> ids and promotion order -> the URL spellings agents report,
+mapped to repositories -> a page of rows from the desired_version view and the
+deployed_version summary (repository.diff_page) -> per row, the pure comparison
+(hub/envdiff/compare.py) -> the wire answer (hub/envdiff/schemas.py).
+
+What clusters run comes from deployed_version, which a job refreshes every
+`env_diff_interval` (`refresh_deployed`); the answer says when (`deployed_at`). With
+`only_differences`, a row is listed when its environments are meant to differ (an assignment
+in some of them only, another desired version or pin, a config key) or when the clusters of
+one of them do not run what it is meant to (failed, drifted).
+
+An object follows an assignment when its cluster is in the assignment's environment and
+cluster type and its source is the assignment's app repository (URLs compared normalised),
+ref (the pinned revision, else the branch) and path, as the gate matches objects
+(hub/gate/service.py).
+"""
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+import structlog
+from sqlalchemy import RowMapping
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from hub.database import write_session
+from hub.envdiff import compare, repository
+from hub.envdiff.compare import Side
+from hub.envdiff.repository import Filters
+from hub.envdiff.schemas import (
+    AppSource,
+    Deployed,
+    DeployedVersion,
+    Desired,
+    Difference,
+    DiffFilters,
+    DiffRow,
+    DiffRowPage,
+    EnvironmentCell,
+    EnvironmentDiff,
+)
+from hub.errors import InvalidInput
+from hub.gate import repository as gate_repository
+from hub.gate.service import UnknownEnvironment
+from hub.harvest.urls import InvalidRepositoryUrl, normalise_repository_url
+
+__all__ = ["environment_diff", "refresh_deployed", "scheduled_refresh"]
+
+log = structlog.get_logger("fleetmark.envdiff")
+
+
+@lru_cache(maxsize=4096)
+def _normalised(url: str) -> str | None:
+    try:
+        return normalise_repository_url(url)
+    except InvalidRepositoryUrl:
+        return None
+
+
+def _check_names(environments: Sequence[str]) -> None:
+    repeated = sorted(name for name, count in Counter(environments).items() if count > 1)
+    if repeated:
+        raise InvalidInput(f"environment: {', '.join(repeated)} given more than once")
+    if len(environments) < 2:
+        given = environments[0] if environments else "none"
+        raise InvalidInput(
+            f"environment: give at least two environments to compare (given: {given})"
+        )
+
+
+async def _resolve(
+    session: AsyncSession, environments: Sequence[str]
+) -> dict[str, tuple[int, int | None]]:
+    known = await repository.environments(session, environments)
+    unknown = [name for name in environments if name not in known]
+    if unknown:
+        listed = ", ".join(await gate_repository.environment_names(session)) or "none yet"
+        raise UnknownEnvironment(
+            f"unknown environment{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)} "
+            f"(known: {listed})"
+        )
+    return known
+
+
+async def _repositories(session: AsyncSession) -> dict[str, str]:
+    """Reported URL spelling -> normalised repository URL (hub/harvest/urls.py)."""
+    spelled = {}
+    for spelling in await repository.source_spellings(session):
+        normalised = _normalised(spelling)
+        if normalised is not None:
+            spelled[spelling] = normalised
+    return spelled
+
+
+def _deployed(
+    groups: Sequence[Mapping[str, Any]], members: int, desired: str | None
+) -> tuple[compare.Deployed, list[DeployedVersion]]:
+    """A cell's summary rows summed up, with its deployed versions, most clusters first."""
+    states = dict.fromkeys(("in_sync", "drifted", "failing"), 0)
+    versions: dict[tuple[str | None, str | None], int] = {}
+    live_drift, failure = 0, None
+    for group in groups:
+        clusters, key = group["clusters"], (group["version"], group["commit"])
+        states[group["state"]] += clusters
+        versions[key] = versions.get(key, 0) + clusters
+        if group["live_drift"]:
+            live_drift += clusters
+        if group["state"] == "failing" and failure is None:
+            failure = group["message"]
+    listed = sorted(
+        versions.items(), key=lambda item: (-item[1], item[0][0] or "", item[0][1] or "")
+    )
+    summary = compare.Deployed(
+        clusters=members,
+        in_sync=states["in_sync"],
+        drifted=states["drifted"],
+        failing=states["failing"],
+        live_drift=live_drift,
+        not_reporting=max(members - sum(states.values()), 0),
+        other_versions=tuple(
+            version or (commit[:12] if commit else "nothing applied yet")
+            for (version, commit), _ in listed
+            if desired is None or version != desired
+        ),
+        failure=failure,
+    )
+    wire = [
+        DeployedVersion(version=version, commit=commit, clusters=count)
+        for (version, commit), count in listed
+    ]
+    return summary, wire
+
+
+def _side(environment: str, row: RowMapping | None, deployed: compare.Deployed) -> Side:
+    if row is None:
+        return Side(environment=environment, assigned=False)
+    return Side(
+        environment=environment,
+        assigned=True,
+        version=row["version"],
+        pinned_ref=row["app_pinned_ref"],
+        version_since=row["manifests_committed_at"],
+        config=row["config"],
+        deployed=deployed,
+    )
+
+
+def _unassigned(side: Side) -> EnvironmentCell:
+    return EnvironmentCell(
+        environment=side.environment,
+        state=compare.cell_state(side),
+        assigned=False,
+        deployment_target=None,
+        namespace=None,
+        platform_commit=None,
+        app=None,
+        desired=None,
+        config={},
+        deployed=None,
+    )
+
+
+def _assigned(side: Side, row: RowMapping, deployed: Deployed) -> EnvironmentCell:
+    return EnvironmentCell(
+        environment=side.environment,
+        state=compare.cell_state(side),
+        assigned=True,
+        deployment_target=row["deployment_target"],
+        namespace=row["namespace"],
+        platform_commit=row["platform_commit"],
+        app=AppSource(
+            repository=row["app_repository"],
+            branch=row["app_branch"],
+            path=row["app_path"],
+            pinned_ref=row["app_pinned_ref"],
+            commit=row["app_commit"],
+        ),
+        desired=Desired(
+            version=row["version"],
+            version_source=row["version_source"],
+            images=list(row["images"] or []),
+            manifest_digest=row["manifest_digest"],
+            manifests_commit=row["manifests_commit"],
+            manifests_committed_at=row["manifests_committed_at"],
+        ),
+        config=dict(sorted(row["config"].items())),
+        deployed=deployed,
+    )
+
+
+def _difference(found: compare.Difference) -> Difference:
+    return Difference(
+        kind=found.kind,
+        reason=found.reason,
+        detail=found.detail,
+        environment=found.environment,
+        compared_with=found.compared_with,
+        key=found.key,
+        values=found.values,
+    )
+
+
+def _row(
+    assignments: Sequence[RowMapping],
+    names: Mapping[int, str],
+    given: Sequence[str],
+    order: Sequence[str],
+    ignored: frozenset[str],
+) -> DiffRow:
+    by_environment = {names[row["environment_id"]]: row for row in assignments}
+    sides, cells = [], []
+    for name in given:
+        row = by_environment.get(name)
+        if row is None:
+            side = _side(name, None, compare.Deployed())
+            sides.append(side)
+            cells.append(_unassigned(side))
+            continue
+        summary, versions = _deployed(row["deployed"], row["members"], row["version"])
+        side = _side(name, row, summary)
+        sides.append(side)
+        cells.append(
+            _assigned(
+                side,
+                row,
+                Deployed(
+                    clusters=summary.clusters,
+                    in_sync=summary.in_sync,
+                    drifted=summary.drifted,
+                    failing=summary.failing,
+                    live_drift=summary.live_drift,
+                    not_reporting=summary.not_reporting,
+                    versions=versions,
+                ),
+            )
+        )
+    first = assignments[0]
+    return DiffRow(
+        workload=first["workload"],
+        cluster_type=first["cluster_type"],
+        deployment_target=first["paired_target"],
+        environments=cells,
+        differences=[_difference(item) for item in compare.differences(sides, order, ignored)],
+    )
+
+
+async def environment_diff(
+    session: AsyncSession,
+    *,
+    environments: Sequence[str],
+    workload: str | None,
+    cluster_type: str | None,
+    deployment_target: str | None,
+    only_differences: bool,
+    ignored_keys: Sequence[str],
+    limit: int,
+    offset: int,
+    now: datetime,
+) -> EnvironmentDiff:
+    _check_names(environments)
+    known = await _resolve(session, environments)
+    names = {known[name][0]: name for name in environments}
+    order = compare.promotion_order(
+        environments, {name: position for name, (_, position) in known.items()}
+    )
+    ignored = tuple(sorted(set(ignored_keys)))
+    filters = Filters(
+        workload=workload,
+        cluster_type=cluster_type,
+        deployment_target=deployment_target,
+        only_differences=only_differences,
+        ignored_keys=ignored,
+    )
+    page = await repository.diff_page(
+        session,
+        [known[name][0] for name in environments],
+        filters,
+        await _repositories(session),
+        limit=limit,
+        offset=offset,
+    )
+    return EnvironmentDiff(
+        environments=list(environments),
+        promotion_order=order,
+        evaluated_at=now,
+        deployed_at=page.deployed_at,
+        filters=DiffFilters(
+            workload=workload,
+            cluster_type=cluster_type,
+            deployment_target=deployment_target,
+            only_differences=only_differences,
+            ignored_keys=list(ignored),
+        ),
+        rows=DiffRowPage(
+            items=[
+                _row(rows, names, environments, order, frozenset(ignored)) for rows in page.rows
+            ],
+            total=page.total,
+            limit=limit,
+            offset=offset,
+        ),
+    )
+
+
+async def refresh_deployed(session: AsyncSession) -> bool:
+    """Sum up what the fleet's clusters run now (deployed_version); False when another replica
+    is at it."""
+    return await repository.refresh_deployed(session)
+
+
+async def scheduled_refresh(sessions: async_sessionmaker[AsyncSession]) -> None:
+    """The job's run: one refresh in its own unit of work."""
+    async with write_session(sessions) as session:
+        if not await refresh_deployed(session):
+            log.info("deployed summary refresh skipped: another replica holds the lock")
