@@ -37,6 +37,7 @@ pass without new facts (a report, a harvest, a registration).
 """
 
 import math
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -286,8 +287,9 @@ def decide(
     if now.tzinfo is None:
         raise ValueError("now: must be timezone-aware")
     facts = sorted(clusters, key=lambda cluster: cluster.name)
-    names = [cluster.name for cluster in facts]
-    duplicates = sorted({name for name in names if names.count(name) > 1})
+    duplicates = sorted(
+        name for name, count in Counter(cluster.name for cluster in facts).items() if count > 1
+    )
     if duplicates:
         raise ValueError(f"clusters: each cluster is expected once; repeated: {duplicates}")
 
