@@ -90,6 +90,8 @@ class ObjectState(Base):
     removed_at: Mapped[datetime | None]
 
 
+APPLIED_REVISION = "applied_sha IS NOT NULL OR applied_version IS NOT NULL"
+
 status_transition = Table(
     "status_transition",
     Base.metadata,
@@ -117,6 +119,20 @@ status_transition = Table(
     Column("received_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Index(None, "cluster_id", text("observed_at DESC")),
     Index(None, "object_id", text("observed_at DESC")),
+    # Deployment history (migration 0009) reads only transitions with an applied revision:
+    # newest first, and each object's one before a given time.
+    Index(
+        "ix_status_transition_applied_observed_at",
+        text("observed_at DESC"),
+        postgresql_where=text(APPLIED_REVISION),
+    ),
+    Index(
+        "ix_status_transition_applied_object_id",
+        "object_id",
+        text("observed_at DESC"),
+        text("received_at DESC"),
+        postgresql_where=text(APPLIED_REVISION),
+    ),
 )
 
 

@@ -1,7 +1,8 @@
 """SQL of the read-only views: fleet state and deployment history.
 
-The views are defined by migration 0004_query_views and shared with the dashboards; the
-tables below only name their columns for SQLAlchemy. Nothing here writes.
+The views are defined by migrations (0004_query_views; deployment_history as of
+0009_history_lookup) and shared with the dashboards; the tables below only name their columns
+for SQLAlchemy. Nothing here writes.
 """
 
 from collections.abc import Sequence
@@ -204,7 +205,7 @@ class HistoryFilter:
 
 def _history_filters(criteria: HistoryFilter) -> list[ColumnElement[bool]]:
     """Filters on the clusters and objects as id lists the planner resolves first, so they
-    reach the transitions below the view's window function (which a join could not)."""
+    apply to the transitions the view walks newest first, before any join or lookup."""
     view = deployment_history
     filters = []
     cluster_ids = select(Cluster.id)
