@@ -20,7 +20,7 @@ from hub.app import create_app
 from hub.clusters import repository as clusters
 from hub.database import StatementConnection, Statements
 from hub.deps import get_statements
-from hub.ingest import service
+from hub.ingest import repository, service
 from hub.ingest.schemas import Report, ReportReply
 from tests.conftest import (
     TOKEN_SECRET,
@@ -305,3 +305,29 @@ async def test_a_report_no_statement_takes_in_time_is_told_the_store_is_busy(
 
     assert [reply.accepted for reply in await asyncio.gather(*running)] == [1, 1]
     assert await store.agent_sessions(agents[2].cluster) == {}
+
+
+async def test_reports_arriving_while_the_hub_is_busy_wait_for_the_pace_and_go_together(
+    make_agent: MakeAgent, statements: OneConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pause that only a full batch ends, so that the test does not depend on timing.
+    monkeypatch.setattr(repository, "BATCH_PACE", 3600.0)
+    monkeypatch.setattr(repository, "MAX_BATCH_REPORTS", 3)
+    agents = await make_agents(make_agent, 4)
+
+    # After a quiet spell, a report goes out at once...
+    assert (await ingest(statements, agents[0], "app")).accepted == 1
+    assert statements.statements == 1
+    # ...the next one waits for the pace...
+    second = asyncio.create_task(ingest(statements, agents[1], "app"))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert statements.statements == 1
+    # ...and goes with those that arrive meanwhile, as soon as they make a full batch.
+    async with asyncio.timeout(5):
+        replies = await asyncio.gather(
+            second, *(ingest(statements, agent, "app") for agent in agents[2:])
+        )
+
+    assert [reply.accepted for reply in replies] == [1, 1, 1]
+    assert statements.statements == 2

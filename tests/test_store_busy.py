@@ -1,5 +1,6 @@
 """The app's own database pools: an overloaded store answers 503 and loses nothing; ingest
-commits without waiting for the WAL unless configured to.
+commits without waiting for the WAL unless configured to; two hub workers applying one
+agent's reports at once leave the newest state.
 
 These tests run the app on its own pools against a database of their own (no test session),
 and make the store slow the way a real one gets slow: another transaction holds the row
@@ -8,6 +9,8 @@ every report of the cluster must update.
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -21,7 +24,7 @@ from hub.database import create_statement_pool
 from hub.tokens import service as token_service
 from hub.tokens.schemas import TokenRequest
 from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
-from tests.support import START, bearer, kustomization, report
+from tests.support import SHA_A, SHA_B, START, bearer, kustomization, report
 
 POOL_TIMEOUT = 0.3
 
@@ -40,16 +43,28 @@ async def admin(own_database: str) -> AsyncIterator[AsyncConnection]:
     await engine.dispose()
 
 
-@pytest.fixture
-async def hub(own_database: str) -> AsyncIterator[httpx.AsyncClient]:
-    # One engine connection (plus one overflow) and two statement connections.
+@asynccontextmanager
+async def running_hub(database_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    """One hub worker: one engine connection (plus one overflow), two statement connections."""
     app = create_app(
-        hub_settings(database_pool_size=1, database_pool_timeout=POOL_TIMEOUT), own_database
+        hub_settings(database_pool_size=1, database_pool_timeout=POOL_TIMEOUT), database_url
     )
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://hub.test") as client:
             yield client
+
+
+@pytest.fixture
+async def hub(own_database: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with running_hub(own_database) as client:
+        yield client
+
+
+@pytest.fixture
+async def other_worker(own_database: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with running_hub(own_database) as client:
+        yield client
 
 
 async def register(admin: AsyncConnection, name: str) -> str:
@@ -143,6 +158,55 @@ async def test_api_read_gets_503_when_the_engine_pool_is_exhausted(
     assert refused.status_code == 503
     assert refused.json()["error"] == "store_busy"
     assert [(await task).status_code for task in waiting] == [200, 200]
+
+
+async def test_two_workers_applying_one_agents_reports_at_once_keep_its_newest_state(
+    hub: httpx.AsyncClient,
+    other_worker: httpx.AsyncClient,
+    admin: AsyncConnection,
+    own_database: str,
+) -> None:
+    token = await register(admin, "drone-01")
+    v1, v2 = f"dev@sha1:{SHA_A}", f"dev@sha1:{SHA_B}"
+
+    async def send(worker: httpx.AsyncClient, sequence: int, revision: str) -> httpx.Response:
+        body = report(
+            "drone-01",
+            sequence=sequence,
+            observed_at=START + timedelta(seconds=sequence),
+            objects=[kustomization("app", revision)],
+        )
+        return await worker.post("/api/v1/reports", json=body, headers=bearer(token))
+
+    assert (await send(hub, 1, v1)).status_code == 200
+    async with admin.begin():
+        await admin.execute(text("SELECT 1 FROM cluster WHERE name = 'drone-01' FOR UPDATE"))
+        # Sequence 2 moves "app" to v2, then waits for the cluster row, holding the agent's
+        # session row; sequence 3 (back at v1) starts on the other worker, so it reads the
+        # state from before sequence 2, and waits for the session row.
+        second = asyncio.create_task(send(hub, 2, v2))
+        await blocked_backends(own_database, 1)
+        third = asyncio.create_task(send(other_worker, 3, v1))
+        await blocked_backends(own_database, 2)
+    assert (await second).json()["changed"] == 1
+    assert (await third).json()["changed"] == 1
+    rows = await admin.execute(
+        text(
+            "SELECT t.applied_sha, t.observed_at FROM status_transition t "
+            "JOIN cluster c ON c.id = t.cluster_id WHERE c.name = 'drone-01' "
+            "ORDER BY t.observed_at"
+        )
+    )
+    state = await admin.execute(
+        text(
+            "SELECT o.applied_sha, o.changed_at FROM object_state o "
+            "JOIN cluster c ON c.id = o.cluster_id WHERE c.name = 'drone-01'"
+        )
+    )
+    at = [START + timedelta(seconds=sequence) for sequence in (1, 2, 3)]
+    assert [tuple(row) for row in rows] == list(zip([SHA_A, SHA_B, SHA_A], at, strict=True))
+    assert tuple(state.one()) == (SHA_A, at[2])
+    await admin.rollback()
 
 
 @pytest.mark.parametrize(("configured", "expected"), [(None, "off"), (True, "on")])

@@ -1,13 +1,15 @@
 """SQL of the ingest path: reports that arrive together are applied by one set-based statement.
 
 Each request hands its report to the batcher of its Statements source and waits. Whatever
-has queued up while the source's statements were busy goes out as one batch, so PostgreSQL's
-per-statement costs (executor start-up of the CTEs, commit, a round trip) and the driver's
-per-call costs are paid once per batch rather than once per report. No timer is involved:
-an idle hub sends each report on its own at once; a busy one batches by itself.
+has queued up while the source's statements were busy, or since the last statement went out,
+goes out as one batch, so PostgreSQL's per-statement costs (executor start-up of the CTEs,
+commit, a round trip) and the driver's per-call costs are paid once per batch rather than
+once per report. An idle hub sends a report at once; a busy one starts a statement at most
+every BATCH_PACE, so its batches grow with the load.
 """
 
 import asyncio
+import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -109,10 +111,19 @@ def _columns(alias: str) -> str:
 # bitmap of the REPLAY_WINDOW sequences before it. A report is fresh when its sequence is
 # newer than the newest, or inside the window with its bit clear. Every later CTE works on
 # fresh reports only. Object rows are written only when their state changed, so a steady
-# fleet costs one small update per report, not one per object. A fresh report places a
-# cluster that registration left open: without an environment, into the one the agent names
-# (and its cluster type); with an environment but no cluster type, into the cluster type the
-# agent names there (unless it names another environment). Both are created when new.
+# fleet costs one small update per report, not one per object.
+#
+# Records whose state the statement's snapshot already holds are left out before the upsert,
+# which would otherwise lock (and so write WAL for and dirty the page of) every row it meets.
+# The snapshot is older than the newest state when another report of the same agent committed
+# while this statement waited for the agent's session row: the session row counts reports,
+# so such a report is recognised (the count moved by more than its own one) and all its
+# records go to the upsert, whose conflict clause sees the newest row and keeps its guards.
+#
+# A fresh report places a cluster that registration left open: without an environment, into
+# the one the agent names (and its cluster type); with an environment but no cluster type,
+# into the cluster type the agent names there (unless it names another environment). Both
+# are created when new.
 #
 # A batch never holds two reports of one cluster (the batcher sees to it), so the fresh
 # reports' cluster ids key everything after the anti-replay window, and no INSERT ... ON
@@ -163,13 +174,16 @@ session AS (
     WHERE EXCLUDED.max_sequence > s.max_sequence
        OR (s.max_sequence - EXCLUDED.max_sequence < {REPLAY_WINDOW}
            AND (s.seen_window >> (s.max_sequence - EXCLUDED.max_sequence)::int) & 1 = 0)
-    RETURNING s.cluster_id
+    RETURNING s.cluster_id, s.report_count
 ),
 fresh AS (
-    SELECT t.* FROM target t WHERE t.id IN (SELECT cluster_id FROM session)
+    SELECT t.*, s.report_count = COALESCE(prior.report_count, 0) + 1 AS snapshot_current
+    FROM target t
+    JOIN session s ON s.cluster_id = t.id
+    LEFT JOIN agent_session prior ON prior.cluster_id = t.id AND prior.boot_id = t.boot_id
 ),
 incoming AS (
-    SELECT f.id AS cluster_id, f.observed_at, {_RECORD}
+    SELECT f.id AS cluster_id, f.observed_at, f.snapshot_current, {_RECORD}
     FROM fresh f CROSS JOIN LATERAL jsonb_array_elements(f.records) AS r
 ),
 upserted AS (
@@ -179,6 +193,14 @@ upserted AS (
     SELECT i.cluster_id, i.reconciler, i.kind, i.namespace, i.name, {_columns("i")},
            i.last_transition_at, i.observed_at, i.observed_at, NULL
     FROM incoming i
+    LEFT JOIN LATERAL (
+        SELECT o.id, o.removed_at, {_columns("o")} FROM object_state o
+        WHERE (o.cluster_id, o.reconciler, o.kind, o.namespace, o.name)
+              = (i.cluster_id, i.reconciler, i.kind, i.namespace, i.name)
+        OFFSET 0
+    ) AS o ON true
+    WHERE NOT i.snapshot_current OR o.id IS NULL OR o.removed_at IS NOT NULL
+       OR ({_columns("o")}) IS DISTINCT FROM ({_columns("i")})
     ON CONFLICT (cluster_id, reconciler, kind, namespace, name) DO UPDATE SET
         {", ".join(f"{column} = EXCLUDED.{column}" for column in STATE_COLUMNS)},
         last_transition_at = EXCLUDED.last_transition_at,
@@ -268,6 +290,12 @@ ORDER BY r.ord
 # wait and go out together. Two keeps the store busy while the hub reads the previous
 # results, without handing it more concurrent work than its cores take.
 CONCURRENT_BATCHES = 2
+# Seconds from the start of one statement of a source to the next while reports keep coming
+# (unless a full batch is waiting). A statement costs PostgreSQL and the hub about as much
+# CPU as two reports in it, so at a few hundred reports a second, batches of one would spend
+# most of the ingest CPU on statements rather than reports; this pause, small next to what
+# an agent waits for its answer anyway, lets a batch collect what arrives meanwhile.
+BATCH_PACE = 0.01
 # A batch's bounds: its reports are answered together, so one batch must not grow so large
 # that the first of them waits long for the last.
 MAX_BATCH_REPORTS = 64
@@ -358,6 +386,8 @@ class _ReportBatcher:
     def __init__(self) -> None:
         self._queue: deque[_Pending] = deque()
         self._running = 0  # batches running, counted down by each as it ends (not later)
+        self._started = -math.inf  # loop time the newest statement went out
+        self._pausing = False  # a flush waits for BATCH_PACE to pass (one at a time)
         self._flushes: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
 
     async def apply(
@@ -388,8 +418,25 @@ class _ReportBatcher:
             )
 
     async def _flush(self, statements: Statements) -> None:
+        loop = asyncio.get_running_loop()
         try:
-            while batch := self._take():
+            while self._queue:
+                started = self._started
+                pause = started + BATCH_PACE - loop.time()
+                if pause > 0 and len(self._queue) < MAX_BATCH_REPORTS:
+                    if self._pausing:
+                        break  # the flush already pausing sends the next batch
+                    self._pausing = True
+                    try:
+                        await asyncio.sleep(pause)
+                    finally:
+                        self._pausing = False
+                    if self._started != started:
+                        continue  # another flush sent a batch meanwhile: pause after it
+                batch = self._take()
+                if not batch:
+                    break
+                self._started = loop.time()
                 await _apply_batch(statements, batch)
         finally:
             self._running -= 1
