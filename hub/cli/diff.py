@@ -22,7 +22,7 @@ from hub.cli.remote import (
     OffsetOption,
     TokenOption,
     fetch,
-    page_footer,
+    print_page_footer,
     rows_table,
     show,
     when,
@@ -149,12 +149,7 @@ def render_diff(diff: EnvironmentDiff) -> None:
             )
         )
     noun = "differing rows" if diff.filters.only_differences else "rows"
-    console.print(
-        page_footer(
-            noun, offset=page.offset, limit=page.limit, shown=len(page.items), total=page.total
-        ),
-        highlight=False,
-    )
+    print_page_footer(noun, page, total=page.total)
 
 
 def diff(

@@ -24,7 +24,7 @@ from hub.cli.remote import (
     OffsetOption,
     TokenOption,
     fetch,
-    page_footer,
+    print_page_footer,
     rows_table,
     show,
 )
@@ -144,16 +144,7 @@ def render_drift(report: DriftReport) -> None:
                 ),
             )
         )
-        console.print(
-            page_footer(
-                "rows",
-                offset=report.offset,
-                limit=report.limit,
-                shown=len(report.items),
-                total=report.total,
-            ),
-            highlight=False,
-        )
+        print_page_footer("rows", report, total=report.total)
     console.print(summary_line(report), highlight=False)
 
 
@@ -178,15 +169,8 @@ def render_history(history: DriftHistory) -> None:
                 title=f"drift history, {span} until {history.until:%Y-%m-%d %H:%M:%S}",
             )
         )
-    console.print(
-        page_footer(
-            "clusters" if history.level == "cluster" else "objects",
-            offset=history.offset,
-            limit=history.limit,
-            shown=len(history.items),
-            total=history.total,
-        ),
-        highlight=False,
+    print_page_footer(
+        "clusters" if history.level == "cluster" else "objects", history, total=history.total
     )
 
 

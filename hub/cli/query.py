@@ -22,7 +22,7 @@ from hub.cli.remote import (
     OffsetOption,
     TokenOption,
     fetch,
-    page_footer,
+    print_page_footer,
     rows_table,
     short_revision,
     show,
@@ -107,16 +107,7 @@ def render_fleet(fleet: FleetState) -> None:
                 ),
             )
         )
-    console.print(
-        page_footer(
-            "clusters",
-            offset=page.offset,
-            limit=page.limit,
-            shown=len(page.items),
-            total=page.total,
-        ),
-        highlight=False,
-    )
+    print_page_footer("clusters", page, total=page.total)
 
 
 def _ready(ready: bool | None, reason: str | None) -> Text:
@@ -168,16 +159,7 @@ def render_history(page: DeploymentPage) -> None:
                 title="deployments, newest first",
             )
         )
-    console.print(
-        page_footer(
-            "deployments",
-            offset=page.offset,
-            limit=page.limit,
-            shown=len(page.items),
-            next_offset=page.next_offset,
-        ),
-        highlight=False,
-    )
+    print_page_footer("deployments", page, next_offset=page.next_offset)
 
 
 def moment(option: str, value: str | None, now: datetime) -> str | None:

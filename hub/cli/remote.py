@@ -8,7 +8,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, TypeVar
+from typing import Annotated, Protocol, TypeVar
 
 import httpx
 import typer
@@ -17,7 +17,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from hub.cli.common import Output, fail, print_json
+from hub.cli.common import Output, console, fail, print_json
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -161,6 +161,33 @@ def page_footer(
     rows = f"{noun} {offset + 1:,}-{offset + shown:,}" + ("" if total is None else f" of {total:,}")
     more = "last page" if next_offset is None else f"next: --offset {next_offset}"
     return f"page {page:,}{pages} · {rows} · {more}"
+
+
+class Page(Protocol):
+    """A page of a list the hub answered: where it starts, how long pages are, its rows."""
+
+    @property
+    def offset(self) -> int: ...
+    @property
+    def limit(self) -> int: ...
+    @property
+    def items(self) -> Sequence[object]: ...
+
+
+def print_page_footer(
+    noun: str, page: Page, *, total: int | None = None, next_offset: int | None = None
+) -> None:
+    console.print(
+        page_footer(
+            noun,
+            offset=page.offset,
+            limit=page.limit,
+            shown=len(page.items),
+            total=total,
+            next_offset=next_offset,
+        ),
+        highlight=False,
+    )
 
 
 def show(document: M, output: Output, render: Callable[[M], None]) -> None:
