@@ -859,10 +859,14 @@ def postgres_cpu(postmaster: psutil.Process | None) -> float | None:
         return None
 
 
-def hub_backend_cpu(connection: psycopg.Connection[Any]) -> dict[int, float]:
+def backend_cpu(connection: psycopg.Connection[Any]) -> dict[int, float]:
+    """CPU seconds so far of the hub's PostgreSQL backends on this database, by pid."""
     rows = connection.execute(
-        "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (APPLICATION_NAME,)
+        "SELECT pid FROM pg_stat_activity WHERE application_name = %s "
+        "AND datname = current_database()",
+        (APPLICATION_NAME,),
     ).fetchall()
+    connection.commit()
     found = {}
     for (pid,) in rows:
         with contextlib.suppress(psutil.Error):
@@ -1025,7 +1029,7 @@ def watch(
     machine_start = busy_seconds()
     hub_start = cumulative_cpu(hub.processes())
     pg_start = postgres_cpu(facts.postmaster)
-    backends_start = hub_backend_cpu(database)
+    backends_start = backend_cpu(database)
     database.commit()
     resources = Resources()
     while time.time() < end:
@@ -1037,7 +1041,7 @@ def watch(
     pg_end = postgres_cpu(facts.postmaster)
     if pg_start is not None and pg_end is not None:
         resources.pg_cpu = pg_end - pg_start
-    backends_end = hub_backend_cpu(database)
+    backends_end = backend_cpu(database)
     database.commit()
     resources.backend_cpu = sum(
         spent - backends_start.get(pid, 0.0) for pid, spent in backends_end.items()

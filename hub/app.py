@@ -49,11 +49,11 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         await statements.open(wait=False)
         app.state.sessionmaker = create_sessionmaker(engine)
         app.state.statements = statements
-        app.state.jobs = start_jobs(app.state.sessionmaker, settings, clock)
+        app.state.jobs = start_jobs(database_url, settings, clock)
         try:
             yield
         finally:
-            stop_jobs(app.state.jobs)
+            await stop_jobs(app.state.jobs)
             await statements.close()
             await engine.dispose()
 

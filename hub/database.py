@@ -15,6 +15,7 @@ from typing import Any, NewType, Protocol
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout, TooManyRequests
+from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import TimeoutError as EnginePoolTimeout
 from sqlalchemy.ext.asyncio import (
@@ -113,6 +114,22 @@ async def write_session(
             await session.rollback()
             raise
         await session.commit()
+
+
+@asynccontextmanager
+async def exclusive(
+    sessionmaker: async_sessionmaker[AsyncSession], key: int
+) -> AsyncIterator[bool]:
+    """Whether this process got the advisory lock `key`: one replica at a time runs what it
+    guards (a job's run), the others skip. Held on a connection of its own until the end."""
+    async with sessionmaker() as session:
+        connection = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        acquired = bool(await connection.scalar(select(func.pg_try_advisory_lock(key))))
+        try:
+            yield acquired
+        finally:
+            if acquired:
+                await connection.scalar(select(func.pg_advisory_unlock(key)))
 
 
 @asynccontextmanager

@@ -5,15 +5,25 @@ configured, the periodic scheduling. The only module that imports APScheduler.
 Every replica runs the scheduler; each job takes a PostgreSQL advisory lock of its own, so one
 replica harvests (schedules) at a time and the others skip that round. A failing run is logged
 and the job keeps its schedule.
+
+The jobs run on a thread and event loop of their own, with an engine of their own: a job's
+Python work (judging every object for drift, reading a repository) never holds up the event
+loop that answers requests, which keeps report latency flat while a job runs.
 """
 
-from datetime import UTC
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, timedelta
 
 import structlog
+from apscheduler.job import Job
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hub.database import create_engine, create_sessionmaker
 from hub.drift.service import scheduled_drift
 from hub.envdiff.service import scheduled_refresh
 from hub.harvest.service import Clock, scheduled_harvest
@@ -27,87 +37,87 @@ SCHEDULE_JOB = "schedule"
 log = structlog.get_logger("fleetmark.jobs")
 
 
-async def _harvest(
-    sessions: async_sessionmaker[AsyncSession], settings: HubSettings, clock: Clock
-) -> None:
+@dataclass(frozen=True, slots=True)
+class Jobs:
+    scheduler: AsyncIOScheduler
+    loop: asyncio.AbstractEventLoop
+    thread: threading.Thread
+    engine: AsyncEngine
+
+
+async def _run(job: str, run: Callable[[], Awaitable[object]]) -> None:
     try:
-        await scheduled_harvest(sessions, settings, clock=clock)
+        await run()
     except Exception:
-        log.exception("harvest job failed; it runs again at the next interval")
+        log.exception("job failed; it runs again at the next interval", job=job)
 
 
-async def _drift(
-    sessions: async_sessionmaker[AsyncSession], settings: HubSettings, clock: Clock
-) -> None:
-    try:
-        await scheduled_drift(sessions, settings, clock=clock)
-    except Exception:
-        log.exception("drift job failed; it runs again at the next interval")
-
-
-async def _env_diff(sessions: async_sessionmaker[AsyncSession]) -> None:
-    try:
-        await scheduled_refresh(sessions)
-    except Exception:
-        log.exception("environment diff refresh failed; it runs again at the next interval")
-
-
-async def _schedule(
-    sessions: async_sessionmaker[AsyncSession], settings: HubSettings, clock: Clock
-) -> None:
-    try:
-        await scheduled_schedule(sessions, settings, clock=clock)
-    except Exception:
-        log.exception("schedule job failed; it runs again at the next interval")
-
-
-def start_jobs(
-    sessions: async_sessionmaker[AsyncSession], settings: HubSettings, clock: Clock
-) -> AsyncIOScheduler:
-    """Start the scheduler on the running event loop; each job's first run is one interval away."""
-    scheduler = AsyncIOScheduler(timezone=UTC)
-    scheduler.add_job(
-        _harvest,
-        IntervalTrigger(seconds=settings.harvest_interval.total_seconds(), timezone=UTC),
-        id=HARVEST_JOB,
-        kwargs={"sessions": sessions, "settings": settings, "clock": clock},
-        # A harvest longer than the interval is not run twice, and missed runs collapse.
+def _every(
+    scheduler: AsyncIOScheduler,
+    job: str,
+    interval: timedelta,
+    run: Callable[[], Awaitable[object]],
+) -> Job:
+    return scheduler.add_job(
+        _run,
+        IntervalTrigger(seconds=interval.total_seconds(), timezone=UTC),
+        id=job,
+        args=(job, run),
+        # A run longer than the interval is not started twice, and missed runs collapse.
         max_instances=1,
         coalesce=True,
         misfire_grace_time=None,
     )
-    scheduler.add_job(
-        _drift,
-        IntervalTrigger(seconds=settings.drift_interval.total_seconds(), timezone=UTC),
-        id=DRIFT_JOB,
-        kwargs={"sessions": sessions, "settings": settings, "clock": clock},
-        max_instances=1,
-        coalesce=True,
-        misfire_grace_time=None,
+
+
+def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
+    """Start the scheduler on a thread of its own; each job's first run is one interval away."""
+    loop = asyncio.new_event_loop()
+    engine = create_engine(database_url, settings)
+    sessions = create_sessionmaker(engine)
+    scheduler = AsyncIOScheduler(timezone=UTC, event_loop=loop)
+    _every(
+        scheduler,
+        HARVEST_JOB,
+        settings.harvest_interval,
+        lambda: scheduled_harvest(sessions, settings, clock=clock),
     )
-    scheduler.add_job(
-        _env_diff,
-        IntervalTrigger(seconds=settings.env_diff_interval.total_seconds(), timezone=UTC),
-        id=ENV_DIFF_JOB,
-        kwargs={"sessions": sessions},
-        max_instances=1,
-        coalesce=True,
-        misfire_grace_time=None,
+    _every(
+        scheduler,
+        DRIFT_JOB,
+        settings.drift_interval,
+        lambda: scheduled_drift(sessions, settings, clock=clock),
     )
+    _every(scheduler, ENV_DIFF_JOB, settings.env_diff_interval, lambda: scheduled_refresh(sessions))
     if settings.schedule_control_plane is not None:
-        scheduler.add_job(
-            _schedule,
-            IntervalTrigger(seconds=settings.schedule_interval.total_seconds(), timezone=UTC),
-            id=SCHEDULE_JOB,
-            kwargs={"sessions": sessions, "settings": settings, "clock": clock},
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=None,
+        _every(
+            scheduler,
+            SCHEDULE_JOB,
+            settings.schedule_interval,
+            lambda: scheduled_schedule(sessions, settings, clock=clock),
         )
+    thread = threading.Thread(target=loop.run_forever, name="fleetmark-jobs", daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(_start(scheduler), loop).result()
+    return Jobs(scheduler, loop, thread, engine)
+
+
+async def stop_jobs(jobs: Jobs) -> None:
+    """Stop scheduling; a job still running is cancelled (a harvest's committed chunks stay)."""
+    await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_stop(jobs), jobs.loop))
+    jobs.loop.call_soon_threadsafe(jobs.loop.stop)
+    await asyncio.to_thread(jobs.thread.join)
+    jobs.loop.close()
+
+
+async def _start(scheduler: AsyncIOScheduler) -> None:
     scheduler.start()
-    return scheduler
 
 
-def stop_jobs(scheduler: AsyncIOScheduler) -> None:
-    """Stop scheduling; a harvest still running is cancelled (its committed chunks stay)."""
-    scheduler.shutdown(wait=False)
+async def _stop(jobs: Jobs) -> None:
+    jobs.scheduler.shutdown(wait=False)
+    running = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in running:
+        task.cancel()
+    await asyncio.gather(*running, return_exceptions=True)
+    await jobs.engine.dispose()

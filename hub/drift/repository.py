@@ -9,8 +9,7 @@ two per cluster) and take the rows they show from the `drift_object` view, for t
 on the page only.
 """
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -39,7 +38,7 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.drift.schemas import Reason
 from hub.gate.repository import FLUX_SOURCE_KINDS
@@ -90,21 +89,6 @@ drift_object = table(
     column("config_mismatches", JSONB),
     column("reasons", ARRAY(String)),
 )
-
-
-@asynccontextmanager
-async def exclusive_evaluation(
-    sessionmaker: async_sessionmaker[AsyncSession],
-) -> AsyncIterator[bool]:
-    """Whether this process got the drift lock; held on its own connection until the end."""
-    async with sessionmaker() as session:
-        connection = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-        acquired = bool(await connection.scalar(select(func.pg_try_advisory_lock(DRIFT_LOCK))))
-        try:
-            yield acquired
-        finally:
-            if acquired:
-                await connection.scalar(select(func.pg_advisory_unlock(DRIFT_LOCK)))
 
 
 # --- evaluation -------------------------------------------------------------------------------

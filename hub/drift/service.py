@@ -56,7 +56,7 @@ from typing import Any, Literal
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.database import write_session
+from hub.database import exclusive, write_session
 from hub.drift import repository
 from hub.drift.repository import DriftFilter, HistoryFilter, Scope
 from hub.drift.schemas import (
@@ -163,7 +163,7 @@ async def scheduled_drift(
     sessions: async_sessionmaker[AsyncSession], settings: HubSettings, *, clock: Clock
 ) -> Evaluation | None:
     """The periodic job: evaluate unless another replica is already at it (then None)."""
-    async with repository.exclusive_evaluation(sessions) as acquired:
+    async with exclusive(sessions, repository.DRIFT_LOCK) as acquired:
         if not acquired:
             log.info("drift evaluation skipped: another replica is evaluating")
             return None

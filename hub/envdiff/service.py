@@ -18,6 +18,7 @@ ref (the pinned revision, else the branch) and path, as the gate matches objects
 (hub/gate/service.py).
 """
 
+import asyncio
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -28,7 +29,7 @@ import structlog
 from sqlalchemy import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.database import write_session
+from hub.database import exclusive, write_session
 from hub.envdiff import compare, repository
 from hub.envdiff.compare import Side
 from hub.envdiff.repository import Filters
@@ -52,6 +53,9 @@ from hub.harvest.urls import InvalidRepositoryUrl, normalise_repository_url
 __all__ = ["environment_diff", "refresh_deployed", "scheduled_refresh"]
 
 log = structlog.get_logger("fleetmark.envdiff")
+# Seconds between two parts of a refresh: what the parts' work took from the hub's other
+# work (report ingest) is caught up before the next part starts.
+PART_PACE = 0.05
 
 
 @lru_cache(maxsize=4096)
@@ -307,14 +311,23 @@ async def environment_diff(
     )
 
 
-async def refresh_deployed(session: AsyncSession) -> bool:
-    """Sum up what the fleet's clusters run now (deployed_version); False when another replica
-    is at it."""
-    return await repository.refresh_deployed(session)
+async def refresh_deployed(sessions: async_sessionmaker[AsyncSession]) -> None:
+    """Sum up what the fleet's clusters run now (deployed_version): a part of the fleet per
+    unit of work, with a pause between, so that the work never holds a core for long."""
+    async with write_session(sessions) as session:
+        parts = await repository.fleet_parts(session)
+        await repository.drop_parts_from(session, parts)
+    for part in range(parts):
+        if part:
+            await asyncio.sleep(PART_PACE)
+        async with write_session(sessions) as session:
+            await repository.refresh_part(session, part)
 
 
 async def scheduled_refresh(sessions: async_sessionmaker[AsyncSession]) -> None:
-    """The job's run: one refresh in its own unit of work."""
-    async with write_session(sessions) as session:
-        if not await refresh_deployed(session):
+    """The job's run: a refresh unless another replica is at it."""
+    async with exclusive(sessions, repository.REFRESH_LOCK) as acquired:
+        if not acquired:
             log.info("deployed summary refresh skipped: another replica holds the lock")
+            return
+        await refresh_deployed(sessions)

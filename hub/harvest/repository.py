@@ -1,15 +1,14 @@
 """SQL of the harvester: repositories, branches, commits with ancestry positions, desired-state
 ranges and harvest errors. Every write is idempotent (INSERT ... ON CONFLICT) and batched."""
 
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, and_, delete, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from hub.harvest.ranges import OpenRevision
@@ -73,19 +72,6 @@ class ErrorRecord:
 def _batches(rows: Sequence[dict[str, Any]]) -> Iterable[Sequence[dict[str, Any]]]:
     for start in range(0, len(rows), _BATCH):
         yield rows[start : start + _BATCH]
-
-
-@asynccontextmanager
-async def exclusive_harvest(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncIterator[bool]:
-    """Whether this process got the harvest lock; held on its own connection until the end."""
-    async with sessionmaker() as session:
-        connection = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-        acquired = bool(await connection.scalar(select(func.pg_try_advisory_lock(HARVEST_LOCK))))
-        try:
-            yield acquired
-        finally:
-            if acquired:
-                await connection.scalar(select(func.pg_advisory_unlock(HARVEST_LOCK)))
 
 
 # --- repositories -----------------------------------------------------------------------------

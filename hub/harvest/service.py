@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.database import write_session
+from hub.database import exclusive, write_session
 from hub.errors import (
     AlreadyExists,
     HarvestRunning,
@@ -246,7 +246,7 @@ async def harvest(
     progress: Progress | None = None,
 ) -> HarvestReport:
     """Harvest now (the CLI); HarvestRunning when another process is harvesting."""
-    async with repository.exclusive_harvest(sessions) as acquired:
+    async with exclusive(sessions, repository.HARVEST_LOCK) as acquired:
         if not acquired:
             raise HarvestRunning(
                 "a harvest is running elsewhere (another hub replica); try again later"
@@ -260,7 +260,7 @@ async def scheduled_harvest(
     sessions: Sessions, settings: HubSettings, *, clock: Clock
 ) -> HarvestReport | None:
     """The periodic job: harvest unless another replica is already at it (then None)."""
-    async with repository.exclusive_harvest(sessions) as acquired:
+    async with exclusive(sessions, repository.HARVEST_LOCK) as acquired:
         if not acquired:
             log.info("harvest skipped: another replica is harvesting")
             return None

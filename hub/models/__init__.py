@@ -19,7 +19,13 @@ from hub.models.fleet import (
     Workspace,
 )
 from hub.models.git import BranchCommit, GitBranch, GitCommit, Repository
-from hub.models.observed import AgentSession, ClusterHeartbeat, ObjectState, status_transition
+from hub.models.observed import (
+    AgentSession,
+    ClusterHeartbeat,
+    ObjectState,
+    deployed_part,
+    status_transition,
+)
 from hub.models.scheduling import ScheduledAssignment, SchedulingError, SchedulingTarget
 
 __all__ = [
@@ -50,5 +56,6 @@ __all__ = [
     "SchedulingTarget",
     "Workload",
     "Workspace",
+    "deployed_part",
     "status_transition",
 ]

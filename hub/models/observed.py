@@ -147,3 +147,29 @@ class ClusterHeartbeat(Base):
     bucket_at: Mapped[datetime] = mapped_column(primary_key=True)
     report_count: Mapped[int] = mapped_column(Integer)
     object_count: Mapped[int] = mapped_column(Integer)
+
+
+# What the clusters of one part of the fleet (a range of cluster ids) run, summed up by the
+# env diff job; the deployed_version view adds the parts up (migration 0010). No key: a part
+# is replaced as a whole.
+deployed_part = Table(
+    "deployed_part",
+    Base.metadata,
+    Column("part", Integer, nullable=False, index=True),
+    Column("environment_id", Integer),
+    Column("cluster_type", String(63)),
+    Column("source_url", String),
+    Column("source_ref", String),
+    Column("source_path", Text),
+    Column("applied_sha", String),
+    Column("applied_version", String),
+    Column("condition", Text, nullable=False),
+    Column("version", String),
+    Column("clusters", BigInteger, nullable=False),
+    Column("message", Text),
+    Column("refreshed_at", DateTime(timezone=True), nullable=False),
+    comment=(
+        "deployed_version of the clusters of one part of the fleet (a range of cluster ids), "
+        "as the hub last refreshed that part; deployed_version adds the parts up."
+    ),
+)

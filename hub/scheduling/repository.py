@@ -1,15 +1,14 @@
 """SQL of the scheduler: its targets and their render state, assignments and errors, and the
 lock that keeps scheduling to one replica at a time. Writes are idempotent and batched."""
 
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.models import Environment, ScheduledAssignment, SchedulingError, SchedulingTarget
 
@@ -33,21 +32,6 @@ class StoredTarget:
 def _batches(rows: Sequence[dict[str, Any]]) -> Iterable[Sequence[dict[str, Any]]]:
     for start in range(0, len(rows), _BATCH):
         yield rows[start : start + _BATCH]
-
-
-@asynccontextmanager
-async def exclusive_scheduling(
-    sessionmaker: async_sessionmaker[AsyncSession],
-) -> AsyncIterator[bool]:
-    """Whether this process got the scheduling lock; held on its own connection until the end."""
-    async with sessionmaker() as session:
-        connection = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-        acquired = bool(await connection.scalar(select(func.pg_try_advisory_lock(SCHEDULE_LOCK))))
-        try:
-            yield acquired
-        finally:
-            if acquired:
-                await connection.scalar(select(func.pg_advisory_unlock(SCHEDULE_LOCK)))
 
 
 async def stored_target(

@@ -35,7 +35,7 @@ import structlog
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.database import write_session
+from hub.database import exclusive, write_session
 from hub.errors import SchedulingRunning, describe_validation_error
 from hub.fleet.repository import ensure_environment
 from hub.harvest.git import GitFailure, LocalRepository, Signature
@@ -87,7 +87,7 @@ async def schedule(
     sessions: Sessions, settings: HubSettings, request: ScheduleRequest, *, clock: Clock
 ) -> ScheduleRun:
     """Schedule now (the CLI); SchedulingRunning when another process is scheduling."""
-    async with repository.exclusive_scheduling(sessions) as acquired:
+    async with exclusive(sessions, repository.SCHEDULE_LOCK) as acquired:
         if not acquired:
             raise SchedulingRunning(
                 "scheduling is running elsewhere (the hub's job, or another run); try again later"
@@ -111,7 +111,7 @@ async def scheduled_schedule(
     except ValidationError as exc:
         log.error("scheduling skipped: bad settings", error=describe_validation_error(exc))
         return None
-    async with repository.exclusive_scheduling(sessions) as acquired:
+    async with exclusive(sessions, repository.SCHEDULE_LOCK) as acquired:
         if not acquired:
             log.info("scheduling skipped: another replica is scheduling")
             return None

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from hub.app import create_app
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
-from hub.database import create_sessionmaker
+from hub.database import create_sessionmaker, exclusive
 from hub.drift import repository, service
 from hub.models import DriftEvaluation, DriftPeriod
 from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
@@ -42,7 +42,7 @@ async def test_one_replica_evaluates_at_a_time(
                 session, ClusterRegistration(name="drone-01"), token_secret=TOKEN_SECRET
             )
             await session.commit()
-        async with repository.exclusive_evaluation(sessions) as held:  # another replica's run
+        async with exclusive(sessions, repository.DRIFT_LOCK) as held:  # another replica's run
             skipped = await service.scheduled_drift(sessions, settings, clock=clock)
         async with sessions() as session:
             before = await drift(session, clock)
@@ -71,7 +71,7 @@ async def test_hub_evaluates_drift_every_interval(job_database: str, tmp_path: P
     loop = asyncio.get_running_loop()
 
     async with app.router.lifespan_context(app):
-        scheduler = app.state.jobs
+        scheduler = app.state.jobs.scheduler
         job = scheduler.get_job("drift")
         first_run = job.next_run_time
         scheduler.add_listener(

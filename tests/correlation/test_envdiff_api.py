@@ -7,7 +7,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.envdiff.service import scheduled_refresh
+from hub.envdiff.service import refresh_deployed
 from tests.correlation.fleet import Fleet
 from tests.harvest import scenario
 from tests.support import bearer
@@ -30,7 +30,7 @@ async def reported(fleet: Fleet, sessions: async_sessionmaker[AsyncSession]) -> 
         cluster = await fleet.add(name, "drone", environment)
         cluster.run_app(target, fleet.app_heads[environment])
     await fleet.report()
-    await scheduled_refresh(sessions)
+    await refresh_deployed(sessions)
     return fleet
 
 

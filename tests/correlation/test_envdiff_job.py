@@ -4,16 +4,18 @@ refresh summed up and says when that was."""
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.app import create_app
-from hub.envdiff import service
+from hub.envdiff import repository, service
 from hub.envdiff.repository import REFRESH_LOCK
 from hub.envdiff.schemas import EnvironmentDiff
 from hub.jobs import ENV_DIFF_JOB
 from tests.conftest import hub_settings
-from tests.correlation.fleet import Fleet
+from tests.correlation.conftest import ServedFleet
+from tests.harvest import scenario
 from tests.support import FakeClock
 
 
@@ -40,33 +42,41 @@ def dev_drone(result: EnvironmentDiff) -> tuple[int, list[tuple[str | None, int]
 
 
 async def test_one_replica_refreshes_at_a_time_and_the_diff_reads_the_last_refresh(
-    fleet: Fleet,
-    session: AsyncSession,
-    sessions: async_sessionmaker[AsyncSession],
-    engine: AsyncEngine,
-    clock: FakeClock,
+    served_fleet: ServedFleet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cluster = await fleet.add("drone-01", "drone")
-    cluster.run_app("functional-test", fleet.app_heads["dev"])
-    await fleet.report()
+    # A part per cluster id: the two drones are summed up in parts of their own.
+    monkeypatch.setattr(repository, "PART_CLUSTERS", 1)
+    live = served_fleet
+    scenario.build_platform(live.platform, live.app.url)
+    heads = scenario.build_app(live.app)
+    await live.start([("drone-01", "dev", "drone"), ("drone-02", "dev", "drone")])
+    async with live.clusters() as clusters:
+        for cluster in clusters.values():
+            cluster.run_app("functional-test", heads["dev"])
+            await cluster.report()
 
-    async with engine.connect() as replica:  # another replica is refreshing
+    async with live.engine.connect() as replica:  # another replica is refreshing
         await replica.execute(text("SELECT pg_advisory_lock(:key)"), {"key": REFRESH_LOCK})
-        await service.scheduled_refresh(sessions)
-        before = await read(session, clock)
+        await service.scheduled_refresh(live.sessions)
+        async with live.sessions() as session:
+            before = await read(session, live.clock)
         await replica.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": REFRESH_LOCK})
-    await service.scheduled_refresh(sessions)
-    after = await read(session, clock)
+    await service.scheduled_refresh(live.sessions)
+    async with live.sessions() as session:
+        after = await read(session, live.clock)
+        parts = await session.scalar(text("SELECT count(DISTINCT part) FROM deployed_part"))
 
     assert (before.deployed_at, dev_drone(before)) == (None, (0, []))
     assert after.deployed_at is not None
-    assert dev_drone(after) == (1, [("1.0.0", 1)])
+    assert dev_drone(after) == (2, [("1.0.0", 2)])
+    # Added up from two parts: one per drone.
+    assert parts == 2
 
 
 async def test_the_hub_runs_the_refresh_every_interval(database_url: str, clock: FakeClock) -> None:
     app = create_app(hub_settings(env_diff_interval="45"), database_url, clock=clock)
 
     async with app.router.lifespan_context(app):
-        job = app.state.jobs.get_job(ENV_DIFF_JOB)
+        job = app.state.jobs.scheduler.get_job(ENV_DIFF_JOB)
 
     assert job.trigger.interval == timedelta(seconds=45)

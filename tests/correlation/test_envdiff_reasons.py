@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.envdiff import service
 from hub.envdiff.schemas import DiffRow, EnvironmentCell, EnvironmentDiff
@@ -25,7 +25,10 @@ async def diff(
     session: AsyncSession, clock: FakeClock, *environments: str, **options: Any
 ) -> EnvironmentDiff:
     """What GET /api/v1/diff answers once the hub's job has summed up the reports."""
-    await service.refresh_deployed(session)
+    assert session.bind is not None
+    await service.refresh_deployed(
+        async_sessionmaker(bind=session.bind, join_transaction_mode="create_savepoint")
+    )
     values: dict[str, Any] = {
         "workload": None,
         "cluster_type": None,

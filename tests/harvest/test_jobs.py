@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from hub.app import create_app
-from hub.database import create_sessionmaker
+from hub.database import create_sessionmaker, exclusive
 from hub.errors import HarvestRunning
 from hub.harvest import repository, service
 from hub.models import GitBranch
@@ -50,7 +50,7 @@ async def test_one_replica_harvests_at_a_time(
     sessions = create_sessionmaker(engine)
     settings = settings_for(configured, tmp_path)
     try:
-        async with repository.exclusive_harvest(sessions) as held:  # another replica's run
+        async with exclusive(sessions, repository.HARVEST_LOCK) as held:  # another replica's run
             skipped = await service.scheduled_harvest(sessions, settings, clock=clock)
             with pytest.raises(HarvestRunning):
                 await service.harvest(sessions, settings, clock=clock)
@@ -73,7 +73,7 @@ async def test_hub_harvests_every_interval(
     loop = asyncio.get_running_loop()
 
     async with app.router.lifespan_context(app):
-        scheduler = app.state.jobs
+        scheduler = app.state.jobs.scheduler
         job = scheduler.get_job("harvest")
         first_run = job.next_run_time
         scheduler.add_listener(

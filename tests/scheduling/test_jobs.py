@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from hub.app import create_app
-from hub.database import create_sessionmaker
+from hub.database import create_sessionmaker, exclusive
 from hub.errors import SchedulingRunning
 from hub.scheduling import repository, service
 from hub.scheduling.schemas import ScheduleRequest
@@ -55,7 +55,7 @@ async def test_one_replica_schedules_at_a_time(
         control_plane=str(control_plane.path), gitops=str(platform.path), environments=["dev"]
     )
     try:
-        async with repository.exclusive_scheduling(sessions) as held:  # another replica's run
+        async with exclusive(sessions, repository.SCHEDULE_LOCK) as held:  # another replica's run
             skipped = await service.scheduled_schedule(sessions, settings, clock=clock)
             with pytest.raises(SchedulingRunning):
                 await service.schedule(sessions, settings, request, clock=clock)
@@ -88,7 +88,7 @@ async def test_hub_schedules_every_interval(
     loop = asyncio.get_running_loop()
 
     async with app.router.lifespan_context(app):
-        scheduler = app.state.jobs
+        scheduler = app.state.jobs.scheduler
         job = scheduler.get_job("schedule")
         first_run = job.next_run_time
         scheduler.add_listener(
@@ -108,7 +108,7 @@ async def test_without_a_control_plane_there_is_no_scheduling_job(job_database: 
     app = create_app(hub_settings(), job_database)
 
     async with app.router.lifespan_context(app):
-        job = app.state.jobs.get_job("schedule")
+        job = app.state.jobs.scheduler.get_job("schedule")
 
     assert job is None
 
