@@ -283,3 +283,33 @@ async def test_future_observed_at_is_clamped_to_the_hub_clock(
     clock.advance(minutes=1)
     await agent.send_ok([kustomization("app", V2)])
     assert (await store.objects(agent.cluster))["app"]["applied_sha"] == SHA_B
+
+
+async def test_each_object_keeps_since_when_it_runs_its_revision_and_is_ready(
+    agent: Agent, store: Store, clock: FakeClock
+) -> None:
+    first = clock.now
+    await agent.send_ok([kustomization("a", V1)], full_snapshot=True)
+    clock.advance(minutes=1)
+    await agent.send_ok([kustomization("a", V1, message="still applied")], full_snapshot=True)
+    progressing_at = clock.advance(minutes=1)
+    await agent.send_ok(
+        [kustomization("a", V1, attempted_revision=V2, ready=None, reason="Progressing")],
+        full_snapshot=True,
+    )
+    progressing = (await store.objects(agent.cluster))["a"]
+    applied_at = clock.advance(minutes=1)
+    await agent.send_ok([kustomization("a", V2)], full_snapshot=True)
+    applied = (await store.objects(agent.cluster))["a"]
+    clock.advance(minutes=1)
+    await agent.send_ok([], full_snapshot=True)
+    back_at = clock.advance(minutes=1)
+    await agent.send_ok([kustomization("a", V2)], full_snapshot=True)
+    back = (await store.objects(agent.cluster))["a"]
+
+    # A message or a Ready period ending leaves the run of V1 as it was; not Ready has no since.
+    assert progressing_at > first
+    assert (progressing["applied_since"], progressing["ready_since"]) == (first, None)
+    assert (applied["applied_since"], applied["ready_since"]) == (applied_at, applied_at)
+    # Removed and back: both start anew.
+    assert (back["applied_since"], back["ready_since"]) == (back_at, back_at)

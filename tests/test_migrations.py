@@ -1,10 +1,11 @@
 """The Alembic history builds the schema the models describe, and takes it down again."""
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, inspect, pool
+from sqlalchemy import create_engine, inspect, pool, text
 
 from hub import migrate
 from hub.models import Base
@@ -66,3 +67,84 @@ def test_upgrade_twice_is_a_no_op(fresh_database: Callable[[], str]) -> None:
     migrate.upgrade(url)
     assert migrate.current_revision(url) == migrate.head_revision()
     assert table_names(url) >= FLEETMARK_TABLES
+
+
+def test_objects_learn_since_when_they_run_their_revision_from_the_history(
+    fresh_database: Callable[[], str],
+) -> None:
+    url = fresh_database()
+    migrate.upgrade(url, "0010_deployed_parts")
+    engine = create_engine(url, poolclass=pool.NullPool)
+    t0 = datetime(2026, 11, 1, tzinfo=UTC)
+    # One object's history: A ready, A failing, A ready again, B progressing, B ready, then
+    # two state changes at B that keep it ready; one object that vanished.
+    history = [
+        (0, "A", True, False),
+        (10, "A", False, False),
+        (20, "A", True, False),
+        (30, "A", None, False),
+        (40, "B", None, False),
+        (50, "B", True, False),
+        (60, "B", True, False),
+    ]
+    try:
+        with engine.begin() as connection:
+            cluster = connection.execute(
+                text("INSERT INTO cluster (name) VALUES ('drone-01') RETURNING id")
+            ).scalar_one()
+            objects = {}
+            for name, revision, ready, removed_at in [
+                ("root", "B", True, None),
+                ("gone", "A", True, t0),
+            ]:
+                objects[name] = connection.execute(
+                    text(
+                        "INSERT INTO object_state (cluster_id, reconciler, kind, namespace, "
+                        "name, applied_revision, ready, changed_at, first_seen_at, removed_at) "
+                        "VALUES (:cluster, 'flux', 'Kustomization', 'flux-system', :name, "
+                        ":revision, :ready, :changed, :first, :removed) RETURNING id"
+                    ),
+                    {
+                        "cluster": cluster,
+                        "name": name,
+                        "revision": revision,
+                        "ready": ready,
+                        "changed": t0 + timedelta(minutes=60),
+                        "first": t0,
+                        "removed": removed_at,
+                    },
+                ).scalar_one()
+            for minutes, revision, ready, removed in history:
+                connection.execute(
+                    text(
+                        "INSERT INTO status_transition (observed_at, cluster_id, object_id, "
+                        "applied_revision, ready, drifted, suspended, removed) "
+                        "VALUES (:at, :cluster, :object, :revision, :ready, false, false, "
+                        ":removed)"
+                    ),
+                    {
+                        "at": t0 + timedelta(minutes=minutes),
+                        "cluster": cluster,
+                        "object": objects["root"],
+                        "revision": revision,
+                        "ready": ready,
+                        "removed": removed,
+                    },
+                )
+
+        migrate.upgrade(url)
+
+        with engine.connect() as connection:
+            since = {
+                name: (applied, ready)
+                for name, applied, ready in connection.execute(
+                    text("SELECT name, applied_since, ready_since FROM object_state")
+                )
+            }
+    finally:
+        engine.dispose()
+
+    # B since its first transition (progressing at 40), Ready since 50 (the later changes
+    # kept it Ready); the vanished object starts anew when it comes back.
+    assert since["root"] == (t0 + timedelta(minutes=40), t0 + timedelta(minutes=50))
+    assert since["gone"] == (t0 + timedelta(minutes=60), None)

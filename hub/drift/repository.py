@@ -94,16 +94,6 @@ drift_object = table(
 # --- evaluation -------------------------------------------------------------------------------
 
 
-async def source_spellings(session: AsyncSession) -> list[str]:
-    """Every repository URL, as reported, that a live object or its Flux source names."""
-    rows = await session.scalars(
-        select(ObjectState.source_url)
-        .where(ObjectState.removed_at.is_(None), ObjectState.source_url.is_not(None))
-        .distinct()
-    )
-    return [url for url in rows if url is not None]
-
-
 async def repository_ids(session: AsyncSession) -> dict[str, int]:
     """Harvested repositories by normalised URL."""
     rows = await session.execute(select(Repository.url, Repository.id))

@@ -78,7 +78,7 @@ from hub.errors import FleetmarkError, InvalidInput, UnknownCluster
 from hub.gate import repository as gate_repository
 from hub.gate.policy import format_duration
 from hub.gate.service import UnknownEnvironment
-from hub.harvest.urls import InvalidRepositoryUrl, normalise_repository_url
+from hub.harvest.urls import spelled_repository
 from hub.settings import HubSettings
 
 __all__ = [
@@ -124,11 +124,8 @@ def _repositories(spellings: Sequence[str], harvested: Mapping[str, int]) -> dic
     """The harvested repository each URL spelling stands for; spellings of none are left out."""
     found = {}
     for spelling in spellings:
-        try:
-            url = normalise_repository_url(spelling)
-        except InvalidRepositoryUrl:
-            continue
-        if url in harvested:
+        url = spelled_repository(spelling)
+        if url is not None and url in harvested:
             found[spelling] = harvested[url]
     return found
 
@@ -140,7 +137,7 @@ async def evaluate_drift(
     date, as of `now`; the caller commits."""
     started = time.perf_counter()
     repositories = _repositories(
-        await repository.source_spellings(session), await repository.repository_ids(session)
+        await gate_repository.source_spellings(session), await repository.repository_ids(session)
     )
     evaluated = await repository.evaluate(session, repositories=repositories, now=now)
     await repository.count_per_cluster(session)

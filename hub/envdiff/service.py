@@ -22,7 +22,6 @@ import asyncio
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 import structlog
@@ -48,7 +47,7 @@ from hub.envdiff.schemas import (
 from hub.errors import InvalidInput
 from hub.gate import repository as gate_repository
 from hub.gate.service import UnknownEnvironment
-from hub.harvest.urls import InvalidRepositoryUrl, normalise_repository_url
+from hub.harvest.urls import spelled_repository
 
 __all__ = ["environment_diff", "refresh_deployed", "scheduled_refresh"]
 
@@ -56,14 +55,6 @@ log = structlog.get_logger("fleetmark.envdiff")
 # Seconds between two parts of a refresh: what the parts' work took from the hub's other
 # work (report ingest) is caught up before the next part starts.
 PART_PACE = 0.05
-
-
-@lru_cache(maxsize=4096)
-def _normalised(url: str) -> str | None:
-    try:
-        return normalise_repository_url(url)
-    except InvalidRepositoryUrl:
-        return None
 
 
 def _check_names(environments: Sequence[str]) -> None:
@@ -95,7 +86,7 @@ async def _repositories(session: AsyncSession) -> dict[str, str]:
     """Reported URL spelling -> normalised repository URL (hub/harvest/urls.py)."""
     spelled = {}
     for spelling in await repository.source_spellings(session):
-        normalised = _normalised(spelling)
+        normalised = spelled_repository(spelling)
         if normalised is not None:
             spelled[spelling] = normalised
     return spelled

@@ -1,8 +1,8 @@
 """SQL of the promotion gate: the facts its policy judges, read from what ingest and the
 harvester stored. Nothing here writes; the gate runs on a read-only session.
 
-Observed state comes from `object_state` (the current state per cluster object) and
-`status_transition` (when the current applied revision and the current Ready period began);
+Observed state comes from `object_state`: the current state per cluster object, with when
+its current applied revision and its current Ready period began (kept by ingest);
 desired state and ancestry from the harvester's branches, commits, assignment and manifest
 ranges.
 """
@@ -77,9 +77,9 @@ class TrackedObject:
     reason: str | None
     message: str | None
     # Start of the current run of the applied revision, and of the current Ready period (as
-    # the agent observed them); the object's last change when the history no longer says.
+    # the agent observed them; None when not Ready).
     applied_since: datetime
-    ready_since: datetime
+    ready_since: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,95 +271,63 @@ async def chain_positions(
     return {sha: position for sha, position in await session.execute(statement)}
 
 
-# Live objects of the given clusters with the source each follows. A Flux Kustomization or
-# HelmRelease names its source object in source_ref; that object's ref (the branch) and,
-# failing its own, its URL stand in. Source objects are looked for among the given clusters'
-# only, as the join implies: the planner would otherwise read every cluster's.
-_TRACKING = """
-tracking AS (
-    SELECT o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name,
-           COALESCE(o.source_url, s.source_url) AS source_url,
-           COALESCE(s.source_ref, o.source_ref) AS source_ref,
-           o.source_path, o.applied_revision, o.applied_sha, o.attempted_revision,
-           o.attempted_sha, o.ready, o.reason, o.message, o.changed_at
-    FROM object_state o
-    LEFT JOIN object_state s
-      ON o.reconciler = 'flux' AND s.cluster_id = o.cluster_id AND s.reconciler = 'flux'
-     AND s.cluster_id = ANY(:clusters)
-     AND s.removed_at IS NULL AND o.source_ref = s.kind || '/' || s.namespace || '/' || s.name
-    WHERE o.cluster_id = ANY(:clusters) AND o.removed_at IS NULL
-      AND NOT (o.reconciler = 'flux' AND o.kind = ANY(:source_kinds))
-)"""
+# Live objects of the given clusters that follow one of the URL spellings on one of the refs:
+# those that name the repository and branch themselves (an Argo CD Application), and the Flux
+# objects (Kustomization, HelmRelease) that name a Flux source object which does, through
+# ix_object_state_followers; the source object's URL and ref stand in for theirs. Both walk
+# indexes from the source's URL and ref, so the cost follows the objects found, not the
+# clusters' objects of all.
+_TRACKED = text("""
+WITH source AS MATERIALIZED (
+    SELECT s.* FROM object_state s
+    WHERE s.source_url = ANY(:urls) AND s.source_ref = ANY(:refs) AND s.removed_at IS NULL
+      AND s.cluster_id = ANY(:clusters)
+)
+SELECT o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name, o.source_url,
+       o.source_ref, o.source_path, o.applied_revision, o.applied_sha, o.attempted_revision,
+       o.attempted_sha, o.ready, o.reason, o.message, o.applied_since, o.ready_since
+FROM source o
+WHERE NOT (o.reconciler = 'flux' AND o.kind = ANY(:source_kinds))
+UNION ALL
+SELECT o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name, s.source_url,
+       s.source_ref, o.source_path, o.applied_revision, o.applied_sha, o.attempted_revision,
+       o.attempted_sha, o.ready, o.reason, o.message, o.applied_since, o.ready_since
+FROM source s
+JOIN object_state o
+  ON o.cluster_id = s.cluster_id AND o.reconciler = 'flux' AND o.removed_at IS NULL
+ AND o.source_ref = s.kind || '/' || s.namespace || '/' || s.name
+WHERE s.reconciler = 'flux' AND s.kind = ANY(:source_kinds)
+  AND NOT (o.kind = ANY(:source_kinds))
+ORDER BY cluster_id, reconciler, kind, namespace, name
+""")
 
-_SPELLINGS = text(f"""
-WITH {_TRACKING}
-SELECT DISTINCT source_url FROM tracking
-WHERE source_ref = ANY(:refs) AND source_url IS NOT NULL
-""")  # noqa: S608 - composed from constants, never from input
-
-# A run ends at a transition that removed the object or changed what the run is about; the
-# current run starts with the first transition after the newest such end; bounding observed_at
-# (as the row comparison implies) starts the index scan there, not at the object's first
-# transition of all.
-_TRACKED = text(f"""
-WITH {_TRACKING}
-SELECT tr.id, tr.cluster_id, tr.reconciler, tr.kind, tr.namespace, tr.name, tr.source_url,
-       tr.source_ref, tr.source_path, tr.applied_revision, tr.applied_sha,
-       tr.attempted_revision, tr.attempted_sha, tr.ready, tr.reason, tr.message,
-       COALESCE(applied.since, tr.changed_at) AS applied_since,
-       COALESCE(ready.since, tr.changed_at) AS ready_since
-FROM tracking tr
-LEFT JOIN LATERAL (
-    SELECT b.observed_at, b.received_at FROM status_transition b
-    WHERE b.object_id = tr.id
-      AND (b.removed OR b.applied_revision IS DISTINCT FROM tr.applied_revision)
-    ORDER BY b.observed_at DESC, b.received_at DESC LIMIT 1
-) applied_end ON true
-LEFT JOIN LATERAL (
-    SELECT min(t.observed_at) AS since FROM status_transition t
-    WHERE t.object_id = tr.id
-      AND t.observed_at >= COALESCE(applied_end.observed_at, '-infinity')
-      AND (applied_end.observed_at IS NULL
-           OR (t.observed_at, t.received_at) > (applied_end.observed_at, applied_end.received_at))
-) applied ON true
-LEFT JOIN LATERAL (
-    SELECT b.observed_at, b.received_at FROM status_transition b
-    WHERE b.object_id = tr.id AND (b.removed OR b.ready IS NOT TRUE)
-    ORDER BY b.observed_at DESC, b.received_at DESC LIMIT 1
-) ready_end ON true
-LEFT JOIN LATERAL (
-    SELECT min(t.observed_at) AS since FROM status_transition t
-    WHERE t.object_id = tr.id
-      AND t.observed_at >= COALESCE(ready_end.observed_at, '-infinity')
-      AND (ready_end.observed_at IS NULL
-           OR (t.observed_at, t.received_at) > (ready_end.observed_at, ready_end.received_at))
-) ready ON true
-WHERE tr.source_ref = ANY(:refs) AND tr.source_url = ANY(:urls)
-ORDER BY tr.cluster_id, tr.reconciler, tr.kind, tr.namespace, tr.name
-""")  # noqa: S608 - composed from constants, never from input
+# Every URL spelling of live objects, by a walk of ix_object_state_source that jumps from one
+# spelling to the next: a probe per spelling (a few dozen) instead of a pass over every object.
+_SPELLINGS = text("""
+WITH RECURSIVE spelling (url) AS (
+    (SELECT source_url FROM object_state
+     WHERE removed_at IS NULL AND source_url IS NOT NULL ORDER BY source_url LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.source_url FROM object_state o
+            WHERE o.removed_at IS NULL AND o.source_url > spelling.url
+            ORDER BY o.source_url LIMIT 1)
+    FROM spelling WHERE spelling.url IS NOT NULL
+)
+SELECT url FROM spelling WHERE url IS NOT NULL
+""")
 
 
 def _refs(branch: str) -> list[str]:
     return [branch, f"refs/heads/{branch}"]
 
 
-async def source_spellings(
-    session: AsyncSession, cluster_ids: Sequence[int], branch: str
-) -> list[str]:
-    """Every repository URL, as reported, that objects of those clusters follow on `branch`.
+async def source_spellings(session: AsyncSession) -> list[str]:
+    """Every repository URL, as reported, that a live object or its Flux source names.
 
     Agents report URLs in any form; the caller picks the spellings of the repository it wants,
     which keeps URL normalisation in one place (hub/harvest/urls.py).
     """
-    rows = await session.scalars(
-        _SPELLINGS,
-        {
-            "clusters": list(cluster_ids),
-            "source_kinds": list(FLUX_SOURCE_KINDS),
-            "refs": _refs(branch),
-        },
-    )
-    return list(rows)
+    return list(await session.scalars(_SPELLINGS))
 
 
 async def tracking_objects(

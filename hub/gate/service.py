@@ -73,7 +73,7 @@ from hub.gate.schemas import (
 )
 from hub.harvest import repository as harvest_repository
 from hub.harvest.platform import normalise_path
-from hub.harvest.urls import InvalidRepositoryUrl, normalise_repository_url
+from hub.harvest.urls import spelled_repository
 
 __all__ = [
     "DEFAULT_SOAK",
@@ -192,13 +192,6 @@ def _furthest(
     return min(candidates, key=distance)
 
 
-def _same_repository(spelling: str, url: str) -> bool:
-    try:
-        return normalise_repository_url(spelling) == url
-    except InvalidRepositoryUrl:
-        return False
-
-
 async def _objects_following(
     session: AsyncSession,
     clusters: Sequence[ExpectedCluster],
@@ -212,8 +205,8 @@ async def _objects_following(
         return {}
     spellings = [
         spelling
-        for spelling in await repository.source_spellings(session, ids, branch)
-        if _same_repository(spelling, url)
+        for spelling in await repository.source_spellings(session)
+        if spelled_repository(spelling) == url
     ]
     found: dict[int, list[TrackedObject]] = {}
     for item in await repository.tracking_objects(session, ids, branch, spellings):

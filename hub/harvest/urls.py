@@ -7,6 +7,7 @@ spelling a cluster reports.
 """
 
 import re
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 # scp-like syntax: [user@]host:path (no scheme, no slash before the colon).
@@ -66,3 +67,13 @@ def redact_url(url: str) -> str:
 
 def has_password(url: str) -> bool:
     return "://" in url and urlsplit(url).password is not None
+
+
+@lru_cache(maxsize=4096)
+def spelled_repository(spelling: str) -> str | None:
+    """The repository a URL as an agent reported it stands for, normalised; None when it is no
+    repository URL. Cached: the fleet's agents report a few spellings over and over."""
+    try:
+        return normalise_repository_url(spelling)
+    except InvalidRepositoryUrl:
+        return None

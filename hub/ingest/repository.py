@@ -131,6 +131,11 @@ def _columns(alias: str) -> str:
 # clusters are placed in at once are inserted once (DISTINCT) for the same reason, in name
 # order so that batches placing clusters at the same time lock those rows in one order.
 #
+# An object's row carries when its current run of the applied revision began (applied_since)
+# and, while it is Ready, when its current Ready period began (ready_since): kept here as the
+# state changes, so that the promotion gate reads them with the state instead of looking them
+# up in the history. A removed object that comes back starts both anew.
+#
 # Records arrive as positional JSON arrays (two thirds of the bytes of keyed objects, and
 # cheaper to parse than json_to_recordset's per-object hash tables); vanished objects are
 # found with a hashed NOT IN (the keys are never NULL) rather than a nested-loop anti-join.
@@ -189,9 +194,10 @@ incoming AS (
 upserted AS (
     INSERT INTO object_state AS t (
         cluster_id, reconciler, kind, namespace, name, {_STATE}, last_transition_at,
-        changed_at, first_seen_at, removed_at)
+        changed_at, first_seen_at, removed_at, applied_since, ready_since)
     SELECT i.cluster_id, i.reconciler, i.kind, i.namespace, i.name, {_columns("i")},
-           i.last_transition_at, i.observed_at, i.observed_at, NULL
+           i.last_transition_at, i.observed_at, i.observed_at, NULL, i.observed_at,
+           CASE WHEN i.ready THEN i.observed_at END
     FROM incoming i
     LEFT JOIN LATERAL (
         SELECT o.id, o.removed_at, {_columns("o")} FROM object_state o
@@ -205,7 +211,15 @@ upserted AS (
         {", ".join(f"{column} = EXCLUDED.{column}" for column in STATE_COLUMNS)},
         last_transition_at = EXCLUDED.last_transition_at,
         changed_at = EXCLUDED.changed_at,
-        removed_at = NULL
+        removed_at = NULL,
+        applied_since = CASE
+            WHEN t.removed_at IS NULL
+             AND t.applied_revision IS NOT DISTINCT FROM EXCLUDED.applied_revision
+            THEN t.applied_since ELSE EXCLUDED.changed_at END,
+        ready_since = CASE
+            WHEN EXCLUDED.ready IS NOT TRUE THEN NULL
+            WHEN t.removed_at IS NULL AND t.ready THEN t.ready_since
+            ELSE EXCLUDED.changed_at END
     WHERE t.changed_at <= EXCLUDED.changed_at
       AND (t.removed_at IS NOT NULL
            OR ({_columns("t")}) IS DISTINCT FROM ({_columns("EXCLUDED")}))

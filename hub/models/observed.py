@@ -60,7 +60,24 @@ class ObjectState(Base):
     """Current state of one reconciler object in one cluster."""
 
     __tablename__ = "object_state"
-    __table_args__ = (UniqueConstraint("cluster_id", "reconciler", "kind", "namespace", "name"),)
+    __table_args__ = (
+        UniqueConstraint("cluster_id", "reconciler", "kind", "namespace", "name"),
+        # Live objects by the source they name: the URL spellings in use, and the objects that
+        # follow a repository and branch (migration 0011).
+        Index(
+            "ix_object_state_source",
+            "source_url",
+            "source_ref",
+            postgresql_where=text("removed_at IS NULL"),
+        ),
+        # Live Flux objects by the source object they name, within a cluster.
+        Index(
+            "ix_object_state_followers",
+            "cluster_id",
+            "source_ref",
+            postgresql_where=text("removed_at IS NULL AND reconciler = 'flux'"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     cluster_id: Mapped[int] = mapped_column(ForeignKey("cluster.id", ondelete="CASCADE"))
@@ -88,6 +105,10 @@ class ObjectState(Base):
     first_seen_at: Mapped[datetime]
     # Set when a full snapshot no longer contains the object; cleared if it comes back.
     removed_at: Mapped[datetime | None]
+    # Agent time at which the current run of the applied revision began, and, while the object
+    # is Ready, its current Ready period (ingest keeps both; migration 0011).
+    applied_since: Mapped[datetime]
+    ready_since: Mapped[datetime | None]
 
 
 APPLIED_REVISION = "applied_sha IS NOT NULL OR applied_version IS NOT NULL"
