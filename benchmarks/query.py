@@ -1201,8 +1201,10 @@ class Run:
 
 def run_requests(args: argparse.Namespace, url: str, facts: Facts, workdir: Path) -> Run:
     with served(args, url, workdir) as hub, psycopg.connect(url) as database:
+        # Named per run: a kept store may hold the token of a run that did not get to revoke it.
+        name = f"bench-read-{datetime.now(UTC):%Y%m%d%H%M%S}"
         with phase("creating a read token with `fleetmark tokens create`"):
-            output = hub.cli("tokens", "create", "bench-read", "--scope", "read")
+            output = hub.cli("tokens", "create", name, "--scope", "read")
             token = next(word for word in output.split() if word.startswith("fma_"))
         client = httpx.Client(
             base_url=f"http://127.0.0.1:{hub.port}",
@@ -1235,6 +1237,7 @@ def run_requests(args: argparse.Namespace, url: str, facts: Facts, workdir: Path
                 client=(time.process_time() - own) / elapsed,
             )
             load_after = load()
+        hub.cli("tokens", "revoke", name)
         processes = hub.processes()
         return Run(
             results,

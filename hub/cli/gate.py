@@ -158,7 +158,12 @@ def summary(result: GateResult) -> str:
 
 def cluster_table(result: GateResult) -> Table:
     table = Table("cluster", "type", "state", "applied", "ready since", "soak left", "why")
-    for cluster in result.clusters:
+    page = result.clusters
+    if page.total > len(page.items):
+        table.caption = (
+            f"the {len(page.items)} furthest from compliance of {page.total} expected clusters"
+        )
+    for cluster in page.items:
         remaining = cluster.soak_remaining_seconds
         table.add_row(
             cluster.name,
@@ -219,7 +224,11 @@ class _Progress:
         state = (
             (poll.problem,)
             if result is None
-            else (result.verdict, result.counts, tuple((c.name, c.state) for c in result.clusters))
+            else (
+                result.verdict,
+                result.counts,
+                tuple((c.name, c.state) for c in result.clusters.items),
+            )
         )
         if state != self._last:
             self._screen.print(_line(poll), highlight=False)

@@ -10,6 +10,7 @@ ranges.
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, cast
 
 from sqlalchemy import and_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -271,17 +272,25 @@ async def chain_positions(
     return {sha: position for sha, position in await session.execute(statement)}
 
 
-# Live objects of the given clusters that follow one of the URL spellings on one of the refs:
+# Live objects of the expected clusters (those of an environment, or of some of its cluster
+# types, as expected_clusters finds them) that follow one of the URL spellings on one of the
+# refs:
 # those that name the repository and branch themselves (an Argo CD Application), and the Flux
 # objects (Kustomization, HelmRelease) that name a Flux source object which does, through
 # ix_object_state_followers; the source object's URL and ref stand in for theirs. Both walk
 # indexes from the source's URL and ref, so the cost follows the objects found, not the
 # clusters' objects of all.
 _TRACKED = text("""
-WITH source AS MATERIALIZED (
+WITH named AS MATERIALIZED (
     SELECT s.* FROM object_state s
     WHERE s.source_url = ANY(:urls) AND s.source_ref = ANY(:refs) AND s.removed_at IS NULL
-      AND s.cluster_id = ANY(:clusters)
+),
+source AS MATERIALIZED (
+    SELECT n.* FROM named n
+    JOIN cluster c ON c.id = n.cluster_id
+    LEFT JOIN cluster_type t ON t.id = c.cluster_type_id
+    WHERE c.environment_id = :environment AND c.decommissioned_at IS NULL
+      AND (CAST(:cluster_types AS text[]) IS NULL OR t.name = ANY(:cluster_types))
 )
 SELECT o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name, o.source_url,
        o.source_ref, o.source_path, o.applied_revision, o.applied_sha, o.attempted_revision,
@@ -331,18 +340,25 @@ async def source_spellings(session: AsyncSession) -> list[str]:
 
 
 async def tracking_objects(
-    session: AsyncSession, cluster_ids: Sequence[int], branch: str, urls: Sequence[str]
+    session: AsyncSession,
+    environment: int,
+    cluster_types: Sequence[str] | None,
+    branch: str,
+    urls: Sequence[str],
 ) -> list[TrackedObject]:
-    """Live objects of those clusters that follow one of `urls` on `branch`."""
-    if not cluster_ids or not urls:
+    """Live objects of the environment's expected clusters (with `cluster_types`, of those
+    placed in one of them) that follow one of `urls` on `branch`."""
+    if not urls:
         return []
     rows = await session.execute(
         _TRACKED,
         {
-            "clusters": list(cluster_ids),
+            "environment": environment,
+            "cluster_types": None if cluster_types is None else list(cluster_types),
             "source_kinds": list(FLUX_SOURCE_KINDS),
             "refs": _refs(branch),
             "urls": list(urls),
         },
     )
-    return [TrackedObject(**row) for row in rows.mappings()]
+    # Positionally: the statement's columns are the dataclass's fields, in order.
+    return [TrackedObject(*cast(tuple[Any, ...], row)) for row in rows]

@@ -30,6 +30,16 @@ AllowStale = Annotated[
 MinClusters = Annotated[
     int, Query(ge=1, description="Pending unless at least this many clusters are expected.")
 ]
+Limit = Annotated[
+    int,
+    Query(
+        ge=1,
+        le=1000,
+        description="Expected clusters listed with their evidence, furthest from compliance "
+        "first; the counts cover them all.",
+    ),
+]
+Offset = Annotated[int, Query(ge=0, description="Expected clusters skipped before the list.")]
 
 
 @router.get("/gates/promotion", response_model=GateResult, responses=_NOT_FOUND)
@@ -46,9 +56,12 @@ async def promotion_gate(
     soak: Soak = service.DEFAULT_SOAK,
     allow_stale: AllowStale = False,
     min_clusters: MinClusters = 1,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> GateResult:
     """May the platform commit (or the workload version) leave the environment? passed,
-    pending or failed, with the evidence per expected cluster."""
+    pending or failed, with counts over every expected cluster and the evidence of a page of
+    them, those furthest from compliance first."""
     return await service.promotion_gate(
         session,
         environment=environment,
@@ -60,6 +73,7 @@ async def promotion_gate(
         allow_stale=allow_stale,
         min_clusters=min_clusters,
         now=clock(),
+        page=service.ClusterPage(limit=limit, offset=offset),
     )
 
 
@@ -82,6 +96,8 @@ async def promotable(
             description="How many commits of the branch to walk back at most.",
         ),
     ] = 50,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> Promotable:
     """The newest commit of the environment's platform branch whose gate passes (walking back
     its first-parent chain from the head), with that gate's evidence."""
@@ -94,4 +110,5 @@ async def promotable(
         min_clusters=min_clusters,
         max_commits=max_commits,
         now=clock(),
+        page=service.ClusterPage(limit=limit, offset=offset),
     )

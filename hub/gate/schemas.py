@@ -81,6 +81,9 @@ class GateCounts(BaseModel):
     stale: int
     never_reported: int
     compliant: int
+    by_state: dict[ClusterState, int] = Field(
+        description="Expected clusters per state, every state listed."
+    )
 
 
 class HarvestedBranch(BaseModel):
@@ -119,6 +122,16 @@ class GateCluster(BaseModel):
     message: str | None
 
 
+class GateClusterPage(BaseModel):
+    items: list[GateCluster] = Field(
+        description="Furthest from compliance first (failed, never reported, stale, unknown "
+        "revision, not applied, not ready, soaking, compliant), then by name."
+    )
+    total: int = Field(description="Every expected cluster.")
+    limit: int
+    offset: int
+
+
 class GateResult(BaseModel):
     target: GateTarget
     verdict: Verdict
@@ -130,7 +143,7 @@ class GateResult(BaseModel):
     options: GateOptionsOut
     counts: GateCounts
     freshness: Freshness
-    clusters: list[GateCluster]
+    clusters: GateClusterPage
 
 
 class Promotable(BaseModel):

@@ -34,6 +34,7 @@ What this module settles before the policy judges:
 import heapq
 import itertools
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -64,6 +65,7 @@ from hub.gate.schemas import (
     Freshness,
     GateAssignment,
     GateCluster,
+    GateClusterPage,
     GateCounts,
     GateOptionsOut,
     GateResult,
@@ -78,6 +80,7 @@ from hub.harvest.urls import spelled_repository
 __all__ = [
     "DEFAULT_SOAK",
     "MAX_PROMOTABLE_COMMITS",
+    "ClusterPage",
     "UnknownCommit",
     "UnknownEnvironment",
     "UnknownVersion",
@@ -91,7 +94,7 @@ DEFAULT_SOAK = timedelta(minutes=10)
 MAX_PROMOTABLE_COMMITS = 500
 _COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
 # The policy's rules in order: the first is the furthest from compliance.
-_SEVERITY = list(ClusterState)
+_SEVERITY = {state: rank for rank, state in enumerate(ClusterState)}
 
 
 class UnknownEnvironment(FleetmarkError):
@@ -187,29 +190,30 @@ def _furthest(
     def distance(candidate: _Candidate) -> tuple[int, float]:
         [evidence] = decide(target, [candidate.facts], options, now).clusters
         soak_ends_at = evidence.soak_ends_at or now
-        return _SEVERITY.index(evidence.state), -soak_ends_at.timestamp()
+        return _SEVERITY[evidence.state], -soak_ends_at.timestamp()
 
     return min(candidates, key=distance)
 
 
 async def _objects_following(
     session: AsyncSession,
-    clusters: Sequence[ExpectedCluster],
+    environment: int,
+    cluster_types: Sequence[str] | None,
     url: str,
     branch: str,
     path: str | None,
 ) -> dict[int, list[TrackedObject]]:
-    """Per cluster id, its live objects that follow `url` on `branch` (and `path`, if given)."""
-    ids = [cluster.id for cluster in clusters]
-    if not ids:
-        return {}
+    """Per expected cluster id (of the environment, or of those cluster types), its live
+    objects that follow `url` on `branch` (and `path`, if given)."""
     spellings = [
         spelling
         for spelling in await repository.source_spellings(session)
         if spelled_repository(spelling) == url
     ]
     found: dict[int, list[TrackedObject]] = {}
-    for item in await repository.tracking_objects(session, ids, branch, spellings):
+    for item in await repository.tracking_objects(
+        session, environment, cluster_types, branch, spellings
+    ):
         if path is None or normalise_path(item.source_path) == path:
             found.setdefault(item.cluster_id, []).append(item)
     return found
@@ -234,14 +238,27 @@ def _seconds(delta: timedelta | None) -> float | None:
     return None if delta is None else delta.total_seconds()
 
 
+@dataclass(frozen=True, slots=True)
+class ClusterPage:
+    """Which expected clusters an answer lists with their evidence, furthest from compliance
+    first; the counts always cover them all."""
+
+    limit: int = 100
+    offset: int = 0
+
+
 def _result(
     decision: GateDecision,
     target: GateTarget,
     options: GateOptions,
     judged: Sequence[_Candidate],
     harvested: list[HarvestedBranch],
+    page: ClusterPage,
 ) -> GateResult:
-    objects = {candidate.facts.name: _object_name(candidate.object) for candidate in judged}
+    objects = {candidate.facts.name: candidate.object for candidate in judged}
+    # decide() lists them by name, and the sort is stable.
+    ordered = sorted(decision.clusters, key=lambda item: _SEVERITY[item.state])
+    by_state = Counter(item.state for item in decision.clusters)
     return GateResult(
         target=target,
         verdict=decision.verdict,
@@ -260,27 +277,33 @@ def _result(
             stale=decision.stale,
             never_reported=decision.never_reported,
             compliant=decision.compliant,
+            by_state={state: by_state[state] for state in ClusterState},
         ),
         freshness=Freshness(oldest_report_at=decision.oldest_report_at, harvested=harvested),
-        clusters=[
-            GateCluster(
-                name=item.name,
-                cluster_type=item.cluster_type,
-                state=item.state,
-                explanation=item.explanation,
-                object=objects[item.name],
-                last_seen_at=item.last_seen_at,
-                applied_revision=item.applied_revision,
-                attempted_revision=item.attempted_revision,
-                ready=item.ready,
-                ready_since=item.ready_since,
-                soak_ends_at=item.soak_ends_at,
-                soak_remaining_seconds=_seconds(item.soak_remaining),
-                reason=item.reason,
-                message=item.message,
-            )
-            for item in decision.clusters
-        ],
+        clusters=GateClusterPage(
+            items=[
+                GateCluster(
+                    name=item.name,
+                    cluster_type=item.cluster_type,
+                    state=item.state,
+                    explanation=item.explanation,
+                    object=_object_name(objects[item.name]),
+                    last_seen_at=item.last_seen_at,
+                    applied_revision=item.applied_revision,
+                    attempted_revision=item.attempted_revision,
+                    ready=item.ready,
+                    ready_since=item.ready_since,
+                    soak_ends_at=item.soak_ends_at,
+                    soak_remaining_seconds=_seconds(item.soak_remaining),
+                    reason=item.reason,
+                    message=item.message,
+                )
+                for item in ordered[page.offset : page.offset + page.limit]
+            ],
+            total=len(ordered),
+            limit=page.limit,
+            offset=page.offset,
+        ),
     )
 
 
@@ -313,37 +336,54 @@ class _Ancestry:
         self._repository_id = repository_id
         self._known: dict[tuple[str, str], bool | None] = {}
 
-    async def contains(self, target: str, applied: str) -> bool | None:
-        key = (target, applied)
-        if key not in self._known:
-            self._known[key] = await harvest_repository.is_ancestor(
-                self._session, self._repository_id, target, applied
+    async def contains(self, target: str, applied: Iterable[str]) -> dict[str, bool | None]:
+        """Per applied sha: whether the target is that commit or one of its ancestors."""
+        applied = set(applied)
+        unknown = [sha for sha in applied if (target, sha) not in self._known]
+        if unknown:
+            answers = await harvest_repository.contained_in(
+                self._session, self._repository_id, target, unknown
             )
-        return self._known[key]
+            self._known.update(((target, sha), answer) for sha, answer in answers.items())
+        return {sha: self._known[(target, sha)] for sha in applied}
 
 
 async def _platform_scope(
-    session: AsyncSession, environment: str, branch: Branch, clusters: list[ExpectedCluster]
+    session: AsyncSession,
+    environment: str,
+    environment_id: int,
+    branch: Branch,
+    clusters: list[ExpectedCluster],
 ) -> _PlatformScope:
     objects = await _objects_following(
-        session, clusters, branch.repository_url, branch.name, path=None
+        session, environment_id, None, branch.repository_url, branch.name, path=None
     )
     return _PlatformScope(environment, branch, clusters, objects)
 
 
 async def _judge_commit(
-    scope: _PlatformScope, sha: str, ancestry: _Ancestry, options: GateOptions, now: datetime
+    scope: _PlatformScope,
+    sha: str,
+    ancestry: _Ancestry,
+    options: GateOptions,
+    now: datetime,
+    page: ClusterPage,
 ) -> GateResult:
     target = PlatformCommit(environment=scope.environment, sha=sha)
+    contained = await ancestry.contains(
+        sha,
+        (
+            item.applied_sha
+            for items in scope.objects.values()
+            for item in items
+            if item.applied_sha
+        ),
+    )
     judged = []
     for cluster in scope.clusters:
         candidates = []
         for item in scope.objects.get(cluster.id, []):
-            contains = (
-                _no_commit(item)
-                if item.applied_sha is None
-                else await ancestry.contains(sha, item.applied_sha)
-            )
+            contains = _no_commit(item) if item.applied_sha is None else contained[item.applied_sha]
             candidates.append(_candidate(cluster, item, contains, item.attempted_sha == sha))
         judged.append(_furthest(target, candidates or [_nothing(cluster)], options, now))
     decision = decide(target, [candidate.facts for candidate in judged], options, now)
@@ -355,7 +395,7 @@ async def _judge_commit(
         branch=scope.branch.name,
         commit=sha,
     )
-    return _result(decision, wire_target, options, judged, [_harvested(scope.branch)])
+    return _result(decision, wire_target, options, judged, [_harvested(scope.branch)], page)
 
 
 def _where(branches: Iterable[Branch]) -> str:
@@ -397,14 +437,16 @@ async def _platform_commit_gate(
     commit: str,
     options: GateOptions,
     now: datetime,
+    page: ClusterPage,
 ) -> GateResult:
     """The gate for a platform commit (full sha or an unambiguous prefix) in `environment`."""
     environment_id = await _environment(session, environment)
     branches = await repository.platform_branches(session, environment_id)
     branch, sha = await _find_commit(session, environment, branches, commit.lower())
     clusters = await repository.expected_clusters(session, environment_id)
-    scope = await _platform_scope(session, environment, branch, clusters)
-    return await _judge_commit(scope, sha, _Ancestry(session, branch.repository_id), options, now)
+    scope = await _platform_scope(session, environment, environment_id, branch, clusters)
+    ancestry = _Ancestry(session, branch.repository_id)
+    return await _judge_commit(scope, sha, ancestry, options, now, page)
 
 
 async def promotable(
@@ -417,6 +459,7 @@ async def promotable(
     min_clusters: int,
     max_commits: int,
     now: datetime,
+    page: ClusterPage = ClusterPage(),
 ) -> Promotable:
     """The newest platform commit of the environment's branch whose gate passes, walking back
     its first-parent chain at most `max_commits` commits."""
@@ -435,7 +478,7 @@ async def promotable(
         )
     clusters = await repository.expected_clusters(session, environment_id)
     scopes = {
-        branch.id: await _platform_scope(session, environment, branch, clusters)
+        branch.id: await _platform_scope(session, environment, environment_id, branch, clusters)
         for branch in branches
     }
     ancestries = {branch.id: _Ancestry(session, branch.repository_id) for branch in branches}
@@ -448,7 +491,9 @@ async def promotable(
     examined = 0
     for _, sha, branch_id in itertools.islice(walk, max_commits):
         examined += 1
-        result = await _judge_commit(scopes[branch_id], sha, ancestries[branch_id], options, now)
+        result = await _judge_commit(
+            scopes[branch_id], sha, ancestries[branch_id], options, now, page
+        )
         if result.verdict is Verdict.PASSED:
             return Promotable(
                 environment=environment,
@@ -547,6 +592,7 @@ async def _workload_version_gate(
     version: str,
     options: GateOptions,
     now: datetime,
+    page: ClusterPage,
 ) -> GateResult:
     """The gate for a workload version in `environment`, over the cluster types that carry
     the workload's assignments."""
@@ -574,7 +620,7 @@ async def _workload_version_gate(
         types = {item.cluster_type for item in sharing}
         url, branch, path = source
         objects[source] = await _objects_following(
-            session, [c for c in clusters if c.cluster_type in types], url, branch, path
+            session, environment_id, sorted(types), url, branch, path
         )
         found = [item for items in objects[source].values() for item in items]
         histories[source] = await _version_history(session, sharing[0], found)
@@ -631,7 +677,7 @@ async def _workload_version_gate(
         version=version,
         assignments=[_wire_assignment(item) for item in assignments],
     )
-    return _result(decision, wire_target, options, judged, list(harvested.values()))
+    return _result(decision, wire_target, options, judged, list(harvested.values()), page)
 
 
 # --- entry points -----------------------------------------------------------------------------
@@ -649,14 +695,16 @@ async def promotion_gate(
     allow_stale: bool,
     min_clusters: int,
     now: datetime,
+    page: ClusterPage = ClusterPage(),
 ) -> GateResult:
-    """The gate for a platform commit, or for a workload version, in `environment`."""
+    """The gate for a platform commit, or for a workload version, in `environment`; `page`
+    picks the clusters listed with their evidence."""
     options = _options(
         soak=soak, stale_after=stale_after, allow_stale=allow_stale, min_clusters=min_clusters
     )
     if commit is not None and workload is None and version is None:
         return await _platform_commit_gate(
-            session, environment=environment, commit=commit, options=options, now=now
+            session, environment=environment, commit=commit, options=options, now=now, page=page
         )
     if commit is None and workload is not None and version is not None:
         return await _workload_version_gate(
@@ -666,5 +714,6 @@ async def promotion_gate(
             version=version,
             options=options,
             now=now,
+            page=page,
         )
     raise InvalidInput("commit, or workload and version: give one of the two, and only one")

@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hub.gate.policy import ClusterState
 from hub.harvest.urls import normalise_repository_url
 from tests.correlation.fleet import Fleet
 from tests.harvest.scenario import WORKLOAD
@@ -99,6 +100,7 @@ async def test_a_passed_gate_with_its_evidence(
         "stale": 0,
         "never_reported": 0,
         "compliant": 2,
+        "by_state": {state: 2 if state == "compliant" else 0 for state in ClusterState},
     }
     assert datetime.fromisoformat(body["evaluated_at"]) == clock.now
     assert datetime.fromisoformat(body["earliest_pass_at"]) == applied_at + timedelta(minutes=10)
@@ -109,7 +111,7 @@ async def test_a_passed_gate_with_its_evidence(
         head,
     )
     assert datetime.fromisoformat(body["freshness"]["oldest_report_at"]) == clock.now
-    drone = body["clusters"][0]
+    drone = body["clusters"]["items"][0]
     assert drone == {
         "name": "drone-01",
         "cluster_type": "drone",
@@ -162,12 +164,52 @@ async def test_options_shape_the_verdict(
     assert allowed["verdict"] == "passed"
 
 
+async def test_the_clusters_furthest_from_compliance_come_first_a_page_at_a_time(
+    fleet: Fleet, client: httpx.AsyncClient, read_token: str, clock: FakeClock
+) -> None:
+    head = fleet.platform_heads["dev"]
+    for name in ("drone-01", "drone-02", "drone-03"):
+        await fleet.add(name, "drone")
+    await fleet.add("large-01", "large")
+    for cluster in fleet.clusters.values():
+        cluster.run_platform(head)
+    fleet.clusters["drone-02"].run_platform(head, ready=False, reason="HealthCheckFailed")
+    await fleet.report("drone-01", "drone-02", "large-01")
+
+    first = await ok(client, read_token, GATE, environment="dev", commit=head, limit=2)
+    rest = await ok(client, read_token, GATE, environment="dev", commit=head, limit=2, offset=2)
+
+    assert first["verdict"] == "failed"
+    # Failed, then never reported, then by name among the soaking.
+    assert [(c["name"], c["state"]) for c in first["clusters"]["items"]] == [
+        ("drone-02", "failed"),
+        ("drone-03", "never_reported"),
+    ]
+    assert [(c["name"], c["state"]) for c in rest["clusters"]["items"]] == [
+        ("drone-01", "soaking"),
+        ("large-01", "soaking"),
+    ]
+    assert {key: first["clusters"][key] for key in ("total", "limit", "offset")} == {
+        "total": 4,
+        "limit": 2,
+        "offset": 0,
+    }
+    counts = first["counts"]["by_state"]
+    assert {state: count for state, count in counts.items() if count} == {
+        "failed": 1,
+        "never_reported": 1,
+        "soaking": 2,
+    }
+
+
 @pytest.mark.parametrize(
     ("params", "detail"),
     [
         ({"soak": "ten minutes"}, "query.soak: Value error, 'ten minutes' is not a duration"),
         ({"soak": "-PT1M"}, "soak: must not be negative"),
         ({"min_clusters": "0"}, "query.min_clusters: Input should be greater than or equal to 1"),
+        ({"limit": "0"}, "query.limit: Input should be greater than or equal to 1"),
+        ({"offset": "-1"}, "query.offset: Input should be greater than or equal to 0"),
         ({"allow_stale": "maybe"}, "query.allow_stale: Input should be a valid boolean"),
         ({"commit": "not-a-sha"}, "commit: expected 7 to 64 hexadecimal digits, got 'not-a-sha'"),
         ({"commit": None}, "commit, or workload and version: give one of the two"),
@@ -178,6 +220,8 @@ async def test_options_shape_the_verdict(
         "soak-words",
         "soak-negative",
         "min-clusters-zero",
+        "limit-zero",
+        "offset-negative",
         "allow-stale-word",
         "commit-not-hex",
         "no-target",
@@ -267,7 +311,7 @@ async def test_the_gate_for_a_workload_version(
     assert body["verdict"] == "passed"
     assert body["target"]["kind"] == "workload_version"
     assert body["target"]["description"] == f"{WORKLOAD} 1.0.0"
-    assert [c["object"] for c in body["clusters"]] == [
+    assert [c["object"] for c in body["clusters"]["items"]] == [
         "flux/Kustomization/flux-system/hello-world-app-functional-test",
         "argocd/Application/argocd/hello-world-app-performance-test",
     ]

@@ -33,11 +33,11 @@ async def gate(session: AsyncSession, clock: FakeClock, commit: str, **options: 
 
 
 def by_name(result: GateResult) -> dict[str, GateCluster]:
-    return {cluster.name: cluster for cluster in result.clusters}
+    return {cluster.name: cluster for cluster in result.clusters.items}
 
 
 def states(result: GateResult) -> dict[str, ClusterState]:
-    return {cluster.name: cluster.state for cluster in result.clusters}
+    return {cluster.name: cluster.state for cluster in result.clusters.items}
 
 
 @pytest.fixture
@@ -74,14 +74,15 @@ async def test_pending_while_soaking_then_passed_exactly_when_the_soak_has_elaps
     assert halfway.verdict is Verdict.PENDING
     assert halfway.earliest_pass_at == applied_at + SOAK
     assert set(states(halfway).values()) == {ClusterState.SOAKING}
-    assert {c.soak_remaining_seconds for c in halfway.clusters} == {300.0}
-    assert {c.ready_since for c in halfway.clusters} == {applied_at}
+    assert {c.soak_remaining_seconds for c in halfway.clusters.items} == {300.0}
+    assert {c.ready_since for c in halfway.clusters.items} == {applied_at}
     assert halfway.counts.model_dump() == {
         "expected": 4,
         "reporting": 4,
         "stale": 0,
         "never_reported": 0,
         "compliant": 0,
+        "by_state": {state: 4 if state is ClusterState.SOAKING else 0 for state in ClusterState},
     }
     clock.now = applied_at + SOAK - timedelta(seconds=1)
     assert (await gate(session, clock, head)).verdict is Verdict.PENDING
@@ -241,7 +242,11 @@ async def test_an_expected_cluster_that_never_reported_blocks_until_decommission
     )
     passed = await gate(session, clock, head)
     assert passed.verdict is Verdict.PASSED
-    assert [cluster.name for cluster in passed.clusters] == ["drone-01", "drone-02", "large-01"]
+    assert [cluster.name for cluster in passed.clusters.items] == [
+        "drone-01",
+        "drone-02",
+        "large-01",
+    ]
 
 
 async def test_clusters_are_judged_by_the_objects_that_follow_the_platform_branch(

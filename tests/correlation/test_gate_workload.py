@@ -33,7 +33,7 @@ async def gate(session: AsyncSession, clock: FakeClock, version: str, **options:
 
 
 def by_name(result: GateResult) -> dict[str, GateCluster]:
-    return {cluster.name: cluster for cluster in result.clusters}
+    return {cluster.name: cluster for cluster in result.clusters.items}
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ async def test_only_the_cluster_types_with_an_assignment_are_expected(
     result = await gate(session, clock, "1.0.0")
 
     assert result.verdict is Verdict.PASSED
-    assert [(c.name, c.cluster_type) for c in result.clusters] == [
+    assert [(c.name, c.cluster_type) for c in result.clusters.items] == [
         ("drone-01", "drone"),
         ("large-01", "large"),
     ]

@@ -58,9 +58,10 @@ class HarvestedRepo:
         return {sha: (position, mainline) for sha, position, mainline in rows}
 
     async def is_ancestor(self, ancestor: str, descendant: str) -> bool | None:
-        return await harvest_repository.is_ancestor(
-            self.session, await self.id(), ancestor, descendant
+        answers = await harvest_repository.contained_in(
+            self.session, await self.id(), ancestor, [descendant]
         )
+        return answers[descendant]
 
     async def assignment_revisions(self, branch: str) -> list[dict[str, Any]]:
         """Every revision, oldest first, with the shas its range starts and ends at."""
