@@ -61,8 +61,22 @@ def create_engine(url: str, settings: HubSettings) -> AsyncEngine:
         max_overflow=settings.database_pool_size,
         pool_pre_ping=False,
         pool_timeout=settings.database_pool_timeout,
-        connect_args={"application_name": APPLICATION_NAME},
+        connect_args={
+            "application_name": APPLICATION_NAME,
+            "options": _server_options(
+                url, f"-c max_parallel_workers_per_gather={settings.database_parallel_workers}"
+            ),
+        },
     )
+
+
+def _server_options(url: str, option: str) -> str:
+    """`option` after the server options the URL gives (`?options=...`), which it overrides
+    only where they set the same parameter."""
+    given = make_url(url).query.get("options", "")
+    if isinstance(given, tuple):
+        given = " ".join(given)
+    return f"{given} {option}".strip()
 
 
 def create_statement_pool(url: str, settings: HubSettings) -> AsyncConnectionPool:

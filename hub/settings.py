@@ -49,6 +49,15 @@ class HubSettings(BaseSettings):
         gt=0,
         description="Seconds a request waits for a free database connection before a 503.",
     )
+    database_parallel_workers: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "PostgreSQL parallel workers one of the hub's queries may use "
+            "(max_parallel_workers_per_gather). 0 keeps each query on one core: the hub runs "
+            "many short queries at once, and a query's workers would take cores from the others."
+        ),
+    )
     ingest_synchronous_commit: bool = Field(
         default=False,
         description=(

@@ -23,6 +23,7 @@ from hub.cli.remote import (
     LimitOption,
     OffsetOption,
     TokenOption,
+    ago,
     fetch,
     print_page_footer,
     rows_table,
@@ -97,10 +98,6 @@ def _placed(environment: str | None, cluster_type: str | None) -> str:
     return f"{environment or '-'}/{cluster_type or '-'}"
 
 
-def _ago(now: datetime, at: datetime | None) -> str:
-    return "never" if at is None else f"{format_duration(now - at)} ago"
-
-
 def summary_line(report: DriftReport) -> str:
     """`5 drifted objects in 3 clusters · behind 2, failing 1, stale 2 · judged 20s ago`."""
     summary = report.summary
@@ -120,7 +117,7 @@ def summary_line(report: DriftReport) -> str:
     parts.append(
         "not judged yet: the hub's drift job has not run"
         if report.evaluated_at is None
-        else f"judged {_ago(report.now, report.evaluated_at)}"
+        else f"judged {ago(report.now, report.evaluated_at)}"
     )
     return " · ".join(parts)
 
@@ -136,9 +133,7 @@ def render_drift(report: DriftReport) -> None:
                         _placed(item.environment, item.cluster_type),
                         _object(item),
                         _reasons(item),
-                        None
-                        if item.drifted_since is None
-                        else _ago(report.now, item.drifted_since),
+                        ago(report.now, item.drifted_since),
                     )
                     for item in report.items
                 ),

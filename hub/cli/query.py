@@ -21,6 +21,7 @@ from hub.cli.remote import (
     LimitOption,
     OffsetOption,
     TokenOption,
+    ago,
     fetch,
     print_page_footer,
     rows_table,
@@ -61,10 +62,6 @@ def _group(state: GroupState) -> tuple[int, ...]:
     )
 
 
-def _ago(now: datetime, moment: datetime | None) -> str | None:
-    return None if moment is None else f"{format_duration(now - moment)} ago"
-
-
 def render_fleet(fleet: FleetState) -> None:
     groups: list[tuple[object, ...]] = []
     for environment in fleet.environments:
@@ -100,7 +97,7 @@ def render_fleet(fleet: FleetState) -> None:
                         cluster.environment,
                         cluster.cluster_type,
                         Text(cluster.agent.replace("_", " "), style=_AGENT_STYLES[cluster.agent]),
-                        _ago(fleet.evaluated_at, cluster.last_seen_at),
+                        ago(fleet.evaluated_at, cluster.last_seen_at),
                         *_objects(cluster.objects),
                     )
                     for cluster in page.items

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hub.cli.common import Output, console, fail, print_json
+from hub.gate.policy import format_duration
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -91,6 +92,11 @@ def short_revision(revision: str | None) -> str:
 
 def when(moment: datetime | None) -> str:
     return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def ago(now: datetime, moment: datetime | None) -> str | None:
+    """`5m ago`; None when there is no such moment."""
+    return None if moment is None else f"{format_duration(now - moment)} ago"
 
 
 def _cell(value: object) -> Text:

@@ -1,0 +1,30 @@
+"""The hub's connections to its store: each query stays on one core unless configured
+otherwise, and server options the database URL gives are kept."""
+
+from urllib.parse import quote
+
+from sqlalchemy import text
+
+from hub.database import create_engine
+from tests.conftest import hub_settings
+
+
+async def show(url: str, parallel_workers: int, *parameters: str) -> list[str]:
+    engine = create_engine(url, hub_settings(database_parallel_workers=parallel_workers))
+    try:
+        async with engine.connect() as connection:
+            return [str(await connection.scalar(text(f"SHOW {name}"))) for name in parameters]
+    finally:
+        await engine.dispose()
+
+
+async def test_queries_run_without_parallel_workers_by_default(database_url: str) -> None:
+    assert await show(database_url, 0, "max_parallel_workers_per_gather") == ["0"]
+    assert await show(database_url, 3, "max_parallel_workers_per_gather") == ["3"]
+
+
+async def test_server_options_of_the_url_are_kept(database_url: str) -> None:
+    separator = "&" if "?" in database_url else "?"
+    url = f"{database_url}{separator}options={quote('-c work_mem=7MB')}"
+
+    assert await show(url, 0, "work_mem", "max_parallel_workers_per_gather") == ["7MB", "0"]
