@@ -882,7 +882,8 @@ def copy_baseline(
 
     The rows are read first (untimed); the timed part creates nothing and includes the commit.
     The transition table keeps the real one's indexes; the object-state table indexes the same
-    columns without uniqueness, because one run can change the same object more than once.
+    columns as the real one, without uniqueness, because one run can change the same object
+    more than once.
     """
     if transitions <= 0:
         return None
@@ -893,7 +894,7 @@ def copy_baseline(
     transition_columns = f"observed_at, cluster_id, object_id, {state}, removed, received_at"
     object_columns = (
         f"id, cluster_id, reconciler, kind, namespace, name, {state}, last_transition_at, "
-        "changed_at, first_seen_at, removed_at"
+        "changed_at, first_seen_at, removed_at, applied_since, ready_since"
     )
     transition_rows = connection.execute(
         f"SELECT {transition_columns} FROM status_transition ORDER BY received_at DESC LIMIT %s",
@@ -902,7 +903,7 @@ def copy_baseline(
     object_rows = connection.execute(
         f"SELECT t.object_id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name, "
         f"{', '.join(f't.{c.strip()}' for c in state.split(','))}, o.last_transition_at, "
-        "t.observed_at, o.first_seen_at, NULL::timestamptz "
+        "t.observed_at, o.first_seen_at, NULL::timestamptz, o.applied_since, o.ready_since "
         "FROM (SELECT * FROM status_transition ORDER BY received_at DESC LIMIT %s) t "
         "JOIN object_state o ON o.id = t.object_id WHERE NOT t.removed",
         (transitions,),
@@ -919,6 +920,13 @@ def copy_baseline(
     connection.execute(
         "CREATE INDEX ON bench_copy_object_state (cluster_id, reconciler, kind, namespace, name)"
     )
+    connection.execute(
+        "CREATE INDEX ON bench_copy_object_state (source_url, source_ref) WHERE removed_at IS NULL"
+    )
+    connection.execute(
+        "CREATE INDEX ON bench_copy_object_state (cluster_id, source_ref) "
+        "WHERE removed_at IS NULL AND reconciler = 'flux'"
+    )
     connection.commit()
     try:
         started = time.perf_counter()
@@ -934,6 +942,7 @@ def copy_baseline(
         connection.commit()
         elapsed = time.perf_counter() - started
     finally:
+        connection.rollback()
         for table in SCRATCH_TABLES:
             connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
         connection.commit()

@@ -62,20 +62,15 @@ class ObjectState(Base):
     __tablename__ = "object_state"
     __table_args__ = (
         UniqueConstraint("cluster_id", "reconciler", "kind", "namespace", "name"),
-        # Live objects by the source they name: the URL spellings in use, and the objects that
-        # follow a repository and branch (migration 0011).
-        Index(
-            "ix_object_state_source",
-            "source_url",
-            "source_ref",
-            postgresql_where=text("removed_at IS NULL"),
-        ),
-        # Live Flux objects by the source object they name, within a cluster.
+        # Objects by the source they name: the URL spellings in use, and the objects that
+        # follow a repository and branch; Flux objects by the source object they name
+        # (migration 0011 says why neither is partial on removed_at).
+        Index("ix_object_state_source", "source_url", "source_ref"),
         Index(
             "ix_object_state_followers",
-            "cluster_id",
             "source_ref",
-            postgresql_where=text("removed_at IS NULL AND reconciler = 'flux'"),
+            "cluster_id",
+            postgresql_where=text("reconciler = 'flux'"),
         ),
     )
 

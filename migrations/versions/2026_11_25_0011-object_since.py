@@ -10,8 +10,11 @@ changed what the run is about, and the current run starts with the first transit
 the newest such end; the object's last change when the history no longer says.
 
 Two indexes let the gate find the objects that follow a repository and branch without reading
-every object of an environment's clusters: live objects by the source they name (URL, ref),
-and live Flux objects by the source object they name within their cluster.
+every object of an environment's clusters: objects by the source they name (URL, ref), and
+Flux objects by the source object they name. Neither is partial on removed_at, nor leads with
+cluster_id: report ingest looks up and retires a cluster's live objects by those, and its
+statement, prepared while the table is small, would otherwise plan a walk of every live
+object through them.
 
 Revision ID: 0011_object_since
 Revises: 0010_deployed_parts
@@ -78,17 +81,12 @@ def upgrade() -> None:
     # Removed objects start anew when they come back.
     op.execute("UPDATE object_state SET applied_since = changed_at WHERE applied_since IS NULL")
     op.alter_column("object_state", "applied_since", nullable=False)
-    op.create_index(
-        "ix_object_state_source",
-        "object_state",
-        ["source_url", "source_ref"],
-        postgresql_where=sa.text("removed_at IS NULL"),
-    )
+    op.create_index("ix_object_state_source", "object_state", ["source_url", "source_ref"])
     op.create_index(
         "ix_object_state_followers",
         "object_state",
-        ["cluster_id", "source_ref"],
-        postgresql_where=sa.text("removed_at IS NULL AND reconciler = 'flux'"),
+        ["source_ref", "cluster_id"],
+        postgresql_where=sa.text("reconciler = 'flux'"),
     )
 
 
