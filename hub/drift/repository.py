@@ -146,6 +146,7 @@ source AS MATERIALIZED (
            s.source_url, s.source_ref
     FROM object_state s
     WHERE s.reconciler = 'flux' AND s.kind = ANY(:source_kinds) AND s.removed_at IS NULL
+      AND s.cluster_id >= :first AND s.cluster_id < :end
 ),
 tracking AS (
     SELECT o.id AS object_id, o.cluster_id, c.cluster_type_id, o.reconciler, o.kind,
@@ -158,7 +159,8 @@ tracking AS (
     JOIN cluster c ON c.id = o.cluster_id AND c.decommissioned_at IS NULL
     LEFT JOIN source s
       ON o.reconciler = 'flux' AND s.cluster_id = o.cluster_id AND s.ref = o.source_ref
-    WHERE o.removed_at IS NULL AND NOT (o.reconciler = 'flux' AND o.kind = ANY(:source_kinds))
+    WHERE o.cluster_id >= :first AND o.cluster_id < :end
+      AND o.removed_at IS NULL AND NOT (o.reconciler = 'flux' AND o.kind = ANY(:source_kinds))
 ),
 judged AS MATERIALIZED (
     SELECT t.*, b.id AS branch_id, head.sha AS head_sha, hb.position AS head_position,
@@ -268,7 +270,8 @@ written AS (
 ),
 dropped AS (
     DELETE FROM object_drift d
-    WHERE NOT EXISTS (SELECT 1 FROM evaluated e WHERE e.object_id = d.object_id)
+    WHERE d.cluster_id >= :first AND d.cluster_id < :end
+      AND NOT EXISTS (SELECT 1 FROM evaluated e WHERE e.object_id = d.object_id)
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM evaluated) AS objects,
@@ -285,12 +288,21 @@ class Evaluated:
     changed: int
     dropped: int
 
+    def __add__(self, other: "Evaluated") -> "Evaluated":
+        return Evaluated(
+            self.objects + other.objects,
+            self.drifted + other.drifted,
+            self.changed + other.changed,
+            self.dropped + other.dropped,
+        )
+
 
 async def evaluate(
-    session: AsyncSession, *, repositories: dict[str, int], now: datetime
+    session: AsyncSession, *, repositories: dict[str, int], now: datetime, first: int, end: int
 ) -> Evaluated:
-    """Judge every live object of the registered clusters; `repositories`: the harvested
-    repository each reported URL spelling stands for."""
+    """Judge every live object of the registered clusters with first <= id < end (a part of
+    the fleet); `repositories`: the harvested repository each reported URL spelling stands
+    for."""
     # A plan of its own for this statement: it reads the fleet once, and JIT compilation
     # would cost more than it saves.
     await session.execute(text("SET LOCAL jit = off"))
@@ -302,6 +314,8 @@ async def evaluate(
                 "repository_ids": list(repositories.values()),
                 "source_kinds": list(FLUX_SOURCE_KINDS),
                 "now": now,
+                "first": first,
+                "end": end,
             },
         )
     ).one()

@@ -47,6 +47,7 @@ sync, so their times are as precise as the job's interval. A cluster is drifted 
 its objects is or its agent is stale.
 """
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.database import exclusive, write_session
 from hub.drift import repository
-from hub.drift.repository import DriftFilter, HistoryFilter, Scope
+from hub.drift.repository import DriftFilter, Evaluated, HistoryFilter, Scope
 from hub.drift.schemas import (
     ConfigMismatch,
     Desired,
@@ -75,6 +76,7 @@ from hub.drift.schemas import (
     Source,
 )
 from hub.errors import FleetmarkError, InvalidInput, UnknownCluster
+from hub.fleet import repository as fleet_repository
 from hub.gate import repository as gate_repository
 from hub.gate.policy import format_duration
 from hub.gate.service import UnknownEnvironment
@@ -134,12 +136,19 @@ async def evaluate_drift(
     session: AsyncSession, *, now: datetime, stale_after: timedelta
 ) -> Evaluation:
     """Judge every live object of the registered clusters and bring the drift periods up to
-    date, as of `now`; the caller commits."""
+    date, as of `now`; the caller commits. The objects are judged a part of the fleet at a
+    time, with a pause between (hub/fleet/repository.py), in the one transaction."""
     started = time.perf_counter()
     repositories = _repositories(
         await gate_repository.source_spellings(session), await repository.repository_ids(session)
     )
-    evaluated = await repository.evaluate(session, repositories=repositories, now=now)
+    evaluated = Evaluated(objects=0, drifted=0, changed=0, dropped=0)
+    for part, (first, end) in enumerate(await fleet_repository.fleet_parts(session)):
+        if part:
+            await asyncio.sleep(fleet_repository.PART_PACE)
+        evaluated += await repository.evaluate(
+            session, repositories=repositories, now=now, first=first, end=end
+        )
     await repository.count_per_cluster(session)
     periods = await repository.record_periods(
         session, now=now, stale_before=now - stale_after, order=REASONS

@@ -29,9 +29,6 @@ from hub.models import Environment
 
 # Held while refreshing the summary ("envdiff" in ASCII): one replica at a time.
 REFRESH_LOCK = 0x656E7664696666
-# Clusters (by id) in one part of the deployed summary, refreshed in one transaction: some
-# 5,000 objects, a few hundredths of a second of a core.
-PART_CLUSTERS = 250
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,20 +213,15 @@ async def diff_page(
     return DiffPage(total=total, deployed_at=deployed_at, rows=list(rows.values()))
 
 
-async def fleet_parts(session: AsyncSession) -> int:
-    """How many parts of PART_CLUSTERS cluster ids the deployed summary has."""
-    last: int | None = await session.scalar(text("SELECT max(id) FROM cluster"))
-    return 0 if last is None else last // PART_CLUSTERS + 1
-
-
-async def refresh_part(session: AsyncSession, part: int) -> None:
-    """Replace one part of the deployed summary by what its clusters run now."""
+async def refresh_part(session: AsyncSession, part: int, first: int, end: int) -> None:
+    """Replace one part of the deployed summary by what its clusters (first <= id < end) run
+    now."""
     # Room to group the part's objects in memory rather than in sort files on disk.
     await session.execute(text("SET LOCAL work_mem = '64MB'"))
     await session.execute(text("DELETE FROM deployed_part WHERE part = :part"), {"part": part})
     await session.execute(
         text("INSERT INTO deployed_part SELECT :part, * FROM deployed_summary(:first, :end)"),
-        {"part": part, "first": part * PART_CLUSTERS, "end": (part + 1) * PART_CLUSTERS},
+        {"part": part, "first": first, "end": end},
     )
 
 

@@ -45,6 +45,7 @@ from hub.envdiff.schemas import (
     EnvironmentDiff,
 )
 from hub.errors import InvalidInput
+from hub.fleet import repository as fleet_repository
 from hub.gate import repository as gate_repository
 from hub.gate.service import UnknownEnvironment
 from hub.harvest.urls import spelled_repository
@@ -52,9 +53,6 @@ from hub.harvest.urls import spelled_repository
 __all__ = ["environment_diff", "refresh_deployed", "scheduled_refresh"]
 
 log = structlog.get_logger("fleetmark.envdiff")
-# Seconds between two parts of a refresh: what the parts' work took from the hub's other
-# work (report ingest) is caught up before the next part starts.
-PART_PACE = 0.05
 
 
 def _check_names(environments: Sequence[str]) -> None:
@@ -306,13 +304,13 @@ async def refresh_deployed(sessions: async_sessionmaker[AsyncSession]) -> None:
     """Sum up what the fleet's clusters run now (deployed_version): a part of the fleet per
     unit of work, with a pause between, so that the work never holds a core for long."""
     async with write_session(sessions) as session:
-        parts = await repository.fleet_parts(session)
-        await repository.drop_parts_from(session, parts)
-    for part in range(parts):
+        parts = await fleet_repository.fleet_parts(session)
+        await repository.drop_parts_from(session, len(parts))
+    for part, (first, end) in enumerate(parts):
         if part:
-            await asyncio.sleep(PART_PACE)
+            await asyncio.sleep(fleet_repository.PART_PACE)
         async with write_session(sessions) as session:
-            await repository.refresh_part(session, part)
+            await repository.refresh_part(session, part, first, end)
 
 
 async def scheduled_refresh(sessions: async_sessionmaker[AsyncSession]) -> None:

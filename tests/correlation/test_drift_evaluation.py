@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.drift.schemas import Reason
+from hub.fleet import repository as fleet_repository
 from tests.correlation.drifting import committed_at, drift, evaluate, reasons, rows
 from tests.correlation.fleet import ARGO_ROOT, ROOT, Fleet
 from tests.harvest import scenario
@@ -72,6 +73,31 @@ async def test_a_fleet_at_the_heads_is_not_drifted(
     assert root.desired.branch == "dev"
     assert root.desired.head_sha == dev.platform_heads["dev"]
     assert root.desired.repository == dev.platform.url.rstrip("/")
+
+
+async def test_judged_a_cluster_at_a_time_the_fleet_adds_up(
+    dev: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A part per cluster id: every cluster is judged by a statement of its own.
+    monkeypatch.setattr(fleet_repository, "PART_CLUSTERS", 1)
+    monkeypatch.setattr(fleet_repository, "PART_PACE", 0)
+    dev.clusters["drone-02"].run_platform(dev.platform_heads["dev"], ready=False)
+    await dev.report()
+    first = await evaluate(session, clock)
+    del dev.clusters["drone-01"].objects[FUNCTIONAL]
+    clock.advance(minutes=1)
+    await dev.report("drone-01")
+
+    second = await evaluate(session, clock)
+    report = await drift(session, clock, include_in_sync=True)
+
+    assert (first.objects, first.drifted, first.changed) == (7, 1, 7)
+    # The object drone-01 no longer runs leaves the verdicts; nothing else changed.
+    assert (second.objects, second.drifted, second.changed) == (6, 1, 1)
+    assert {row: why for row, why in reasons(report).items() if why} == {
+        ("drone-02", f"Kustomization/{ROOT}"): ["failing"]
+    }
+    assert report.total == 6
 
 
 async def test_a_cluster_two_commits_behind_since_the_first_commit_it_missed(
