@@ -274,12 +274,11 @@ async def chain_positions(
 
 # Live objects of the expected clusters (those of an environment, or of some of its cluster
 # types, as expected_clusters finds them) that follow one of the URL spellings on one of the
-# refs:
-# those that name the repository and branch themselves (an Argo CD Application), and the Flux
-# objects (Kustomization, HelmRelease) that name a Flux source object which does, through
-# ix_object_state_followers; the source object's URL and ref stand in for theirs. Both walk
-# indexes from the source's URL and ref, so the cost follows the objects found, not the
-# clusters' objects of all.
+# refs: those that name the repository and branch themselves (an Argo CD Application), and
+# the Flux objects (Kustomization, HelmRelease) that name a Flux source object which does,
+# through ix_object_state_followers; the source object's URL and ref stand in for theirs.
+# Both walk indexes from the source's URL and ref, so the cost follows the objects found, not
+# the clusters' objects of all.
 _TRACKED = text("""
 WITH named AS MATERIALIZED (
     SELECT s.* FROM object_state s
