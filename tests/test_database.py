@@ -1,5 +1,5 @@
 """The hub's connections to its store: each query stays on one core unless configured
-otherwise, and server options the database URL gives are kept."""
+otherwise, is never JIT-compiled, and server options the database URL gives are kept."""
 
 from urllib.parse import quote
 
@@ -21,6 +21,10 @@ async def show(url: str, parallel_workers: int, *parameters: str) -> list[str]:
 async def test_queries_run_without_parallel_workers_by_default(database_url: str) -> None:
     assert await show(database_url, 0, "max_parallel_workers_per_gather") == ["0"]
     assert await show(database_url, 3, "max_parallel_workers_per_gather") == ["3"]
+
+
+async def test_queries_are_not_jit_compiled(database_url: str) -> None:
+    assert await show(database_url, 0, "jit") == ["off"]
 
 
 async def test_server_options_of_the_url_are_kept(database_url: str) -> None:

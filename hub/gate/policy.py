@@ -30,6 +30,11 @@ least one) clusters are expected and every one is compliant; is **pending** othe
 No cluster expected is pending ("no clusters expected in <env>"), not failed: nothing
 speaks against the commit itself, and the answer changes once a cluster registers.
 
+The rules read six values of a cluster's facts once measured against `now` (a `Standing`),
+so they are also a table of 144 rows: with it the store judges a whole environment in one
+statement (hub/gate/repository.py) and hands over a `Tally` and the clusters it lists, on
+which `conclude` reaches the verdict `decide` reaches on every cluster's facts.
+
 For fixed facts the gate passes exactly on the interval from the last soak end to the moment
 the first expected cluster goes stale (open-ended with `allow_stale`). `earliest_pass_at` is
 the start of that interval while it is not behind `now`, otherwise None: the gate then cannot
@@ -38,24 +43,35 @@ pass without new facts (a report, a harvest, a registration).
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 __all__ = [
+    "REASONS_NAMED",
     "ClusterEvidence",
     "ClusterFacts",
     "ClusterState",
     "GateDecision",
     "GateOptions",
     "PlatformCommit",
+    "Standing",
+    "Tally",
     "Target",
     "Verdict",
     "WorkloadVersion",
+    "conclude",
     "decide",
+    "evaluate",
     "format_duration",
+    "listing_order",
+    "rule",
 ]
+
+# Reasons name at most this many clusters, those furthest from compliance; a last line counts
+# the others.
+REASONS_NAMED = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,10 +195,30 @@ class ClusterEvidence:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Tally:
+    """Every expected cluster summed up, once each has been judged (by `decide`, or by the
+    store with `rule`): what the verdict needs beyond the clusters it names."""
+
+    by_state: Mapping[ClusterState, int]
+    never_reported: int
+    # Reported, but not within stale_after.
+    stale: int
+    # The oldest newest-report, and its cluster (the smallest name among equals).
+    oldest_report: tuple[datetime, str] | None
+    # The latest soak end among soaking and compliant clusters.
+    last_soak_end: datetime | None
+
+    @property
+    def expected(self) -> int:
+        return sum(self.by_state.values())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GateDecision:
     target: Target
     verdict: Verdict
-    # Why: the failures, or what blocks, or (when passed) what was established.
+    # Why: the failures, or what blocks, or (when passed) what was established; at most
+    # REASONS_NAMED clusters by name.
     reasons: tuple[str, ...]
     evaluated_at: datetime
     expected: int
@@ -191,6 +227,8 @@ class GateDecision:
     stale: int
     never_reported: int
     compliant: int
+    by_state: Mapping[ClusterState, int]
+    # The clusters listed, furthest from compliance first (then by name).
     clusters: tuple[ClusterEvidence, ...]
     earliest_pass_at: datetime | None
     # Data freshness: the oldest newest-report among expected clusters that ever reported.
@@ -215,69 +253,135 @@ def _reconciler_words(facts: ClusterFacts) -> str:
     return f" ({words})" if words else ""
 
 
-def _evaluate(
-    facts: ClusterFacts, target: Target, options: GateOptions, now: datetime
-) -> tuple[ClusterState, str, datetime | None]:
-    """The cluster's state, why, and when its soak ends (once it runs the target, Ready)."""
-    if facts.attempted_target and facts.ready is False:
-        return ClusterState.FAILED, f"reconciling {target} failed{_reconciler_words(facts)}", None
-    if facts.last_seen_at is None:
-        return ClusterState.NEVER_REPORTED, "registered, but its agent never reported", None
-    silent = now - facts.last_seen_at
-    if silent > options.stale_after:
-        if not options.allow_stale:
-            return (
-                ClusterState.STALE,
-                f"no report for {format_duration(silent)} "
-                f"(stale after {format_duration(options.stale_after)})",
-                None,
-            )
-        state, explanation, soak_ends_at = _judge_state(facts, target, options, now)
-        return (
-            state,
-            f"{explanation}; judged on its last report, {format_duration(silent)} old",
-            soak_ends_at,
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """What the rules read of a cluster: its facts, measured against `now` and the options.
+
+    Six values with two or three outcomes each: the rules are a table of 144 rows, which the
+    store uses to judge a whole environment without handing every cluster over.
+    """
+
+    attempted_target: bool
+    ready: bool | None
+    reported: bool
+    # Silent for longer than stale_after.
+    stale: bool
+    contains_target: bool | None
+    # Ready and running what it runs for at least the soak.
+    soaked: bool
+
+    @classmethod
+    def of(cls, facts: ClusterFacts, options: GateOptions, now: datetime) -> "Standing":
+        soak_ends_at = _soak_end(facts, options)
+        return cls(
+            attempted_target=facts.attempted_target,
+            ready=facts.ready,
+            reported=facts.last_seen_at is not None,
+            stale=facts.last_seen_at is not None and now - facts.last_seen_at > options.stale_after,
+            contains_target=facts.contains_target,
+            soaked=soak_ends_at is not None and soak_ends_at <= now,
         )
-    return _judge_state(facts, target, options, now)
 
 
-def _judge_state(
-    facts: ClusterFacts, target: Target, options: GateOptions, now: datetime
-) -> tuple[ClusterState, str, datetime | None]:
-    """Rules 4 to 8 of the module docstring, on the cluster's last reported state."""
-    if facts.contains_target is None:
-        return (
-            ClusterState.UNKNOWN_REVISION,
-            f"applied {facts.applied_revision}, which is not in the harvested history yet",
-            None,
-        )
-    if not facts.contains_target:
-        if facts.applied_revision is None:
-            return ClusterState.NOT_APPLIED, "has applied nothing yet", None
-        return (
-            ClusterState.NOT_APPLIED,
-            f"applied {facts.applied_revision}, which does not contain {target}",
-            None,
-        )
-    if facts.ready is not True:
-        readiness = "not Ready" if facts.ready is False else "readiness unknown"
-        return (
-            ClusterState.NOT_READY,
-            f"runs {target}, {readiness}{_reconciler_words(facts)}",
-            None,
-        )
-    # Both are set here: ClusterFacts requires them with ready and contains_target.
-    assert facts.ready_since is not None
-    assert facts.applied_since is not None
-    soak_ends_at = max(facts.ready_since, facts.applied_since) + options.soak
-    if now < soak_ends_at:
-        remaining = format_duration(soak_ends_at - now)
-        return ClusterState.SOAKING, f"runs {target}, Ready; soak ends in {remaining}", soak_ends_at
-    return ClusterState.COMPLIANT, f"runs {target}, Ready and soaked", soak_ends_at
+def rule(standing: Standing, options: GateOptions) -> ClusterState:
+    """The state of a cluster of that standing: the rules of the module docstring, in order."""
+    if standing.attempted_target and standing.ready is False:
+        return ClusterState.FAILED
+    if not standing.reported:
+        return ClusterState.NEVER_REPORTED
+    if standing.stale and not options.allow_stale:
+        return ClusterState.STALE
+    if standing.contains_target is None:
+        return ClusterState.UNKNOWN_REVISION
+    if not standing.contains_target:
+        return ClusterState.NOT_APPLIED
+    if standing.ready is not True:
+        return ClusterState.NOT_READY
+    if not standing.soaked:
+        return ClusterState.SOAKING
+    return ClusterState.COMPLIANT
 
 
 # Clusters that need nothing but time to become compliant.
 _ON_TRACK = (ClusterState.SOAKING, ClusterState.COMPLIANT)
+
+
+def _soak_end(facts: ClusterFacts, options: GateOptions) -> datetime | None:
+    """When the soak of what the cluster runs ends: the later of ready_since and applied_since,
+    plus the soak; None while it is not Ready."""
+    if facts.ready is not True or facts.ready_since is None or facts.applied_since is None:
+        return None
+    return max(facts.ready_since, facts.applied_since) + options.soak
+
+
+def _explanation(
+    state: ClusterState, facts: ClusterFacts, target: Target, options: GateOptions, now: datetime
+) -> str:
+    """Why the cluster is in `state`, in one line."""
+    match state:
+        case ClusterState.FAILED:
+            return f"reconciling {target} failed{_reconciler_words(facts)}"
+        case ClusterState.NEVER_REPORTED:
+            return "registered, but its agent never reported"
+        case ClusterState.STALE:
+            assert facts.last_seen_at is not None
+            return (
+                f"no report for {format_duration(now - facts.last_seen_at)} "
+                f"(stale after {format_duration(options.stale_after)})"
+            )
+        case ClusterState.UNKNOWN_REVISION:
+            return f"applied {facts.applied_revision}, which is not in the harvested history yet"
+        case ClusterState.NOT_APPLIED if facts.applied_revision is None:
+            return "has applied nothing yet"
+        case ClusterState.NOT_APPLIED:
+            return f"applied {facts.applied_revision}, which does not contain {target}"
+        case ClusterState.NOT_READY:
+            readiness = "not Ready" if facts.ready is False else "readiness unknown"
+            return f"runs {target}, {readiness}{_reconciler_words(facts)}"
+        case ClusterState.SOAKING:
+            soak_ends_at = _soak_end(facts, options)
+            assert soak_ends_at is not None
+            return f"runs {target}, Ready; soak ends in {format_duration(soak_ends_at - now)}"
+        case ClusterState.COMPLIANT:
+            return f"runs {target}, Ready and soaked"
+
+
+def evaluate(
+    facts: ClusterFacts, target: Target, options: GateOptions, now: datetime
+) -> ClusterEvidence:
+    """Where one expected cluster stands, and why."""
+    standing = Standing.of(facts, options, now)
+    state = rule(standing, options)
+    explanation = _explanation(state, facts, target, options, now)
+    if standing.stale and state is not ClusterState.STALE and state is not ClusterState.FAILED:
+        assert facts.last_seen_at is not None
+        explanation += (
+            f"; judged on its last report, {format_duration(now - facts.last_seen_at)} old"
+        )
+    soak_ends_at = _soak_end(facts, options) if state in _ON_TRACK else None
+    return ClusterEvidence(
+        name=facts.name,
+        cluster_type=facts.cluster_type,
+        state=state,
+        explanation=explanation,
+        last_seen_at=facts.last_seen_at,
+        applied_revision=facts.applied_revision,
+        attempted_revision=facts.attempted_revision,
+        ready=facts.ready,
+        ready_since=facts.ready_since,
+        soak_ends_at=soak_ends_at,
+        soak_remaining=None if soak_ends_at is None else max(soak_ends_at - now, timedelta(0)),
+        reason=facts.reason,
+        message=facts.message,
+    )
+
+
+def listing_order(evidence: ClusterEvidence) -> tuple[int, str]:
+    """Furthest from compliance first (in the order of the rules), then by name."""
+    return _SEVERITY[evidence.state], evidence.name
+
+
+_SEVERITY = {state: rank for rank, state in enumerate(ClusterState)}
 
 
 def decide(
@@ -286,91 +390,106 @@ def decide(
     """The gate's verdict for `target` over the expected `clusters`, at `now`."""
     if now.tzinfo is None:
         raise ValueError("now: must be timezone-aware")
-    facts = sorted(clusters, key=lambda cluster: cluster.name)
+    facts = list(clusters)
     duplicates = sorted(
         name for name, count in Counter(cluster.name for cluster in facts).items() if count > 1
     )
     if duplicates:
         raise ValueError(f"clusters: each cluster is expected once; repeated: {duplicates}")
 
-    evidence = []
-    for cluster in facts:
-        state, explanation, soak_ends_at = _evaluate(cluster, target, options, now)
-        evidence.append(
-            ClusterEvidence(
-                name=cluster.name,
-                cluster_type=cluster.cluster_type,
-                state=state,
-                explanation=explanation,
-                last_seen_at=cluster.last_seen_at,
-                applied_revision=cluster.applied_revision,
-                attempted_revision=cluster.attempted_revision,
-                ready=cluster.ready,
-                ready_since=cluster.ready_since,
-                soak_ends_at=soak_ends_at,
-                soak_remaining=None
-                if soak_ends_at is None
-                else max(soak_ends_at - now, timedelta(0)),
-                reason=cluster.reason,
-                message=cluster.message,
-            )
-        )
+    evidence = sorted(
+        (evaluate(cluster, target, options, now) for cluster in facts), key=listing_order
+    )
+    by_state = Counter(item.state for item in evidence)
+    seen = [(item.last_seen_at, item.name) for item in evidence if item.last_seen_at is not None]
+    tally = Tally(
+        by_state={state: by_state[state] for state in ClusterState},
+        never_reported=len(facts) - len(seen),
+        stale=sum(1 for last_seen_at, _ in seen if now - last_seen_at > options.stale_after),
+        oldest_report=min(seen, default=None),
+        last_soak_end=max(
+            (item.soak_ends_at for item in evidence if item.soak_ends_at is not None),
+            default=None,
+        ),
+    )
+    return conclude(target, tally, evidence, options, now)
 
-    seen = [cluster.last_seen_at for cluster in facts if cluster.last_seen_at is not None]
-    never_reported = len(facts) - len(seen)
-    stale = sum(1 for last_seen_at in seen if now - last_seen_at > options.stale_after)
-    compliant = sum(1 for item in evidence if item.state is ClusterState.COMPLIANT)
-    verdict, reasons, earliest_pass_at = _verdict(target, evidence, options, now)
+
+def conclude(
+    target: Target,
+    tally: Tally,
+    listed: Iterable[ClusterEvidence],
+    options: GateOptions,
+    now: datetime,
+) -> GateDecision:
+    """The verdict over clusters judged one by one: `tally` sums up every expected cluster;
+    `listed` holds the evidence of those listed, furthest from compliance first (the first
+    REASONS_NAMED of them at least, when there are that many: the reasons name them)."""
+    if now.tzinfo is None:
+        raise ValueError("now: must be timezone-aware")
+    listed = tuple(listed)
+    verdict, reasons, earliest_pass_at = _verdict(target, tally, listed, options, now)
     return GateDecision(
         target=target,
         verdict=verdict,
         reasons=reasons,
         evaluated_at=now,
-        expected=len(facts),
-        reporting=len(seen) - stale,
-        stale=stale,
-        never_reported=never_reported,
-        compliant=compliant,
-        clusters=tuple(evidence),
+        expected=tally.expected,
+        reporting=tally.expected - tally.never_reported - tally.stale,
+        stale=tally.stale,
+        never_reported=tally.never_reported,
+        compliant=tally.by_state.get(ClusterState.COMPLIANT, 0),
+        by_state={state: tally.by_state.get(state, 0) for state in ClusterState},
+        clusters=listed,
         earliest_pass_at=earliest_pass_at,
-        oldest_report_at=min(seen, default=None),
+        oldest_report_at=None if tally.oldest_report is None else tally.oldest_report[0],
     )
 
 
+def _named(evidence: Iterable[ClusterEvidence], total: int, what: str) -> list[str]:
+    """A line per cluster, for the first REASONS_NAMED of `total`, then one for the others."""
+    lines = [f"{item.name}: {item.explanation}" for item in evidence][:REASONS_NAMED]
+    if total > len(lines):
+        lines.append(f"… and {total - len(lines):,} more cluster(s) {what}")
+    return lines
+
+
 def _verdict(
-    target: Target, evidence: list[ClusterEvidence], options: GateOptions, now: datetime
+    target: Target,
+    tally: Tally,
+    listed: tuple[ClusterEvidence, ...],
+    options: GateOptions,
+    now: datetime,
 ) -> tuple[Verdict, tuple[str, ...], datetime | None]:
-    failures = [
-        f"{item.name}: {item.explanation}" for item in evidence if item.state is ClusterState.FAILED
-    ]
-    if failures:
-        return Verdict.FAILED, tuple(failures), None
+    counts = tally.by_state
+    failed = counts.get(ClusterState.FAILED, 0)
+    if failed:
+        failures = (item for item in listed if item.state is ClusterState.FAILED)
+        return Verdict.FAILED, tuple(_named(failures, failed, "failed")), None
 
     environment = target.environment
-    if not evidence:
+    expected = tally.expected
+    if not expected:
         return Verdict.PENDING, (f"no clusters expected in {environment}",), None
-    reasons = [
-        f"{item.name}: {item.explanation}"
-        for item in evidence
-        if item.state is not ClusterState.COMPLIANT
-    ]
-    if len(evidence) < options.min_clusters:
+    blocking = (item for item in listed if item.state is not ClusterState.COMPLIANT)
+    reasons = _named(blocking, expected - counts.get(ClusterState.COMPLIANT, 0), "not compliant")
+    if expected < options.min_clusters:
         reasons.insert(
             0,
-            f"{len(evidence)} cluster(s) expected in {environment}; "
+            f"{expected} cluster(s) expected in {environment}; "
             f"at least {options.min_clusters} required",
         )
         return Verdict.PENDING, tuple(reasons), None
-    if any(item.state not in _ON_TRACK for item in evidence):
+    if sum(counts.get(state, 0) for state in _ON_TRACK) < expected:
         return Verdict.PENDING, tuple(reasons), None
 
     # Every cluster runs the target, Ready: only time stands between the gate and passing.
-    opens_at = max(item.soak_ends_at for item in evidence if item.soak_ends_at is not None)
+    assert tally.last_soak_end is not None
+    assert tally.oldest_report is not None
+    opens_at = tally.last_soak_end
     if not options.allow_stale:
         # No cluster is stale now (rule 3); the first to go stale ends the passing interval.
-        oldest_seen, oldest = min(
-            (item.last_seen_at, item.name) for item in evidence if item.last_seen_at is not None
-        )
+        oldest_seen, oldest = tally.oldest_report
         fresh_until = oldest_seen + options.stale_after
         if fresh_until < opens_at:
             reasons.append(
@@ -383,7 +502,7 @@ def _verdict(
     return (
         Verdict.PASSED,
         (
-            f"all {len(evidence)} expected cluster(s) in {environment} run {target} "
+            f"all {expected} expected cluster(s) in {environment} run {target} "
             f"and have been Ready for at least {format_duration(options.soak)}",
         ),
         opens_at,

@@ -7,21 +7,21 @@ desired state and ancestry from the harvester's branches, commits, assignment an
 ranges.
 """
 
+import itertools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
 
 from sqlalchemy import and_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
+from hub.gate.policy import ClusterFacts, ClusterState, GateOptions, Standing, Tally, rule
 from hub.models import (
     Assignment,
     AssignmentRevision,
     BranchCommit,
-    Cluster,
-    ClusterType,
     Environment,
     GitBranch,
     GitCommit,
@@ -43,44 +43,6 @@ class Branch:
     name: str
     head_sha: str | None
     harvested_at: datetime | None
-
-
-@dataclass(frozen=True, slots=True)
-class ExpectedCluster:
-    id: int
-    name: str
-    cluster_type: str | None
-    last_seen_at: datetime | None
-
-
-@dataclass(frozen=True, slots=True)
-class TrackedObject:
-    """A reconciler object of a cluster, with the source it follows.
-
-    For a Flux object that names its source object (`GitRepository/<namespace>/<name>`), the
-    URL and ref are that source object's: the branch lives there.
-    """
-
-    id: int
-    cluster_id: int
-    reconciler: str
-    kind: str
-    namespace: str
-    name: str
-    source_url: str
-    source_ref: str
-    source_path: str | None
-    applied_revision: str | None
-    applied_sha: str | None
-    attempted_revision: str | None
-    attempted_sha: str | None
-    ready: bool | None
-    reason: str | None
-    message: str | None
-    # Start of the current run of the applied revision, and of the current Ready period (as
-    # the agent observed them; None when not Ready).
-    applied_since: datetime
-    ready_since: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,22 +134,6 @@ async def recent_chain(
     return [(sha, committed_at) for sha, committed_at in await session.execute(statement)]
 
 
-async def expected_clusters(
-    session: AsyncSession, environment: int, cluster_types: Sequence[str] | None = None
-) -> list[ExpectedCluster]:
-    """Registered clusters of the environment that are not decommissioned; with
-    `cluster_types`, only those placed in one of them."""
-    statement = (
-        select(Cluster.id, Cluster.name, ClusterType.name, Cluster.last_seen_at)
-        .outerjoin(ClusterType, ClusterType.id == Cluster.cluster_type_id)
-        .where(Cluster.environment_id == environment, Cluster.decommissioned_at.is_(None))
-        .order_by(Cluster.name)
-    )
-    if cluster_types is not None:
-        statement = statement.where(ClusterType.name.in_(cluster_types))
-    return [ExpectedCluster(*row) for row in await session.execute(statement)]
-
-
 async def workload_assignments(
     session: AsyncSession, branch_ids: Sequence[int], workload: str
 ) -> list[WorkloadAssignment]:
@@ -256,58 +202,180 @@ async def manifest_ranges(session: AsyncSession, branch_id: int, path: str) -> l
     return [ManifestRange(*row) for row in await session.execute(statement)]
 
 
-async def chain_positions(
-    session: AsyncSession, branch_id: int, shas: Sequence[str]
-) -> dict[str, int]:
-    """Positions of those commits that lie on the branch's first-parent chain."""
+async def memberships(session: AsyncSession, repository_id: int, sha: str) -> list[tuple[int, int]]:
+    """(branch id, position) of the commit on each branch of the repository it is reachable
+    from: a mainline commit at a position at or after it on that branch descends from it."""
     statement = (
-        select(GitCommit.sha, BranchCommit.position)
-        .join(BranchCommit, BranchCommit.commit_id == GitCommit.id)
-        .where(
-            BranchCommit.branch_id == branch_id,
-            BranchCommit.mainline,
-            GitCommit.sha.in_(shas),
-        )
+        select(BranchCommit.branch_id, BranchCommit.position)
+        .join(GitCommit, GitCommit.id == BranchCommit.commit_id)
+        .where(GitCommit.repository_id == repository_id, GitCommit.sha == sha)
+        .order_by(BranchCommit.branch_id)
     )
-    return {sha: position for sha, position in await session.execute(statement)}
+    return [(branch_id, position) for branch_id, position in await session.execute(statement)]
 
 
-# Live objects of the expected clusters (those of an environment, or of some of its cluster
-# types, as expected_clusters finds them) that follow one of the URL spellings on one of the
-# refs: those that name the repository and branch themselves (an Argo CD Application), and
-# the Flux objects (Kustomization, HelmRelease) that name a Flux source object which does,
-# through ix_object_state_followers; the source object's URL and ref stand in for theirs.
-# Both walk indexes from the source's URL and ref, so the cost follows the objects found, not
-# the clusters' objects of all.
-_TRACKED = text("""
-WITH named AS MATERIALIZED (
-    SELECT s.* FROM object_state s
-    WHERE s.source_url = ANY(:urls) AND s.source_ref = ANY(:refs) AND s.removed_at IS NULL
+# Judges every expected cluster of the environment (with :cluster_types, of those placed in
+# one of them) against the target's sources, and returns the tally and the listed clusters.
+#
+# :sources (JSON): per source the URL spellings and refs its objects follow, the normalised
+# path they must deploy (null: any), and how a commit of its repository is compared with the
+# target: a commit contains the target when it lies on the first-parent chain of one of the
+# `starts` branches at or after the position given there (unknown when it lies on none of the
+# `chain` branches, or on no branch of the repository when `chain` is null); it is the target
+# attempted when it is `sha`, or lies on a `carries` branch within [from, until).
+# :placements (JSON): which source each cluster type follows (cluster type null: every one).
+#
+# The candidates of a cluster are, per placement of its cluster type, its live objects that
+# follow the source (those that name the repository and branch themselves, and the Flux
+# objects that name a Flux source object that does, through ix_object_state_followers), or
+# none. Each is measured against `now` into the six values of the policy's Standing, coded
+# as a number (standing_code()), whose state's rank :ranks holds: the rules stay the
+# policy's. A cluster is judged by its candidate furthest from compliance (then by the latest
+# soak end, as the policy lists them).
+_JUDGE = text("""
+WITH src AS MATERIALIZED (
+    SELECT * FROM jsonb_to_recordset(CAST(:sources AS jsonb)) AS s (
+        source int, urls text[], refs text[], path text, repository int, chain int[],
+        starts jsonb, carries jsonb, sha text)
 ),
-source AS MATERIALIZED (
-    SELECT n.* FROM named n
-    JOIN cluster c ON c.id = n.cluster_id
-    LEFT JOIN cluster_type t ON t.id = c.cluster_type_id
+place AS (
+    SELECT * FROM jsonb_to_recordset(CAST(:placements AS jsonb))
+        AS p (place int, cluster_type text, source int)
+),
+expected AS MATERIALIZED (
+    SELECT c.id, c.name, t.name AS cluster_type, c.last_seen_at
+    FROM cluster c LEFT JOIN cluster_type t ON t.id = c.cluster_type_id
     WHERE c.environment_id = :environment AND c.decommissioned_at IS NULL
       AND (CAST(:cluster_types AS text[]) IS NULL OR t.name = ANY(:cluster_types))
+),
+-- Through ix_object_state_source, in every environment: walked from the clusters instead,
+-- the statement would read every object of them.
+found AS MATERIALIZED (
+    SELECT o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name, o.source_url,
+           o.source_ref, o.source_path, o.applied_sha,
+           o.applied_revision IS NULL AS applied_nothing, o.attempted_sha, o.ready,
+           o.applied_since, o.ready_since
+    FROM object_state o
+    WHERE o.source_url = ANY(:urls) AND o.source_ref = ANY(:refs) AND o.removed_at IS NULL
+),
+named AS MATERIALIZED (
+    SELECT s.source, s.path AS wanted_path, f.*
+    FROM found f
+    JOIN expected e ON e.id = f.cluster_id
+    JOIN src s ON f.source_url = ANY(s.urls) AND f.source_ref = ANY(s.refs)
+),
+-- A path compared as hub.harvest.platform.normalise_path reads it: no empty or '.' parts.
+tracked AS MATERIALIZED (
+    SELECT n.source, n.id, n.cluster_id, n.applied_sha, n.applied_nothing, n.attempted_sha,
+           n.ready, n.applied_since, n.ready_since
+    FROM named n
+    WHERE NOT (n.reconciler = 'flux' AND n.kind = ANY(:source_kinds))
+      AND (n.wanted_path IS NULL OR n.wanted_path = array_to_string(array_remove(array_remove(
+               string_to_array(COALESCE(n.source_path, ''), '/'), ''), '.'), '/'))
+    UNION ALL
+    SELECT s.source, o.id, o.cluster_id, o.applied_sha, o.applied_revision IS NULL,
+           o.attempted_sha, o.ready, o.applied_since, o.ready_since
+    FROM named s
+    JOIN object_state o
+      ON o.cluster_id = s.cluster_id AND o.reconciler = 'flux' AND o.removed_at IS NULL
+     AND o.source_ref = s.kind || '/' || s.namespace || '/' || s.name
+    WHERE s.reconciler = 'flux' AND s.kind = ANY(:source_kinds)
+      AND NOT (o.kind = ANY(:source_kinds))
+      AND (s.wanted_path IS NULL OR s.wanted_path = array_to_string(array_remove(array_remove(
+               string_to_array(COALESCE(o.source_path, ''), '/'), ''), '.'), '/'))
+),
+commits AS (
+    SELECT source, applied_sha AS sha FROM tracked WHERE applied_sha IS NOT NULL
+    UNION
+    SELECT source, attempted_sha FROM tracked WHERE attempted_sha IS NOT NULL
+),
+compared AS (
+    SELECT c.source, c.sha,
+           bool_or(EXISTS (
+               SELECT FROM jsonb_to_recordset(s.starts) AS st (branch int, position int)
+               WHERE st.branch = bc.branch_id AND st.position <= bc.position)) AS contains,
+           bool_or(EXISTS (
+               SELECT FROM jsonb_to_recordset(s.carries) AS ca (branch int, "from" int, until int)
+               WHERE ca.branch = bc.branch_id AND ca."from" <= bc.position
+                 AND (ca.until IS NULL OR bc.position < ca.until))) AS carries
+    FROM commits c
+    JOIN src s USING (source)
+    JOIN git_commit g ON g.repository_id = s.repository AND g.sha = c.sha
+    JOIN branch_commit bc ON bc.commit_id = g.id AND bc.mainline
+    WHERE s.chain IS NULL OR bc.branch_id = ANY(s.chain)
+    GROUP BY c.source, c.sha
+),
+candidate AS (
+    SELECT e.id AS cluster_id, e.name AS cluster, e.last_seen_at, p.place, k.id, k.ready,
+           k.applied_since, CASE WHEN k.ready THEN k.ready_since END AS ready_since,
+           CASE WHEN k.applied_sha IS NOT NULL THEN applied.contains
+                WHEN k.applied_nothing IS NOT FALSE THEN false END AS contains,
+           COALESCE(k.attempted_sha = s.sha, false) OR COALESCE(attempted.carries, false)
+               AS attempted
+    FROM expected e
+    JOIN place p ON p.cluster_type IS NULL OR p.cluster_type = e.cluster_type
+    LEFT JOIN tracked k ON k.cluster_id = e.id AND k.source = p.source
+    LEFT JOIN src s ON s.source = k.source
+    LEFT JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
+    LEFT JOIN compared attempted
+      ON attempted.source = k.source AND attempted.sha = k.attempted_sha
+),
+ranked AS (
+    SELECT c.*, r.rank,
+           CASE WHEN r.rank >= :on_track THEN GREATEST(c.ready_since, c.applied_since) + :soak
+           END AS soak_end
+    FROM candidate c
+    CROSS JOIN LATERAL (SELECT (CAST(:ranks AS int[]))[1
+        + c.attempted::int
+        + 2 * CASE c.ready WHEN false THEN 0 WHEN true THEN 1 ELSE 2 END
+        + 6 * (c.last_seen_at IS NOT NULL)::int
+        + 12 * COALESCE(c.last_seen_at < :stale_before, false)::int
+        + 24 * CASE c.contains WHEN false THEN 0 WHEN true THEN 1 ELSE 2 END
+        + 72 * COALESCE(c.ready_since IS NOT NULL
+                        AND GREATEST(c.ready_since, c.applied_since) <= :soaked_before,
+                        false)::int
+    ] AS rank) AS r
+),
+judged AS MATERIALIZED (
+    SELECT DISTINCT ON (r.cluster_id) r.*
+    FROM ranked r
+    ORDER BY r.cluster_id, r.rank, COALESCE(r.soak_end, :now) DESC, r.place, r.id
+),
+tally AS (
+    SELECT a.*, o.last_seen_at AS oldest_report_at, o.cluster AS oldest_report_cluster
+    FROM (
+        SELECT (SELECT COALESCE(jsonb_object_agg(rank, n), '{}')
+                FROM (SELECT rank, count(*) AS n FROM judged GROUP BY rank) AS x) AS by_rank,
+               count(*) FILTER (WHERE last_seen_at IS NULL) AS never_reported,
+               count(*) FILTER (WHERE last_seen_at < :stale_before) AS stale,
+               max(soak_end) AS last_soak_end
+        FROM judged
+    ) AS a
+    LEFT JOIN LATERAL (
+        SELECT last_seen_at, cluster FROM judged WHERE last_seen_at IS NOT NULL
+        ORDER BY last_seen_at, cluster COLLATE "C" LIMIT 1
+    ) AS o ON true
+),
+listed AS (
+    SELECT * FROM (
+        SELECT j.*, row_number() OVER (ORDER BY j.rank, j.cluster COLLATE "C") AS position
+        FROM judged j
+    ) AS ordered
+    WHERE position <= :leading OR (position > :offset AND position <= :offset + :limit)
 )
-SELECT o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name, o.source_url,
-       o.source_ref, o.source_path, o.applied_revision, o.applied_sha, o.attempted_revision,
-       o.attempted_sha, o.ready, o.reason, o.message, o.applied_since, o.ready_since
-FROM source o
-WHERE NOT (o.reconciler = 'flux' AND o.kind = ANY(:source_kinds))
-UNION ALL
-SELECT o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name, s.source_url,
-       s.source_ref, o.source_path, o.applied_revision, o.applied_sha, o.attempted_revision,
-       o.attempted_sha, o.ready, o.reason, o.message, o.applied_since, o.ready_since
-FROM source s
-JOIN object_state o
-  ON o.cluster_id = s.cluster_id AND o.reconciler = 'flux' AND o.removed_at IS NULL
- AND o.source_ref = s.kind || '/' || s.namespace || '/' || s.name
-WHERE s.reconciler = 'flux' AND s.kind = ANY(:source_kinds)
-  AND NOT (o.kind = ANY(:source_kinds))
-ORDER BY cluster_id, reconciler, kind, namespace, name
+SELECT t.by_rank, t.never_reported, t.stale, t.last_soak_end, t.oldest_report_at,
+       t.oldest_report_cluster,
+       l.position, l.cluster, ct.name AS cluster_type, l.last_seen_at, o.reconciler, o.kind,
+       o.namespace, o.name, o.applied_revision, l.contains, l.applied_since,
+       o.attempted_revision, l.attempted, l.ready, l.ready_since, o.reason, o.message
+FROM tally t
+LEFT JOIN listed l ON true
+LEFT JOIN cluster c ON c.id = l.cluster_id
+LEFT JOIN cluster_type ct ON ct.id = c.cluster_type_id
+LEFT JOIN object_state o ON o.id = l.id
+ORDER BY l.position
 """)
+
 
 # Every URL spelling of live objects, by a walk of ix_object_state_source that jumps from one
 # spelling to the next: a probe per spelling (a few dozen) instead of a pass over every object.
@@ -338,26 +406,169 @@ async def source_spellings(session: AsyncSession) -> list[str]:
     return list(await session.scalars(_SPELLINGS))
 
 
-async def tracking_objects(
+def standing_code(standing: Standing) -> int:
+    """The number _JUDGE computes for a candidate of that standing."""
+    three = {False: 0, True: 1, None: 2}
+    return (
+        int(standing.attempted_target)
+        + 2 * three[standing.ready]
+        + 6 * int(standing.reported)
+        + 12 * int(standing.stale)
+        + 24 * three[standing.contains_target]
+        + 72 * int(standing.soaked)
+    )
+
+
+def _ranks(options: GateOptions) -> list[int]:
+    """Per standing code, the rank (place in ClusterState) of the policy's state for it."""
+    order = list(ClusterState)
+    ranks = [0] * 144
+    both, three = (False, True), (False, True, None)
+    for values in itertools.product(both, three, both, both, three, both):
+        standing = Standing(*values)
+        ranks[standing_code(standing)] = order.index(rule(standing, options))
+    return ranks
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """What a target's objects follow, and how the commits they applied compare with it.
+
+    A commit contains the target when it lies on the first-parent chain of a `starts` branch
+    at or after the position given with it; whether it does is unknown when it lies on none
+    of the `chain` branches (None: on no branch of the repository). It is the target attempted
+    when it is `sha`, or lies on a `carries` branch within [from, until) (until None: on).
+    """
+
+    urls: Sequence[str]
+    branch: str
+    # Normalised; None: any path.
+    path: str | None
+    repository_id: int
+    chain: Sequence[int] | None
+    starts: Sequence[tuple[int, int]]
+    carries: Sequence[tuple[int, int, int | None]] = ()
+    sha: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedCluster:
+    """An expected cluster on the list, with the candidate it is judged by."""
+
+    position: int
+    facts: ClusterFacts
+    # <reconciler>/<kind>/<namespace>/<name>; None: it has no object that follows the source.
+    object: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    tally: Tally
+    # In listing order: the first `leading`, and those of the page.
+    listed: list[ListedCluster]
+
+
+async def judge(
     session: AsyncSession,
+    *,
     environment: int,
     cluster_types: Sequence[str] | None,
-    branch: str,
-    urls: Sequence[str],
-) -> list[TrackedObject]:
-    """Live objects of the environment's expected clusters (with `cluster_types`, of those
-    placed in one of them) that follow one of `urls` on `branch`."""
-    if not urls:
-        return []
-    rows = await session.execute(
-        _TRACKED,
-        {
-            "environment": environment,
-            "cluster_types": None if cluster_types is None else list(cluster_types),
-            "source_kinds": list(FLUX_SOURCE_KINDS),
-            "refs": _refs(branch),
-            "urls": list(urls),
-        },
+    sources: Sequence[Source],
+    placements: Sequence[tuple[str | None, int | None]],
+    options: GateOptions,
+    now: datetime,
+    leading: int,
+    limit: int,
+    offset: int,
+) -> Judgement:
+    """Judge the environment's expected clusters (with `cluster_types`, those placed in one
+    of them), each by the objects that follow the sources its cluster type is placed on:
+    `placements` pairs a cluster type (None: every one) with an index into `sources` (None:
+    nothing to follow). Lists the first `leading` clusters and those of the page."""
+    state_of = list(ClusterState)
+    rows = (
+        await session.execute(
+            _JUDGE,
+            {
+                "environment": environment,
+                "cluster_types": None if cluster_types is None else list(cluster_types),
+                "sources": json.dumps(
+                    [
+                        {
+                            "source": index,
+                            "urls": list(source.urls),
+                            "refs": _refs(source.branch),
+                            "path": source.path,
+                            "repository": source.repository_id,
+                            "chain": None if source.chain is None else list(source.chain),
+                            "starts": [
+                                {"branch": branch, "position": position}
+                                for branch, position in source.starts
+                            ],
+                            "carries": [
+                                {"branch": branch, "from": start, "until": until}
+                                for branch, start, until in source.carries
+                            ],
+                            "sha": source.sha,
+                        }
+                        for index, source in enumerate(sources)
+                    ]
+                ),
+                "placements": json.dumps(
+                    [
+                        {"place": index, "cluster_type": cluster_type, "source": source}
+                        for index, (cluster_type, source) in enumerate(placements)
+                    ]
+                ),
+                # Every source's, for the index walk: the planner knows nothing of the JSON.
+                "urls": sorted({url for source in sources for url in source.urls}),
+                "refs": sorted({ref for source in sources for ref in _refs(source.branch)}),
+                "source_kinds": list(FLUX_SOURCE_KINDS),
+                "ranks": _ranks(options),
+                "on_track": state_of.index(ClusterState.SOAKING),
+                "soak": options.soak,
+                "now": now,
+                "stale_before": now - options.stale_after,
+                "soaked_before": now - options.soak,
+                "leading": leading,
+                "limit": limit,
+                "offset": offset,
+            },
+        )
+    ).all()
+    first = rows[0]
+    by_rank = {int(rank): count for rank, count in first.by_rank.items()}
+    tally = Tally(
+        by_state={state: by_rank.get(rank, 0) for rank, state in enumerate(state_of)},
+        never_reported=first.never_reported,
+        stale=first.stale,
+        oldest_report=None
+        if first.oldest_report_at is None
+        else (first.oldest_report_at, first.oldest_report_cluster),
+        last_soak_end=first.last_soak_end,
     )
-    # Positionally: the statement's columns are the dataclass's fields, in order.
-    return [TrackedObject(*cast(tuple[Any, ...], row)) for row in rows]
+    listed = [
+        ListedCluster(
+            row.position,
+            ClusterFacts(
+                name=row.cluster,
+                cluster_type=row.cluster_type,
+                last_seen_at=row.last_seen_at,
+                applied_revision=row.applied_revision,
+                contains_target=row.contains,
+                applied_since=row.applied_since,
+                attempted_revision=row.attempted_revision,
+                attempted_target=row.attempted,
+                ready=row.ready,
+                ready_since=row.ready_since,
+                reason=row.reason,
+                message=row.message,
+            ),
+            None
+            if row.reconciler is None
+            else f"{row.reconciler}/{row.kind}/{row.namespace}/{row.name}",
+        )
+        for row in rows
+        if row.position is not None
+    ]
+    return Judgement(tally, listed)

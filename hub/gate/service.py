@@ -2,9 +2,11 @@
 pure policy (hub/gate/policy.py), returned with their evidence.
 
 Data flow: environment + platform commit (or workload + version) -> the target found on the
-environment's harvested platform branch -> the expected clusters -> per cluster, the
-reconciler objects that follow the target's source -> each compared with the target ->
-`decide` -> the wire answer (hub/gate/schemas.py).
+environment's harvested platform branch -> the sources its objects follow, and how their
+commits compare with it -> the store judges every expected cluster by the policy's rules,
+handed over as a table of states per Standing (hub/gate/repository.py), and returns the tally
+and the listed clusters -> the policy explains those and concludes (`conclude`) -> the wire
+answer (hub/gate/schemas.py). Nothing per cluster crosses into Python but the listed ones.
 
 What this module settles before the policy judges:
 
@@ -34,7 +36,6 @@ What this module settles before the policy judges:
 import heapq
 import itertools
 import re
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -44,23 +45,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.errors import FleetmarkError, InvalidInput
 from hub.gate import repository
 from hub.gate.policy import (
-    ClusterFacts,
-    ClusterState,
+    REASONS_NAMED,
     GateDecision,
     GateOptions,
     PlatformCommit,
     Target,
     Verdict,
     WorkloadVersion,
-    decide,
+    conclude,
+    evaluate,
 )
-from hub.gate.repository import (
-    Branch,
-    ExpectedCluster,
-    ManifestRange,
-    TrackedObject,
-    WorkloadAssignment,
-)
+from hub.gate.repository import Branch, Judgement, ManifestRange, Source, WorkloadAssignment
 from hub.gate.schemas import (
     Freshness,
     GateAssignment,
@@ -73,8 +68,6 @@ from hub.gate.schemas import (
     HarvestedBranch,
     Promotable,
 )
-from hub.harvest import repository as harvest_repository
-from hub.harvest.platform import normalise_path
 from hub.harvest.urls import spelled_repository
 
 __all__ = [
@@ -93,8 +86,6 @@ DEFAULT_SOAK = timedelta(minutes=10)
 # How far back `promotable` walks the environment branch at most.
 MAX_PROMOTABLE_COMMITS = 500
 _COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
-# The policy's rules in order: the first is the furthest from compliance.
-_SEVERITY = {state: rank for rank, state in enumerate(ClusterState)}
 
 
 class UnknownEnvironment(FleetmarkError):
@@ -135,94 +126,13 @@ def _options(
 # --- facts ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Candidate:
-    """What a cluster could be judged by: one of its objects (or none), compared to the target."""
-
-    facts: ClusterFacts
-    object: TrackedObject | None
-
-
-def _nothing(cluster: ExpectedCluster) -> _Candidate:
-    return _Candidate(
-        ClusterFacts(
-            name=cluster.name, cluster_type=cluster.cluster_type, last_seen_at=cluster.last_seen_at
-        ),
-        None,
-    )
-
-
-def _candidate(
-    cluster: ExpectedCluster, item: TrackedObject, contains: bool | None, attempted: bool
-) -> _Candidate:
-    return _Candidate(
-        ClusterFacts(
-            name=cluster.name,
-            cluster_type=cluster.cluster_type,
-            last_seen_at=cluster.last_seen_at,
-            applied_revision=item.applied_revision,
-            contains_target=contains,
-            applied_since=item.applied_since,
-            attempted_revision=item.attempted_revision,
-            attempted_target=attempted,
-            ready=item.ready,
-            ready_since=item.ready_since if item.ready else None,
-            reason=item.reason,
-            message=item.message,
-        ),
-        item,
-    )
-
-
-def _no_commit(item: TrackedObject) -> bool | None:
-    """Whether an object whose applied revision names no commit contains the target: not when
-    it applied nothing; unknown when its revision (a chart version, an OCI digest) cannot be
-    placed in the git history."""
-    return None if item.applied_revision else False
-
-
-def _furthest(
-    target: Target, candidates: Sequence[_Candidate], options: GateOptions, now: datetime
-) -> _Candidate:
-    if len(candidates) == 1:
-        return candidates[0]
-
-    def distance(candidate: _Candidate) -> tuple[int, float]:
-        [evidence] = decide(target, [candidate.facts], options, now).clusters
-        soak_ends_at = evidence.soak_ends_at or now
-        return _SEVERITY[evidence.state], -soak_ends_at.timestamp()
-
-    return min(candidates, key=distance)
-
-
-async def _objects_following(
-    session: AsyncSession,
-    environment: int,
-    cluster_types: Sequence[str] | None,
-    url: str,
-    branch: str,
-    path: str | None,
-) -> dict[int, list[TrackedObject]]:
-    """Per expected cluster id (of the environment, or of those cluster types), its live
-    objects that follow `url` on `branch` (and `path`, if given)."""
-    spellings = [
+async def _spellings(session: AsyncSession, url: str) -> list[str]:
+    """The URL spellings, as agents reported them, of the repository `url` (normalised)."""
+    return [
         spelling
         for spelling in await repository.source_spellings(session)
         if spelled_repository(spelling) == url
     ]
-    found: dict[int, list[TrackedObject]] = {}
-    for item in await repository.tracking_objects(
-        session, environment, cluster_types, branch, spellings
-    ):
-        if path is None or normalise_path(item.source_path) == path:
-            found.setdefault(item.cluster_id, []).append(item)
-    return found
-
-
-def _object_name(item: TrackedObject | None) -> str | None:
-    if item is None:
-        return None
-    return f"{item.reconciler}/{item.kind}/{item.namespace}/{item.name}"
 
 
 def _harvested(branch: Branch) -> HarvestedBranch:
@@ -247,18 +157,48 @@ class ClusterPage:
     offset: int = 0
 
 
+async def _judge(
+    session: AsyncSession,
+    target: Target,
+    environment_id: int,
+    cluster_types: Sequence[str] | None,
+    sources: Sequence[Source],
+    placements: Sequence[tuple[str | None, int | None]],
+    options: GateOptions,
+    now: datetime,
+    page: ClusterPage,
+) -> tuple[GateDecision, Judgement]:
+    """The store judges every expected cluster; the policy explains the listed ones (those
+    the reasons name, and the page's) and concludes."""
+    judgement = await repository.judge(
+        session,
+        environment=environment_id,
+        cluster_types=cluster_types,
+        sources=sources,
+        placements=placements,
+        options=options,
+        now=now,
+        leading=REASONS_NAMED,
+        limit=page.limit,
+        offset=page.offset,
+    )
+    listed = [evaluate(item.facts, target, options, now) for item in judgement.listed]
+    return conclude(target, judgement.tally, listed, options, now), judgement
+
+
 def _result(
     decision: GateDecision,
+    judgement: Judgement,
     target: GateTarget,
     options: GateOptions,
-    judged: Sequence[_Candidate],
     harvested: list[HarvestedBranch],
     page: ClusterPage,
 ) -> GateResult:
-    objects = {candidate.facts.name: candidate.object for candidate in judged}
-    # decide() lists them by name, and the sort is stable.
-    ordered = sorted(decision.clusters, key=lambda item: _SEVERITY[item.state])
-    by_state = Counter(item.state for item in decision.clusters)
+    on_page = [
+        (item, evidence)
+        for item, evidence in zip(judgement.listed, decision.clusters, strict=True)
+        if page.offset < item.position <= page.offset + page.limit
+    ]
     return GateResult(
         target=target,
         verdict=decision.verdict,
@@ -277,30 +217,30 @@ def _result(
             stale=decision.stale,
             never_reported=decision.never_reported,
             compliant=decision.compliant,
-            by_state={state: by_state[state] for state in ClusterState},
+            by_state=dict(decision.by_state),
         ),
         freshness=Freshness(oldest_report_at=decision.oldest_report_at, harvested=harvested),
         clusters=GateClusterPage(
             items=[
                 GateCluster(
-                    name=item.name,
-                    cluster_type=item.cluster_type,
-                    state=item.state,
-                    explanation=item.explanation,
-                    object=_object_name(objects[item.name]),
-                    last_seen_at=item.last_seen_at,
-                    applied_revision=item.applied_revision,
-                    attempted_revision=item.attempted_revision,
-                    ready=item.ready,
-                    ready_since=item.ready_since,
-                    soak_ends_at=item.soak_ends_at,
-                    soak_remaining_seconds=_seconds(item.soak_remaining),
-                    reason=item.reason,
-                    message=item.message,
+                    name=evidence.name,
+                    cluster_type=evidence.cluster_type,
+                    state=evidence.state,
+                    explanation=evidence.explanation,
+                    object=item.object,
+                    last_seen_at=evidence.last_seen_at,
+                    applied_revision=evidence.applied_revision,
+                    attempted_revision=evidence.attempted_revision,
+                    ready=evidence.ready,
+                    ready_since=evidence.ready_since,
+                    soak_ends_at=evidence.soak_ends_at,
+                    soak_remaining_seconds=_seconds(evidence.soak_remaining),
+                    reason=evidence.reason,
+                    message=evidence.message,
                 )
-                for item in ordered[page.offset : page.offset + page.limit]
+                for item, evidence in on_page
             ],
-            total=len(ordered),
+            total=decision.expected,
             limit=page.limit,
             offset=page.offset,
         ),
@@ -318,84 +258,47 @@ async def _environment(session: AsyncSession, name: str) -> int:
 # --- platform commits -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _PlatformScope:
-    """The observed state a platform commit of one branch is judged on."""
-
-    environment: str
-    branch: Branch
-    clusters: list[ExpectedCluster]
-    objects: dict[int, list[TrackedObject]]
-
-
-class _Ancestry:
-    """Commit ancestry in one platform repository, each question asked of the store once."""
-
-    def __init__(self, session: AsyncSession, repository_id: int) -> None:
-        self._session = session
-        self._repository_id = repository_id
-        self._known: dict[tuple[str, str], bool | None] = {}
-
-    async def contains(self, target: str, applied: Iterable[str]) -> dict[str, bool | None]:
-        """Per applied sha: whether the target is that commit or one of its ancestors."""
-        applied = set(applied)
-        unknown = [sha for sha in applied if (target, sha) not in self._known]
-        if unknown:
-            answers = await harvest_repository.contained_in(
-                self._session, self._repository_id, target, unknown
-            )
-            self._known.update(((target, sha), answer) for sha, answer in answers.items())
-        return {sha: self._known[(target, sha)] for sha in applied}
+async def _platform_source(
+    session: AsyncSession, branch: Branch, urls: list[str], sha: str
+) -> Source:
+    """The environment branch's objects, any path; a commit contains the target when the
+    target is that commit or one of its ancestors (hub/harvest/ancestry.py)."""
+    return Source(
+        urls=urls,
+        branch=branch.name,
+        path=None,
+        repository_id=branch.repository_id,
+        chain=None,
+        starts=await repository.memberships(session, branch.repository_id, sha),
+        sha=sha,
+    )
 
 
-async def _platform_scope(
+async def _judge_commit(
     session: AsyncSession,
     environment: str,
     environment_id: int,
     branch: Branch,
-    clusters: list[ExpectedCluster],
-) -> _PlatformScope:
-    objects = await _objects_following(
-        session, environment_id, None, branch.repository_url, branch.name, path=None
-    )
-    return _PlatformScope(environment, branch, clusters, objects)
-
-
-async def _judge_commit(
-    scope: _PlatformScope,
+    urls: list[str],
     sha: str,
-    ancestry: _Ancestry,
     options: GateOptions,
     now: datetime,
     page: ClusterPage,
 ) -> GateResult:
-    target = PlatformCommit(environment=scope.environment, sha=sha)
-    contained = await ancestry.contains(
-        sha,
-        (
-            item.applied_sha
-            for items in scope.objects.values()
-            for item in items
-            if item.applied_sha
-        ),
+    target = PlatformCommit(environment=environment, sha=sha)
+    source = await _platform_source(session, branch, urls, sha)
+    decision, judgement = await _judge(
+        session, target, environment_id, None, [source], [(None, 0)], options, now, page
     )
-    judged = []
-    for cluster in scope.clusters:
-        candidates = []
-        for item in scope.objects.get(cluster.id, []):
-            contains = _no_commit(item) if item.applied_sha is None else contained[item.applied_sha]
-            candidates.append(_candidate(cluster, item, contains, item.attempted_sha == sha))
-        judged.append(_furthest(target, candidates or [_nothing(cluster)], options, now))
-    decision = decide(target, [candidate.facts for candidate in judged], options, now)
     wire_target = GateTarget(
         kind="platform_commit",
-        environment=scope.environment,
+        environment=environment,
         description=str(target),
-        repository=scope.branch.repository_url,
-        branch=scope.branch.name,
+        repository=branch.repository_url,
+        branch=branch.name,
         commit=sha,
     )
-    return _result(decision, wire_target, options, judged, [_harvested(scope.branch)], page)
+    return _result(decision, judgement, wire_target, options, [_harvested(branch)], page)
 
 
 def _where(branches: Iterable[Branch]) -> str:
@@ -443,10 +346,10 @@ async def _platform_commit_gate(
     environment_id = await _environment(session, environment)
     branches = await repository.platform_branches(session, environment_id)
     branch, sha = await _find_commit(session, environment, branches, commit.lower())
-    clusters = await repository.expected_clusters(session, environment_id)
-    scope = await _platform_scope(session, environment, environment_id, branch, clusters)
-    ancestry = _Ancestry(session, branch.repository_id)
-    return await _judge_commit(scope, sha, ancestry, options, now, page)
+    urls = await _spellings(session, branch.repository_url)
+    return await _judge_commit(
+        session, environment, environment_id, branch, urls, sha, options, now, page
+    )
 
 
 async def promotable(
@@ -476,12 +379,8 @@ async def promotable(
             reason=f"no platform repository branch of {environment} has been harvested",
             gate=None,
         )
-    clusters = await repository.expected_clusters(session, environment_id)
-    scopes = {
-        branch.id: await _platform_scope(session, environment, environment_id, branch, clusters)
-        for branch in branches
-    }
-    ancestries = {branch.id: _Ancestry(session, branch.repository_id) for branch in branches}
+    by_id = {branch.id: branch for branch in branches}
+    urls = {branch.id: await _spellings(session, branch.repository_url) for branch in branches}
     # Newest first: each branch's chain in its own order, several branches by commit time.
     chains = []
     for branch in branches:
@@ -492,7 +391,15 @@ async def promotable(
     for _, sha, branch_id in itertools.islice(walk, max_commits):
         examined += 1
         result = await _judge_commit(
-            scopes[branch_id], sha, ancestries[branch_id], options, now, page
+            session,
+            environment,
+            environment_id,
+            by_id[branch_id],
+            urls[branch_id],
+            sha,
+            options,
+            now,
+            page,
         )
         if result.verdict is Verdict.PASSED:
             return Promotable(
@@ -515,62 +422,49 @@ async def promotable(
 # --- workload versions ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _VersionHistory:
-    """The versions an app-repo path carried along its branch's first-parent chain, and where
-    on that chain the commits clusters applied or attempted lie."""
-
-    ranges: list[ManifestRange]
-    positions: dict[str, int]
-
-    def introduced(self, version: str) -> int | None:
-        return min(
-            (item.from_position for item in self.ranges if item.version == version), default=None
-        )
-
-    def current(self) -> str | None:
-        return next((item.version for item in self.ranges if item.until_position is None), None)
-
-    def contains(self, sha: str, version: str) -> bool | None:
-        position = self.positions.get(sha)
-        if position is None:
-            return None
-        introduced = self.introduced(version)
-        return introduced is not None and introduced <= position
-
-    def carries(self, sha: str, version: str) -> bool:
-        position = self.positions.get(sha)
-        return position is not None and any(
-            item.version == version
-            and item.from_position <= position
-            and (item.until_position is None or position < item.until_position)
-            for item in self.ranges
-        )
-
-
 # An app source: (repository URL, branch, path).
-_Source = tuple[str, str, str]
+_AppSource = tuple[str, str, str]
 
 
-def _source(assignment: WorkloadAssignment) -> _Source | None:
+def _app_source(assignment: WorkloadAssignment) -> _AppSource | None:
     if assignment.app_url is None or assignment.app_branch is None:
         return None
     return assignment.app_url, assignment.app_branch, assignment.app_path or ""
 
 
-async def _version_history(
-    session: AsyncSession, assignment: WorkloadAssignment, objects: Iterable[TrackedObject]
-) -> _VersionHistory:
-    if assignment.app_branch_id is None:
-        return _VersionHistory([], {})
-    shas = sorted(
-        {sha for item in objects for sha in (item.applied_sha, item.attempted_sha) if sha}
-    )
-    return _VersionHistory(
-        await repository.manifest_ranges(
-            session, assignment.app_branch_id, assignment.app_path or ""
-        ),
-        await repository.chain_positions(session, assignment.app_branch_id, shas),
+def _introduced(ranges: Iterable[ManifestRange], version: str) -> int | None:
+    """Where on the app branch's first-parent chain the path first carried `version`."""
+    return min((item.from_position for item in ranges if item.version == version), default=None)
+
+
+def _current(ranges: Iterable[ManifestRange]) -> str | None:
+    return next((item.version for item in ranges if item.until_position is None), None)
+
+
+def _version_source(
+    assignment: WorkloadAssignment, urls: list[str], ranges: list[ManifestRange], version: str
+) -> Source:
+    """The assignment's app folder; a commit contains the version when it lies on the app
+    branch's first-parent chain at or after the first commit that carried it (so a newer
+    version counts, as a descendant commit does), and attempted it when it carries it."""
+    assert assignment.app_repository_id is not None
+    assert assignment.app_branch is not None
+    branch = assignment.app_branch_id
+    introduced = _introduced(ranges, version)
+    return Source(
+        urls=urls,
+        branch=assignment.app_branch,
+        path=assignment.app_path or "",
+        repository_id=assignment.app_repository_id,
+        chain=[] if branch is None else [branch],
+        starts=[] if branch is None or introduced is None else [(branch, introduced)],
+        carries=[]
+        if branch is None
+        else [
+            (branch, item.from_position, item.until_position)
+            for item in ranges
+            if item.version == version
+        ],
     )
 
 
@@ -606,60 +500,52 @@ async def _workload_version_gate(
             f"workload {workload!r} has no assignment in {environment}"
             + (f" ({_where(branches)})" if branches else "")
         )
-    clusters = await repository.expected_clusters(
-        session, environment_id, sorted({item.cluster_type for item in assignments})
-    )
-    by_source: dict[_Source, list[WorkloadAssignment]] = {}
+    sharing: dict[_AppSource, WorkloadAssignment] = {}
     for assignment in assignments:
-        source = _source(assignment)
+        source = _app_source(assignment)
         if source is not None:
-            by_source.setdefault(source, []).append(assignment)
-    objects: dict[_Source, dict[int, list[TrackedObject]]] = {}
-    histories: dict[_Source, _VersionHistory] = {}
-    for source, sharing in by_source.items():
-        types = {item.cluster_type for item in sharing}
-        url, branch, path = source
-        objects[source] = await _objects_following(
-            session, environment_id, sorted(types), url, branch, path
+            sharing.setdefault(source, assignment)
+    ranges = {
+        source: []
+        if assignment.app_branch_id is None
+        else await repository.manifest_ranges(
+            session, assignment.app_branch_id, assignment.app_path or ""
         )
-        found = [item for items in objects[source].values() for item in items]
-        histories[source] = await _version_history(session, sharing[0], found)
-
-    if not any(history.introduced(version) is not None for history in histories.values()):
+        for source, assignment in sharing.items()
+    }
+    if not any(_introduced(found, version) is not None for found in ranges.values()):
         carried = ", ".join(
-            f"{path or '(root)'} on {branch} carries {history.current() or 'no version'}"
-            for (_, branch, path), history in histories.items()
+            f"{path or '(root)'} on {branch} carries {_current(found) or 'no version'}"
+            for (_, branch, path), found in ranges.items()
         )
         raise UnknownVersion(
             f"no harvested manifests of {workload} in {environment} carry version {version!r}"
             + (f" (now: {carried})" if carried else "")
         )
 
+    index = {source: position for position, source in enumerate(sharing)}
+    sources = [
+        _version_source(
+            assignment, await _spellings(session, url), ranges[(url, branch, path)], version
+        )
+        for (url, branch, path), assignment in sharing.items()
+    ]
+    placements = []
+    for assignment in assignments:
+        source = _app_source(assignment)
+        placements.append((assignment.cluster_type, None if source is None else index[source]))
     target = WorkloadVersion(environment=environment, workload=workload, version=version)
-    judged = []
-    for cluster in clusters:
-        candidates = []
-        for assignment in assignments:
-            if assignment.cluster_type != cluster.cluster_type:
-                continue
-            source = _source(assignment)
-            found = [] if source is None else objects[source].get(cluster.id, [])
-            if source is None or not found:
-                candidates.append(_nothing(cluster))
-                continue
-            history = histories[source]
-            for item in found:
-                contains = (
-                    _no_commit(item)
-                    if item.applied_sha is None
-                    else history.contains(item.applied_sha, version)
-                )
-                attempted = item.attempted_sha is not None and history.carries(
-                    item.attempted_sha, version
-                )
-                candidates.append(_candidate(cluster, item, contains, attempted))
-        judged.append(_furthest(target, candidates, options, now))
-    decision = decide(target, [candidate.facts for candidate in judged], options, now)
+    decision, judgement = await _judge(
+        session,
+        target,
+        environment_id,
+        sorted({item.cluster_type for item in assignments}),
+        sources,
+        placements,
+        options,
+        now,
+        page,
+    )
     harvested = {(branch.repository_url, branch.name): _harvested(branch) for branch in branches}
     for assignment in assignments:
         if assignment.app_url is not None and assignment.app_branch is not None:
@@ -677,7 +563,7 @@ async def _workload_version_gate(
         version=version,
         assignments=[_wire_assignment(item) for item in assignments],
     )
-    return _result(decision, wire_target, options, judged, list(harvested.values()), page)
+    return _result(decision, judgement, wire_target, options, list(harvested.values()), page)
 
 
 # --- entry points -----------------------------------------------------------------------------

@@ -352,36 +352,6 @@ async def insert_members(session: AsyncSession, rows: Sequence[dict[str, Any]]) 
         )
 
 
-# Per descendant on a harvested first-parent chain: whether the ancestor lies on one of its
-# chains at or before it (positions compare within a branch).
-_CONTAINS = text("""
-SELECT d.sha, bool_or(COALESCE(a.position <= dp.position, false))
-FROM git_commit d
-JOIN branch_commit dp ON dp.commit_id = d.id AND dp.mainline
-LEFT JOIN git_commit ac ON ac.repository_id = d.repository_id AND ac.sha = :ancestor
-LEFT JOIN branch_commit a ON a.branch_id = dp.branch_id AND a.commit_id = ac.id
-WHERE d.repository_id = :repository AND d.sha = ANY(:descendants)
-GROUP BY d.sha
-""")
-
-
-async def contained_in(
-    session: AsyncSession, repository_id: int, ancestor_sha: str, descendant_shas: Iterable[str]
-) -> dict[str, bool | None]:
-    """Per descendant sha: whether `ancestor_sha` is that commit or one of its ancestors; None
-    when the descendant is on no harvested branch's first-parent chain (the index cannot
-    tell). One statement for them all."""
-    wanted = sorted(set(descendant_shas))
-    if not wanted:
-        return {}
-    rows = await session.execute(
-        _CONTAINS,
-        {"repository": repository_id, "ancestor": ancestor_sha, "descendants": wanted},
-    )
-    found: dict[str, bool | None] = {str(row[0]): bool(row[1]) for row in rows}
-    return {sha: found.get(sha) for sha in wanted}
-
-
 # --- desired state ----------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hub.gate.policy import (
+    REASONS_NAMED,
     ClusterFacts,
     ClusterState,
     GateDecision,
@@ -362,7 +363,26 @@ def test_cluster_order_does_not_matter() -> None:
     backward = decide(TARGET, list(reversed(clusters)), OPTIONS, NOW)
 
     assert forward == backward
-    assert [c.name for c in forward.clusters] == ["drone-01", "drone-02", "large-01"]
+    # Furthest from compliance first, then by name.
+    assert [c.name for c in forward.clusters] == ["drone-02", "drone-01", "large-01"]
+
+
+def test_reasons_name_the_clusters_furthest_from_compliance_and_count_the_others() -> None:
+    behind = {"applied_revision": f"dev@sha1:{SHA_OLD}", "contains_target": False}
+    clusters = [
+        *(running(f"drone-{n:02}", **behind) for n in range(REASONS_NAMED + 5)),
+        never_reported("large-01"),
+        running("large-02"),
+    ]
+
+    decision = decide(TARGET, clusters, OPTIONS, NOW)
+
+    assert decision.reasons[0] == "large-01: registered, but its agent never reported"
+    assert decision.reasons[1].startswith("drone-00: applied dev@sha1:")
+    assert len(decision.reasons) == REASONS_NAMED + 1
+    assert decision.reasons[-1] == "… and 6 more cluster(s) not compliant"
+    assert decision.by_state[ClusterState.NOT_APPLIED] == REASONS_NAMED + 5
+    assert decision.by_state[ClusterState.COMPLIANT] == 1
 
 
 @pytest.mark.parametrize(

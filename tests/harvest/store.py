@@ -6,7 +6,6 @@ from typing import Any
 from sqlalchemy import RowMapping, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.harvest import repository as harvest_repository
 from hub.harvest.urls import normalise_repository_url
 from hub.models import (
     Assignment,
@@ -58,10 +57,31 @@ class HarvestedRepo:
         return {sha: (position, mainline) for sha, position, mainline in rows}
 
     async def is_ancestor(self, ancestor: str, descendant: str) -> bool | None:
-        answers = await harvest_repository.contained_in(
-            self.session, await self.id(), ancestor, [descendant]
+        """Read off the index as the promotion gate reads it: the ancestor is a member of a
+        branch at or before the descendant's position on that branch's first-parent chain;
+        None when the descendant lies on no harvested chain."""
+        statement = (
+            select(
+                GitCommit.sha, BranchCommit.branch_id, BranchCommit.position, BranchCommit.mainline
+            )
+            .join(BranchCommit, BranchCommit.commit_id == GitCommit.id)
+            .where(
+                GitCommit.repository_id == await self.id(),
+                GitCommit.sha.in_([ancestor, descendant]),
+            )
         )
-        return answers[descendant]
+        rows = (await self.session.execute(statement)).all()
+        chains = {
+            branch: position
+            for sha, branch, position, mainline in rows
+            if sha == descendant and mainline
+        }
+        if not chains:
+            return None
+        return any(
+            sha == ancestor and branch in chains and position <= chains[branch]
+            for sha, branch, position, _ in rows
+        )
 
     async def assignment_revisions(self, branch: str) -> list[dict[str, Any]]:
         """Every revision, oldest first, with the shas its range starts and ends at."""
