@@ -232,11 +232,14 @@ async def memberships(session: AsyncSession, repository_id: int, sha: str) -> li
 # as a number (standing_code()), whose state's rank :ranks holds: the rules stay the
 # policy's. A cluster is judged by its candidate furthest from compliance (then by the latest
 # soak end, as the policy lists them).
-_JUDGE = text("""
+_JUDGE = text(f"""
 WITH src AS MATERIALIZED (
     SELECT * FROM jsonb_to_recordset(CAST(:sources AS jsonb)) AS s (
         source int, urls text[], refs text[], path text, repository int, chain int[],
         starts jsonb, carries jsonb, sha text)
+),
+rules AS MATERIALIZED (
+    SELECT CAST(:ranks AS int[]) AS ranks
 ),
 place AS (
     SELECT * FROM jsonb_to_recordset(CAST(:placements AS jsonb))
@@ -248,33 +251,37 @@ expected AS MATERIALIZED (
     WHERE c.environment_id = :environment AND c.decommissioned_at IS NULL
       AND (CAST(:cluster_types AS text[]) IS NULL OR t.name = ANY(:cluster_types))
 ),
--- Through ix_object_state_source, in every environment: walked from the clusters instead,
--- the statement would read every object of them.
-found AS MATERIALIZED (
-    SELECT o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name, o.source_url,
-           o.source_ref, o.source_path, o.applied_sha,
+spelled AS (
+    SELECT s.source, s.path, s.sha, u.url, r.ref
+    FROM src s
+    CROSS JOIN LATERAL unnest(s.urls) AS u (url)
+    CROSS JOIN LATERAL unnest(s.refs) AS r (ref)
+),
+-- Walked from the sources' URLs and refs (ix_object_state_source): walked from the expected
+-- clusters, the statement would read all their objects. A branch is an environment's, so
+-- what is found is almost only theirs; `candidate` keeps only theirs.
+named AS MATERIALIZED (
+    SELECT p.source, p.path AS wanted_path, p.sha AS target_sha, o.id, o.cluster_id,
+           o.reconciler, o.kind, o.namespace, o.name, o.source_path, o.applied_sha,
            o.applied_revision IS NULL AS applied_nothing, o.attempted_sha, o.ready,
            o.applied_since, o.ready_since
     FROM object_state o
+    JOIN spelled p ON p.url = o.source_url AND p.ref = o.source_ref
     WHERE o.source_url = ANY(:urls) AND o.source_ref = ANY(:refs) AND o.removed_at IS NULL
-),
-named AS MATERIALIZED (
-    SELECT s.source, s.path AS wanted_path, f.*
-    FROM found f
-    JOIN expected e ON e.id = f.cluster_id
-    JOIN src s ON f.source_url = ANY(s.urls) AND f.source_ref = ANY(s.refs)
 ),
 -- A path compared as hub.harvest.platform.normalise_path reads it: no empty or '.' parts.
 tracked AS MATERIALIZED (
-    SELECT n.source, n.id, n.cluster_id, n.applied_sha, n.applied_nothing, n.attempted_sha,
-           n.ready, n.applied_since, n.ready_since
+    SELECT n.source, n.id, n.cluster_id, n.applied_sha, n.applied_nothing,
+           n.attempted_sha = n.target_sha AS attempted_target, n.attempted_sha, n.ready,
+           n.applied_since, n.ready_since
     FROM named n
     WHERE NOT (n.reconciler = 'flux' AND n.kind = ANY(:source_kinds))
       AND (n.wanted_path IS NULL OR n.wanted_path = array_to_string(array_remove(array_remove(
                string_to_array(COALESCE(n.source_path, ''), '/'), ''), '.'), '/'))
     UNION ALL
     SELECT s.source, o.id, o.cluster_id, o.applied_sha, o.applied_revision IS NULL,
-           o.attempted_sha, o.ready, o.applied_since, o.ready_since
+           o.attempted_sha = s.target_sha, o.attempted_sha, o.ready, o.applied_since,
+           o.ready_since
     FROM named s
     JOIN object_state o
       ON o.cluster_id = s.cluster_id AND o.reconciler = 'flux' AND o.removed_at IS NULL
@@ -310,12 +317,11 @@ candidate AS (
            k.applied_since, CASE WHEN k.ready THEN k.ready_since END AS ready_since,
            CASE WHEN k.applied_sha IS NOT NULL THEN applied.contains
                 WHEN k.applied_nothing IS NOT FALSE THEN false END AS contains,
-           COALESCE(k.attempted_sha = s.sha, false) OR COALESCE(attempted.carries, false)
+           COALESCE(k.attempted_target, false) OR COALESCE(attempted.carries, false)
                AS attempted
     FROM expected e
     JOIN place p ON p.cluster_type IS NULL OR p.cluster_type = e.cluster_type
     LEFT JOIN tracked k ON k.cluster_id = e.id AND k.source = p.source
-    LEFT JOIN src s ON s.source = k.source
     LEFT JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
     LEFT JOIN compared attempted
       ON attempted.source = k.source AND attempted.sha = k.attempted_sha
@@ -325,7 +331,7 @@ ranked AS (
            CASE WHEN r.rank >= :on_track THEN GREATEST(c.ready_since, c.applied_since) + :soak
            END AS soak_end
     FROM candidate c
-    CROSS JOIN LATERAL (SELECT (CAST(:ranks AS int[]))[1
+    CROSS JOIN LATERAL (SELECT (SELECT ranks FROM rules)[1
         + c.attempted::int
         + 2 * CASE c.ready WHEN false THEN 0 WHEN true THEN 1 ELSE 2 END
         + 6 * (c.last_seen_at IS NOT NULL)::int
@@ -344,37 +350,39 @@ judged AS MATERIALIZED (
 tally AS (
     SELECT a.*, o.last_seen_at AS oldest_report_at, o.cluster AS oldest_report_cluster
     FROM (
-        SELECT (SELECT COALESCE(jsonb_object_agg(rank, n), '{}')
-                FROM (SELECT rank, count(*) AS n FROM judged GROUP BY rank) AS x) AS by_rank,
+        SELECT ARRAY[{
+    ", ".join(f"count(*) FILTER (WHERE rank = {rank})" for rank in range(len(ClusterState)))
+}] AS by_rank,
                count(*) FILTER (WHERE last_seen_at IS NULL) AS never_reported,
                count(*) FILTER (WHERE last_seen_at < :stale_before) AS stale,
-               max(soak_end) AS last_soak_end
+               max(soak_end) AS last_soak_end, min(last_seen_at) AS oldest
         FROM judged
     ) AS a
     LEFT JOIN LATERAL (
-        SELECT last_seen_at, cluster FROM judged WHERE last_seen_at IS NOT NULL
-        ORDER BY last_seen_at, cluster COLLATE "C" LIMIT 1
+        SELECT last_seen_at, cluster FROM judged WHERE last_seen_at = a.oldest
+        ORDER BY cluster COLLATE "C" LIMIT 1
     ) AS o ON true
 ),
+-- The first :leading and those of the page, by a partial sort of no more than those.
 listed AS (
-    SELECT * FROM (
-        SELECT j.*, row_number() OVER (ORDER BY j.rank, j.cluster COLLATE "C") AS position
-        FROM judged j
-    ) AS ordered
-    WHERE position <= :leading OR (position > :offset AND position <= :offset + :limit)
+    SELECT j.*, row_number() OVER (ORDER BY j.rank, j.cluster COLLATE "C") AS position
+    FROM (
+        SELECT * FROM judged ORDER BY rank, cluster COLLATE "C"
+        LIMIT GREATEST(:leading, :offset + :limit)
+    ) AS j
 )
 SELECT t.by_rank, t.never_reported, t.stale, t.last_soak_end, t.oldest_report_at,
-       t.oldest_report_cluster,
-       l.position, l.cluster, ct.name AS cluster_type, l.last_seen_at, o.reconciler, o.kind,
-       o.namespace, o.name, o.applied_revision, l.contains, l.applied_since,
-       o.attempted_revision, l.attempted, l.ready, l.ready_since, o.reason, o.message
+       t.oldest_report_cluster, l.position, l.cluster, ct.name AS cluster_type, l.last_seen_at,
+       o.reconciler, o.kind, o.namespace, o.name, o.applied_revision, l.contains,
+       l.applied_since, o.attempted_revision, l.attempted, l.ready, l.ready_since, o.reason,
+       o.message
 FROM tally t
-LEFT JOIN listed l ON true
+LEFT JOIN listed l ON l.position <= :leading OR l.position > :offset
 LEFT JOIN cluster c ON c.id = l.cluster_id
 LEFT JOIN cluster_type ct ON ct.id = c.cluster_type_id
 LEFT JOIN object_state o ON o.id = l.id
 ORDER BY l.position
-""")
+""")  # noqa: S608 - composed from constants, never from input
 
 
 # Every URL spelling of live objects, by a walk of ix_object_state_source that jumps from one
@@ -537,9 +545,8 @@ async def judge(
         )
     ).all()
     first = rows[0]
-    by_rank = {int(rank): count for rank, count in first.by_rank.items()}
     tally = Tally(
-        by_state={state: by_rank.get(rank, 0) for rank, state in enumerate(state_of)},
+        by_state=dict(zip(state_of, first.by_rank, strict=True)),
         never_reported=first.never_reported,
         stale=first.stale,
         oldest_report=None
