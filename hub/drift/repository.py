@@ -390,10 +390,26 @@ WHERE NOT EXISTS (
 """)
 
 
+# `cluster_drift` summed per environment and cluster type, anew (a row per cluster type).
+_TOTALS_SQL = text(f"""
+WITH cleared AS (DELETE FROM drift_total)
+INSERT INTO drift_total (
+    environment_id, cluster_type_id, clusters, first_rank, last_rank, drifted,
+    drifted_clusters, untracked, {", ".join(STORED_REASONS)})
+SELECT c.environment_id, c.cluster_type_id, count(*), min(d.rank), max(d.rank), sum(d.drifted),
+       count(*) FILTER (WHERE d.drifted > 0), sum(d.untracked),
+       {", ".join(f"sum(d.{reason})" for reason in STORED_REASONS)}
+FROM cluster_drift d JOIN cluster c ON c.id = d.cluster_id
+GROUP BY c.environment_id, c.cluster_type_id
+""")  # noqa: S608 - composed from constants, never from input
+
+
 async def count_per_cluster(session: AsyncSession) -> None:
-    """Bring `cluster_drift` and `cluster_drift_reasons` in line with `object_drift`."""
+    """Bring `cluster_drift`, `cluster_drift_reasons` and `drift_total` in line with
+    `object_drift`."""
     await session.execute(_COUNT_CLUSTERS)
     await session.execute(_COUNT_REASONS)
+    await session.execute(_TOTALS_SQL)
 
 
 # Drifted now: objects with a reason, every object of a stale cluster, and each cluster with a
@@ -657,12 +673,97 @@ def _object(values: dict[str, Any]) -> Any:
     )
 
 
+# The listing without filters (drifted rows of the clusters in scope, an environment or some
+# of its cluster types at most), from the job's totals: per environment what `drift_total`
+# holds, with each stale cluster's rows made every row of it (its agent is stale now, whatever
+# its objects); the page from the clusters with drifted objects, by rank through
+# ix_cluster_drift_drifted and within the ranks of the totals in scope, and the stale ones.
+# Totals and ranks are as of the last evaluation, as the reasons are; staleness is now's.
+_IN_SCOPE = """c.decommissioned_at IS NULL
+      AND (CAST(:environment AS int) IS NULL OR c.environment_id = :environment)
+      AND (CAST(:cluster_types AS int[]) IS NULL OR c.cluster_type_id = ANY(:cluster_types))"""
+_LISTED_FROM_TOTALS = text(f"""
+WITH total AS (
+    SELECT t.environment_id, sum(t.drifted) AS drifted, sum(t.drifted_clusters) AS clusters,
+           sum(t.untracked) AS untracked,
+           {", ".join(f"sum(t.{reason}) AS {reason}" for reason in STORED_REASONS)},
+           min(t.first_rank) AS first_rank, max(t.last_rank) AS last_rank
+    FROM drift_total t
+    WHERE (CAST(:environment AS int) IS NULL OR t.environment_id = :environment)
+      AND (CAST(:cluster_types AS int[]) IS NULL OR t.cluster_type_id = ANY(:cluster_types))
+    GROUP BY t.environment_id
+),
+stale AS MATERIALIZED (
+    SELECT c.id AS cluster_id, c.environment_id, c.name, d.rank,
+           GREATEST(COALESCE(d.objects, 0), 1) AS rows, COALESCE(d.drifted, 0) AS drifted
+    FROM cluster c
+    LEFT JOIN LATERAL (SELECT * FROM cluster_drift WHERE cluster_id = c.id) AS d ON true
+    WHERE {_IN_SCOPE} AND (c.last_seen_at IS NULL OR c.last_seen_at < :stale_before)
+),
+silent AS (
+    SELECT environment_id, sum(rows - drifted) AS more_rows,
+           count(*) FILTER (WHERE drifted = 0) AS more_clusters, sum(rows) AS stale
+    FROM stale GROUP BY environment_id
+),
+counted AS (
+    SELECT environment_id,
+           COALESCE(t.drifted, 0) + COALESCE(s.more_rows, 0) AS rows,
+           COALESCE(t.clusters, 0) + COALESCE(s.more_clusters, 0) AS clusters,
+           COALESCE(t.untracked, 0) AS untracked,
+           {", ".join(f"COALESCE(t.{reason}, 0) AS {reason}" for reason in STORED_REASONS)},
+           COALESCE(s.stale, 0) AS stale
+    FROM total t FULL JOIN silent s USING (environment_id)
+),
+listed AS (
+    SELECT d.cluster_id, d.rank, c.name, d.drifted AS rows
+    FROM cluster_drift d JOIN cluster c ON c.id = d.cluster_id
+    WHERE {_IN_SCOPE} AND d.drifted > 0
+      AND d.rank BETWEEN (SELECT min(first_rank) FROM total) AND (SELECT max(last_rank) FROM total)
+      AND c.last_seen_at >= :stale_before
+    UNION ALL
+    SELECT cluster_id, rank, name, rows FROM stale
+),
+running AS (
+    SELECT cluster_id, rows,
+           sum(rows) OVER (ORDER BY rank NULLS LAST, name COLLATE "C") AS through
+    FROM listed
+)
+SELECT 'count' AS part,
+       jsonb_build_object(
+           'environment', e.name, 'position', e.position, 'rows', n.rows,
+           'clusters', n.clusters, 'drifted', n.rows, 'drifted_clusters', n.clusters,
+           'untracked', n.untracked, 'stale', n.stale,
+           {", ".join(f"'{reason}', n.{reason}" for reason in STORED_REASONS)}) AS data
+FROM counted n LEFT JOIN environment e ON e.id = n.environment_id
+UNION ALL
+SELECT 'page', jsonb_build_object('id', cluster_id, 'before', through - rows)
+FROM running
+WHERE through > :offset AND through - rows < :offset + :limit
+""")  # noqa: S608 - composed from constants, never from input
+
+
 async def drift_listing(
     session: AsyncSession, criteria: DriftFilter, *, limit: int, offset: int
 ) -> Listing:
-    """Counts and the page's clusters in one statement, from one pass over the clusters: the
-    page is where the running count of listed rows, in listing order, crosses
-    [offset, offset + limit)."""
+    """Counts and the page's clusters in one statement: the page is where the running count
+    of listed rows, in listing order, crosses [offset, offset + limit). Without filters but
+    scope, from the job's totals (_LISTED_FROM_TOTALS); otherwise from one pass over the
+    clusters in scope."""
+    scope = criteria.scope
+    if criteria.reasons is None and not criteria.include_in_sync and scope.cluster_id is None:
+        rows = await session.execute(
+            _LISTED_FROM_TOTALS,
+            {
+                "environment": scope.environment_id,
+                "cluster_types": None
+                if scope.cluster_type_ids is None
+                else list(scope.cluster_type_ids),
+                "stale_before": criteria.stale_before,
+                "offset": offset,
+                "limit": limit,
+            },
+        )
+        return _listing(rows)
     groups = _groups(criteria).cte("groups")
     sums = ("rows", "drifted", "untracked", *STORED_REASONS, "stale")
     counts = (
@@ -699,8 +800,12 @@ async def drift_listing(
         literal("page").label("part"),
         _object({"id": running.c.cluster_id, "before": before}).label("data"),
     ).where(running.c.through > offset, before < offset + limit)
+    return _listing(await session.execute(union_all(counts, page)))
+
+
+def _listing(rows: Any) -> Listing:
     found = Listing([], [])
-    for row in await session.execute(union_all(counts, page)):
+    for row in rows:
         data: dict[str, Any] = row.data
         if row.part == "count":
             found.counts.append(data)

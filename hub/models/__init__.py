@@ -8,6 +8,7 @@ from hub.models.drift import (
     ClusterDriftReasons,
     DriftEvaluation,
     DriftPeriod,
+    DriftTotal,
     ObjectDrift,
 )
 from hub.models.fleet import (
@@ -43,6 +44,7 @@ __all__ = [
     "DeploymentTarget",
     "DriftEvaluation",
     "DriftPeriod",
+    "DriftTotal",
     "Environment",
     "GitBranch",
     "GitCommit",

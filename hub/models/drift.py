@@ -2,7 +2,7 @@
 
 `object_drift` is the current verdict per live object, written by the drift job from the
 observed state and the harvested desired state; `cluster_drift` and `cluster_drift_reasons`
-count it per cluster;
+count it per cluster, and `drift_total` per environment and cluster type;
 `drift_period` keeps the spans during which a cluster or an object was drifted;
 `drift_evaluation` says when the job last judged the fleet. Staleness depends on "now", so
 these leave it out and readers add it.
@@ -67,6 +67,10 @@ class ClusterDrift(Base):
     listing. What drift queries count and page by: a row per cluster, not one per object."""
 
     __tablename__ = "cluster_drift"
+    # The clusters with drifted objects, in listing order.
+    __table_args__ = (
+        Index("ix_cluster_drift_drifted", "rank", postgresql_where=text("drifted > 0")),
+    )
 
     cluster_id: Mapped[int] = mapped_column(
         ForeignKey("cluster.id", ondelete="CASCADE"), primary_key=True
@@ -75,6 +79,36 @@ class ClusterDrift(Base):
     rank: Mapped[int]
     objects: Mapped[int]
     drifted: Mapped[int]
+    untracked: Mapped[int]
+    behind: Mapped[int]
+    diverged: Mapped[int]
+    unknown_revision: Mapped[int]
+    not_applied: Mapped[int]
+    failing: Mapped[int]
+    config_mismatch: Mapped[int]
+    live_drift: Mapped[int]
+
+
+class DriftTotal(Base):
+    """`cluster_drift` summed up per environment and cluster type, as the clusters were placed
+    when the job counted them, with the ranks they take in a listing (a range: a listing
+    orders by environment, then cluster type). What a drift query without filters counts by;
+    the reader adds staleness."""
+
+    __tablename__ = "drift_total"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    environment_id: Mapped[int | None] = mapped_column(
+        ForeignKey("environment.id", ondelete="CASCADE")
+    )
+    cluster_type_id: Mapped[int | None] = mapped_column(
+        ForeignKey("cluster_type.id", ondelete="CASCADE")
+    )
+    clusters: Mapped[int]
+    first_rank: Mapped[int]
+    last_rank: Mapped[int]
+    drifted: Mapped[int]
+    drifted_clusters: Mapped[int]
     untracked: Mapped[int]
     behind: Mapped[int]
     diverged: Mapped[int]

@@ -5,6 +5,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.drift.schemas import Reason
 from tests.correlation.drifting import evaluate
 from tests.correlation.fleet import ARGO_ROOT, ROOT, Fleet
 from tests.support import FakeClock
@@ -107,6 +108,41 @@ async def test_pages_and_filters(fleet_with_drift: Fleet, client: httpx.AsyncCli
     assert (listed(stage), stage["summary"]["drifted_objects"]) == ([("drone-s1", ROOT, [])], 0)
     assert listed(drones) == [("drone-01", ROOT, ["behind"])]
     assert listed(one) == [("large-01", ARGO_ROOT, ["failing"])]
+
+
+async def test_the_listing_without_filters_agrees_with_one_filtered_by_every_reason(
+    fleet_with_drift: Fleet, client: httpx.AsyncClient, clock: FakeClock
+) -> None:
+    # Without filters the listing counts from the drift job's totals and adds staleness now;
+    # filtered by reason it counts cluster by cluster. Two agents fall silent after the
+    # evaluation, and a cluster registered since has never reported.
+    await fleet_with_drift.add("small-01", "small", "dev")
+    clock.advance(minutes=11)
+    await fleet_with_drift.report("drone-01", "large-01")
+    every = [reason.value for reason in Reason]
+
+    for scope in ({}, {"environment": "dev"}, {"environment": "stage"}, {"cluster_type": "drone"}):
+        plain = (await client.get("/api/v1/drift", params=scope)).json()
+        filtered = (await client.get("/api/v1/drift", params=scope | {"reason": every})).json()
+        pages = [
+            (await client.get("/api/v1/drift", params=scope | {"limit": 1, "offset": at})).json()
+            for at in range(plain["total"])
+        ]
+
+        assert plain["summary"] == filtered["summary"], scope
+        assert listed(plain) == listed(filtered), scope
+        assert [row for page in pages for row in listed(page)] == listed(plain), scope
+
+    whole = (await client.get("/api/v1/drift")).json()
+    assert [(cluster, reasons) for cluster, _, reasons in listed(whole)] == [
+        ("drone-01", ["behind"]),
+        ("drone-02", ["stale"]),
+        ("large-01", ["failing"]),
+        ("drone-s1", ["stale"]),
+        # No rank before the next evaluation: last.
+        ("small-01", ["stale"]),
+    ]
+    assert whole["summary"]["reasons"]["stale"] == 3
 
 
 @pytest.mark.parametrize(
