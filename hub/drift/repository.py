@@ -828,11 +828,14 @@ async def drift_rows(
     """The listed drift_object rows of those clusters, in their order, then by object."""
     view = drift_object
     stale = _stale(view.c.last_seen_at, criteria.stale_before)
+    # One array, not a list of values: the statement reads the same for any page, so the
+    # connection prepares it once instead of planning the view anew for every request.
+    ids = cast(list(cluster_ids), ARRAY(Integer))
     statement = (
         select(view)
-        .where(view.c.cluster_id.in_(cluster_ids), _matches(view.c.reasons, stale, criteria))
+        .where(view.c.cluster_id == any_(ids), _matches(view.c.reasons, stale, criteria))
         .order_by(
-            func.array_position(cast(list(cluster_ids), ARRAY(Integer)), view.c.cluster_id),
+            func.array_position(ids, view.c.cluster_id),
             view.c.reconciler.nulls_first(),
             view.c.kind,
             view.c.namespace,
@@ -847,18 +850,22 @@ async def open_since(
 ) -> tuple[dict[int, datetime], dict[int, datetime]]:
     """Start of the open drift period of those objects, and of those clusters."""
     p = DriftPeriod
-    objects = await session.execute(
-        select(p.object_id, p.started_at).where(p.ended_at.is_(None), p.object_id.in_(object_ids))
+    objects = select(p.object_id, p.cluster_id, p.started_at).where(
+        p.ended_at.is_(None), p.object_id == any_(cast(list(object_ids), ARRAY(BigInteger)))
     )
-    clusters = await session.execute(
-        select(p.cluster_id, p.started_at).where(
-            p.ended_at.is_(None), p.object_id.is_(None), p.cluster_id.in_(cluster_ids)
-        )
+    clusters = select(p.object_id, p.cluster_id, p.started_at).where(
+        p.ended_at.is_(None),
+        p.object_id.is_(None),
+        p.cluster_id == any_(cast(list(cluster_ids), ARRAY(Integer))),
     )
-    return (
-        {item: started for item, started in objects if item is not None},
-        {cluster: started for cluster, started in clusters},
-    )
+    found_objects: dict[int, datetime] = {}
+    found_clusters: dict[int, datetime] = {}
+    for object_id, cluster_id, started_at in await session.execute(union_all(objects, clusters)):
+        if object_id is None:
+            found_clusters[cluster_id] = started_at
+        else:
+            found_objects[object_id] = started_at
+    return found_objects, found_clusters
 
 
 # --- history ----------------------------------------------------------------------------------
