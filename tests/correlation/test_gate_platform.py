@@ -322,3 +322,56 @@ async def test_a_cluster_with_several_platform_objects_is_judged_by_the_furthest
         f"runs platform commit {head[:12]}, readiness unknown "
         "(Progressing: waiting for cert-manager)"
     )
+
+
+async def test_one_cluster_in_every_state_counted_and_listed_furthest_first(
+    fleet: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    # The store judges every expected cluster and lists a page of them; the counts cover them
+    # all, each cluster in the state the policy's rules give it.
+    before = fleet.platform_heads["dev"]
+    target = fleet.promote("Promote dev: drone config", {"drone/README.md": "edge\n"})
+    await fleet.harvest()
+    names = {
+        ClusterState.FAILED: "a-failed",
+        ClusterState.NEVER_REPORTED: "b-never",
+        ClusterState.STALE: "c-stale",
+        ClusterState.UNKNOWN_REVISION: "d-unknown",
+        ClusterState.NOT_APPLIED: "e-behind",
+        ClusterState.NOT_READY: "f-not-ready",
+        ClusterState.SOAKING: "g-soaking",
+        ClusterState.COMPLIANT: "h-compliant",
+    }
+    for name in names.values():
+        await fleet.add(name, "drone")
+    clusters = fleet.clusters
+    clusters["c-stale"].run_platform(target)
+    clusters["h-compliant"].run_platform(target)
+    await fleet.report("c-stale", "h-compliant")
+    clock.advance(minutes=11)
+    clusters["a-failed"].run_platform(before, attempted=target, ready=False, reason="BuildFailed")
+    clusters["d-unknown"].run_platform("0123456789abcdef0123456789abcdef01234567")
+    clusters["e-behind"].run_platform(before)
+    clusters["f-not-ready"].run_platform(target, ready=None, reason="Progressing")
+    clusters["g-soaking"].run_platform(target)
+    await fleet.report(
+        "a-failed", "d-unknown", "e-behind", "f-not-ready", "g-soaking", "h-compliant"
+    )
+
+    everything = await gate(session, clock, target)
+    page = await gate(session, clock, target, page=service.ClusterPage(limit=3, offset=2))
+    allowed = await gate(session, clock, target, allow_stale=True)
+
+    assert states(everything) == {name: state for state, name in names.items()}
+    assert [cluster.name for cluster in everything.clusters.items] == list(names.values())
+    assert everything.counts.by_state == {state: 1 for state in ClusterState}
+    assert (everything.counts.stale, everything.counts.never_reported) == (1, 1)
+    assert everything.verdict is Verdict.FAILED
+    assert everything.reasons == [
+        f"a-failed: reconciling platform commit {target[:12]} failed (BuildFailed)"
+    ]
+    assert [cluster.name for cluster in page.clusters.items] == ["c-stale", "d-unknown", "e-behind"]
+    assert (page.clusters.total, page.counts) == (8, everything.counts)
+    assert states(allowed)["c-stale"] is ClusterState.COMPLIANT
+    assert by_name(allowed)["c-stale"].explanation.endswith("judged on its last report, 11m old")
+    assert allowed.counts.by_state[ClusterState.COMPLIANT] == 2
