@@ -61,7 +61,20 @@ class ObjectDrift(Base):
     changed_at: Mapped[datetime]
 
 
-class ClusterDrift(Base):
+class ReasonCounts:
+    """Judged objects counted: following no harvested branch, and per stored reason."""
+
+    untracked: Mapped[int]
+    behind: Mapped[int]
+    diverged: Mapped[int]
+    unknown_revision: Mapped[int]
+    not_applied: Mapped[int]
+    failing: Mapped[int]
+    config_mismatch: Mapped[int]
+    live_drift: Mapped[int]
+
+
+class ClusterDrift(ReasonCounts, Base):
     """A registered cluster's judged objects counted: in all, drifted (a reason other than
     stale), per reason, following no harvested branch; and where the cluster comes in a drift
     listing. What drift queries count and page by: a row per cluster, not one per object."""
@@ -79,17 +92,9 @@ class ClusterDrift(Base):
     rank: Mapped[int]
     objects: Mapped[int]
     drifted: Mapped[int]
-    untracked: Mapped[int]
-    behind: Mapped[int]
-    diverged: Mapped[int]
-    unknown_revision: Mapped[int]
-    not_applied: Mapped[int]
-    failing: Mapped[int]
-    config_mismatch: Mapped[int]
-    live_drift: Mapped[int]
 
 
-class DriftTotal(Base):
+class DriftTotal(ReasonCounts, Base):
     """`cluster_drift` summed up per environment and cluster type, as the clusters were placed
     when the job counted them, with the ranks they take in a listing (a range: a listing
     orders by environment, then cluster type). What a drift query without filters counts by;
@@ -109,14 +114,6 @@ class DriftTotal(Base):
     last_rank: Mapped[int]
     drifted: Mapped[int]
     drifted_clusters: Mapped[int]
-    untracked: Mapped[int]
-    behind: Mapped[int]
-    diverged: Mapped[int]
-    unknown_revision: Mapped[int]
-    not_applied: Mapped[int]
-    failing: Mapped[int]
-    config_mismatch: Mapped[int]
-    live_drift: Mapped[int]
 
 
 class ClusterDriftReasons(Base):
