@@ -19,13 +19,16 @@ from sqlalchemy import (
     RowMapping,
     String,
     and_,
+    any_,
     case,
+    cast,
     column,
     func,
     literal,
     select,
     table,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.models import Cluster, ClusterType, Environment, ObjectState
@@ -166,10 +169,31 @@ async def cluster_page(
     stale_before: datetime,
     limit: int,
     offset: int,
-) -> tuple[Sequence[RowMapping], int]:
-    """A page of clusters with their objects by state, and how many clusters match."""
+) -> Sequence[RowMapping]:
+    """A page of clusters with their objects by state.
+
+    The page's clusters are picked from `cluster` first, so the view counts the objects of
+    those clusters only (its grouping by cluster lets the filter through), not of them all.
+    """
+    picked = (
+        select(Cluster.id)
+        .outerjoin(Environment, Environment.id == Cluster.environment_id)
+        .outerjoin(ClusterType, ClusterType.id == Cluster.cluster_type_id)
+        .where(Cluster.decommissioned_at.is_(None))
+        .order_by(
+            *_environment_order(Environment.name, Environment.position),
+            ClusterType.name.asc().nulls_last(),
+            Cluster.name,
+        )
+        .limit(limit)
+        .offset(offset)
+    )
+    if placement.environment is not None:
+        picked = picked.where(Environment.name == placement.environment)
+    if placement.cluster_type is not None:
+        picked = picked.where(ClusterType.name == placement.cluster_type)
+    ids = list(await session.scalars(picked))
     view = fleet_cluster_state
-    filters = and_(True, *_placed(view, placement))
     statement = (
         select(
             view.c.cluster.label("name"),
@@ -181,17 +205,14 @@ async def cluster_page(
             view.c.objects,
             *(view.c[name] for name in OBJECT_STATES),
         )
-        .where(filters)
+        .where(view.c.cluster_id == any_(cast(ids, ARRAY(Integer))))
         .order_by(
             *_environment_order(view.c.environment, view.c.environment_position),
             view.c.cluster_type.asc().nulls_last(),
             view.c.cluster,
         )
-        .limit(limit)
-        .offset(offset)
     )
-    total = await session.scalar(select(func.count()).select_from(view).where(filters))
-    return (await session.execute(statement)).mappings().all(), total or 0
+    return (await session.execute(statement)).mappings().all()
 
 
 @dataclass(frozen=True, slots=True)

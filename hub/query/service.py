@@ -97,7 +97,7 @@ async def fleet_state(
     declared = await repository.declared_groups(session, placement)
     counted = await repository.group_counts(session, placement, stale_before=stale_before)
     totals = sum((_counts(row) for row in counted), Counter[str]())
-    rows, total = await repository.cluster_page(
+    rows = await repository.cluster_page(
         session, placement, stale_before=stale_before, limit=limit, offset=offset
     )
     clusters = [
@@ -117,7 +117,9 @@ async def fleet_state(
         stale_after_seconds=int(stale_after.total_seconds()),
         totals=GroupState(**_group(totals)),
         environments=_environments(declared, counted),
-        clusters=FleetClusterPage(items=clusters, total=total, limit=limit, offset=offset),
+        clusters=FleetClusterPage(
+            items=clusters, total=totals["clusters"], limit=limit, offset=offset
+        ),
     )
 
 
