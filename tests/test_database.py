@@ -1,5 +1,6 @@
 """The hub's connections to its store: each query stays on one core unless configured
-otherwise, is never JIT-compiled, and server options the database URL gives are kept."""
+otherwise, is never JIT-compiled and runs in UTC, and server options the database URL gives
+are kept."""
 
 from urllib.parse import quote
 
@@ -23,8 +24,8 @@ async def test_queries_run_without_parallel_workers_by_default(database_url: str
     assert await show(database_url, 3, "max_parallel_workers_per_gather") == ["3"]
 
 
-async def test_queries_are_not_jit_compiled(database_url: str) -> None:
-    assert await show(database_url, 0, "jit") == ["off"]
+async def test_queries_are_not_jit_compiled_and_times_come_in_utc(database_url: str) -> None:
+    assert await show(database_url, 0, "jit", "timezone") == ["off", "UTC"]
 
 
 async def test_server_options_of_the_url_are_kept(database_url: str) -> None:

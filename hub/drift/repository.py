@@ -674,52 +674,57 @@ def _object(values: dict[str, Any]) -> Any:
 
 
 # The listing without filters (drifted rows of the clusters in scope, an environment or some
-# of its cluster types at most), from the job's totals: per environment what `drift_total`
-# holds, with each stale cluster's rows made every row of it (its agent is stale now, whatever
-# its objects); the page from the clusters with drifted objects, by rank through
-# ix_cluster_drift_drifted and within the ranks of the totals in scope, and the stale ones.
-# Totals and ranks are as of the last evaluation, as the reasons are; staleness is now's.
-_IN_SCOPE = """c.decommissioned_at IS NULL
-      AND (CAST(:environment AS int) IS NULL OR c.environment_id = :environment)
-      AND (CAST(:cluster_types AS int[]) IS NULL OR c.cluster_type_id = ANY(:cluster_types))"""
+# of its cluster types at most), from the job's totals. Which clusters are in scope, and
+# where, is as the last evaluation placed them (a range of ranks per environment and cluster
+# type in `drift_total`), as their reasons are; clusters registered since then have no rank
+# and count as they are placed now. Per environment: what `drift_total` holds, with every
+# stale cluster's rows made every row of it (its agent is stale now, whatever its objects).
+# The page: the drifted clusters by rank within those ranges (ix_cluster_drift_drifted), and
+# the stale ones.
 _LISTED_FROM_TOTALS = text(f"""
-WITH total AS (
-    SELECT t.environment_id, sum(t.drifted) AS drifted, sum(t.drifted_clusters) AS clusters,
-           sum(t.untracked) AS untracked,
-           {", ".join(f"sum(t.{reason}) AS {reason}" for reason in STORED_REASONS)},
-           min(t.first_rank) AS first_rank, max(t.last_rank) AS last_rank
-    FROM drift_total t
+WITH scope AS MATERIALIZED (
+    SELECT t.* FROM drift_total t
     WHERE (CAST(:environment AS int) IS NULL OR t.environment_id = :environment)
       AND (CAST(:cluster_types AS int[]) IS NULL OR t.cluster_type_id = ANY(:cluster_types))
-    GROUP BY t.environment_id
 ),
 stale AS MATERIALIZED (
-    SELECT c.id AS cluster_id, c.environment_id, c.name, d.rank,
+    SELECT c.id AS cluster_id, c.name, d.rank,
+           CASE WHEN d.rank IS NULL THEN c.environment_id ELSE s.environment_id END
+               AS environment_id,
            GREATEST(COALESCE(d.objects, 0), 1) AS rows, COALESCE(d.drifted, 0) AS drifted
     FROM cluster c
     LEFT JOIN LATERAL (SELECT * FROM cluster_drift WHERE cluster_id = c.id) AS d ON true
-    WHERE {_IN_SCOPE} AND (c.last_seen_at IS NULL OR c.last_seen_at < :stale_before)
-),
-silent AS (
-    SELECT environment_id, sum(rows - drifted) AS more_rows,
-           count(*) FILTER (WHERE drifted = 0) AS more_clusters, sum(rows) AS stale
-    FROM stale GROUP BY environment_id
+    LEFT JOIN scope s ON d.rank BETWEEN s.first_rank AND s.last_rank
+    WHERE (c.last_seen_at IS NULL OR c.last_seen_at < :stale_before)
+      AND CASE WHEN d.rank IS NULL
+               THEN c.decommissioned_at IS NULL
+                    AND (CAST(:environment AS int) IS NULL OR c.environment_id = :environment)
+                    AND (CAST(:cluster_types AS int[]) IS NULL
+                         OR c.cluster_type_id = ANY(:cluster_types))
+               ELSE s.id IS NOT NULL END
 ),
 counted AS (
-    SELECT environment_id,
-           COALESCE(t.drifted, 0) + COALESCE(s.more_rows, 0) AS rows,
-           COALESCE(t.clusters, 0) + COALESCE(s.more_clusters, 0) AS clusters,
-           COALESCE(t.untracked, 0) AS untracked,
-           {", ".join(f"COALESCE(t.{reason}, 0) AS {reason}" for reason in STORED_REASONS)},
-           COALESCE(s.stale, 0) AS stale
-    FROM total t FULL JOIN silent s USING (environment_id)
+    SELECT environment_id, sum(rows) AS rows, sum(clusters) AS clusters,
+           sum(untracked) AS untracked,
+           {", ".join(f"sum({reason}) AS {reason}" for reason in STORED_REASONS)},
+           sum(stale) AS stale
+    FROM (
+        SELECT environment_id, drifted AS rows, drifted_clusters AS clusters, untracked,
+               {", ".join(STORED_REASONS)}, 0 AS stale
+        FROM scope
+        UNION ALL
+        SELECT environment_id, rows - drifted, CASE WHEN drifted = 0 THEN 1 ELSE 0 END, 0,
+               {", ".join("0" for _ in STORED_REASONS)}, rows
+        FROM stale
+    ) AS parts
+    GROUP BY environment_id
 ),
 listed AS (
     SELECT d.cluster_id, d.rank, c.name, d.drifted AS rows
-    FROM cluster_drift d JOIN cluster c ON c.id = d.cluster_id
-    WHERE {_IN_SCOPE} AND d.drifted > 0
-      AND d.rank BETWEEN (SELECT min(first_rank) FROM total) AND (SELECT max(last_rank) FROM total)
-      AND c.last_seen_at >= :stale_before
+    FROM scope s
+    JOIN cluster_drift d ON d.rank BETWEEN s.first_rank AND s.last_rank AND d.drifted > 0
+    JOIN cluster c ON c.id = d.cluster_id
+    WHERE c.last_seen_at >= :stale_before
     UNION ALL
     SELECT cluster_id, rank, name, rows FROM stale
 ),

@@ -263,7 +263,7 @@ spelled AS (
 named AS MATERIALIZED (
     SELECT p.source, p.path AS wanted_path, p.sha AS target_sha, o.id, o.cluster_id,
            o.reconciler, o.kind, o.namespace, o.name, o.source_path, o.applied_sha,
-           o.applied_revision IS NULL AS applied_nothing, o.attempted_sha, o.ready,
+           COALESCE(o.applied_revision, '') = '' AS applied_nothing, o.attempted_sha, o.ready,
            o.applied_since, o.ready_since
     FROM object_state o
     JOIN spelled p ON p.url = o.source_url AND p.ref = o.source_ref
@@ -271,17 +271,17 @@ named AS MATERIALIZED (
 ),
 -- A path compared as hub.harvest.platform.normalise_path reads it: no empty or '.' parts.
 tracked AS MATERIALIZED (
-    SELECT n.source, n.id, n.cluster_id, n.applied_sha, n.applied_nothing,
-           n.attempted_sha = n.target_sha AS attempted_target, n.attempted_sha, n.ready,
-           n.applied_since, n.ready_since
+    SELECT n.source, n.id, n.cluster_id, n.reconciler, n.kind, n.namespace, n.name,
+           n.applied_sha, n.applied_nothing, n.attempted_sha = n.target_sha AS attempted_target,
+           n.attempted_sha, n.ready, n.applied_since, n.ready_since
     FROM named n
     WHERE NOT (n.reconciler = 'flux' AND n.kind = ANY(:source_kinds))
       AND (n.wanted_path IS NULL OR n.wanted_path = array_to_string(array_remove(array_remove(
                string_to_array(COALESCE(n.source_path, ''), '/'), ''), '.'), '/'))
     UNION ALL
-    SELECT s.source, o.id, o.cluster_id, o.applied_sha, o.applied_revision IS NULL,
-           o.attempted_sha = s.target_sha, o.attempted_sha, o.ready, o.applied_since,
-           o.ready_since
+    SELECT s.source, o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name,
+           o.applied_sha, COALESCE(o.applied_revision, '') = '', o.attempted_sha = s.target_sha,
+           o.attempted_sha, o.ready, o.applied_since, o.ready_since
     FROM named s
     JOIN object_state o
       ON o.cluster_id = s.cluster_id AND o.reconciler = 'flux' AND o.removed_at IS NULL
@@ -313,7 +313,8 @@ compared AS (
     GROUP BY c.source, c.sha
 ),
 candidate AS (
-    SELECT e.id AS cluster_id, e.name AS cluster, e.last_seen_at, p.place, k.id, k.ready,
+    SELECT e.id AS cluster_id, e.name AS cluster, e.last_seen_at, p.place, k.id, k.reconciler,
+           k.kind, k.namespace, k.name, k.ready,
            k.applied_since, CASE WHEN k.ready THEN k.ready_since END AS ready_since,
            CASE WHEN k.applied_sha IS NOT NULL THEN applied.contains
                 WHEN k.applied_nothing IS NOT FALSE THEN false END AS contains,
@@ -328,7 +329,8 @@ candidate AS (
 ),
 ranked AS (
     SELECT c.*, r.rank,
-           CASE WHEN r.rank >= :on_track THEN GREATEST(c.ready_since, c.applied_since) + :soak
+           CASE WHEN r.rank >= :on_track THEN GREATEST(c.ready_since, c.applied_since)
+               + make_interval(secs => :soak_seconds)
            END AS soak_end
     FROM candidate c
     CROSS JOIN LATERAL (SELECT (SELECT ranks FROM rules)[1
@@ -345,7 +347,8 @@ ranked AS (
 judged AS MATERIALIZED (
     SELECT DISTINCT ON (r.cluster_id) r.*
     FROM ranked r
-    ORDER BY r.cluster_id, r.rank, COALESCE(r.soak_end, :now) DESC, r.place, r.id
+    ORDER BY r.cluster_id, r.rank, COALESCE(r.soak_end, :now) DESC, r.place,
+             r.reconciler, r.kind, r.namespace, r.name
 ),
 tally AS (
     SELECT a.*, o.last_seen_at AS oldest_report_at, o.cluster AS oldest_report_cluster
@@ -534,7 +537,7 @@ async def judge(
                 "source_kinds": list(FLUX_SOURCE_KINDS),
                 "ranks": _ranks(options),
                 "on_track": state_of.index(ClusterState.SOAKING),
-                "soak": options.soak,
+                "soak_seconds": options.soak.total_seconds(),
                 "now": now,
                 "stale_before": now - options.stale_after,
                 "soaked_before": now - options.soak,

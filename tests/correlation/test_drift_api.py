@@ -8,7 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.drift.schemas import Reason
 from tests.correlation.drifting import evaluate
 from tests.correlation.fleet import ARGO_ROOT, ROOT, Fleet
-from tests.support import FakeClock
+from tests.support import FakeClock, bearer
 
 
 @pytest.fixture
@@ -111,11 +111,21 @@ async def test_pages_and_filters(fleet_with_drift: Fleet, client: httpx.AsyncCli
 
 
 async def test_the_listing_without_filters_agrees_with_one_filtered_by_every_reason(
-    fleet_with_drift: Fleet, client: httpx.AsyncClient, clock: FakeClock
+    fleet_with_drift: Fleet,
+    client: httpx.AsyncClient,
+    clock: FakeClock,
+    session: AsyncSession,
+    admin_token: str,
 ) -> None:
     # Without filters the listing counts from the drift job's totals and adds staleness now;
-    # filtered by reason it counts cluster by cluster. Two agents fall silent after the
-    # evaluation, and a cluster registered since has never reported.
+    # filtered by reason it counts cluster by cluster. A cluster placed nowhere is judged
+    # with the others; two agents fall silent after the evaluation, and a cluster registered
+    # since has never reported.
+    registered = await client.post(
+        "/api/v1/clusters", json={"name": "lone"}, headers=bearer(admin_token)
+    )
+    assert registered.status_code == 201, registered.text
+    await evaluate(session, clock)
     await fleet_with_drift.add("small-01", "small", "dev")
     clock.advance(minutes=11)
     await fleet_with_drift.report("drone-01", "large-01")
@@ -139,10 +149,16 @@ async def test_the_listing_without_filters_agrees_with_one_filtered_by_every_rea
         ("drone-02", ["stale"]),
         ("large-01", ["failing"]),
         ("drone-s1", ["stale"]),
+        ("lone", ["stale"]),
         # No rank before the next evaluation: last.
         ("small-01", ["stale"]),
     ]
-    assert whole["summary"]["reasons"]["stale"] == 3
+    assert whole["summary"]["reasons"]["stale"] == 4
+    assert [(row["environment"], row["objects"]) for row in whole["summary"]["environments"]] == [
+        ("dev", 4),
+        ("stage", 1),
+        (None, 1),
+    ]
 
 
 @pytest.mark.parametrize(
