@@ -680,23 +680,31 @@ def _object(values: dict[str, Any]) -> Any:
 # and count as they are placed now. Per environment: what `drift_total` holds, with every
 # stale cluster's rows made every row of it (its agent is stale now, whatever its objects).
 # The page: the drifted clusters by rank within those ranges (ix_cluster_drift_drifted), and
-# the stale ones.
+# the stale ones. OFFSET 0 keeps each lookup a lookup: planned as joins, on guesses of how many
+# clusters there are, they became passes over every cluster.
 _LISTED_FROM_TOTALS = text(f"""
 WITH scope AS MATERIALIZED (
     SELECT t.* FROM drift_total t
     WHERE (CAST(:environment AS int) IS NULL OR t.environment_id = :environment)
       AND (CAST(:cluster_types AS int[]) IS NULL OR t.cluster_type_id = ANY(:cluster_types))
 ),
+silent AS MATERIALIZED (
+    SELECT c.id, c.name, c.environment_id, c.cluster_type_id, c.decommissioned_at
+    FROM cluster c WHERE c.last_seen_at IS NULL OR c.last_seen_at < :stale_before
+),
 stale AS MATERIALIZED (
     SELECT c.id AS cluster_id, c.name, d.rank,
            CASE WHEN d.rank IS NULL THEN c.environment_id ELSE s.environment_id END
                AS environment_id,
            GREATEST(COALESCE(d.objects, 0), 1) AS rows, COALESCE(d.drifted, 0) AS drifted
-    FROM cluster c
-    LEFT JOIN LATERAL (SELECT * FROM cluster_drift WHERE cluster_id = c.id) AS d ON true
-    LEFT JOIN scope s ON d.rank BETWEEN s.first_rank AND s.last_rank
-    WHERE (c.last_seen_at IS NULL OR c.last_seen_at < :stale_before)
-      AND CASE WHEN d.rank IS NULL
+    FROM silent c
+    LEFT JOIN LATERAL (
+        SELECT * FROM cluster_drift WHERE cluster_id = c.id OFFSET 0
+    ) AS d ON true
+    LEFT JOIN LATERAL (
+        SELECT * FROM scope WHERE d.rank BETWEEN scope.first_rank AND scope.last_rank OFFSET 0
+    ) AS s ON true
+    WHERE CASE WHEN d.rank IS NULL
                THEN c.decommissioned_at IS NULL
                     AND (CAST(:environment AS int) IS NULL OR c.environment_id = :environment)
                     AND (CAST(:cluster_types AS int[]) IS NULL
@@ -722,8 +730,11 @@ counted AS (
 listed AS (
     SELECT d.cluster_id, d.rank, c.name, d.drifted AS rows
     FROM scope s
-    JOIN cluster_drift d ON d.rank BETWEEN s.first_rank AND s.last_rank AND d.drifted > 0
-    JOIN cluster c ON c.id = d.cluster_id
+    CROSS JOIN LATERAL (
+        SELECT * FROM cluster_drift
+        WHERE rank BETWEEN s.first_rank AND s.last_rank AND drifted > 0 OFFSET 0
+    ) AS d
+    CROSS JOIN LATERAL (SELECT * FROM cluster WHERE id = d.cluster_id OFFSET 0) AS c
     WHERE c.last_seen_at >= :stale_before
     UNION ALL
     SELECT cluster_id, rank, name, rows FROM stale
