@@ -65,7 +65,6 @@ __all__ = [
     "decide",
     "evaluate",
     "format_duration",
-    "listing_order",
     "rule",
 ]
 
@@ -376,7 +375,7 @@ def evaluate(
     )
 
 
-def listing_order(evidence: ClusterEvidence) -> tuple[int, str]:
+def _listing_order(evidence: ClusterEvidence) -> tuple[int, str]:
     """Furthest from compliance first (in the order of the rules), then by name."""
     return _SEVERITY[evidence.state], evidence.name
 
@@ -398,7 +397,7 @@ def decide(
         raise ValueError(f"clusters: each cluster is expected once; repeated: {duplicates}")
 
     evidence = sorted(
-        (evaluate(cluster, target, options, now) for cluster in facts), key=listing_order
+        (evaluate(cluster, target, options, now) for cluster in facts), key=_listing_order
     )
     by_state = Counter(item.state for item in evidence)
     seen = [(item.last_seen_at, item.name) for item in evidence if item.last_seen_at is not None]

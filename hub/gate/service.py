@@ -126,13 +126,10 @@ def _options(
 # --- facts ------------------------------------------------------------------------------------
 
 
-async def _spellings(session: AsyncSession, url: str) -> list[str]:
-    """The URL spellings, as agents reported them, of the repository `url` (normalised)."""
-    return [
-        spelling
-        for spelling in await repository.source_spellings(session)
-        if spelled_repository(spelling) == url
-    ]
+def _spellings(reported: Iterable[str], url: str) -> list[str]:
+    """Those of the URL spellings agents reported that name the repository `url`
+    (normalised)."""
+    return [spelling for spelling in reported if spelled_repository(spelling) == url]
 
 
 def _harvested(branch: Branch) -> HarvestedBranch:
@@ -346,7 +343,7 @@ async def _platform_commit_gate(
     environment_id = await _environment(session, environment)
     branches = await repository.platform_branches(session, environment_id)
     branch, sha = await _find_commit(session, environment, branches, commit.lower())
-    urls = await _spellings(session, branch.repository_url)
+    urls = _spellings(await repository.source_spellings(session), branch.repository_url)
     return await _judge_commit(
         session, environment, environment_id, branch, urls, sha, options, now, page
     )
@@ -380,7 +377,8 @@ async def promotable(
             gate=None,
         )
     by_id = {branch.id: branch for branch in branches}
-    urls = {branch.id: await _spellings(session, branch.repository_url) for branch in branches}
+    reported = await repository.source_spellings(session)
+    urls = {branch.id: _spellings(reported, branch.repository_url) for branch in branches}
     # Newest first: each branch's chain in its own order, several branches by commit time.
     chains = []
     for branch in branches:
@@ -524,10 +522,9 @@ async def _workload_version_gate(
         )
 
     index = {source: position for position, source in enumerate(sharing)}
+    reported = await repository.source_spellings(session)
     sources = [
-        _version_source(
-            assignment, await _spellings(session, url), ranges[(url, branch, path)], version
-        )
+        _version_source(assignment, _spellings(reported, url), ranges[(url, branch, path)], version)
         for (url, branch, path), assignment in sharing.items()
     ]
     placements = []
