@@ -134,11 +134,16 @@ class AgentIdentity(_Model):
 
 
 class Source(_Model):
-    """Where a reconciler takes its desired state from; each mapper documents its forms."""
+    """Where a reconciler takes its desired state from; each mapper documents its forms.
+
+    `url_ref` is given when `ref` names another object that holds the URL (a Flux source
+    object): that object's ref of `url`, the branch or tag whose revisions this one applies.
+    """
 
     url: Text | None = None
     ref: Text | None = None
     path: Text | None = None
+    url_ref: Text | None = None
 
 
 class ObjectRecord(_Model):

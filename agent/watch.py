@@ -38,7 +38,7 @@ from agent.kube import (
 )
 from agent.report import ObjectRecord
 from agent.sources import WatchedKind
-from agent.sources.flux import link_source_urls
+from agent.sources.flux import link_sources
 
 __all__ = [
     "Emission",
@@ -264,10 +264,10 @@ class WatchState:
     # --- output --------------------------------------------------------------------------
 
     def records(self) -> list[ObjectRecord]:
-        """Every current record, Flux source URLs linked in, in a stable order."""
+        """Every current record, Flux sources linked in, in a stable order."""
         merged = [record for records in self._records.values() for record in records.values()]
         merged.sort(key=lambda record: record.key)
-        return link_source_urls(merged)
+        return link_sources(merged)
 
     def placement(self, records: Sequence[ObjectRecord] | None = None) -> Placement:
         if self._root is None:

@@ -225,8 +225,9 @@ def object_fragments(objects: int) -> list[list[bytes]]:
                     "name": f"workload-{j}",
                     "source": {
                         "url": f"https://github.com/example/gitops-{j % 3}.git",
-                        "ref": "main",
+                        "ref": f"GitRepository/flux-system/gitops-{j % 3}",
                         "path": f"./dev/drone/workload-{j}",
+                        "url_ref": "main",
                     },
                     "applied_revision": revision,
                     "attempted_revision": revision,
@@ -888,7 +889,8 @@ def copy_baseline(
     if transitions <= 0:
         return None
     state = (
-        "source_url, source_ref, source_path, applied_revision, applied_sha, applied_version, "
+        "source_url, source_ref, source_path, url_ref, applied_revision, applied_sha, "
+        "applied_version, "
         "attempted_revision, attempted_sha, ready, reason, message, health, drifted, suspended"
     )
     transition_columns = f"observed_at, cluster_id, object_id, {state}, removed, received_at"
@@ -920,13 +922,7 @@ def copy_baseline(
     connection.execute(
         "CREATE INDEX ON bench_copy_object_state (cluster_id, reconciler, kind, namespace, name)"
     )
-    connection.execute(
-        "CREATE INDEX ON bench_copy_object_state (source_url, source_ref) WHERE removed_at IS NULL"
-    )
-    connection.execute(
-        "CREATE INDEX ON bench_copy_object_state (cluster_id, source_ref) "
-        "WHERE removed_at IS NULL AND reconciler = 'flux'"
-    )
+    connection.execute("CREATE INDEX ON bench_copy_object_state (source_url, url_ref)")
     connection.commit()
     try:
         started = time.perf_counter()

@@ -3,7 +3,17 @@
 from datetime import timedelta
 
 from tests.conftest import MakeAgent
-from tests.support import SHA_A, SHA_B, SHA_C, START, Agent, FakeClock, Store, kustomization
+from tests.support import (
+    PLATFORM_REPO,
+    SHA_A,
+    SHA_B,
+    SHA_C,
+    START,
+    Agent,
+    FakeClock,
+    Store,
+    kustomization,
+)
 
 V1 = f"dev@sha1:{SHA_A}"
 V2 = f"dev@sha1:{SHA_B}"
@@ -313,3 +323,42 @@ async def test_each_object_keeps_since_when_it_runs_its_revision_and_is_ready(
     assert (applied["applied_since"], applied["ready_since"]) == (applied_at, applied_at)
     # Removed and back: both start anew.
     assert (back["applied_since"], back["ready_since"]) == (back_at, back_at)
+
+
+async def test_each_object_keeps_the_ref_of_the_repository_whose_revisions_it_applies(
+    agent: Agent, store: Store, clock: FakeClock
+) -> None:
+    follower = {"ref": "GitRepository/flux-system/flux-system", "url_ref": "dev"}
+    records = [
+        kustomization("apps", source={"url": PLATFORM_REPO, **follower, "path": "./apps"}),
+        # A source object fetches and applies nothing, whatever its record says.
+        kustomization(
+            "flux-system",
+            kind="GitRepository",
+            applied_revision=None,
+            source={"url": PLATFORM_REPO, "ref": "dev", "url_ref": "dev"},
+        ),
+        kustomization("platform", reconciler="argocd", kind="Application", namespace="argocd"),
+    ]
+    await agent.send_ok(records, full_snapshot=True)
+    first = await store.objects(agent.cluster)
+    # The GitRepository moves to main: the agent sends its follower again with the new ref,
+    # and nothing else of the follower changed.
+    clock.advance(minutes=1)
+    moved = {"url": PLATFORM_REPO, **follower, "url_ref": "main", "path": "./apps"}
+    reply = await agent.send_ok([kustomization("apps", source=moved)])
+    after = await store.objects(agent.cluster)
+
+    assert {name: row["url_ref"] for name, row in first.items()} == {
+        "apps": "dev",
+        "flux-system": None,
+        "platform": "dev",
+    }
+    assert reply["changed"] == 1
+    assert after["apps"]["url_ref"] == "main"
+    assert [
+        t["url_ref"] for t in await store.transitions(agent.cluster) if t["name"] == "apps"
+    ] == [
+        "dev",
+        "main",
+    ]

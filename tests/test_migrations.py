@@ -148,3 +148,74 @@ def test_objects_learn_since_when_they_run_their_revision_from_the_history(
     # kept it Ready); the vanished object starts anew when it comes back.
     assert since["root"] == (t0 + timedelta(minutes=40), t0 + timedelta(minutes=50))
     assert since["gone"] == (t0 + timedelta(minutes=60), None)
+
+
+def test_objects_learn_the_ref_whose_revisions_they_apply_from_their_source_objects(
+    fresh_database: Callable[[], str],
+) -> None:
+    url = fresh_database()
+    migrate.upgrade(url, "0012_drift_totals")
+    engine = create_engine(url, poolclass=pool.NullPool)
+    t0 = datetime(2026, 11, 1, tzinfo=UTC)
+    repo = "https://github.com/contoso/platform-gitops"
+    try:
+        with engine.begin() as connection:
+            clusters = [
+                connection.execute(
+                    text("INSERT INTO cluster (name) VALUES (:name) RETURNING id"),
+                    {"name": name},
+                ).scalar_one()
+                for name in ("drone-01", "drone-02")
+            ]
+            objects = [
+                # (cluster, reconciler, kind, name, url, ref)
+                (0, "flux", "GitRepository", "flux-system", repo, "dev"),
+                (0, "flux", "Kustomization", "apps", repo, "GitRepository/flux-system/flux-system"),
+                (0, "flux", "Kustomization", "lost", None, "GitRepository/flux-system/gone"),
+                (0, "argocd", "Application", "platform", repo, "main"),
+                # The same names in another cluster, on another branch.
+                (1, "flux", "GitRepository", "flux-system", repo, "stage"),
+                (1, "flux", "Kustomization", "apps", repo, "GitRepository/flux-system/flux-system"),
+            ]
+            for cluster, reconciler, kind, name, source_url, source_ref in objects:
+                connection.execute(
+                    text(
+                        "INSERT INTO object_state (cluster_id, reconciler, kind, namespace, "
+                        "name, source_url, source_ref, changed_at, first_seen_at, "
+                        "applied_since) VALUES (:cluster, :reconciler, :kind, 'flux-system', "
+                        ":name, :url, :ref, :at, :at, :at)"
+                    ),
+                    {
+                        "cluster": clusters[cluster],
+                        "reconciler": reconciler,
+                        "kind": kind,
+                        "name": name,
+                        "url": source_url,
+                        "ref": source_ref,
+                        "at": t0,
+                    },
+                )
+
+        migrate.upgrade(url)
+
+        with engine.connect() as connection:
+            refs = {
+                (cluster, name): url_ref
+                for cluster, name, url_ref in connection.execute(
+                    text(
+                        "SELECT c.name, o.name, o.url_ref FROM object_state o "
+                        "JOIN cluster c ON c.id = o.cluster_id"
+                    )
+                )
+            }
+    finally:
+        engine.dispose()
+
+    assert refs == {
+        ("drone-01", "flux-system"): None,
+        ("drone-01", "apps"): "dev",
+        ("drone-01", "lost"): "GitRepository/flux-system/gone",
+        ("drone-01", "platform"): "main",
+        ("drone-02", "flux-system"): None,
+        ("drone-02", "apps"): "stage",
+    }

@@ -9,8 +9,9 @@ Choices where the Flux API leaves room:
 
 - `source.ref` of a Kustomization or HelmRelease names the Flux source object it follows, as
   `<Kind>/<namespace>/<name>` (`GitRepository/flux-system/platform`); the namespace defaults to
-  the object's own, as in Flux. The repository URL lives on that source object, so `source.url`
-  is null until `link_source_urls` copies it over from the source's record in the same report.
+  the object's own, as in Flux. The repository URL and ref live on that source object, so
+  `source.url` and `source.url_ref` are null until `link_sources` copies them over from the
+  source's record in the same report.
   A HelmRelease names its chart's source (`spec.chart.spec.sourceRef`, e.g. a HelmRepository,
   with the chart name or path as `source.path`) or its `spec.chartRef` (an OCIRepository or
   HelmChart, no path).
@@ -55,7 +56,7 @@ __all__ = [
     "git_repository",
     "helm_release",
     "kustomization",
-    "link_source_urls",
+    "link_sources",
     "oci_repository",
 ]
 
@@ -273,24 +274,27 @@ def oci_repository(obj: Mapping[str, object], now: datetime) -> ObjectRecord:
 _SOURCE_KINDS = ("GitRepository", "OCIRepository")
 
 
-def link_source_urls(records: Iterable[ObjectRecord]) -> list[ObjectRecord]:
-    """Give Flux Kustomizations and HelmReleases the URL of the source object they follow.
+def link_sources(records: Iterable[ObjectRecord]) -> list[ObjectRecord]:
+    """Give Flux Kustomizations and HelmReleases the URL and ref of the source object they
+    follow.
 
     A record whose `source.ref` names a GitRepository or OCIRepository present in `records`
-    gets that repository's URL; every other record is returned unchanged, in order.
+    gets that repository's URL as `source.url` and its ref as `source.url_ref`; every other
+    record is returned unchanged, in order.
     """
     records = list(records)
-    urls: dict[str, str] = {}
+    origins: dict[str, Source] = {}
     for item in records:
-        url = item.source.url if item.source else None
-        if item.reconciler == "flux" and item.kind in _SOURCE_KINDS and url:
-            urls[f"{item.kind}/{item.namespace}/{item.name}"] = url
+        source = item.source
+        if item.reconciler == "flux" and item.kind in _SOURCE_KINDS and source and source.url:
+            origins[f"{item.kind}/{item.namespace}/{item.name}"] = source
     linked: list[ObjectRecord] = []
     for item in records:
         source = item.source
-        if item.reconciler == "flux" and source and source.ref in urls and not source.url:
+        if item.reconciler == "flux" and source and source.ref in origins and not source.url:
             assert source.ref is not None
-            source = source.model_copy(update={"url": urls[source.ref]})
+            origin = origins[source.ref]
+            source = source.model_copy(update={"url": origin.url, "url_ref": origin.ref})
             item = item.model_copy(update={"source": source})
         linked.append(item)
     return linked

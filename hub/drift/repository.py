@@ -41,7 +41,6 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.drift.schemas import Reason
-from hub.gate.repository import FLUX_SOURCE_KINDS
 from hub.models import (
     Cluster,
     ClusterDrift,
@@ -53,6 +52,7 @@ from hub.models import (
     ObjectState,
     Repository,
 )
+from hub.models.observed import FLUX_SOURCE_KINDS
 
 # Advisory lock key held while evaluating drift ("drift" in ASCII): one replica at a time.
 DRIFT_LOCK = 0x6472696674
@@ -141,24 +141,13 @@ WITH spelling AS (
     SELECT * FROM unnest(CAST(:spellings AS text[]), CAST(:repository_ids AS int[]))
         AS s(url, repository_id)
 ),
-source AS MATERIALIZED (
-    SELECT s.cluster_id, s.kind || '/' || s.namespace || '/' || s.name AS ref,
-           s.source_url, s.source_ref
-    FROM object_state s
-    WHERE s.reconciler = 'flux' AND s.kind = ANY(:source_kinds) AND s.removed_at IS NULL
-      AND s.cluster_id >= :first AND s.cluster_id < :end
-),
 tracking AS (
     SELECT o.id AS object_id, o.cluster_id, c.cluster_type_id, o.reconciler, o.kind,
-           o.namespace, o.name,
-           COALESCE(o.source_url, s.source_url) AS source_url,
-           COALESCE(s.source_ref, o.source_ref) AS source_ref,
-           o.source_path, o.applied_revision, o.applied_sha, o.ready, o.reason, o.message,
+           o.namespace, o.name, o.source_url, o.url_ref AS source_ref, o.source_path,
+           o.applied_revision, o.applied_sha, o.ready, o.reason, o.message,
            o.drifted AS live_drift, o.suspended
     FROM object_state o
     JOIN cluster c ON c.id = o.cluster_id AND c.decommissioned_at IS NULL
-    LEFT JOIN source s
-      ON o.reconciler = 'flux' AND s.cluster_id = o.cluster_id AND s.ref = o.source_ref
     WHERE o.cluster_id >= :first AND o.cluster_id < :end
       AND o.removed_at IS NULL AND NOT (o.reconciler = 'flux' AND o.kind = ANY(:source_kinds))
 ),

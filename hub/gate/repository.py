@@ -29,10 +29,6 @@ from hub.models import (
     Repository,
 )
 
-# Flux source objects fetch a revision and never apply one (agent/sources/flux.py): they say
-# where a Kustomization's revisions come from, they are not what a cluster runs.
-FLUX_SOURCE_KINDS = ("GitRepository", "OCIRepository", "Bucket", "HelmRepository", "HelmChart")
-
 
 @dataclass(frozen=True, slots=True)
 class Branch:
@@ -217,31 +213,31 @@ async def memberships(session: AsyncSession, repository_id: int, sha: str) -> li
 # Judges every expected cluster of the environment (with :cluster_types, of those placed in
 # one of them) against the target's sources, and returns the tally and the listed clusters.
 #
-# :sources (JSON): per source the URL spellings and refs its objects follow, the normalised
-# path they must deploy (null: any), and how a commit of its repository is compared with the
-# target: a commit contains the target when it lies on the first-parent chain of one of the
-# `starts` branches at or after the position given there (unknown when it lies on none of the
-# `chain` branches, or on no branch of the repository when `chain` is null); it is the target
-# attempted when it is `sha`, or lies on a `carries` branch within [from, until).
+# :sources (JSON): per source the normalised path its objects must deploy (null: any), and
+# how a commit of its repository is compared with the target: a commit contains the target
+# when it lies on the first-parent chain of one of the `starts` branches at or after the
+# position given there (unknown when it lies on none of the `chain` branches, or on no branch
+# of the repository when `chain` is null); it is the target attempted when it is `sha`, or
+# lies on a `carries` branch within [from, until).
 # :placements (JSON): which source each cluster type follows (cluster type null: every one).
+# :spelled_*: per source each URL spelling and ref its objects follow.
 #
 # The candidates of a cluster are, per placement of its cluster type, its live objects that
-# follow the source (those that name the repository and branch themselves, and the Flux
-# objects that name a Flux source object that does, through ix_object_state_followers), or
-# none. Each is measured against `now` into the six values of the policy's Standing, coded
-# as a number (standing_code()), whose state's rank :ranks holds: the rules stay the
-# policy's. A cluster is judged by its candidate furthest from compliance (then by the latest
-# soak end, as the policy lists them).
+# apply the source's revisions (source_url and url_ref, which for a Flux object is its source
+# object's), or none. Each is measured against `now` into the six values of the policy's
+# Standing, coded as a number (standing_code()), whose state's rank :ranks holds: the rules
+# stay the policy's. A cluster is judged by its candidate furthest from compliance (then by
+# the latest soak end, as the policy lists them).
 _JUDGE = text(f"""
 WITH src AS MATERIALIZED (
     SELECT * FROM jsonb_to_recordset(CAST(:sources AS jsonb)) AS s (
-        source int, urls text[], refs text[], path text, repository int, chain int[],
-        starts jsonb, carries jsonb, sha text)
+        source int, path text, repository int, chain int[], starts jsonb, carries jsonb,
+        sha text)
 ),
 rules AS MATERIALIZED (
     SELECT CAST(:ranks AS int[]) AS ranks
 ),
-place AS (
+place AS MATERIALIZED (
     SELECT * FROM jsonb_to_recordset(CAST(:placements AS jsonb))
         AS p (place int, cluster_type text, source int)
 ),
@@ -251,45 +247,25 @@ expected AS MATERIALIZED (
     WHERE c.environment_id = :environment AND c.decommissioned_at IS NULL
       AND (CAST(:cluster_types AS text[]) IS NULL OR t.name = ANY(:cluster_types))
 ),
-spelled AS (
-    SELECT s.source, s.path, s.sha, u.url, r.ref
-    FROM src s
-    CROSS JOIN LATERAL unnest(s.urls) AS u (url)
-    CROSS JOIN LATERAL unnest(s.refs) AS r (ref)
-),
--- Walked from the sources' URLs and refs (ix_object_state_source): walked from the expected
--- clusters, the statement would read all their objects. A branch is an environment's, so
--- what is found is almost only theirs; `candidate` keeps only theirs.
-named AS MATERIALIZED (
-    SELECT p.source, p.path AS wanted_path, p.sha AS target_sha, o.id, o.cluster_id,
-           o.reconciler, o.kind, o.namespace, o.name, o.source_path, o.applied_sha,
-           COALESCE(o.applied_revision, '') = '' AS applied_nothing, o.attempted_sha, o.ready,
+-- Walked from the sources' URL spellings and refs (ix_object_state_source): walked from the
+-- expected clusters, the statement would read all their objects. A branch is an
+-- environment's, so what is found is almost only theirs; `candidate` keeps only theirs.
+-- A path is compared as hub.harvest.platform.normalise_path reads it: no empty or '.' parts;
+-- any path when the source names none (COALESCE: `IS NULL OR` would have the planner guess
+-- that almost no object passes, and join what follows by nested loops).
+tracked AS MATERIALIZED (
+    SELECT s.source, o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name,
+           o.applied_sha, COALESCE(o.applied_revision, '') = '' AS applied_nothing,
+           o.attempted_sha = s.sha AS attempted_target, o.attempted_sha, o.ready,
            o.applied_since, o.ready_since
     FROM object_state o
-    JOIN spelled p ON p.url = o.source_url AND p.ref = o.source_ref
-    WHERE o.source_url = ANY(:urls) AND o.source_ref = ANY(:refs) AND o.removed_at IS NULL
-),
--- A path compared as hub.harvest.platform.normalise_path reads it: no empty or '.' parts.
-tracked AS MATERIALIZED (
-    SELECT n.source, n.id, n.cluster_id, n.reconciler, n.kind, n.namespace, n.name,
-           n.applied_sha, n.applied_nothing, n.attempted_sha = n.target_sha AS attempted_target,
-           n.attempted_sha, n.ready, n.applied_since, n.ready_since
-    FROM named n
-    WHERE NOT (n.reconciler = 'flux' AND n.kind = ANY(:source_kinds))
-      AND (n.wanted_path IS NULL OR n.wanted_path = array_to_string(array_remove(array_remove(
-               string_to_array(COALESCE(n.source_path, ''), '/'), ''), '.'), '/'))
-    UNION ALL
-    SELECT s.source, o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name,
-           o.applied_sha, COALESCE(o.applied_revision, '') = '', o.attempted_sha = s.target_sha,
-           o.attempted_sha, o.ready, o.applied_since, o.ready_since
-    FROM named s
-    JOIN object_state o
-      ON o.cluster_id = s.cluster_id AND o.reconciler = 'flux' AND o.removed_at IS NULL
-     AND o.source_ref = s.kind || '/' || s.namespace || '/' || s.name
-    WHERE s.reconciler = 'flux' AND s.kind = ANY(:source_kinds)
-      AND NOT (o.kind = ANY(:source_kinds))
-      AND (s.wanted_path IS NULL OR s.wanted_path = array_to_string(array_remove(array_remove(
-               string_to_array(COALESCE(o.source_path, ''), '/'), ''), '.'), '/'))
+    JOIN unnest(CAST(:spelled_sources AS int[]), CAST(:spelled_urls AS text[]),
+                CAST(:spelled_refs AS text[])) AS p (source, url, ref)
+      ON p.url = o.source_url AND p.ref = o.url_ref
+    JOIN src s ON s.source = p.source
+    WHERE o.source_url = ANY(:urls) AND o.url_ref = ANY(:refs) AND o.removed_at IS NULL
+      AND COALESCE(s.path = array_to_string(array_remove(array_remove(
+               string_to_array(COALESCE(o.source_path, ''), '/'), ''), '.'), '/'), true)
 ),
 commits AS (
     SELECT source, applied_sha AS sha FROM tracked WHERE applied_sha IS NOT NULL
@@ -497,6 +473,12 @@ async def judge(
     `placements` pairs a cluster type (None: every one) with an index into `sources` (None:
     nothing to follow). Lists the first `leading` clusters and those of the page."""
     state_of = list(ClusterState)
+    spelled = [
+        (index, url, ref)
+        for index, source in enumerate(sources)
+        for url in source.urls
+        for ref in _refs(source.branch)
+    ]
     rows = (
         await session.execute(
             _JUDGE,
@@ -507,8 +489,6 @@ async def judge(
                     [
                         {
                             "source": index,
-                            "urls": list(source.urls),
-                            "refs": _refs(source.branch),
                             "path": source.path,
                             "repository": source.repository_id,
                             "chain": None if source.chain is None else list(source.chain),
@@ -531,10 +511,13 @@ async def judge(
                         for index, (cluster_type, source) in enumerate(placements)
                     ]
                 ),
-                # Every source's, for the index walk: the planner knows nothing of the JSON.
+                # Each (source, URL spelling, ref) it follows, and every source's URLs and refs
+                # for the index walk: the planner knows nothing of the JSON.
+                "spelled_sources": [spelling[0] for spelling in spelled],
+                "spelled_urls": [spelling[1] for spelling in spelled],
+                "spelled_refs": [spelling[2] for spelling in spelled],
                 "urls": sorted({url for source in sources for url in source.urls}),
                 "refs": sorted({ref for source in sources for ref in _refs(source.branch)}),
-                "source_kinds": list(FLUX_SOURCE_KINDS),
                 "ranks": _ranks(options),
                 "on_track": state_of.index(ClusterState.SOAKING),
                 "soak_seconds": options.soak.total_seconds(),

@@ -81,6 +81,8 @@ class Source(Strict):
     url: ShortText | None = None
     ref: ShortText | None = None
     path: ShortText | None = None
+    # When `ref` names the object holding the URL (a Flux source object): its ref of `url`.
+    url_ref: ShortText | None = None
 
 
 class ObjectRecord(Strict):

@@ -14,6 +14,7 @@ from hub.database import Statements
 from hub.errors import ClusterMismatch, NotAuthenticated
 from hub.ingest import repository
 from hub.ingest.schemas import ObjectRecord, Report, ReportReply
+from hub.models.observed import FLUX_SOURCE_KINDS
 from hub.revisions import Revision, parse_revision
 from hub.security import hash_token
 
@@ -23,6 +24,17 @@ _parse_revision = lru_cache(maxsize=8192)(parse_revision)
 
 def _revision(revision: str | None) -> Revision:
     return _parse_revision(revision) if revision else Revision()
+
+
+def _url_ref(record: ObjectRecord) -> str | None:
+    """The ref of the source URL whose revisions the object applies, by which the promotion
+    gate and drift find what follows a branch: the one the record links (a Flux object names
+    its source object in `ref`, and the agent links that object's ref), else its own ref;
+    none for a Flux source object, which fetches and applies nothing."""
+    source = record.source
+    if source is None or (record.reconciler == "flux" and record.kind in FLUX_SOURCE_KINDS):
+        return None
+    return source.ref if source.url_ref is None else source.url_ref
 
 
 def _row(record: ObjectRecord) -> repository.Record:
@@ -41,6 +53,7 @@ def _row(record: ObjectRecord) -> repository.Record:
         source_url,
         source_ref,
         source_path,
+        _url_ref(record),
         record.applied_revision,
         applied.sha,
         applied.version or applied.digest,

@@ -62,16 +62,10 @@ class ObjectState(Base):
     __tablename__ = "object_state"
     __table_args__ = (
         UniqueConstraint("cluster_id", "reconciler", "kind", "namespace", "name"),
-        # Objects by the source they name: the URL spellings in use, and the objects that
-        # follow a repository and branch; Flux objects by the source object they name
-        # (migration 0011 says why neither is partial on removed_at).
-        Index("ix_object_state_source", "source_url", "source_ref"),
-        Index(
-            "ix_object_state_followers",
-            "source_ref",
-            "cluster_id",
-            postgresql_where=text("reconciler = 'flux'"),
-        ),
+        # Objects by the source they apply: the URL spellings in use, and the objects that
+        # apply a repository's branch (migrations 0011 and 0013; the first says why it is not
+        # partial on removed_at).
+        Index("ix_object_state_source", "source_url", "url_ref"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -83,6 +77,8 @@ class ObjectState(Base):
     source_url: Mapped[str | None]
     source_ref: Mapped[str | None]
     source_path: Mapped[str | None]
+    # The ref of source_url whose revisions the object applies (hub/ingest/service.py).
+    url_ref: Mapped[str | None]
     applied_revision: Mapped[str | None]
     applied_sha: Mapped[str | None] = mapped_column(String(64))
     applied_version: Mapped[str | None]
@@ -107,6 +103,9 @@ class ObjectState(Base):
 
 
 APPLIED_REVISION = "applied_sha IS NOT NULL OR applied_version IS NOT NULL"
+# Flux source objects fetch a revision and never apply one (agent/sources/flux.py): they say
+# where a Kustomization's revisions come from, they are not what a cluster runs.
+FLUX_SOURCE_KINDS = ("GitRepository", "OCIRepository", "Bucket", "HelmRepository", "HelmChart")
 
 status_transition = Table(
     "status_transition",
@@ -119,6 +118,7 @@ status_transition = Table(
     Column("source_url", String),
     Column("source_ref", String),
     Column("source_path", String),
+    Column("url_ref", String),
     Column("applied_revision", String),
     Column("applied_sha", String(64)),
     Column("applied_version", String),

@@ -363,7 +363,7 @@ def test_oci_repository_reports_fetched_artifact_and_its_ref(
 # --- linking sources -----------------------------------------------------------------------
 
 
-def test_kustomization_gets_the_url_of_the_git_repository_it_follows() -> None:
+def test_kustomization_gets_the_url_and_ref_of_the_git_repository_it_follows() -> None:
     repo = flux.git_repository(git_repository({"branch": "main"}), NOW)
     apps = flux.kustomization(kustomization(), NOW)
     other = flux.kustomization(
@@ -375,11 +375,14 @@ def test_kustomization_gets_the_url_of_the_git_repository_it_follows() -> None:
         NOW,
     )
 
-    linked = flux.link_source_urls([apps, repo, other])
+    linked = flux.link_sources([apps, repo, other])
 
     assert [item.name for item in linked] == ["apps", "platform", "infra"]
     assert linked[0].source == Source(
-        url=GIT_URL, ref="GitRepository/flux-system/platform", path="./clusters/dev/apps"
+        url=GIT_URL,
+        ref="GitRepository/flux-system/platform",
+        path="./clusters/dev/apps",
+        url_ref="main",
     )
     assert linked[1] == repo
     assert linked[2].source == Source(ref="GitRepository/flux-system/elsewhere")

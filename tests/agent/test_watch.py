@@ -88,12 +88,20 @@ def test_the_first_full_snapshot_waits_for_every_stream() -> None:
     assert state.poll(clock()) is None
 
 
-def test_records_carry_the_url_of_the_repository_they_follow() -> None:
+def test_records_carry_the_url_and_branch_of_the_repository_they_follow() -> None:
     clock = FakeClock()
     emission = listed_state(clock).poll(clock())
     assert emission is not None
-    urls = {record.name: record.source.url for record in emission.objects if record.source}
-    assert urls == {"flux-system": examples.GIT_URL, "apps": examples.GIT_URL}
+    followed = {
+        f"{record.kind}/{record.name}": (record.source.url, record.source.url_ref)
+        for record in emission.objects
+        if record.source
+    }
+    assert followed == {
+        "GitRepository/flux-system": (examples.GIT_URL, None),
+        "Kustomization/flux-system": (examples.GIT_URL, "dev"),
+        "Kustomization/apps": (examples.GIT_URL, "dev"),
+    }
 
 
 def test_the_placement_is_inferred_from_the_root() -> None:
@@ -174,12 +182,24 @@ def test_a_full_snapshot_is_sent_every_snapshot_interval() -> None:
     assert again.objects == first.objects
 
 
-def test_a_new_repository_url_is_sent_with_the_kustomizations_that_follow_it() -> None:
+MOVED = "https://github.com/contoso/platform-gitops-moved"
+
+
+@pytest.mark.parametrize(
+    ("repository", "followed"),
+    [
+        (git_repository(MOVED), (MOVED, "dev")),
+        (git_repository(branch="main"), (examples.GIT_URL, "main")),
+    ],
+    ids=["url", "branch"],
+)
+def test_a_moved_repository_is_sent_with_the_kustomizations_that_follow_it(
+    repository: dict[str, Any], followed: tuple[str, str]
+) -> None:
     clock = FakeClock()
     state = listed_state(clock)
     state.poll(clock())
-    moved = "https://github.com/contoso/platform-gitops-moved"
-    state.changed(GIT_REPOSITORIES, None, "MODIFIED", git_repository(moved), clock())
+    state.changed(GIT_REPOSITORIES, None, "MODIFIED", repository, clock())
     emission = state.poll(clock.advance(seconds=5))
     assert emission is not None
     assert not emission.full_snapshot
@@ -188,7 +208,11 @@ def test_a_new_repository_url_is_sent_with_the_kustomizations_that_follow_it() -
         "Kustomization/apps",
         "Kustomization/flux-system",
     ]
-    assert {record.source.url for record in emission.objects if record.source} == {moved}
+    assert [
+        (record.source.url, record.source.url_ref)
+        for record in emission.objects[1:]
+        if record.source
+    ] == [followed, followed]
 
 
 def test_a_stream_that_never_lists_holds_back_full_snapshots_not_reports() -> None:

@@ -83,7 +83,13 @@ def _records(
             "kind": "Kustomization",
             "namespace": "flux-system",
             "name": name,
-            "source": {"url": url, "ref": f"GitRepository/flux-system/{name}", "path": path},
+            # As the agent links them: the GitRepository's URL and branch.
+            "source": {
+                "url": url,
+                "ref": f"GitRepository/flux-system/{name}",
+                "path": path,
+                "url_ref": branch,
+            },
             "applied_revision": revision(applied),
             "attempted_revision": revision(attempted),
             "ready": ready,

@@ -303,7 +303,12 @@ async def test_a_cluster_with_several_platform_objects_is_judged_by_the_furthest
             "kind": "Kustomization",
             "namespace": "flux-system",
             "name": "infrastructure",
-            "source": {"ref": "GitRepository/flux-system/flux-system", "path": "./infrastructure"},
+            "source": {
+                "url": drone.platform_url,
+                "ref": "GitRepository/flux-system/flux-system",
+                "path": "./infrastructure",
+                "url_ref": "dev",
+            },
             "applied_revision": f"dev@sha1:{head}",
             "attempted_revision": f"dev@sha1:{head}",
             "ready": None,
