@@ -415,7 +415,6 @@ def add_object_kinds(
                 name=argo_name,
                 source_url=url,
                 source_ref=env,
-                url_ref=env,
                 source_path=path,
                 source_key=key,
                 role="applier",
@@ -430,7 +429,6 @@ def add_object_kinds(
             name=flux_name,
             source_url=url,
             source_ref=env,
-            url_ref=None,
             source_path=None,
             source_key=key,
             role="source",
@@ -444,7 +442,6 @@ def add_object_kinds(
             name=flux_name,
             source_url=url,
             source_ref=f"GitRepository/flux-system/{flux_name}",
-            url_ref=env,
             source_path=f"./{path}",
             source_key=key,
             role="applier",
@@ -533,8 +530,7 @@ CREATE TABLE bench.event (
 CREATE INDEX ON bench.event (at);
 CREATE TABLE bench.object_kind (
     cluster_type_id int, reconciler text, kind text, namespace text, name text,
-    source_url text, source_ref text, url_ref text, source_path text, source_key text,
-    role text);
+    source_url text, source_ref text, source_path text, source_key text, role text);
 CREATE TABLE bench.cluster_count (
     cluster_type_id int, count int, environment text, cluster_type text);
 CREATE TABLE bench.span (start_at timestamptz, end_at timestamptz);
@@ -569,8 +565,8 @@ CROSS JOIN bench.span s;
 
 OBJECTS = """
 INSERT INTO object_state (cluster_id, reconciler, kind, namespace, name, source_url, source_ref,
-                          url_ref, source_path, changed_at, first_seen_at)
-SELECT c.id, k.reconciler, k.kind, k.namespace, k.name, k.source_url, k.source_ref, k.url_ref,
+                          source_path, changed_at, first_seen_at)
+SELECT c.id, k.reconciler, k.kind, k.namespace, k.name, k.source_url, k.source_ref,
        k.source_path, c.first_seen_at, c.first_seen_at
 FROM cluster c JOIN bench.object_kind k ON k.cluster_type_id = c.cluster_type_id
 WHERE c.last_seen_at IS NOT NULL

@@ -251,8 +251,8 @@ expected AS MATERIALIZED (
 -- expected clusters, the statement would read all their objects. A branch is an
 -- environment's, so what is found is almost only theirs; `candidate` keeps only theirs.
 -- A path is compared as hub.harvest.platform.normalise_path reads it: no empty or '.' parts;
--- any path when the source names none (COALESCE: `IS NULL OR` would have the planner guess
--- that almost no object passes, and join what follows by nested loops).
+-- any path when the source names none (CASE: `IS NULL OR` would have the planner guess that
+-- almost no object passes, and join what follows by nested loops).
 tracked AS MATERIALIZED (
     SELECT s.source, o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name,
            o.applied_sha, COALESCE(o.applied_revision, '') = '' AS applied_nothing,
@@ -264,8 +264,9 @@ tracked AS MATERIALIZED (
       ON p.url = o.source_url AND p.ref = o.url_ref
     JOIN src s ON s.source = p.source
     WHERE o.source_url = ANY(:urls) AND o.url_ref = ANY(:refs) AND o.removed_at IS NULL
-      AND COALESCE(s.path = array_to_string(array_remove(array_remove(
-               string_to_array(COALESCE(o.source_path, ''), '/'), ''), '.'), '/'), true)
+      AND CASE WHEN s.path IS NULL THEN true
+               ELSE s.path = array_to_string(array_remove(array_remove(
+                   string_to_array(COALESCE(o.source_path, ''), '/'), ''), '.'), '/') END
 ),
 commits AS (
     SELECT source, applied_sha AS sha FROM tracked WHERE applied_sha IS NOT NULL
