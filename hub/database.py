@@ -157,10 +157,17 @@ async def exclusive(
 async def read_session(
     sessionmaker: async_sessionmaker[AsyncSession],
 ) -> AsyncIterator[ReadSession]:
-    """A READ ONLY transaction, always rolled back."""
+    """A READ ONLY transaction.
+
+    It has nothing to commit, and still ends by COMMIT unless an error ends it: psycopg
+    forgets a connection's prepared statements on ROLLBACK, and the statements read endpoints
+    ask again and again would then be planned anew on every request.
+    """
     async with sessionmaker() as session:
         await session.connection(execution_options={"postgresql_readonly": True})
         try:
             yield ReadSession(session)
-        finally:
+        except BaseException:
             await session.rollback()
+            raise
+        await session.commit()

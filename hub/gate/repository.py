@@ -238,14 +238,17 @@ rules AS MATERIALIZED (
     SELECT CAST(:ranks AS int[]) AS ranks
 ),
 place AS MATERIALIZED (
-    SELECT * FROM jsonb_to_recordset(CAST(:placements AS jsonb))
+    SELECT p.place, p.cluster_type IS NULL AS every, t.id AS cluster_type_id, p.source
+    FROM jsonb_to_recordset(CAST(:placements AS jsonb))
         AS p (place int, cluster_type text, source int)
+    LEFT JOIN cluster_type t ON t.name = p.cluster_type
 ),
 expected AS MATERIALIZED (
-    SELECT c.id, c.name, t.name AS cluster_type, c.last_seen_at
-    FROM cluster c LEFT JOIN cluster_type t ON t.id = c.cluster_type_id
+    SELECT c.id, c.name, c.cluster_type_id, c.last_seen_at
+    FROM cluster c
     WHERE c.environment_id = :environment AND c.decommissioned_at IS NULL
-      AND (CAST(:cluster_types AS text[]) IS NULL OR t.name = ANY(:cluster_types))
+      AND (CAST(:cluster_types AS text[]) IS NULL OR c.cluster_type_id IN (
+               SELECT id FROM cluster_type WHERE name = ANY(:cluster_types)))
 ),
 -- Walked from the sources' URL spellings and refs (ix_object_state_source): walked from the
 -- expected clusters, the statement would read all their objects. A branch is an
@@ -264,7 +267,7 @@ tracked AS MATERIALIZED (
       ON p.url = o.source_url AND p.ref = o.url_ref
     JOIN src s ON s.source = p.source
     WHERE o.source_url = ANY(:urls) AND o.url_ref = ANY(:refs) AND o.removed_at IS NULL
-      AND CASE WHEN s.path IS NULL THEN true
+      AND CASE WHEN s.path IS NULL OR o.source_path IN (s.path, './' || s.path) THEN true
                ELSE s.path = array_to_string(array_remove(array_remove(
                    string_to_array(COALESCE(o.source_path, ''), '/'), ''), '.'), '/') END
 ),
@@ -298,7 +301,7 @@ candidate AS (
            COALESCE(k.attempted_target, false) OR COALESCE(attempted.carries, false)
                AS attempted
     FROM expected e
-    JOIN place p ON p.cluster_type IS NULL OR p.cluster_type = e.cluster_type
+    JOIN place p ON p.every OR p.cluster_type_id = e.cluster_type_id
     LEFT JOIN tracked k ON k.cluster_id = e.id AND k.source = p.source
     LEFT JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
     LEFT JOIN compared attempted
@@ -310,6 +313,7 @@ ranked AS (
                + make_interval(secs => :soak_seconds)
            END AS soak_end
     FROM candidate c
+    -- OFFSET 0: the rank is computed once per candidate, not again wherever it is used.
     CROSS JOIN LATERAL (SELECT (SELECT ranks FROM rules)[1
         + c.attempted::int
         + 2 * CASE c.ready WHEN false THEN 0 WHEN true THEN 1 ELSE 2 END
@@ -319,7 +323,7 @@ ranked AS (
         + 72 * COALESCE(c.ready_since IS NOT NULL
                         AND GREATEST(c.ready_since, c.applied_since) <= :soaked_before,
                         false)::int
-    ] AS rank) AS r
+    ] AS rank OFFSET 0) AS r
 ),
 judged AS MATERIALIZED (
     SELECT DISTINCT ON (r.cluster_id) r.*
