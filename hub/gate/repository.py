@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, select, text
+from sqlalchemy import and_, bindparam, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -79,139 +79,149 @@ async def environment_names(session: AsyncSession) -> list[str]:
     return list(rows)
 
 
-async def platform_branches(session: AsyncSession, environment: int) -> list[Branch]:
-    """The live branches of platform repositories that stand for the environment."""
-    statement = (
-        select(
-            GitBranch.id,
-            GitBranch.repository_id,
-            Repository.url,
-            GitBranch.name,
-            GitCommit.sha,
-            GitBranch.harvested_at,
+# The lookups before the judgement are built once: building a statement with its aliases costs
+# about a millisecond, as much as running it.
+_APP_REPOSITORY, _APP_BRANCH, _APP_HEAD = (
+    aliased(Repository),
+    aliased(GitBranch),
+    aliased(GitCommit),
+)
+_HIT, _MEMBER, _START, _END = (aliased(BranchCommit) for _ in range(4))
+
+# A commit by its full sha, or by a prefix (hexadecimal, so a LIKE pattern as it is).
+_COMMITS = (
+    select(_HIT.branch_id, GitCommit.sha, _MEMBER.branch_id, _MEMBER.position)
+    .join(GitCommit, GitCommit.id == _HIT.commit_id)
+    .join(_MEMBER, _MEMBER.commit_id == GitCommit.id)
+    .where(_HIT.branch_id.in_(bindparam("branches", expanding=True)))
+    .order_by(GitCommit.sha, _HIT.branch_id, _MEMBER.branch_id)
+)
+_COMMIT_IS = _COMMITS.where(GitCommit.sha == bindparam("sha"))
+_COMMIT_BEGINS = _COMMITS.where(GitCommit.sha.like(bindparam("pattern")))
+
+_RECENT_CHAIN = (
+    select(GitCommit.sha, GitCommit.committed_at, _MEMBER.branch_id, _MEMBER.position)
+    .join(_HIT, and_(_HIT.commit_id == GitCommit.id, _HIT.branch_id == bindparam("branch")))
+    .join(_MEMBER, _MEMBER.commit_id == GitCommit.id)
+    .where(
+        GitCommit.id.in_(
+            select(BranchCommit.commit_id)
+            .where(BranchCommit.branch_id == bindparam("branch"), BranchCommit.mainline)
+            .order_by(BranchCommit.position.desc())
+            .limit(bindparam("limit"))
         )
-        .join(Repository, Repository.id == GitBranch.repository_id)
-        .outerjoin(GitCommit, GitCommit.id == GitBranch.head_commit_id)
-        .where(
-            Repository.role == "platform",
-            GitBranch.environment_id == environment,
-            GitBranch.deleted_at.is_(None),
-        )
-        .order_by(Repository.url, GitBranch.name)
     )
-    return [Branch(*row) for row in await session.execute(statement)]
+    .order_by(_HIT.position.desc(), _MEMBER.branch_id)
+)
+
+# Kalypso names a deployment target `<workload>-<target>`, and that name is the only tie
+# between an assignment folder and its workload that the platform repository holds.
+_WORKLOAD_ASSIGNMENTS = (
+    select(
+        Assignment.cluster_type_name,
+        Assignment.deployment_target_name,
+        AssignmentRevision.app_repository_id,
+        _APP_REPOSITORY.url,
+        AssignmentRevision.app_branch,
+        AssignmentRevision.app_path,
+        _APP_BRANCH.id,
+        _APP_HEAD.sha,
+        _APP_BRANCH.harvested_at,
+    )
+    .join(AssignmentRevision, AssignmentRevision.assignment_id == Assignment.id)
+    .outerjoin(_APP_REPOSITORY, _APP_REPOSITORY.id == AssignmentRevision.app_repository_id)
+    .outerjoin(
+        _APP_BRANCH,
+        and_(
+            _APP_BRANCH.repository_id == AssignmentRevision.app_repository_id,
+            _APP_BRANCH.name == AssignmentRevision.app_branch,
+            _APP_BRANCH.deleted_at.is_(None),
+        ),
+    )
+    .outerjoin(_APP_HEAD, _APP_HEAD.id == _APP_BRANCH.head_commit_id)
+    .where(
+        Assignment.branch_id.in_(bindparam("branches", expanding=True)),
+        func.starts_with(Assignment.deployment_target_name, bindparam("prefix")),
+        AssignmentRevision.valid_until_commit_id.is_(None),
+    )
+    .order_by(Assignment.cluster_type_name, Assignment.deployment_target_name)
+)
+
+_MANIFEST_RANGES = (
+    select(_START.position, _END.position, ManifestRevision.workload_version)
+    .join(
+        _START,
+        and_(
+            _START.branch_id == ManifestRevision.branch_id,
+            _START.commit_id == ManifestRevision.valid_from_commit_id,
+        ),
+    )
+    .outerjoin(
+        _END,
+        and_(
+            _END.branch_id == ManifestRevision.branch_id,
+            _END.commit_id == ManifestRevision.valid_until_commit_id,
+        ),
+    )
+    .where(
+        ManifestRevision.branch_id == bindparam("branch"),
+        ManifestRevision.path == bindparam("path"),
+    )
+    .order_by(_START.position)
+)
+
+
+# Where a commit stands: (branch id, position) on each branch of its repository it is reachable
+# from; a mainline commit at a position at or after it on that branch descends from it.
+Memberships = list[tuple[int, int]]
 
 
 async def branch_commits(
     session: AsyncSession, branch_ids: Sequence[int], sha: str
-) -> list[tuple[int, str]]:
-    """(branch id, full sha) of the members of those branches whose sha is or begins `sha`."""
-    matches = GitCommit.sha == sha if len(sha) in (40, 64) else GitCommit.sha.startswith(sha)
-    statement = (
-        select(BranchCommit.branch_id, GitCommit.sha)
-        .join(GitCommit, GitCommit.id == BranchCommit.commit_id)
-        .where(BranchCommit.branch_id.in_(branch_ids), matches)
-        .order_by(GitCommit.sha)
-    )
-    return [(branch_id, full) for branch_id, full in await session.execute(statement)]
+) -> list[tuple[int, str, Memberships]]:
+    """(branch id, full sha, where it stands) of the members of those branches whose sha is
+    or begins `sha` (hexadecimal), by sha."""
+    if len(sha) in (40, 64):
+        rows = await session.execute(_COMMIT_IS, {"branches": list(branch_ids), "sha": sha})
+    else:
+        rows = await session.execute(
+            _COMMIT_BEGINS, {"branches": list(branch_ids), "pattern": f"{sha}%"}
+        )
+    found: dict[tuple[int, str], Memberships] = {}
+    for branch_id, full, on, position in rows:
+        found.setdefault((branch_id, full), []).append((on, position))
+    return [(branch_id, full, where) for (branch_id, full), where in found.items()]
 
 
 async def recent_chain(
     session: AsyncSession, branch_id: int, limit: int
-) -> list[tuple[str, datetime]]:
-    """The newest `limit` commits of the branch's first-parent chain, newest first."""
-    statement = (
-        select(GitCommit.sha, GitCommit.committed_at)
-        .join(BranchCommit, BranchCommit.commit_id == GitCommit.id)
-        .where(BranchCommit.branch_id == branch_id, BranchCommit.mainline)
-        .order_by(BranchCommit.position.desc())
-        .limit(limit)
-    )
-    return [(sha, committed_at) for sha, committed_at in await session.execute(statement)]
+) -> list[tuple[str, datetime, Memberships]]:
+    """The newest `limit` commits of the branch's first-parent chain, newest first, with
+    where each stands."""
+    found: dict[str, tuple[datetime, Memberships]] = {}
+    rows = await session.execute(_RECENT_CHAIN, {"branch": branch_id, "limit": limit})
+    for sha, committed_at, on, position in rows:
+        found.setdefault(sha, (committed_at, []))[1].append((on, position))
+    return [(sha, committed_at, where) for sha, (committed_at, where) in found.items()]
 
 
 async def workload_assignments(
     session: AsyncSession, branch_ids: Sequence[int], workload: str
 ) -> list[WorkloadAssignment]:
-    """The workload's assignments at the head of those platform branches.
-
-    Kalypso names a deployment target `<workload>-<target>`, and that name is the only tie
-    between an assignment folder and its workload that the platform repository holds.
-    """
-    app_repository = aliased(Repository)
-    app_branch = aliased(GitBranch)
-    app_head = aliased(GitCommit)
-    statement = (
-        select(
-            Assignment.cluster_type_name,
-            Assignment.deployment_target_name,
-            AssignmentRevision.app_repository_id,
-            app_repository.url,
-            AssignmentRevision.app_branch,
-            AssignmentRevision.app_path,
-            app_branch.id,
-            app_head.sha,
-            app_branch.harvested_at,
-        )
-        .join(AssignmentRevision, AssignmentRevision.assignment_id == Assignment.id)
-        .outerjoin(app_repository, app_repository.id == AssignmentRevision.app_repository_id)
-        .outerjoin(
-            app_branch,
-            and_(
-                app_branch.repository_id == AssignmentRevision.app_repository_id,
-                app_branch.name == AssignmentRevision.app_branch,
-                app_branch.deleted_at.is_(None),
-            ),
-        )
-        .outerjoin(app_head, app_head.id == app_branch.head_commit_id)
-        .where(
-            Assignment.branch_id.in_(branch_ids),
-            Assignment.deployment_target_name.startswith(f"{workload}-", autoescape=True),
-            AssignmentRevision.valid_until_commit_id.is_(None),
-        )
-        .order_by(Assignment.cluster_type_name, Assignment.deployment_target_name)
+    """The workload's assignments at the head of those platform branches."""
+    rows = await session.execute(
+        _WORKLOAD_ASSIGNMENTS, {"branches": list(branch_ids), "prefix": f"{workload}-"}
     )
-    return [WorkloadAssignment(*row) for row in await session.execute(statement)]
+    return [WorkloadAssignment(*row) for row in rows]
 
 
 async def manifest_ranges(session: AsyncSession, branch_id: int, path: str) -> list[ManifestRange]:
-    start, end = aliased(BranchCommit), aliased(BranchCommit)
-    statement = (
-        select(start.position, end.position, ManifestRevision.workload_version)
-        .join(
-            start,
-            and_(
-                start.branch_id == ManifestRevision.branch_id,
-                start.commit_id == ManifestRevision.valid_from_commit_id,
-            ),
-        )
-        .outerjoin(
-            end,
-            and_(
-                end.branch_id == ManifestRevision.branch_id,
-                end.commit_id == ManifestRevision.valid_until_commit_id,
-            ),
-        )
-        .where(ManifestRevision.branch_id == branch_id, ManifestRevision.path == path)
-        .order_by(start.position)
-    )
-    return [ManifestRange(*row) for row in await session.execute(statement)]
+    rows = await session.execute(_MANIFEST_RANGES, {"branch": branch_id, "path": path})
+    return [ManifestRange(*row) for row in rows]
 
 
-async def memberships(session: AsyncSession, repository_id: int, sha: str) -> list[tuple[int, int]]:
-    """(branch id, position) of the commit on each branch of the repository it is reachable
-    from: a mainline commit at a position at or after it on that branch descends from it."""
-    statement = (
-        select(BranchCommit.branch_id, BranchCommit.position)
-        .join(GitCommit, GitCommit.id == BranchCommit.commit_id)
-        .where(GitCommit.repository_id == repository_id, GitCommit.sha == sha)
-        .order_by(BranchCommit.branch_id)
-    )
-    return [(branch_id, position) for branch_id, position in await session.execute(statement)]
-
-
-# Judges every expected cluster of the environment (with :cluster_types, of those placed in
-# one of them) against the target's sources, and returns the tally and the listed clusters.
+# Judges every expected cluster of the environment, the registered ones placed by
+# :placements, against the target's sources, and returns the tally and the listed clusters.
 #
 # :sources (JSON): per source the normalised path its objects must deploy (null: any), and
 # how a commit of its repository is compared with the target: a commit contains the target
@@ -237,18 +247,23 @@ WITH src AS MATERIALIZED (
 rules AS MATERIALIZED (
     SELECT CAST(:ranks AS int[]) AS ranks
 ),
+-- Placements by cluster type id, 0 standing for none: one of every cluster type serves as a
+-- placement on every one, so that the expected clusters meet them in a hash join.
 place AS MATERIALIZED (
-    SELECT p.place, p.cluster_type IS NULL AS every, t.id AS cluster_type_id, p.source
+    SELECT p.place, k.cluster_type, p.source
     FROM jsonb_to_recordset(CAST(:placements AS jsonb))
         AS p (place int, cluster_type text, source int)
-    LEFT JOIN cluster_type t ON t.name = p.cluster_type
+    CROSS JOIN LATERAL (
+        SELECT t.id FROM cluster_type t
+        WHERE p.cluster_type IS NULL OR t.name = p.cluster_type
+        UNION ALL
+        SELECT 0 WHERE p.cluster_type IS NULL
+    ) AS k (cluster_type)
 ),
-expected AS MATERIALIZED (
-    SELECT c.id, c.name, c.cluster_type_id, c.last_seen_at
+expected AS (
+    SELECT c.id, c.name, COALESCE(c.cluster_type_id, 0) AS cluster_type, c.last_seen_at
     FROM cluster c
     WHERE c.environment_id = :environment AND c.decommissioned_at IS NULL
-      AND (CAST(:cluster_types AS text[]) IS NULL OR c.cluster_type_id IN (
-               SELECT id FROM cluster_type WHERE name = ANY(:cluster_types)))
 ),
 -- Walked from the sources' URL spellings and refs (ix_object_state_source): walked from the
 -- expected clusters, the statement would read all their objects. A branch is an
@@ -301,7 +316,7 @@ candidate AS (
            COALESCE(k.attempted_target, false) OR COALESCE(attempted.carries, false)
                AS attempted
     FROM expected e
-    JOIN place p ON p.every OR p.cluster_type_id = e.cluster_type_id
+    JOIN place p ON p.cluster_type = e.cluster_type
     LEFT JOIN tracked k ON k.cluster_id = e.id AND k.source = p.source
     LEFT JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
     LEFT JOIN compared attempted
@@ -371,7 +386,7 @@ ORDER BY l.position
 
 # Every URL spelling of live objects, by a walk of ix_object_state_source that jumps from one
 # spelling to the next: a probe per spelling (a few dozen) instead of a pass over every object.
-_SPELLINGS = text("""
+_SPELLING_WALK = """
 WITH RECURSIVE spelling (url) AS (
     (SELECT source_url FROM object_state
      WHERE removed_at IS NULL AND source_url IS NOT NULL ORDER BY source_url LIMIT 1)
@@ -380,9 +395,8 @@ WITH RECURSIVE spelling (url) AS (
             WHERE o.removed_at IS NULL AND o.source_url > spelling.url
             ORDER BY o.source_url LIMIT 1)
     FROM spelling WHERE spelling.url IS NOT NULL
-)
-SELECT url FROM spelling WHERE url IS NOT NULL
-""")
+)"""
+_SPELLINGS = text(f"{_SPELLING_WALK}\nSELECT url FROM spelling WHERE url IS NOT NULL")
 
 
 def _refs(branch: str) -> list[str]:
@@ -396,6 +410,42 @@ async def source_spellings(session: AsyncSession) -> list[str]:
     which keeps URL normalisation in one place (hub/harvest/urls.py).
     """
     return list(await session.scalars(_SPELLINGS))
+
+
+# What every gate answer needs before it judges, in one round trip: the environment, the live
+# branches of platform repositories that stand for it, and the reported URL spellings.
+_SCOPE = text(f"""{_SPELLING_WALK},
+reported AS MATERIALIZED (
+    SELECT COALESCE(array_agg(url ORDER BY url), '{{}}') AS urls
+    FROM spelling WHERE url IS NOT NULL
+)
+SELECT e.id AS environment_id, (SELECT urls FROM reported) AS spellings, b.id,
+       b.repository_id, r.url, b.name, h.sha, b.harvested_at
+FROM environment e
+LEFT JOIN (git_branch b JOIN repository r ON r.id = b.repository_id AND r.role = 'platform')
+  ON b.environment_id = e.id AND b.deleted_at IS NULL
+LEFT JOIN git_commit h ON h.id = b.head_commit_id
+WHERE e.name = :name
+ORDER BY r.url, b.name
+""")  # noqa: S608 - composed from constants, never from input
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    environment_id: int
+    # Live branches of platform repositories that stand for the environment.
+    branches: list[Branch]
+    # Every repository URL, as reported, that a live object names (source_spellings).
+    spellings: list[str]
+
+
+async def scope(session: AsyncSession, environment: str) -> Scope | None:
+    """The environment's scope; None when no environment has that name."""
+    rows = (await session.execute(_SCOPE, {"name": environment})).all()
+    if not rows:
+        return None
+    branches = [Branch(*row[2:]) for row in rows if row.id is not None]
+    return Scope(rows[0].environment_id, branches, list(rows[0].spellings))
 
 
 def standing_code(standing: Standing) -> int:
@@ -464,7 +514,6 @@ async def judge(
     session: AsyncSession,
     *,
     environment: int,
-    cluster_types: Sequence[str] | None,
     sources: Sequence[Source],
     placements: Sequence[tuple[str | None, int | None]],
     options: GateOptions,
@@ -473,10 +522,10 @@ async def judge(
     limit: int,
     offset: int,
 ) -> Judgement:
-    """Judge the environment's expected clusters (with `cluster_types`, those placed in one
-    of them), each by the objects that follow the sources its cluster type is placed on:
-    `placements` pairs a cluster type (None: every one) with an index into `sources` (None:
-    nothing to follow). Lists the first `leading` clusters and those of the page."""
+    """Judge the environment's expected clusters, those its cluster types are placed on,
+    each by the objects that follow the sources it is placed on: `placements` pairs a cluster
+    type (None: every one, and clusters in none) with an index into `sources` (None: nothing
+    to follow). Lists the first `leading` clusters and those of the page."""
     state_of = list(ClusterState)
     spelled = [
         (index, url, ref)
@@ -489,7 +538,6 @@ async def judge(
             _JUDGE,
             {
                 "environment": environment,
-                "cluster_types": None if cluster_types is None else list(cluster_types),
                 "sources": json.dumps(
                     [
                         {

@@ -55,7 +55,15 @@ from hub.gate.policy import (
     conclude,
     evaluate,
 )
-from hub.gate.repository import Branch, Judgement, ManifestRange, Source, WorkloadAssignment
+from hub.gate.repository import (
+    Branch,
+    Judgement,
+    ManifestRange,
+    Memberships,
+    Scope,
+    Source,
+    WorkloadAssignment,
+)
 from hub.gate.schemas import (
     Freshness,
     GateAssignment,
@@ -158,7 +166,6 @@ async def _judge(
     session: AsyncSession,
     target: Target,
     environment_id: int,
-    cluster_types: Sequence[str] | None,
     sources: Sequence[Source],
     placements: Sequence[tuple[str | None, int | None]],
     options: GateOptions,
@@ -170,7 +177,6 @@ async def _judge(
     judgement = await repository.judge(
         session,
         environment=environment_id,
-        cluster_types=cluster_types,
         sources=sources,
         placements=placements,
         options=options,
@@ -244,8 +250,8 @@ def _result(
     )
 
 
-async def _environment(session: AsyncSession, name: str) -> int:
-    found = await repository.environment_id(session, name)
+async def _scope(session: AsyncSession, name: str) -> Scope:
+    found = await repository.scope(session, name)
     if found is None:
         known = ", ".join(await repository.environment_names(session)) or "none yet"
         raise UnknownEnvironment(f"environment {name!r} is unknown (known: {known})")
@@ -255,18 +261,17 @@ async def _environment(session: AsyncSession, name: str) -> int:
 # --- platform commits -------------------------------------------------------------------------
 
 
-async def _platform_source(
-    session: AsyncSession, branch: Branch, urls: list[str], sha: str
-) -> Source:
+def _platform_source(branch: Branch, urls: list[str], sha: str, starts: Memberships) -> Source:
     """The environment branch's objects, any path; a commit contains the target when the
-    target is that commit or one of its ancestors (hub/harvest/ancestry.py)."""
+    target is that commit or one of its ancestors (hub/harvest/ancestry.py): when it stands
+    at or after the target on a branch the target stands on."""
     return Source(
         urls=urls,
         branch=branch.name,
         path=None,
         repository_id=branch.repository_id,
         chain=None,
-        starts=await repository.memberships(session, branch.repository_id, sha),
+        starts=starts,
         sha=sha,
     )
 
@@ -278,14 +283,15 @@ async def _judge_commit(
     branch: Branch,
     urls: list[str],
     sha: str,
+    starts: Memberships,
     options: GateOptions,
     now: datetime,
     page: ClusterPage,
 ) -> GateResult:
     target = PlatformCommit(environment=environment, sha=sha)
-    source = await _platform_source(session, branch, urls, sha)
+    source = _platform_source(branch, urls, sha, starts)
     decision, judgement = await _judge(
-        session, target, environment_id, None, [source], [(None, 0)], options, now, page
+        session, target, environment_id, [source], [(None, 0)], options, now, page
     )
     wire_target = GateTarget(
         kind="platform_commit",
@@ -309,7 +315,7 @@ def _where(branches: Iterable[Branch]) -> str:
 
 async def _find_commit(
     session: AsyncSession, environment: str, branches: list[Branch], commit: str
-) -> tuple[Branch, str]:
+) -> tuple[Branch, str, Memberships]:
     if not _COMMIT.fullmatch(commit):
         raise InvalidInput(f"commit: expected 7 to 64 hexadecimal digits, got {commit!r}")
     if not branches:
@@ -318,7 +324,7 @@ async def _find_commit(
             "has been harvested"
         )
     hits = await repository.branch_commits(session, [branch.id for branch in branches], commit)
-    shas = sorted({sha for _, sha in hits})
+    shas = sorted({sha for _, sha, _ in hits})
     if not shas:
         raise UnknownCommit(
             f"commit {commit} is not on the platform branch of {environment} ({_where(branches)})"
@@ -327,7 +333,8 @@ async def _find_commit(
         shown = ", ".join(sha[:12] for sha in shas[:5])
         raise InvalidInput(f"commit: {commit} is ambiguous; it begins {shown}")
     by_id = {branch.id: branch for branch in branches}
-    return by_id[hits[0][0]], shas[0]
+    branch_id, sha, starts = hits[0]
+    return by_id[branch_id], sha, starts
 
 
 async def _platform_commit_gate(
@@ -340,12 +347,11 @@ async def _platform_commit_gate(
     page: ClusterPage,
 ) -> GateResult:
     """The gate for a platform commit (full sha or an unambiguous prefix) in `environment`."""
-    environment_id = await _environment(session, environment)
-    branches = await repository.platform_branches(session, environment_id)
-    branch, sha = await _find_commit(session, environment, branches, commit.lower())
-    urls = _spellings(await repository.source_spellings(session), branch.repository_url)
+    scope = await _scope(session, environment)
+    branch, sha, starts = await _find_commit(session, environment, scope.branches, commit.lower())
+    urls = _spellings(scope.spellings, branch.repository_url)
     return await _judge_commit(
-        session, environment, environment_id, branch, urls, sha, options, now, page
+        session, environment, scope.environment_id, branch, urls, sha, starts, options, now, page
     )
 
 
@@ -366,8 +372,8 @@ async def promotable(
     options = _options(
         soak=soak, stale_after=stale_after, allow_stale=allow_stale, min_clusters=min_clusters
     )
-    environment_id = await _environment(session, environment)
-    branches = await repository.platform_branches(session, environment_id)
+    scope = await _scope(session, environment)
+    branches = scope.branches
     if not branches:
         return Promotable(
             environment=environment,
@@ -377,24 +383,26 @@ async def promotable(
             gate=None,
         )
     by_id = {branch.id: branch for branch in branches}
-    reported = await repository.source_spellings(session)
-    urls = {branch.id: _spellings(reported, branch.repository_url) for branch in branches}
+    urls = {branch.id: _spellings(scope.spellings, branch.repository_url) for branch in branches}
     # Newest first: each branch's chain in its own order, several branches by commit time.
     chains = []
     for branch in branches:
         chain = await repository.recent_chain(session, branch.id, max_commits)
-        chains.append([(committed_at, sha, branch.id) for sha, committed_at in chain])
+        chains.append(
+            [(committed_at, sha, branch.id, starts) for sha, committed_at, starts in chain]
+        )
     walk = heapq.merge(*chains, key=lambda step: step[0], reverse=True)
     examined = 0
-    for _, sha, branch_id in itertools.islice(walk, max_commits):
+    for _, sha, branch_id, starts in itertools.islice(walk, max_commits):
         examined += 1
         result = await _judge_commit(
             session,
             environment,
-            environment_id,
+            scope.environment_id,
             by_id[branch_id],
             urls[branch_id],
             sha,
+            starts,
             options,
             now,
             page,
@@ -488,8 +496,8 @@ async def _workload_version_gate(
 ) -> GateResult:
     """The gate for a workload version in `environment`, over the cluster types that carry
     the workload's assignments."""
-    environment_id = await _environment(session, environment)
-    branches = await repository.platform_branches(session, environment_id)
+    scope = await _scope(session, environment)
+    branches = scope.branches
     assignments = await repository.workload_assignments(
         session, [branch.id for branch in branches], workload
     )
@@ -522,9 +530,10 @@ async def _workload_version_gate(
         )
 
     index = {source: position for position, source in enumerate(sharing)}
-    reported = await repository.source_spellings(session)
     sources = [
-        _version_source(assignment, _spellings(reported, url), ranges[(url, branch, path)], version)
+        _version_source(
+            assignment, _spellings(scope.spellings, url), ranges[(url, branch, path)], version
+        )
         for (url, branch, path), assignment in sharing.items()
     ]
     placements = []
@@ -535,8 +544,7 @@ async def _workload_version_gate(
     decision, judgement = await _judge(
         session,
         target,
-        environment_id,
-        sorted({item.cluster_type for item in assignments}),
+        scope.environment_id,
         sources,
         placements,
         options,
