@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, bindparam, func, select, text
+from sqlalchemy import and_, bindparam, func, select, text, true
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -42,6 +43,16 @@ class Branch:
 
 
 @dataclass(frozen=True, slots=True)
+class ManifestRange:
+    """A version an app-repo path carried, by positions on its branch's first-parent chain:
+    from `from_position` until (excluding) `until_position`, or on while that is None."""
+
+    from_position: int
+    until_position: int | None
+    version: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class WorkloadAssignment:
     """A current assignment of a workload on a cluster type, and the app source it points at."""
 
@@ -55,16 +66,8 @@ class WorkloadAssignment:
     app_branch_id: int | None
     app_head_sha: str | None
     app_harvested_at: datetime | None
-
-
-@dataclass(frozen=True, slots=True)
-class ManifestRange:
-    """A version an app-repo path carried, by positions on its branch's first-parent chain:
-    from `from_position` until (excluding) `until_position`, or on while that is None."""
-
-    from_position: int
-    until_position: int | None
-    version: str | None
+    # The versions its path carried on the app branch, in order.
+    ranges: list[ManifestRange]
 
 
 async def environment_id(session: AsyncSession, name: str) -> int | None:
@@ -114,41 +117,15 @@ _RECENT_CHAIN = (
     .order_by(_HIT.position.desc(), _MEMBER.branch_id)
 )
 
-# Kalypso names a deployment target `<workload>-<target>`, and that name is the only tie
-# between an assignment folder and its workload that the platform repository holds.
-_WORKLOAD_ASSIGNMENTS = (
+_RANGES = (
     select(
-        Assignment.cluster_type_name,
-        Assignment.deployment_target_name,
-        AssignmentRevision.app_repository_id,
-        _APP_REPOSITORY.url,
-        AssignmentRevision.app_branch,
-        AssignmentRevision.app_path,
-        _APP_BRANCH.id,
-        _APP_HEAD.sha,
-        _APP_BRANCH.harvested_at,
+        func.array_agg(aggregate_order_by(_START.position, _START.position)).label("starts"),
+        func.array_agg(aggregate_order_by(_END.position, _START.position)).label("ends"),
+        func.array_agg(
+            aggregate_order_by(ManifestRevision.workload_version, _START.position)
+        ).label("versions"),
     )
-    .join(AssignmentRevision, AssignmentRevision.assignment_id == Assignment.id)
-    .outerjoin(_APP_REPOSITORY, _APP_REPOSITORY.id == AssignmentRevision.app_repository_id)
-    .outerjoin(
-        _APP_BRANCH,
-        and_(
-            _APP_BRANCH.repository_id == AssignmentRevision.app_repository_id,
-            _APP_BRANCH.name == AssignmentRevision.app_branch,
-            _APP_BRANCH.deleted_at.is_(None),
-        ),
-    )
-    .outerjoin(_APP_HEAD, _APP_HEAD.id == _APP_BRANCH.head_commit_id)
-    .where(
-        Assignment.branch_id.in_(bindparam("branches", expanding=True)),
-        func.starts_with(Assignment.deployment_target_name, bindparam("prefix")),
-        AssignmentRevision.valid_until_commit_id.is_(None),
-    )
-    .order_by(Assignment.cluster_type_name, Assignment.deployment_target_name)
-)
-
-_MANIFEST_RANGES = (
-    select(_START.position, _END.position, ManifestRevision.workload_version)
+    .select_from(ManifestRevision)
     .join(
         _START,
         and_(
@@ -164,12 +141,48 @@ _MANIFEST_RANGES = (
         ),
     )
     .where(
-        ManifestRevision.branch_id == bindparam("branch"),
-        ManifestRevision.path == bindparam("path"),
+        ManifestRevision.branch_id == _APP_BRANCH.id,
+        ManifestRevision.path == func.coalesce(AssignmentRevision.app_path, ""),
     )
-    .order_by(_START.position)
+    .lateral()
 )
 
+# Kalypso names a deployment target `<workload>-<target>`, and that name is the only tie
+# between an assignment folder and its workload that the platform repository holds.
+_WORKLOAD_ASSIGNMENTS = (
+    select(
+        Assignment.cluster_type_name,
+        Assignment.deployment_target_name,
+        AssignmentRevision.app_repository_id,
+        _APP_REPOSITORY.url,
+        AssignmentRevision.app_branch,
+        AssignmentRevision.app_path,
+        _APP_BRANCH.id,
+        _APP_HEAD.sha,
+        _APP_BRANCH.harvested_at,
+        _RANGES.c.starts,
+        _RANGES.c.ends,
+        _RANGES.c.versions,
+    )
+    .join(AssignmentRevision, AssignmentRevision.assignment_id == Assignment.id)
+    .outerjoin(_APP_REPOSITORY, _APP_REPOSITORY.id == AssignmentRevision.app_repository_id)
+    .outerjoin(
+        _APP_BRANCH,
+        and_(
+            _APP_BRANCH.repository_id == AssignmentRevision.app_repository_id,
+            _APP_BRANCH.name == AssignmentRevision.app_branch,
+            _APP_BRANCH.deleted_at.is_(None),
+        ),
+    )
+    .outerjoin(_APP_HEAD, _APP_HEAD.id == _APP_BRANCH.head_commit_id)
+    .outerjoin(_RANGES, true())
+    .where(
+        Assignment.branch_id.in_(bindparam("branches", expanding=True)),
+        func.starts_with(Assignment.deployment_target_name, bindparam("prefix")),
+        AssignmentRevision.valid_until_commit_id.is_(None),
+    )
+    .order_by(Assignment.cluster_type_name, Assignment.deployment_target_name)
+)
 
 # Where a commit stands: (branch id, position) on each branch of its repository it is reachable
 # from; a mainline commit at a position at or after it on that branch descends from it.
@@ -208,16 +221,32 @@ async def recent_chain(
 async def workload_assignments(
     session: AsyncSession, branch_ids: Sequence[int], workload: str
 ) -> list[WorkloadAssignment]:
-    """The workload's assignments at the head of those platform branches."""
+    """The workload's assignments at the head of those platform branches, each with the
+    versions its app path carried."""
     rows = await session.execute(
         _WORKLOAD_ASSIGNMENTS, {"branches": list(branch_ids), "prefix": f"{workload}-"}
     )
-    return [WorkloadAssignment(*row) for row in rows]
+    return [
+        WorkloadAssignment(
+            row.cluster_type_name,
+            row.deployment_target_name,
+            row.app_repository_id,
+            row.url,
+            row.app_branch,
+            row.app_path,
+            row.id,
+            row.sha,
+            row.harvested_at,
+            _ranges(row.starts or [], row.ends or [], row.versions or []),
+        )
+        for row in rows
+    ]
 
 
-async def manifest_ranges(session: AsyncSession, branch_id: int, path: str) -> list[ManifestRange]:
-    rows = await session.execute(_MANIFEST_RANGES, {"branch": branch_id, "path": path})
-    return [ManifestRange(*row) for row in rows]
+def _ranges(
+    starts: list[int], ends: list[int | None], versions: list[str | None]
+) -> list[ManifestRange]:
+    return [ManifestRange(*carried) for carried in zip(starts, ends, versions, strict=True)]
 
 
 # Judges every expected cluster of the environment, the registered ones placed by
@@ -308,7 +337,7 @@ compared AS (
     GROUP BY c.source, c.sha
 ),
 candidate AS (
-    SELECT e.id AS cluster_id, e.name AS cluster, e.last_seen_at, p.place, k.id, k.reconciler,
+    SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, p.place, k.id, k.reconciler,
            k.kind, k.namespace, k.name, k.ready,
            k.applied_since, CASE WHEN k.ready THEN k.ready_since END AS ready_since,
            CASE WHEN k.applied_sha IS NOT NULL THEN applied.contains
@@ -377,8 +406,7 @@ SELECT t.by_rank, t.never_reported, t.stale, t.last_soak_end, t.oldest_report_at
        o.message
 FROM tally t
 LEFT JOIN listed l ON l.position <= :leading OR l.position > :offset
-LEFT JOIN cluster c ON c.id = l.cluster_id
-LEFT JOIN cluster_type ct ON ct.id = c.cluster_type_id
+LEFT JOIN cluster_type ct ON ct.id = l.cluster_type
 LEFT JOIN object_state o ON o.id = l.id
 ORDER BY l.position
 """)  # noqa: S608 - composed from constants, never from input

@@ -511,14 +511,7 @@ async def _workload_version_gate(
         source = _app_source(assignment)
         if source is not None:
             sharing.setdefault(source, assignment)
-    ranges = {
-        source: []
-        if assignment.app_branch_id is None
-        else await repository.manifest_ranges(
-            session, assignment.app_branch_id, assignment.app_path or ""
-        )
-        for source, assignment in sharing.items()
-    }
+    ranges = {source: assignment.ranges for source, assignment in sharing.items()}
     if not any(_introduced(found, version) is not None for found in ranges.values()):
         carried = ", ".join(
             f"{path or '(root)'} on {branch} carries {_current(found) or 'no version'}"
