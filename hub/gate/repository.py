@@ -337,8 +337,8 @@ compared AS (
     GROUP BY c.source, c.sha
 ),
 candidate AS (
-    SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, p.place, k.id, k.reconciler,
-           k.kind, k.namespace, k.name, k.ready,
+    SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, p.place,
+           k.id, k.reconciler, k.kind, k.namespace, k.name, k.ready,
            k.applied_since, CASE WHEN k.ready THEN k.ready_since END AS ready_since,
            CASE WHEN k.applied_sha IS NOT NULL THEN applied.contains
                 WHEN k.applied_nothing IS NOT FALSE THEN false END AS contains,
