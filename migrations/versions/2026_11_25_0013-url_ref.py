@@ -4,10 +4,11 @@ A Flux Kustomization names its GitRepository, which holds the URL and branch; th
 links both into the Kustomization's record (`source.url_ref` beside `source.url`). Ingest
 keeps that ref as `url_ref`: an object's own ref when its record links none (an Argo CD
 Application's), none for a Flux source object (it fetches and applies nothing). The
-promotion gate and drift then find the objects that apply a branch by (source_url,
-url_ref): the gate with one walk of ix_object_state_source, now on those two, rather than by
-the GitRepositories and a lookup of each one's followers. The index of Flux objects by the
-source object they name (ix_object_state_followers) goes.
+promotion gate, drift and the environment diff's summary (deployed_summary) then find the
+objects that apply a branch by (source_url, url_ref), rather than by joining each Flux object
+to the source object it names: the gate with one walk of ix_object_state_source, now on those
+two. The index of Flux objects by the source object they name (ix_object_state_followers)
+goes.
 
 Filled here from what is stored, as the agent links it: a Flux object gets the ref of the
 GitRepository or OCIRepository it names in its cluster, if there is one.
@@ -18,9 +19,11 @@ Create Date: 2026-11-25 19:00:00
 """
 
 from collections.abc import Sequence
+from types import ModuleType
 
 import sqlalchemy as sa
-from alembic import op
+from alembic import context, op
+from alembic.script import ScriptDirectory
 
 revision: str = "0013_url_ref"
 down_revision: str | None = "0012_drift_totals"
@@ -28,6 +31,39 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 SOURCE_KINDS = "('GitRepository', 'OCIRepository', 'Bucket', 'HelmRepository', 'HelmChart')"
+
+# 0010's deployed_summary joined each Flux object to the source object it names for the URL
+# and ref; the object carries both now.
+FOLLOWED_BY_JOIN = (
+    """           COALESCE(o.source_url, s.source_url) AS source_url,
+           COALESCE(s.source_ref, o.source_ref) AS source_ref,
+""",
+    """    LEFT JOIN object_state s
+      ON o.reconciler = 'flux' AND s.cluster_id = o.cluster_id AND s.reconciler = 'flux'
+     AND s.kind = split_part(o.source_ref, '/', 1)
+     AND s.namespace = split_part(o.source_ref, '/', 2)
+     AND s.name = split_part(o.source_ref, '/', 3)
+     AND s.kind IN ('GitRepository', 'OCIRepository', 'Bucket', 'HelmRepository', 'HelmChart')
+     AND s.removed_at IS NULL
+""",
+)
+FOLLOWED_BY_URL_REF = (
+    """           o.source_url, o.url_ref AS source_ref,
+""",
+    "",
+)
+
+
+def _deployed_summary(before: tuple[str, str], after: tuple[str, str]) -> str:
+    """0010's deployed_summary, its way of finding what an object follows replaced."""
+    script = ScriptDirectory.from_config(context.config).get_revision("0010_deployed_parts")
+    assert script is not None
+    module: ModuleType = script.module
+    summary = module.DEPLOYED_SUMMARY.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")
+    for old, new in zip(before, after, strict=True):
+        assert summary.count(old) == 1, old
+        summary = summary.replace(old, new)
+    return str(summary)
 
 
 def upgrade() -> None:
@@ -48,9 +84,11 @@ def upgrade() -> None:
     op.drop_index("ix_object_state_source", table_name="object_state")
     op.create_index("ix_object_state_source", "object_state", ["source_url", "url_ref"])
     op.drop_index("ix_object_state_followers", table_name="object_state")
+    op.execute(_deployed_summary(FOLLOWED_BY_JOIN, FOLLOWED_BY_URL_REF))
 
 
 def downgrade() -> None:
+    op.execute(_deployed_summary(FOLLOWED_BY_JOIN, FOLLOWED_BY_JOIN))
     op.create_index(
         "ix_object_state_followers",
         "object_state",
