@@ -32,38 +32,26 @@ depends_on: str | Sequence[str] | None = None
 
 SOURCE_KINDS = "('GitRepository', 'OCIRepository', 'Bucket', 'HelmRepository', 'HelmChart')"
 
-# 0010's deployed_summary joined each Flux object to the source object it names for the URL
-# and ref; the object carries both now.
-FOLLOWED_BY_JOIN = (
-    """           COALESCE(o.source_url, s.source_url) AS source_url,
-           COALESCE(s.source_ref, o.source_ref) AS source_ref,
-""",
-    """    LEFT JOIN object_state s
-      ON o.reconciler = 'flux' AND s.cluster_id = o.cluster_id AND s.reconciler = 'flux'
-     AND s.kind = split_part(o.source_ref, '/', 1)
-     AND s.namespace = split_part(o.source_ref, '/', 2)
-     AND s.name = split_part(o.source_ref, '/', 3)
-     AND s.kind IN ('GitRepository', 'OCIRepository', 'Bucket', 'HelmRepository', 'HelmChart')
-     AND s.removed_at IS NULL
-""",
-)
-FOLLOWED_BY_URL_REF = (
-    """           o.source_url, o.url_ref AS source_ref,
-""",
-    "",
-)
 
-
-def _deployed_summary(before: tuple[str, str], after: tuple[str, str]) -> str:
-    """0010's deployed_summary, its way of finding what an object follows replaced."""
+def _deployed_summary(*, by_url_ref: bool) -> str:
+    """0010's deployed_summary, which joined each Flux object to the source object it names
+    for the URL and ref; with `by_url_ref`, it takes both from the object, which carries them
+    now."""
     script = ScriptDirectory.from_config(context.config).get_revision("0010_deployed_parts")
     assert script is not None
     module: ModuleType = script.module
-    summary = module.DEPLOYED_SUMMARY.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")
-    for old, new in zip(before, after, strict=True):
-        assert summary.count(old) == 1, old
-        summary = summary.replace(old, new)
-    return str(summary)
+    summary = str(module.DEPLOYED_SUMMARY).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")
+    if not by_url_ref:
+        return summary
+    joined = summary.index("    LEFT JOIN object_state s\n")
+    after = summary.index("\n", summary.index("AND s.removed_at IS NULL", joined)) + 1
+    summary = summary[:joined] + summary[after:]
+    followed = (
+        "COALESCE(o.source_url, s.source_url) AS source_url,\n"
+        "           COALESCE(s.source_ref, o.source_ref) AS source_ref,"
+    )
+    assert summary.count(followed) == 1
+    return summary.replace(followed, "o.source_url, o.url_ref AS source_ref,")
 
 
 def upgrade() -> None:
@@ -84,11 +72,11 @@ def upgrade() -> None:
     op.drop_index("ix_object_state_source", table_name="object_state")
     op.create_index("ix_object_state_source", "object_state", ["source_url", "url_ref"])
     op.drop_index("ix_object_state_followers", table_name="object_state")
-    op.execute(_deployed_summary(FOLLOWED_BY_JOIN, FOLLOWED_BY_URL_REF))
+    op.execute(_deployed_summary(by_url_ref=True))
 
 
 def downgrade() -> None:
-    op.execute(_deployed_summary(FOLLOWED_BY_JOIN, FOLLOWED_BY_JOIN))
+    op.execute(_deployed_summary(by_url_ref=False))
     op.create_index(
         "ix_object_state_followers",
         "object_state",
