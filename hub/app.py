@@ -1,5 +1,6 @@
 """The hub's ASGI application: routers, error handling, metrics and the database lifecycle."""
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -50,6 +51,10 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         app.state.sessionmaker = create_sessionmaker(engine)
         app.state.statements = statements
         app.state.jobs = start_jobs(database_url, settings, clock)
+        # What start-up built lives as long as the process: out of the collector's way, so
+        # that the full collections requests set off now and then do not walk it each time.
+        gc.collect()
+        gc.freeze()
         try:
             yield
         finally:

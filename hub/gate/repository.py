@@ -315,10 +315,12 @@ tracked AS MATERIALIZED (
                ELSE s.path = array_to_string(array_remove(array_remove(
                    string_to_array(COALESCE(o.source_path, ''), '/'), ''), '.'), '/') END
 ),
+-- The commits applied or attempted, by way of the few pairs of them objects have.
 commits AS (
-    SELECT source, applied_sha AS sha FROM tracked WHERE applied_sha IS NOT NULL
-    UNION
-    SELECT source, attempted_sha FROM tracked WHERE attempted_sha IS NOT NULL
+    SELECT DISTINCT p.source, v.sha
+    FROM (SELECT source, applied_sha, attempted_sha FROM tracked GROUP BY 1, 2, 3) AS p
+    CROSS JOIN LATERAL (VALUES (p.applied_sha), (p.attempted_sha)) AS v (sha)
+    WHERE v.sha IS NOT NULL
 ),
 compared AS (
     SELECT c.source, c.sha,
