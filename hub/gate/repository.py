@@ -258,7 +258,8 @@ def _ranges(
 # position given there (unknown when it lies on none of the `chain` branches, or on no branch
 # of the repository when `chain` is null); it is the target attempted when it is `sha`, or
 # lies on a `carries` branch within [from, until).
-# :placements (JSON): which source each cluster type follows (cluster type null: every one).
+# :placements (JSON): which source each cluster type follows (cluster type null: every one,
+# and the clusters placed in none).
 # :spelled_*: per source each URL spelling and ref its objects follow.
 #
 # The candidates of a cluster are, per placement of its cluster type, its live objects that
