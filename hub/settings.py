@@ -8,6 +8,8 @@ import platformdirs
 from pydantic import BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from hub.harvest.urls import is_local_url
+
 DEVELOPMENT_TOKEN_SECRET = "fleetmark-development-secret"  # noqa: S105 - refused outside development
 
 
@@ -88,6 +90,21 @@ class HubSettings(BaseSettings):
         default=None,
         description="The only folder whose files the admin API may name as git credentials.",
     )
+    allow_local_repositories: bool = Field(
+        default=False,
+        description=(
+            "In production mode, harvest and schedule repositories on the hub's own file "
+            "system (file:// URLs, paths); development mode always may."
+        ),
+    )
+    discovery_allowed_urls: list[str] | None = Field(
+        default=None,
+        description=(
+            "Hosts (`github.com`) or URL prefixes (`https://github.com/contoso`), as a JSON list, "
+            "that repositories named by harvested reconciler manifests and by the control plane "
+            "may be on; unset: any. Repositories the operator configures are not limited."
+        ),
+    )
     drift_interval: Interval = Field(
         default=timedelta(seconds=30),
         gt=timedelta(0),
@@ -161,6 +178,25 @@ class HubSettings(BaseSettings):
                 "the scheduler reads the one and commits to the other"
             )
         return self
+
+    @model_validator(mode="after")
+    def _local_schedule_repositories(self) -> "HubSettings":
+        for name in ("schedule_control_plane", "schedule_gitops"):
+            location = getattr(self, name)
+            if (
+                location is not None
+                and not self.local_repositories_allowed
+                and (location.startswith((".", "~")) or is_local_url(location))
+            ):
+                raise ValueError(
+                    f"FLEETMARK_{name.upper()} is a local path, refused when FLEETMARK_MODE is "
+                    "not 'development' unless FLEETMARK_ALLOW_LOCAL_REPOSITORIES=true"
+                )
+        return self
+
+    @property
+    def local_repositories_allowed(self) -> bool:
+        return self.mode == "development" or self.allow_local_repositories
 
     @property
     def embedded_data_dir(self) -> Path:

@@ -6,10 +6,15 @@ thread. Secrets
 reach git only through its environment (an `http.<url>.extraHeader` set by GIT_CONFIG_* for
 tokens, GIT_SSH_COMMAND for keys), never on a command line or in a URL, and every message
 that leaves this module is scrubbed of them.
+
+URLs and revisions come from outside: a URL is checked against the grammar of
+`check_clone_url` before git sees it, `--end-of-options` stands before every URL and revision
+on a command line, and git may use only the transports that grammar admits.
 """
 
 import base64
 import functools
+import os
 import shlex
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -20,6 +25,8 @@ from typing import IO
 
 import git
 from git.objects.fun import tree_entries_from_data
+
+from hub.harvest.urls import InvalidRepositoryUrl, check_clone_url
 
 # Tree entry modes (git stores them as octal numbers).
 MODE_DIRECTORY = 0o040000
@@ -33,6 +40,9 @@ _LOG_FORMAT = f"--format={_RECORD}%H{_FIELD}%T{_FIELD}%P{_FIELD}%an{_FIELD}%ae{_
 _TREE_CACHE_SIZE = 8192
 # Where `write_commit` has git fast-import build a commit before anything points at it.
 _SCRATCH_REF = "refs/fleetmark/scheduled"
+# The transports of check_clone_url's grammar; a stricter GIT_ALLOW_PROTOCOL of the hub's own
+# environment (`file` alone, in tests and fuzzing) is kept.
+_ALLOWED_PROTOCOLS = "https:http:ssh:file"
 
 
 class GitFailure(Exception):
@@ -109,6 +119,7 @@ def _environment(url: str, credentials: Credentials, cache_dir: Path) -> dict[st
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_ASKPASS": "",
         "SSH_ASKPASS": "",
+        "GIT_ALLOW_PROTOCOL": os.environ.get("GIT_ALLOW_PROTOCOL", _ALLOWED_PROTOCOLS),
     }
     if credentials.token is not None:
         environment |= {
@@ -178,10 +189,12 @@ def _follow_remote_head(
     repo: git.Repo, url: str, environment: dict[str, str], timeout: float
 ) -> None:
     output = str(
-        repo.git.ls_remote("--symref", url, "HEAD", env=environment, kill_after_timeout=timeout)
+        repo.git.ls_remote(
+            "--symref", "--end-of-options", url, "HEAD", env=environment, kill_after_timeout=timeout
+        )
     )
     for line in output.splitlines():
-        if line.startswith("ref: ") and line.endswith("\tHEAD"):
+        if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
             repo.git.symbolic_ref("HEAD", line.removeprefix("ref: ").split("\t")[0])
             return
 
@@ -211,9 +224,10 @@ class LocalRepository:
         Force-pushed branches are fetched as they are now; the objects they left behind stay
         until git's own garbage collection.
         """
-        environment = _environment(url, credentials, path.parent)
         secrets = credentials.secrets()
         try:
+            check_clone_url(url)
+            environment = _environment(url, credentials, path.parent)
             if (path / "HEAD").exists():
                 repo = git.Repo(path)
             else:
@@ -223,6 +237,7 @@ class LocalRepository:
                 repo.git.fetch(
                     "--prune",
                     "--no-tags",
+                    "--end-of-options",
                     url,
                     "+refs/heads/*:refs/heads/*",
                     env=environment,
@@ -231,7 +246,12 @@ class LocalRepository:
                 if not repo.git.for_each_ref("--count=1", repo.git.symbolic_ref("HEAD")):
                     # A new clone: point HEAD at the remote's default branch, as git clone would.
                     _follow_remote_head(repo, url, environment, timeout)
-        except (git.GitCommandError, git.InvalidGitRepositoryError, OSError) as exc:
+        except (
+            git.GitCommandError,
+            git.InvalidGitRepositoryError,
+            OSError,
+            InvalidRepositoryUrl,
+        ) as exc:
             raise _failure(f"fetching {display_url}", exc, secrets) from None
         return cls(path)
 
@@ -266,7 +286,7 @@ class LocalRepository:
     def first_parent_chain(self, head: str, exclude: str | None = None) -> list[tuple[str, str]]:
         """(commit, first parent or "") along the first-parent chain, newest first, stopping
         at commits reachable from `exclude`."""
-        arguments = ["--first-parent", "--parents", head]
+        arguments = ["--first-parent", "--parents", "--end-of-options", head]
         if exclude is not None:
             arguments.append(f"^{exclude}")
         output = self._git("rev_list", *arguments)
@@ -278,7 +298,7 @@ class LocalRepository:
 
     def commits(self, head: str, exclude: str | None = None) -> list[CommitInfo]:
         """Every commit reachable from `head` and not from `exclude`, parents first."""
-        arguments = ["--topo-order", "--reverse", _LOG_FORMAT, head]
+        arguments = ["--topo-order", "--reverse", _LOG_FORMAT, "--end-of-options", head]
         if exclude is not None:
             arguments.append(f"^{exclude}")
         output = self._git("log", *arguments, strip_newline_in_stdout=False)
@@ -299,7 +319,7 @@ class LocalRepository:
         return commits
 
     def tree_of(self, commit: str) -> str:
-        return self._git("rev_parse", f"{commit}^{{tree}}")
+        return self._git("rev_parse", "--verify", "--end-of-options", f"{commit}^{{tree}}")
 
     def _entries(self, tree: str) -> dict[str, Entry]:
         stream = self._odb.stream(bytes.fromhex(tree))
@@ -320,7 +340,11 @@ class LocalRepository:
     def commit_of(self, revision: str) -> str | None:
         """The commit `revision` (a full ref name or a commit id) names, or None."""
         try:
-            return str(self._repo.git.rev_parse("--verify", "--quiet", f"{revision}^{{commit}}"))
+            return str(
+                self._repo.git.rev_parse(
+                    "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"
+                )
+            )
         except git.GitCommandError:
             return None
 
@@ -418,15 +442,17 @@ class LocalRepository:
     ) -> None:
         """Make `commit` the head of `branch` at `url`, and here. Never forced: a branch that
         moved since it was fetched refuses a commit that does not descend from its head."""
-        environment = _environment(url, credentials, Path(self._repo.git_dir).parent)
         try:
+            check_clone_url(url)
+            environment = _environment(url, credentials, Path(self._repo.git_dir).parent)
             self._repo.git.push(
+                "--end-of-options",
                 url,
                 f"{commit}:refs/heads/{branch}",
                 env=environment,
                 kill_after_timeout=timeout,
             )
-        except git.GitCommandError as exc:
+        except (git.GitCommandError, InvalidRepositoryUrl) as exc:
             raise _failure(
                 f"pushing to {branch} of {display_url}", exc, credentials.secrets()
             ) from None

@@ -105,20 +105,25 @@ async def disable_file_repositories(session: AsyncSession, keep: Sequence[str]) 
 
 
 _DISCOVER = text("""
-INSERT INTO repository (url, clone_url, role, source, branches)
-VALUES (:url, :clone_url, 'app', 'discovered', ARRAY[CAST(:branch AS varchar)])
+INSERT INTO repository (url, clone_url, role, source, branches, discovered_from_id)
+VALUES (:url, :clone_url, 'app', 'discovered', ARRAY[CAST(:branch AS varchar)], :origin)
 ON CONFLICT (url) DO UPDATE
-SET branches = array_append(coalesce(repository.branches, '{}'), CAST(:branch AS varchar))
+SET branches = array_append(coalesce(repository.branches, '{}'), CAST(:branch AS varchar)),
+    discovered_from_id = coalesce(repository.discovered_from_id, excluded.discovered_from_id)
 WHERE repository.source = 'discovered'
   AND NOT coalesce(repository.branches, '{}') @> ARRAY[CAST(:branch AS varchar)]
 RETURNING id
 """)
 
 
-async def ensure_discovered(session: AsyncSession, url: str, clone_url: str, branch: str) -> int:
-    """An application repository a reconciler points at; remembers the branches it tracks.
-    A repository that is configured keeps its configuration."""
-    found = await session.scalar(_DISCOVER, {"url": url, "clone_url": clone_url, "branch": branch})
+async def ensure_discovered(
+    session: AsyncSession, url: str, clone_url: str, branch: str, origin: int
+) -> int:
+    """An application repository a reconciler in repository `origin` points at; remembers the
+    branches it tracks. A repository that is configured keeps its configuration."""
+    found = await session.scalar(
+        _DISCOVER, {"url": url, "clone_url": clone_url, "branch": branch, "origin": origin}
+    )
     if found is not None:
         return int(found)
     return (await session.execute(select(Repository.id).where(Repository.url == url))).scalar_one()

@@ -26,7 +26,11 @@ async def add_repository(
 ) -> RepositoryStatus:
     """Harvest a repository from the next run on (the repositories file takes precedence)."""
     return await service.add_repository(
-        session, config, credentials_dir=settings.git_credentials_dir, now=clock()
+        session,
+        config,
+        credentials_dir=settings.git_credentials_dir,
+        allow_local=settings.local_repositories_allowed,
+        now=clock(),
     )
 
 

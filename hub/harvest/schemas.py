@@ -14,7 +14,12 @@ from pydantic import (
     model_validator,
 )
 
-from hub.harvest.urls import InvalidRepositoryUrl, has_password, normalise_repository_url
+from hub.harvest.urls import (
+    InvalidRepositoryUrl,
+    check_clone_url,
+    has_password,
+    normalise_repository_url,
+)
 
 Role = Literal["platform", "app"]
 
@@ -74,7 +79,13 @@ class RepositoryConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(description="https, ssh, git@host:path or file URL; no password in it.")
+    url: str = Field(
+        description=(
+            "https://, http://, ssh://, user@host:path, or (development mode, or with "
+            "FLEETMARK_ALLOW_LOCAL_REPOSITORIES) a file:// URL or an absolute path; "
+            "no password in it."
+        )
+    )
     role: Role
     branches: list[BranchName] | None = Field(
         default=None, description="Branches to harvest; default: the environment branches."
@@ -88,11 +99,13 @@ class RepositoryConfig(BaseModel):
             raise ValueError(
                 "the URL holds a password; reference the secret in `credentials` instead"
             )
+        url = url.strip()
         try:
+            check_clone_url(url)
             normalise_repository_url(url)
         except InvalidRepositoryUrl as exc:
             raise ValueError(str(exc)) from None
-        return url.strip()
+        return url
 
     @property
     def normalised_url(self) -> str:

@@ -17,7 +17,7 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -56,7 +56,13 @@ from hub.harvest.schemas import (
     RepositoryOutcome,
     RepositoryStatus,
 )
-from hub.harvest.urls import normalise_repository_url, redact_url
+from hub.harvest.urls import (
+    discovery_refusal,
+    is_local_url,
+    normalise_repository_url,
+    redact_url,
+    spelled_repository,
+)
 from hub.models import AssignmentRevision, ManifestRevision, Repository
 from hub.settings import HubSettings
 
@@ -71,6 +77,10 @@ DEFAULT_BRANCH = "HEAD"
 # Variables the admin API may name as token sources (the hub's own settings are not among them).
 API_TOKEN_VARIABLE_PREFIX = "FLEETMARK_GIT_"  # noqa: S105 - a name prefix, not a secret
 RECENT_ERRORS = 10
+_LOCAL_REFUSED = (
+    "{url} is on the hub's own file system: local repositories are refused when FLEETMARK_MODE "
+    "is not 'development' unless FLEETMARK_ALLOW_LOCAL_REPOSITORIES=true"
+)
 
 
 class Progress(Protocol):
@@ -102,6 +112,10 @@ class _Run:
     clock: Clock
     progress: Progress
     backfill: bool
+    allow_local: bool
+    credentials_dir: Path | None
+    # Where repositories named by reconciler manifests may be (None: anywhere).
+    discovery_allowed: list[str] | None
 
 
 # --- configuration ----------------------------------------------------------------------------
@@ -131,10 +145,12 @@ async def sync_repositories_file(session: AsyncSession, configured: Repositories
     )
 
 
-def _check_api_credentials(reference: CredentialsReference, allowed_dir: Path | None) -> None:
+def _check_api_credentials(
+    reference: CredentialsReference, allowed_dir: Path | None
+) -> dict[Path, Path]:
     """An admin token must not turn the hub's own secrets into git credentials for a URL of
     its choosing: variables need the FLEETMARK_GIT_ prefix, files must lie in
-    FLEETMARK_GIT_CREDENTIALS_DIR."""
+    FLEETMARK_GIT_CREDENTIALS_DIR. Each file named, with where it resolves to now."""
     if reference.token_env is not None and not reference.token_env.startswith(
         API_TOKEN_VARIABLE_PREFIX
     ):
@@ -142,19 +158,29 @@ def _check_api_credentials(reference: CredentialsReference, allowed_dir: Path | 
             f"credentials.token_env: through the API only variables named "
             f"{API_TOKEN_VARIABLE_PREFIX}* may be referenced"
         )
+    resolved = {}
     for path in reference.files():
         if allowed_dir is None:
             raise InvalidInput(
                 "credentials: files can be referenced through the API only when "
                 "FLEETMARK_GIT_CREDENTIALS_DIR is set; use token_env or the repositories file"
             )
-        if not path.resolve().is_relative_to(allowed_dir.resolve()):
+        resolved[path] = path.resolve()
+        if not resolved[path].is_relative_to(allowed_dir.resolve()):
             raise InvalidInput(f"credentials: {path} is outside FLEETMARK_GIT_CREDENTIALS_DIR")
+    return resolved
 
 
 async def add_repository(
-    session: AsyncSession, config: RepositoryConfig, *, credentials_dir: Path | None, now: datetime
+    session: AsyncSession,
+    config: RepositoryConfig,
+    *,
+    credentials_dir: Path | None,
+    allow_local: bool,
+    now: datetime,
 ) -> RepositoryStatus:
+    if not allow_local and is_local_url(config.url):
+        raise InvalidInput(f"url: {_LOCAL_REFUSED.format(url=config.url)}")
     if config.credentials is not None:
         _check_api_credentials(config.credentials, credentials_dir)
     existing = await repository.find_repository(session, config.normalised_url)
@@ -303,52 +329,72 @@ async def run_harvest(
         clock=clock,
         progress=progress or _Silent(),
         backfill=backfill,
+        allow_local=settings.local_repositories_allowed,
+        credentials_dir=settings.git_credentials_dir,
+        discovery_allowed=settings.discovery_allowed_urls,
     )
     wanted = None if only is None else normalise_repository_url(only)
     outcomes: list[RepositoryOutcome] = []
     # Application repositories are listed after the platform ones ran: those discover them.
     for role in ("platform", "app"):
         async with write_session(sessions) as session:
-            repositories = [
-                item
-                for item in await repository.enabled_repositories(session)
-                if item.role == role and (wanted is None or item.url == wanted)
-            ]
-        for item in repositories:
-            outcomes.append(await _harvest_repository(run, item))
+            every = await repository.list_repositories(session)
+        clone_urls = {item.id: item.clone_url for item in every}
+        for item in every:
+            if item.enabled and item.role == role and (wanted is None or item.url == wanted):
+                outcomes.append(await _harvest_repository(run, item, clone_urls))
     if wanted is not None and not outcomes:
         raise UnknownRepository(f"no repository {wanted} is configured or discovered")
     return HarvestReport(repositories=outcomes, seconds=time.perf_counter() - started)
 
 
-def _resolve_credentials(reference: dict[str, Any] | None) -> Credentials:
-    if not reference:
+def _resolve_credentials(item: Repository, credentials_dir: Path | None) -> Credentials:
+    """The secrets `item` references, read now. A reference the admin API made is checked
+    again as it is used (a file it was allowed to name may since have become a link to
+    elsewhere); the files are read where they resolve to, never through a link swapped in."""
+    if not item.credentials:
         return Credentials()
-    parsed = CredentialsReference.model_validate(reference)
+    parsed = CredentialsReference.model_validate(item.credentials)
+    files = {path: path.resolve() for path in parsed.files()}
+    if item.source == "api":
+        try:
+            files = _check_api_credentials(parsed, credentials_dir)
+        except InvalidInput as exc:
+            raise CredentialsUnavailable(exc.detail) from None
     token = None
     if parsed.token_file is not None:
-        try:
-            token = parsed.token_file.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CredentialsUnavailable(
-                f"credentials: cannot read token_file {parsed.token_file} ({type(exc).__name__})"
-            ) from None
-        if not token:
-            raise CredentialsUnavailable(f"credentials: token_file {parsed.token_file} is empty")
+        token = _read_token(parsed.token_file, files[parsed.token_file])
     if parsed.token_env is not None:
         token = os.environ.get(parsed.token_env, "").strip()
         if not token:
             raise CredentialsUnavailable(f"credentials: variable {parsed.token_env} is not set")
-    if parsed.ssh_key_file is not None and not parsed.ssh_key_file.is_file():
+    if parsed.ssh_key_file is not None and not files[parsed.ssh_key_file].is_file():
         raise CredentialsUnavailable(
             f"credentials: ssh_key_file {parsed.ssh_key_file} does not exist"
         )
     return Credentials(
         username=parsed.username,
         token=token,
-        ssh_key_file=parsed.ssh_key_file,
-        known_hosts_file=parsed.known_hosts_file,
+        ssh_key_file=None if parsed.ssh_key_file is None else files[parsed.ssh_key_file],
+        known_hosts_file=None
+        if parsed.known_hosts_file is None
+        else files[parsed.known_hosts_file],
     )
+
+
+def _read_token(named: Path, resolved: Path) -> str:
+    try:
+        # O_NOFOLLOW: the file the checks resolved, not a link put in its place since.
+        descriptor = os.open(resolved, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open(descriptor, encoding="utf-8") as stream:
+            token = stream.read().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CredentialsUnavailable(
+            f"credentials: cannot read token_file {named} ({type(exc).__name__})"
+        ) from None
+    if not token:
+        raise CredentialsUnavailable(f"credentials: token_file {named} is empty")
+    return token
 
 
 def _cache_path(cache_dir: Path, url: str) -> Path:
@@ -356,12 +402,27 @@ def _cache_path(cache_dir: Path, url: str) -> Path:
     return cache_dir / f"{name}-{hashlib.sha256(url.encode()).hexdigest()[:12]}.git"
 
 
-async def _harvest_repository(run: _Run, item: Repository) -> RepositoryOutcome:
+def _fetch_refusal(run: _Run, item: Repository, clone_urls: Mapping[int, str]) -> str | None:
+    """Why `item` is not to be fetched (checked at every fetch: the settings, or what named a
+    discovered repository, may have changed since it was stored); None when it may be."""
+    if not run.allow_local and is_local_url(item.clone_url):
+        return _LOCAL_REFUSED.format(url=item.clone_url)
+    if item.source != "discovered":
+        return None
+    found_in = None if item.discovered_from_id is None else clone_urls.get(item.discovered_from_id)
+    return discovery_refusal(item.clone_url, found_in, run.discovery_allowed)
+
+
+async def _harvest_repository(
+    run: _Run, item: Repository, clone_urls: Mapping[int, str]
+) -> RepositoryOutcome:
     """One repository; whatever goes wrong is recorded and the next repository still runs."""
     outcome = RepositoryOutcome.model_validate({"url": item.url, "role": item.role, "branches": []})
     problems: list[ErrorRecord] = []
     try:
-        credentials = _resolve_credentials(item.credentials)
+        if (refusal := _fetch_refusal(run, item, clone_urls)) is not None:
+            raise GitFailure(f"not fetched: {refusal}")
+        credentials = _resolve_credentials(item, run.credentials_dir)
         local = await asyncio.to_thread(
             LocalRepository.sync,
             item.clone_url,
@@ -641,16 +702,21 @@ async def _harvest_chunk(
             for member in place_members(chunk, parents, first_position)
         ],
     )
+    problems = [ErrorRecord(p.commit, p.path, p.message) for p in read.observations.problems]
     if item.role == "platform":
-        await _store_assignments(
-            session, item, branch_id, environment_id, stored_assignments, read.observations, ids
+        problems += await _store_assignments(
+            session,
+            run,
+            item,
+            branch_id,
+            environment_id,
+            stored_assignments,
+            read.observations,
+            ids,
         )
     else:
         await _store_manifests(session, item, branch_id, stored_manifests, read.observations, ids)
-    problems = read.observations.problems
-    await repository.record_errors(
-        session, item.id, [ErrorRecord(p.commit, p.path, p.message) for p in problems], run.clock()
-    )
+    await repository.record_errors(session, item.id, problems, run.clock())
     return ids[chunk[-1]], len(read.commits), len(problems)
 
 
@@ -662,7 +728,7 @@ def _stored_assignment(state: AssignmentState | None) -> StoredAssignment | None
         namespace=state.namespace,
         config_hash=state.config_hash,
         reconciler_kind=state.reconciler_kind,
-        app_url=None if app is None else normalise_repository_url(app.url),
+        app_url=None if app is None else spelled_repository(app.url),
         app_branch=None if app is None else app.branch,
         app_path=None if app is None else app.path,
         workload=state.workload,
@@ -671,34 +737,47 @@ def _stored_assignment(state: AssignmentState | None) -> StoredAssignment | None
     )
 
 
-async def _discover(session: AsyncSession, sources: Sequence[AppSource]) -> dict[str, int]:
-    """Application repositories the reconcilers point at, by normalised URL."""
+async def _discover(
+    session: AsyncSession,
+    run: _Run,
+    item: Repository,
+    observations: Observations[AssignmentKey, AssignmentState],
+) -> tuple[dict[str, int], list[ErrorRecord]]:
+    """Application repositories the reconcilers of `item` point at, by normalised URL, and a
+    harvest error, at the commit and folder that first names it, for each one refused."""
     ids: dict[str, int] = {}
-    for source in dict.fromkeys(sources):
-        url = normalise_repository_url(source.url)
-        ids[url] = await repository.ensure_discovered(
-            session, url, source.url, source.branch or DEFAULT_BRANCH
-        )
-    return ids
+    seen: set[AppSource] = set()
+    refused: list[ErrorRecord] = []
+    for sha, observed in observations.steps:
+        for (cluster_type, target), state in observed.items():
+            for source in () if state is None else state.sources:
+                if source in seen:
+                    continue
+                seen.add(source)
+                refusal = discovery_refusal(source.url, item.clone_url, run.discovery_allowed)
+                url = spelled_repository(source.url)
+                if refusal is not None or url is None:
+                    message = f"repository not harvested: {refusal or source.url}"
+                    refused.append(ErrorRecord(sha, f"{cluster_type}/{target}", message))
+                    continue
+                ids[url] = await repository.ensure_discovered(
+                    session, url, source.url, source.branch or DEFAULT_BRANCH, item.id
+                )
+    return ids, refused
 
 
 async def _store_assignments(
     session: AsyncSession,
+    run: _Run,
     item: Repository,
     branch_id: int,
     environment_id: int | None,
     stored: dict[AssignmentKey, OpenRevision[StoredAssignment]],
     observations: Observations[AssignmentKey, AssignmentState],
     ids: dict[str, int],
-) -> None:
-    sources = [
-        source
-        for _, observed in observations.steps
-        for state in observed.values()
-        if state is not None
-        for source in state.sources
-    ]
-    app_ids = await _discover(session, sources)
+) -> list[ErrorRecord]:
+    """Store the assignments' revisions; the harvest errors of repositories refused."""
+    app_ids, refused = await _discover(session, run, item, observations)
     changes = track(
         stored,
         [
@@ -722,7 +801,7 @@ async def _store_assignments(
                 "reconciler_kind": revision.values.reconciler_kind,
                 "app_repository_id": None
                 if revision.values.app_url is None
-                else app_ids[revision.values.app_url],
+                else app_ids.get(revision.values.app_url),
                 "app_branch": revision.values.app_branch,
                 "app_path": revision.values.app_path,
                 "workload": revision.values.workload,
@@ -734,6 +813,7 @@ async def _store_assignments(
     await repository.close_revisions(
         session, AssignmentRevision, [(revision, ids[sha]) for revision, sha in changes.closed]
     )
+    return refused
 
 
 def _until(revision: NewRevision[Any, Any], ids: dict[str, int]) -> int | None:

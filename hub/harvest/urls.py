@@ -1,18 +1,39 @@
-"""Repository URLs: one normalised form per repository, and URLs safe to show.
+"""Repository URLs: one normalised form per repository, the URLs git may fetch from, and URLs
+safe to show.
 
 Reconcilers, configuration files and people spell one repository many ways
 (`https://github.com/org/repo.git`, `git@github.com:org/repo`, `ssh://git@github.com/org/repo`).
 The store keys repositories by the normalised form, so commit matching works whichever
 spelling a cluster reports.
+
+A URL that reaches git comes from outside (the admin API, the repositories file, and
+repository content: a Flux GitRepository or an Argo CD Application names the repositories the
+hub discovers). `check_clone_url` admits only an explicit grammar, so that nothing git could
+read as an option (`--upload-pack=...`), a transport helper (`ext::...`) or an ssh option
+(`ssh://-oProxyCommand=...`) is ever handed to it; `discovery_refusal` keeps repository content
+from pointing the hub at its own files or at hosts the operator did not allow.
 """
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from urllib.parse import urlsplit
 
 # scp-like syntax: [user@]host:path (no scheme, no slash before the colon).
 _SCP = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>(?!//).+)$")
 _DEFAULT_PORTS = {"https": 443, "http": 80}
+# What git may fetch from: network URLs, and local repositories where they are allowed.
+_NETWORK_SCHEMES = ("https", "http", "ssh")
+# A DNS name, an IPv4 address, or a bracketed IPv6 address; never starting with `-`.
+_HOST = re.compile(
+    r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)*$"
+    r"|^\[[0-9A-Fa-f:.]+\]$"
+)
+_USER = re.compile(r"^[A-Za-z0-9_.~+%][A-Za-z0-9_.~+%-]*$")
+# git's `<transport>::<address>` form, which runs a remote helper (`ext::` runs a command).
+_TRANSPORT_HELPER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")
+_UNPRINTABLE = re.compile(r"[\s\x00-\x1f\x7f]")
+_GRAMMAR = "expected https://, http://, ssh://, user@host:path, file:///path or an absolute path"
 
 
 class InvalidRepositoryUrl(ValueError):
@@ -53,6 +74,105 @@ def normalise_repository_url(url: str) -> str:
     if parts.port is not None and scheme in _DEFAULT_PORTS and parts.port != _DEFAULT_PORTS[scheme]:
         host = f"{host}:{parts.port}"
     return f"https://{host}/{_strip_path(parts.path)}"
+
+
+def check_clone_url(url: str) -> bool:
+    """Whether `url`, which git is to fetch from, is local (`file:///path` or an absolute
+    path); InvalidRepositoryUrl naming the problem when it is none of the forms git is given:
+    https, http and ssh URLs, scp-like `[user@]host:path`, and local repositories."""
+    if not url:
+        raise InvalidRepositoryUrl("a repository URL must not be empty")
+    shown = redact_url(url)
+    if _UNPRINTABLE.search(url):
+        raise InvalidRepositoryUrl(
+            f"{shown!r}: a repository URL has no spaces or control characters"
+        )
+    if url.startswith("-"):
+        raise InvalidRepositoryUrl(f"{shown!r}: a repository URL cannot start with '-'")
+    if _TRANSPORT_HELPER.match(url):
+        raise InvalidRepositoryUrl(f"{shown!r}: git transport helpers are not allowed; {_GRAMMAR}")
+    if "://" in url:
+        return _check_scheme_url(url, shown)
+    if url.startswith("/"):
+        return True
+    scp = _SCP.match(url)
+    if scp is None:
+        raise InvalidRepositoryUrl(f"{shown!r} is not a repository URL; {_GRAMMAR}")
+    user = url.split("@", 1)[0] if "@" in url.split(":", 1)[0] else None
+    _check_host(scp["host"], user, shown)
+    if scp["path"].startswith("-"):
+        raise InvalidRepositoryUrl(f"{shown!r}: a repository path cannot start with '-'")
+    return False
+
+
+def _check_scheme_url(url: str, shown: str) -> bool:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+            raise InvalidRepositoryUrl(f"{shown!r}: a file URL names an absolute local path")
+        return True
+    if scheme not in _NETWORK_SCHEMES:
+        raise InvalidRepositoryUrl(f"{shown!r}: unsupported repository URL scheme; {_GRAMMAR}")
+    host = parts.netloc.rsplit("@", 1)[-1]
+    host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    _check_host(host, parts.username, shown)
+    try:
+        parts.port  # noqa: B018 - urlsplit checks the port when asked for it
+    except ValueError:
+        raise InvalidRepositoryUrl(f"{shown!r}: the port is not a number from 1 to 65535") from None
+    if parts.path.strip("/") == "":
+        raise InvalidRepositoryUrl(f"{shown!r}: the URL names no repository path")
+    return False
+
+
+def _check_host(host: str, user: str | None, shown: str) -> None:
+    if not _HOST.match(host):
+        raise InvalidRepositoryUrl(f"{shown!r}: {host!r} is not a host name")
+    if user is not None and not _USER.match(user):
+        raise InvalidRepositoryUrl(f"{shown!r}: {user!r} is not a user name")
+
+
+def is_local_url(url: str) -> bool:
+    """Whether a URL that passed `check_clone_url` names a repository on this machine."""
+    return url.startswith("/") or url.lower().startswith("file:")
+
+
+def discovery_refusal(url: str, found_in: str | None, allowed: Sequence[str] | None) -> str | None:
+    """Why the hub will not fetch `url`, which repository content of `found_in` (the clone URL
+    of the repository it was read from; None: not known) names; None when it may.
+
+    A local repository is fetched only when it was found in a local repository, so that a
+    repository fetched from a remote can never make the hub read its own files. `allowed`
+    (hosts, or URL prefixes) limits where content may point the hub at all."""
+    try:
+        local = check_clone_url(url)
+    except InvalidRepositoryUrl as exc:
+        return str(exc)
+    shown = redact_url(url)
+    named_by = "a repository no longer known" if found_in is None else redact_url(found_in)
+    if local and (found_in is None or not is_local_url(found_in)):
+        origin = named_by if found_in is None else f"{named_by}, which is not local"
+        return (
+            f"{shown} is a local path, named by {origin}: only a local repository may point "
+            "the hub at its own files"
+        )
+    if allowed is not None and not any(_allows(entry, url) for entry in allowed):
+        return f"{shown}, named by {named_by}, is not in FLEETMARK_DISCOVERY_ALLOWED_URLS"
+    return None
+
+
+def _allows(entry: str, url: str) -> bool:
+    """A host (`github.com`, `git.internal:8443`) allows every repository on it; a URL prefix
+    (`https://github.com/contoso`) the repositories below it, whichever way either is spelt."""
+    normalised = normalise_repository_url(url)
+    if "/" not in entry:
+        return urlsplit(normalised).netloc == entry.lower()
+    try:
+        prefix = normalise_repository_url(entry)
+    except InvalidRepositoryUrl:
+        return False
+    return normalised == prefix or normalised.startswith(prefix.rstrip("/") + "/")
 
 
 def redact_url(url: str) -> str:

@@ -30,6 +30,11 @@ class Repository(Base):
     # A reference (file path or variable name), never the secret itself.
     credentials: Mapped[dict[str, Any] | None]
     enabled: Mapped[bool] = mapped_column(server_default="true")
+    # The repository whose reconciler manifests named a discovered one: a local URL discovered
+    # is fetched only when that repository is local too.
+    discovered_from_id: Mapped[int | None] = mapped_column(
+        ForeignKey("repository.id", ondelete="SET NULL")
+    )
     fetched_at: Mapped[datetime | None]
     fetch_error: Mapped[str | None]
     created_at: Mapped[datetime] = created_at_column()

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from hub.harvest.git import Credentials, GitFailure, LocalRepository, remote_urls
 from hub.harvest.urls import (
     InvalidRepositoryUrl,
+    discovery_refusal,
     has_password,
     normalise_repository_url,
     redact_url,
@@ -77,11 +78,16 @@ class Clones:
 
 
 class ControlPlaneFetch:
-    """The loader's `Fetch`: YAML files of a branch (or of a pinned commit) of a repository."""
+    """The loader's `Fetch`: YAML files of a branch (or of a pinned commit) of a repository.
 
-    def __init__(self, clones: Clones, control_plane: str) -> None:
+    Other repositories than the control plane are named by its content, so they are held to
+    the rules of repositories discovered in content (`discovery_refusal`): local ones only
+    for a local control plane, and only where `allowed` (None: anywhere) says."""
+
+    def __init__(self, clones: Clones, control_plane: str, allowed: list[str] | None) -> None:
         self._clones = clones
         self._control_plane = control_plane
+        self._allowed = allowed
         spellings = [control_plane]
         if control_plane.startswith(("/", "file://")):
             spellings += remote_urls(Path(urlsplit(control_plane).path))
@@ -97,6 +103,11 @@ class ControlPlaneFetch:
             raise FetchError("a repository URL must not carry a password")
         try:
             given = normalise_repository_url(ref.repo) in self._aliases
+            refusal = (
+                None if given else discovery_refusal(ref.repo, self._control_plane, self._allowed)
+            )
+            if refusal is not None:
+                raise FetchError(refusal)
             local = self._clones.get(self._control_plane if given else ref.repo)
         except (GitFailure, InvalidRepositoryUrl) as exc:
             raise FetchError(str(exc)) from None

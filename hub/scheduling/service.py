@@ -163,7 +163,9 @@ async def run_schedule(
         max_file_bytes=settings.harvest_max_file_bytes,
     )
     try:
-        loaded = await asyncio.to_thread(_load, clones, request.control_plane)
+        loaded = await asyncio.to_thread(
+            _load, clones, request.control_plane, settings.discovery_allowed_urls
+        )
         platform, platform_failure = await asyncio.to_thread(_platform, clones, request.gitops)
         job = _Job(request, clones, loaded, platform, platform_failure, author)
         names = request.environments
@@ -179,8 +181,8 @@ async def run_schedule(
     )
 
 
-def _load(clones: Clones, control_plane: str) -> LoadResult:
-    fetch = ControlPlaneFetch(clones, control_plane)
+def _load(clones: Clones, control_plane: str, allowed: list[str] | None) -> LoadResult:
+    fetch = ControlPlaneFetch(clones, control_plane, allowed)
     return load_control_plane(RepoRef(repo=control_plane, branch=MAIN_BRANCH), fetch)
 
 

@@ -78,7 +78,7 @@ class ServedFleet:
                 url=self.platform.url, role="platform", branches=["dev", "stage"]
             )
             await harvest_service.add_repository(
-                session, config, credentials_dir=None, now=self.clock.now
+                session, config, credentials_dir=None, allow_local=True, now=self.clock.now
             )
             for name, environment, cluster_type in clusters:
                 registration = ClusterRegistration(

@@ -1,7 +1,7 @@
 """Fixtures of the harvester's tests: git repositories made on the spot, and a harvest that
 runs in the test's rolled-back transaction (each unit of work a savepoint)."""
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,7 @@ from hub.harvest import service
 from hub.harvest.schemas import HarvestReport, RepositoryConfig
 from hub.settings import HubSettings
 from tests.conftest import hub_settings
-from tests.harvest.gitrepo import WorkRepo
+from tests.harvest.gitrepo import GitServer, WorkRepo
 from tests.support import FakeClock
 
 Harvest = Callable[..., Awaitable[HarvestReport]]
@@ -25,6 +25,25 @@ def make_repo(tmp_path: Path) -> MakeRepo:
         return WorkRepo(tmp_path / "remotes" / name, branch)
 
     return make
+
+
+GIT_TOKEN = "s3cr3t-t0ken-value"
+
+
+@pytest.fixture
+def served_git(tmp_path: Path) -> Iterator[Callable[[], GitServer]]:
+    """Starts remotes over HTTP on loopback that take GIT_TOKEN; stopped after the test."""
+    servers: list[GitServer] = []
+
+    def start() -> GitServer:
+        servers.append(GitServer(tmp_path / f"served-{len(servers)}", token=GIT_TOKEN))
+        servers[-1].thread.start()
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.server.shutdown()
+        server.server.server_close()
 
 
 @pytest.fixture
@@ -63,7 +82,9 @@ def configure(session: AsyncSession, clock: FakeClock) -> Callable[..., Awaitabl
 
     async def add(url: str, role: str, **fields: Any) -> int:
         config = RepositoryConfig(url=url, role=role, **fields)  # type: ignore[arg-type]
-        status = await service.add_repository(session, config, credentials_dir=None, now=clock.now)
+        status = await service.add_repository(
+            session, config, credentials_dir=None, allow_local=True, now=clock.now
+        )
         await session.commit()
         return status.id
 

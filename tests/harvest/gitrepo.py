@@ -1,8 +1,12 @@
 """Real git repositories for the harvester's tests, driven with the git command line."""
 
+import base64
 import os
 import subprocess
+import threading
 from collections.abc import Mapping
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 # Deterministic commit times: each commit one minute after the previous one.
@@ -74,3 +78,51 @@ class WorkRepo:
         link = self.path / name
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(target)
+
+
+class GitServer:
+    """Serves bare copies of repositories over git's plain HTTP protocol on loopback, behind
+    Basic authentication: a remote, as the hub sees one."""
+
+    def __init__(self, root: Path, token: str) -> None:
+        expected = "Basic " + base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        self.root = root
+        self.requests: list[str | None] = []
+        requests = self.requests
+
+        class Handler(SimpleHTTPRequestHandler):
+            def do_GET(self) -> None:
+                requests.append(self.headers.get("Authorization"))
+                if self.headers.get("Authorization") != expected:
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="git"')
+                    self.end_headers()
+                    return
+                super().do_GET()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        root.mkdir(parents=True, exist_ok=True)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(root)))
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/{name}"
+
+    def publish(self, repo: WorkRepo) -> str:
+        """Serve the repository as it is now (again, after new commits); its URL."""
+        name = f"{repo.path.name}.git"
+        bare = self.root / name
+        if bare.exists():
+            subprocess.run(
+                ["git", "fetch", "--quiet", str(repo.path), "+refs/heads/*:refs/heads/*"],
+                cwd=bare,
+                check=True,
+            )
+        else:
+            subprocess.run(
+                ["git", "clone", "--quiet", "--bare", str(repo.path), str(bare)], check=True
+            )
+        subprocess.run(["git", "update-server-info"], cwd=bare, check=True)
+        return self.url(name)

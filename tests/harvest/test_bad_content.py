@@ -3,11 +3,7 @@ everything else is still harvested and the run goes on."""
 
 import base64
 import logging
-import subprocess
-import threading
-from collections.abc import Awaitable, Callable, Iterator
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -17,8 +13,8 @@ from hub.harvest import service
 from hub.settings import HubSettings
 from tests.conftest import hub_settings
 from tests.harvest import scenario
-from tests.harvest.conftest import Harvest, MakeRepo
-from tests.harvest.gitrepo import WorkRepo
+from tests.harvest.conftest import GIT_TOKEN, Harvest, MakeRepo
+from tests.harvest.gitrepo import GitServer, WorkRepo
 from tests.harvest.store import HarvestedRepo
 from tests.support import FakeClock
 
@@ -158,50 +154,13 @@ async def test_missing_configured_branch_is_an_error(
     }
 
 
-class GitServer:
-    """Serves bare repositories over git's plain HTTP protocol, behind Basic authentication."""
-
-    def __init__(self, root: Path, token: str) -> None:
-        expected = "Basic " + base64.b64encode(f"x-access-token:{token}".encode()).decode()
-        self.requests: list[str | None] = []
-        requests = self.requests
-
-        class Handler(SimpleHTTPRequestHandler):
-            def do_GET(self) -> None:
-                requests.append(self.headers.get("Authorization"))
-                if self.headers.get("Authorization") != expected:
-                    self.send_response(401)
-                    self.send_header("WWW-Authenticate", 'Basic realm="git"')
-                    self.end_headers()
-                    return
-                super().do_GET()
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(root)))
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}/{name}"
-
-
 @pytest.fixture
-def git_server(tmp_path: Path, make_repo: MakeRepo) -> Iterator[GitServer]:
+def git_server(make_repo: MakeRepo, served_git: Callable[[], GitServer]) -> GitServer:
     source = make_repo("private-app")
     source.commit("Manifests", {"uat-test/deployment.yaml": scenario.deployment("3.1.4")})
-    served = tmp_path / "served"
-    served.mkdir()
-    subprocess.run(
-        ["git", "clone", "--quiet", "--bare", str(source.path), str(served / "private-app.git")],
-        check=True,
-    )
-    subprocess.run(["git", "update-server-info"], cwd=served / "private-app.git", check=True)
-    server = GitServer(served, token="s3cr3t-t0ken-value")
-    server.thread.start()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
+    server = served_git()
+    server.publish(source)
+    return server
 
 
 def settings_with_file(tmp_path: Path, url: str, variable: str) -> HubSettings:
@@ -224,7 +183,7 @@ async def test_token_is_sent_to_the_remote_and_never_shown(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     url = git_server.url("private-app.git")
-    monkeypatch.setenv("FLEETMARK_GIT_TOKEN", "s3cr3t-t0ken-value")
+    monkeypatch.setenv("FLEETMARK_GIT_TOKEN", GIT_TOKEN)
     monkeypatch.setenv("FLEETMARK_GIT_WRONG", "wr0ng-t0ken-value")
     caplog.set_level(logging.DEBUG)
 
@@ -249,7 +208,7 @@ async def test_token_is_sent_to_the_remote_and_never_shown(
         *capsys.readouterr(),
         *(s.model_dump_json() for s in statuses),
     ]
-    for secret in ("s3cr3t-t0ken-value", "wr0ng-t0ken-value"):
+    for secret in (GIT_TOKEN, "wr0ng-t0ken-value"):
         encoded = base64.b64encode(f"x-access-token:{secret}".encode()).decode()
         assert not any(secret in text or encoded in text for text in shown)
     assert git_server.requests[0] is not None

@@ -1,8 +1,16 @@
 """One normalised URL per repository, whichever way it is spelt."""
 
+import re
+
 import pytest
 
-from hub.harvest.urls import InvalidRepositoryUrl, normalise_repository_url, redact_url
+from hub.harvest.urls import (
+    InvalidRepositoryUrl,
+    check_clone_url,
+    discovery_refusal,
+    normalise_repository_url,
+    redact_url,
+)
 
 
 @pytest.mark.parametrize(
@@ -40,3 +48,66 @@ def test_what_is_not_a_repository_url(url: str) -> None:
 def test_redacted_urls_hide_passwords_only() -> None:
     assert redact_url("https://bot:hunter2@github.com/a/b") == "https://bot:***@github.com/a/b"
     assert redact_url("https://github.com/a/b") == "https://github.com/a/b"
+
+
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [
+        ("https://github.com/contoso/platform-gitops.git", False),
+        ("http://127.0.0.1:8080/platform.git", False),
+        ("ssh://git@github.com:22/contoso/platform-gitops", False),
+        ("git@github.com:contoso/platform-gitops.git", False),
+        ("github.com:contoso/platform-gitops", False),
+        ("https://[::1]:8443/a/b", False),
+        ("file:///srv/git/platform", True),
+        ("/srv/git/platform.git", True),
+    ],
+)
+def test_git_is_given_these_forms(url: str, local: bool) -> None:
+    assert check_clone_url(url) is local
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("--upload-pack=touch${IFS}/tmp/x;host:path", "cannot start with '-'"),
+        ("-u/bin/sh", "cannot start with '-'"),
+        ("ext::sh -c touch% /tmp/x", "no spaces or control characters"),
+        ("ext::sh", "transport helpers are not allowed"),
+        ("fd::3", "transport helpers are not allowed"),
+        ("ssh://-oProxyCommand=x/repo", "'-oProxyCommand=x' is not a host name"),
+        ("ssh://-oProxyCommand=x@host/repo", "'-oProxyCommand=x' is not a user name"),
+        ("-oProxyCommand=x:repo", "cannot start with '-'"),
+        ("git@-oProxyCommand=x:repo", "'-oProxyCommand=x' is not a host name"),
+        ("host:-path", "a repository path cannot start with '-'"),
+        ("git://github.com/contoso/platform", "unsupported repository URL scheme"),
+        ("https://github.com", "names no repository path"),
+        ("https://github.com:99999/a/b", "the port is not a number"),
+        ("file://remote.example/srv/git", "a file URL names an absolute local path"),
+        ("relative/path", "is not a repository URL"),
+        ("https://github.com/a/b\n", "no spaces or control characters"),
+    ],
+)
+def test_git_is_never_given_these(url: str, problem: str) -> None:
+    with pytest.raises(InvalidRepositoryUrl, match=re.escape(problem)):
+        check_clone_url(url)
+
+
+@pytest.mark.parametrize(
+    ("allowed", "url", "refused"),
+    [
+        (["github.com"], "git@GitHub.com:contoso/app.git", False),
+        (["github.com"], "https://gitlab.com/contoso/app", True),
+        (["git.internal:8443"], "https://git.internal:8443/a/b", False),
+        (["git.internal:8443"], "https://git.internal/a/b", True),
+        (["https://github.com/contoso"], "ssh://git@github.com/contoso/app", False),
+        (["https://github.com/contoso"], "https://github.com/contoso-evil/app", True),
+        (["https://github.com/contoso"], "http://169.254.169.254/latest/meta-data", True),
+    ],
+)
+def test_discovery_allowed_urls_by_host_or_prefix(
+    allowed: list[str], url: str, refused: bool
+) -> None:
+    assert (discovery_refusal(url, "https://github.com/contoso/platform", allowed) is None) is (
+        not refused
+    )

@@ -6,11 +6,15 @@ from pathlib import Path
 
 import httpx
 import yaml
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from hub.scheduling import service
+from hub.scheduling.schemas import ScheduleRequest
+from tests.conftest import hub_settings
 from tests.scheduler_core import scenario
 from tests.scheduling.conftest import Schedule
 from tests.scheduling.fleet import ControlPlane, Platform
-from tests.support import bearer
+from tests.support import FakeClock, bearer
 
 FUNCTIONAL = "hello-world-app-functional-test"
 PERFORMANCE = "hello-world-app-performance-test"
@@ -218,3 +222,28 @@ async def test_an_unreachable_platform_repository_is_a_git_error(
     [served] = response.json()["items"]
     assert served["kind"] == "git"
     assert served["message"] == outcome.failure
+
+
+async def test_workload_repositories_are_held_to_the_discovery_allow_list(
+    sessions: async_sessionmaker[AsyncSession],
+    control_plane: ControlPlane,
+    platform: Platform,
+    clock: FakeClock,
+    tmp_path: Path,
+) -> None:
+    """The control plane names the workloads' repositories: content, as for the harvester."""
+    settings = hub_settings(data_dir=tmp_path / "data", discovery_allowed_urls=["github.com"])
+    request = ScheduleRequest(
+        control_plane=str(control_plane.path), gitops=str(platform.path), environments=["dev"]
+    )
+
+    run = await service.run_schedule(sessions, settings, request, clock=clock)
+
+    [outcome] = run.environments
+    app_src = (tmp_path / "remotes" / "app-src").as_uri()
+    assert any(
+        error.kind == "load"
+        and f"{app_src}, named by {control_plane.path}, is not in FLEETMARK_DISCOVERY_ALLOWED_URLS"
+        in error.message
+        for error in outcome.errors
+    ), outcome.errors

@@ -27,7 +27,9 @@ async def test_the_harvester_reads_what_the_scheduler_wrote(
 ) -> None:
     outcome = await schedule("dev")
     config = RepositoryConfig(url=str(platform.path), role="platform", branches=["dev"])
-    await harvest_service.add_repository(session, config, credentials_dir=None, now=clock.now)
+    await harvest_service.add_repository(
+        session, config, credentials_dir=None, allow_local=True, now=clock.now
+    )
     await session.commit()
 
     await harvest_service.run_harvest(
