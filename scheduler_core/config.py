@@ -10,10 +10,12 @@ name, `workload` its workload; any other key when the cluster type's label or th
 label of that key has that value. A ConfigMap with no other labels matches every assignment.
 ConfigSchema resources are selected by the same rule.
 
-Values. Each ConfigMap value is YAML text: `123` is a number, `'123'` (single quotes inside
-the value) the string "123", `{a: 1}` a map, `[x, y]` a list. A value that is empty or not
-valid YAML stays the raw string. (Kalypso keeps scalars as strings; here they are typed so
-that JSON Schemas can speak of numbers and booleans, and single quotes keep a string a string.)
+Values, as Kalypso reads them. A ConfigMap value is parsed as YAML only to find maps and
+lists (`{a: 1}`, `[x, y]`), which stay structured, their members typed as YAML says. Any
+other value keeps its original text: `false` and `11` stay the strings "false" and "11", so a
+ConfigMap rendered from them stays valid Kubernetes (data values must be strings); a value
+in single quotes (`'11'`) loses the quotes. A value that is empty or not valid YAML stays the
+raw string.
 
 Precedence and merging. ConfigMaps apply from the least specific (fewest labels, not counting
 `platform-config`) to the most specific, ties by ConfigMap name; a later one wins. Maps merge
@@ -23,8 +25,12 @@ replaced. An empty list is such an other value, so `[]` clears a list.
 
 Validation. The composed config is checked against each matching ConfigSchema (by name) and
 then each schema the Workload and the target declare, in the dialect each schema's `$schema`
-names (draft-07 when none). A violation names the config key, the schema and the ConfigMaps
-that set that key.
+names (draft-07 when none). Since scalars stay text, a value may also be checked as what its
+text says in YAML (`11` a number, `false` a boolean), for the check only, as Kalypso does: a
+place in the config breaks a schema only when it breaks it read both ways, and the typed
+reading's complaint is the one reported (`0` against `minimum: 1` says so, not "is not of
+type 'integer'"). A violation names the config key, the schema and the ConfigMaps that set
+that key.
 
 Each `ComposedConfig` records the ConfigMaps it was built from, in precedence order, and
 which of them set each top-level key, so that a changed ConfigMap can be traced to the
@@ -70,14 +76,38 @@ Path = tuple[str | int, ...]
 
 
 def parse_value(text: str) -> Json:
-    """A ConfigMap value as config data: YAML, or the raw text when it is not JSON-like YAML."""
+    """A ConfigMap value as config data: a map or a list when its YAML is one, the text in
+    single quotes without them, otherwise the text as it is."""
+    parsed = _yaml(text)
+    if isinstance(parsed, dict | list) and _is_json(parsed):
+        return parsed
+    quoted = text.strip()
+    if isinstance(parsed, str) and len(quoted) >= 2 and quoted[0] == quoted[-1] == "'":
+        return parsed
+    return text
+
+
+def _yaml(text: str) -> Json:
+    """What YAML makes of a value (None for empty or invalid YAML)."""
     if not text.strip():
-        return text
+        return None
     try:
-        value = load_yaml(text)
+        return load_yaml(text)
     except yaml.YAMLError:
-        return text
-    return value if _is_json(value) else text
+        return None
+
+
+def _typed(data: Mapping[str, Json]) -> dict[str, Json]:
+    """The config with each top-level text read as the YAML scalar it spells, where it spells
+    a number or a boolean: the reading schemas may also check."""
+    typed = {}
+    for key, value in data.items():
+        scalar = _yaml(value) if isinstance(value, str) else None
+        readable = isinstance(scalar, bool | int) or (
+            isinstance(scalar, float) and math.isfinite(scalar)
+        )
+        typed[key] = scalar if readable else value
+    return typed
 
 
 def _is_json(value: Json) -> bool:
@@ -374,7 +404,12 @@ def _validate(
     data: Mapping[str, Json], validator: Validator, layers: Sequence[_Layer]
 ) -> Iterable[_Violation]:
     try:
-        errors = list(validator.iter_errors(data))
+        as_text = {tuple(error.absolute_path) for error in validator.iter_errors(data)}
+        errors = [
+            error
+            for error in validator.iter_errors(_typed(data))
+            if tuple(error.absolute_path) in as_text
+        ]
     except Unresolvable as unresolvable:
         yield _Violation("", (), f"the schema refers to what cannot be resolved: {unresolvable}")
         return

@@ -305,9 +305,9 @@ DEV: Mapping[str, str] = {
         WEST_US,
         {"REGION": "West US", "DATABASE_URL": "mysql://west-host:8806/mysql"},
     ),
-    # The single quotes inside the value keep "false" a string; see scheduler_core.config.
+    # As the tutorial writes it: the value is the text `false`, and stays that string.
     "configs/dev-config.yaml": config_map(
-        "dev-config", {}, {"ENVIRONMENT": "Dev", "SOME_COMMON_ENVIRONMENT_VARIABLE": "\"'false'\""}
+        "dev-config", {}, {"ENVIRONMENT": "Dev", "SOME_COMMON_ENVIRONMENT_VARIABLE": '"false"'}
     ),
     "scheduling/kaizen/functional-test-policy.yaml": FUNCTIONAL_TEST_POLICY,
     "scheduling/kaizen/performance-test-policy.yaml": PERFORMANCE_TEST_POLICY,

@@ -127,13 +127,14 @@ def test_config_map_changed_on_stage_changes_only_the_west_us_assignments() -> N
 @pytest.mark.parametrize(
     ("text", "value"),
     [
-        ("123", 123),
+        ("123", "123"),
         ("'123'", "123"),
-        ('"123"', "123"),
-        ("1.5", 1.5),
-        ("true", True),
+        ('"123"', '"123"'),
+        ("1.5", "1.5"),
+        ("true", "true"),
         ("'false'", "false"),
-        ("null", None),
+        (" 'it''s' ", "it's"),
+        ("null", "null"),
         ("East US", "East US"),
         ("mysql://west-host:8806/mysql", "mysql://west-host:8806/mysql"),
         ("2024-05-01", "2024-05-01"),
@@ -153,6 +154,7 @@ def test_config_map_changed_on_stage_changes_only_the_west_us_assignments() -> N
         "float",
         "bool",
         "single-quoted-bool",
+        "single-quoted-text",
         "null",
         "text",
         "url",
@@ -167,12 +169,12 @@ def test_config_map_changed_on_stage_changes_only_the_west_us_assignments() -> N
         "blank",
     ],
 )
-def test_values_are_read_as_yaml(text: str, value: Any) -> None:
+def test_scalars_keep_their_text_and_maps_and_lists_are_read_as_yaml(text: str, value: Any) -> None:
     assert parse_value(text) == value
     assert type(parse_value(text)) is type(value)
 
 
-def test_values_in_a_config_map_are_typed_as_yaml_says() -> None:
+def test_values_in_a_config_map_keep_their_text() -> None:
     # Two layers of YAML: the ConfigMap's (whose data values are strings) and the value's own.
     typed = config_map(
         "typed",
@@ -188,10 +190,32 @@ def test_values_in_a_config_map_are_typed_as_yaml_says() -> None:
     config = dev_with(typed=typed)[DRONE].config
 
     assert config.data["REPLICAS"] == "3"
-    assert config.data["PORT"] == 8080
+    assert config.data["PORT"] == "8080"
     assert config.data["DEBUG"] == "true"
-    assert config.data["RATIO"] == 0.5
+    assert config.data["RATIO"] == "0.5"
     assert config.data["NAME"] == "app"
+
+
+def test_schemas_may_check_text_as_the_number_or_boolean_it_spells() -> None:
+    values = config_map(
+        "values",
+        {},
+        {"REPLICAS": '"11"', "DEBUG": '"false"', "VERSION": '"1.10"', "WORKERS": '"0"'},
+    )
+    schema = config_schema(
+        "typed",
+        """|
+    {"type": "object",
+     "properties": {"REPLICAS": {"type": "integer", "maximum": 20},
+                    "DEBUG": {"type": "boolean"},
+                    "VERSION": {"type": "string", "pattern": "^1[.]10$"},
+                    "WORKERS": {"type": "integer", "minimum": 1}}}""",
+    )
+    drone = dev_with(values=values, typed=schema)[DRONE]
+
+    assert drone.config.data["REPLICAS"] == "11"
+    [error] = drone.errors
+    assert (error.key, error.message) == ("WORKERS", "0 is less than the minimum of 1")
 
 
 NESTED_GENERAL = """|
@@ -559,6 +583,6 @@ def test_the_most_specific_matching_config_map_wins(
     for key in ("K1", "K2", "K3"):
         setters = [data[key] for _, _, data in sorted(layers) if key in data]
         if setters:
-            assert drone.data[key] == setters[-1]
+            assert drone.data[key] == str(setters[-1])
         else:
             assert key not in drone.data

@@ -28,7 +28,7 @@ def dev_config(environment: str) -> str:
     return scenario.config_map(
         "dev-config",
         {},
-        {"ENVIRONMENT": environment, "SOME_COMMON_ENVIRONMENT_VARIABLE": "\"'false'\""},
+        {"ENVIRONMENT": environment, "SOME_COMMON_ENVIRONMENT_VARIABLE": '"false"'},
     )
 
 
