@@ -1,4 +1,8 @@
-"""ASGI entry point for uvicorn workers: settings and database URL come from the environment."""
+"""ASGI entry point for uvicorn workers: settings and database URL come from the environment.
+
+Run under uvicorn directly, give it the hub's HTTP protocol as well, which bounds slow clients:
+`uvicorn hub.asgi:create_app_from_environment --factory --http hub.http:DeadlineHttpToolsProtocol`.
+"""
 
 import gc
 

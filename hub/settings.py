@@ -44,6 +44,19 @@ class HubSettings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8080
     max_report_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+    request_header_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Seconds a client has, from connecting or from a request's first byte, to send the "
+            "request's headers; then it is answered 408 and the connection closed."
+        ),
+    )
+    request_body_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a client has to send a request's body once its headers are in.",
+    )
     stale_after_seconds: int = Field(default=600, gt=0)
     database_pool_size: int = Field(default=10, gt=0)
     database_pool_timeout: float = Field(

@@ -61,3 +61,13 @@ def test_an_unusable_interval_is_refused_by_name(
     monkeypatch.setenv("FLEETMARK_HARVEST_INTERVAL", value)
     with pytest.raises(ValidationError, match="harvest_interval"):
         HubSettings()
+
+
+@pytest.mark.parametrize("name", ["request_header_timeout", "request_body_timeout"])
+@pytest.mark.parametrize("value", ["0", "-1", "soon"])
+def test_an_unusable_request_timeout_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(f"FLEETMARK_{name.upper()}", value)
+    with pytest.raises(ValidationError, match=name):
+        HubSettings()

@@ -13,6 +13,7 @@ from sqlalchemy.engine import make_url
 import hub
 from hub import migrate
 from hub.cli.common import DataDirOption, console, database_url, load_settings, open_database
+from hub.http import DeadlineHttpToolsProtocol
 
 
 def serve(
@@ -54,6 +55,7 @@ def serve(
         host=host,
         port=port,
         workers=workers,
+        http=DeadlineHttpToolsProtocol,
         access_log=False,
         proxy_headers=True,
     )
