@@ -58,6 +58,11 @@ PROTECTED_DATABASES = {"postgres", "template0", "template1"}
 # Distinct states every object cycles through (revision, and every fourth one failing).
 VARIANTS = 8
 SCRATCH_TABLES = ("bench_copy_status_transition", "bench_copy_object_state")
+# --compare-commit-modes: the hub's environment for each run, by label.
+COMMIT_MODES = (
+    ("durable (default)", {"FLEETMARK_INGEST_SYNCHRONOUS_COMMIT": "true"}),
+    ("asynchronous commit", {"FLEETMARK_INGEST_SYNCHRONOUS_COMMIT": "false"}),
+)
 # Timestamps come from the monotonic clock itself: uvloop's loop.time() has millisecond steps
 # and is read once per loop iteration, too coarse for latencies of a few milliseconds.
 now = time.monotonic
@@ -147,6 +152,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="`fleetmark serve --workers`: one per core lets the hub's Python use both.",
     )
     hub.add_argument("--port", type=int, default=0, help="Hub port (0: a free port).")
+    hub.add_argument(
+        "--compare-commit-modes",
+        action="store_true",
+        help="Run twice, each on a fresh database: with the durable default (a report is "
+        "answered once its commit is flushed to the WAL) and with asynchronous commit "
+        "(FLEETMARK_INGEST_SYNCHRONOUS_COMMIT=false); print both and a side-by-side summary.",
+    )
     hub.add_argument(
         "--hub-env",
         action="append",
@@ -1067,14 +1079,42 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("--objects, --duration and --rate must be positive")
 
     executable = fleetmark_executable(args.fleetmark)
-    workdir = Path(tempfile.mkdtemp(prefix="fleetmark-bench-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FLEETMARK_")}
-    env["FLEETMARK_DATA_DIR"] = str(workdir / "data")
+    hub_env = {}
     for pair in args.hub_env:
         key, separator, value = pair.partition("=")
         if not separator:
             raise SystemExit(f"--hub-env {pair!r}: expected KEY=VALUE")
-        env[key] = value
+        hub_env[key] = value
+    modes = COMMIT_MODES if args.compare_commit_modes else (("", {}),)
+    runs = []
+    for label, mode_env in modes:
+        if label:
+            print(f"… commit mode: {label}", file=sys.stderr, flush=True)
+        runs.append(measure(args, executable, label, hub_env | mode_env))
+    for run in runs:
+        report(args, run, executable)
+    if len(runs) > 1:
+        compare(args, runs)
+
+
+@dataclass
+class Run:
+    """One measured run of the hub, as `report` prints it."""
+
+    label: str
+    facts: ServerFacts
+    results: list[LoadResult]
+    resources: Resources
+    baseline: tuple[int, float] | None
+    database_url: str
+
+
+def measure(args: argparse.Namespace, executable: str, label: str, hub_env: dict[str, str]) -> Run:
+    """Start a hub on a fresh database, load it, and return what was measured."""
+    workdir = Path(tempfile.mkdtemp(prefix="fleetmark-bench-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLEETMARK_")}
+    env["FLEETMARK_DATA_DIR"] = str(workdir / "data")
+    env.update(hub_env)
     database_url: str | None = None
     if not args.embedded:
         database_url = args.database_url
@@ -1178,27 +1218,25 @@ def main(argv: list[str] | None = None) -> None:
                 process.terminate()
         hub.stop()
 
-    report(args, facts, results, resources, baseline, database_url, executable)
     shutil.rmtree(workdir, ignore_errors=True)
+    return Run(label, facts, results, resources, baseline, database_url)
 
 
-def report(
-    args: argparse.Namespace,
-    facts: ServerFacts,
-    results: list[LoadResult],
-    resources: Resources,
-    baseline: tuple[int, float] | None,
-    database_url: str,
-    executable: str,
-) -> None:
+def sorted_latencies(results: list[LoadResult]) -> list[float]:
     latencies = array("d")
+    for result in results:
+        latencies.frombytes(result.latencies)
+    return sorted(latencies)
+
+
+def report(args: argparse.Namespace, run: Run, executable: str) -> None:
+    facts, results, resources, baseline = run.facts, run.results, run.resources, run.baseline
     statuses: Counter[str] = Counter()
     snapshot_errors: Counter[str] = Counter()
     for result in results:
-        latencies.frombytes(result.latencies)
         statuses.update(result.statuses)
         snapshot_errors.update(result.snapshot_errors)
-    ordered = sorted(latencies)
+    ordered = sorted_latencies(results)
     completed = sum(r.completed_ok for r in results)
     accepted = sum(r.accepted for r in results)
     changed = sum(r.changed for r in results)
@@ -1215,7 +1253,7 @@ def report(
         return f", {seconds / completed * 1000:.2f} ms/report" if completed else ""
 
     print()
-    print("fleetmark ingest benchmark")
+    print("fleetmark ingest benchmark" + (f": {run.label}" if run.label else ""))
     print("  command: " + " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]))
     line("PostgreSQL", f"{facts.version}")
     line("TimescaleDB", facts.timescaledb)
@@ -1223,7 +1261,7 @@ def report(
         "database",
         "embedded (temporary --data-dir)"
         if args.embedded
-        else re.sub(r"//[^@/]*@", "//…@", database_url),
+        else re.sub(r"//[^@/]*@", "//…@", run.database_url),
     )
     line("hub", f"{Path(executable).name} serve --workers {args.workers}")
     line("machine", f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
@@ -1299,6 +1337,47 @@ def report(
         line("hub", f"{duration:,.1f} s, {rows / duration:,.0f} rows/s")
         line("COPY", f"{copy_seconds:,.3f} s, {rows / copy_seconds:,.0f} rows/s")
         line("ratio hub time / COPY time", f"{duration / copy_seconds:,.0f}x")
+
+
+def compare(args: argparse.Namespace, runs: list[Run]) -> None:
+    """The runs side by side: what the commit mode costs and what it buys."""
+    print()
+    print(f"commit modes side by side ({args.duration:g} s measured each)")
+    print(f"  {'':<34} " + " ".join(f"{run.label:>22}" for run in runs))
+
+    def row(label: str, values: list[str]) -> None:
+        print(f"  {label:<34} " + " ".join(f"{value:>22}" for value in values))
+
+    completed = [sum(r.completed_ok for r in run.results) for run in runs]
+    latencies = [sorted_latencies(run.results) for run in runs]
+    row("reports/s (2xx completed)", [f"{count / args.duration:,.1f}" for count in completed])
+    for label, fraction in (("p50", 0.50), ("p99", 0.99)):
+        row(f"latency {label}", [ms(percentile(ordered, fraction)) for ordered in latencies])
+
+    def per_report(seconds: float | None, count: int) -> str:
+        return "n/a" if seconds is None or not count else f"{seconds / count * 1000:.2f} ms"
+
+    row(
+        "PostgreSQL CPU per report",
+        [
+            per_report(run.resources.pg_cpu, count)
+            for run, count in zip(runs, completed, strict=True)
+        ],
+    )
+    row(
+        "hub CPU per report",
+        [
+            per_report(run.resources.hub_cpu, count)
+            for run, count in zip(runs, completed, strict=True)
+        ],
+    )
+    row(
+        "errors",
+        [
+            f"{sum(n for r in run.results for s, n in r.statuses.items() if s[0] != '2'):,}"
+            for run in runs
+        ],
+    )
 
 
 if __name__ == "__main__":

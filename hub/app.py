@@ -13,6 +13,7 @@ import hub
 from hub.clusters.router import router as clusters_router
 from hub.database import (
     STORE_BUSY_ERRORS,
+    STORE_UNAVAILABLE_ERRORS,
     create_engine,
     create_sessionmaker,
     create_statement_pool,
@@ -71,7 +72,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
     app.state.settings = settings
     app.state.clock = clock
     app.state.metrics = HubMetrics()
-    install_error_handlers(app, busy=STORE_BUSY_ERRORS)
+    install_error_handlers(app, busy=STORE_BUSY_ERRORS, unavailable=STORE_UNAVAILABLE_ERRORS)
     for router in (
         health_router,
         ingest_router,

@@ -17,6 +17,8 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout, TooManyRequests
 from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import InterfaceError as EngineInterfaceError
+from sqlalchemy.exc import OperationalError as EngineOperationalError
 from sqlalchemy.exc import TimeoutError as EnginePoolTimeout
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -35,6 +37,15 @@ APPLICATION_NAME = "fleetmark-hub"
 # Raised when every database connection stays busy past database_pool_timeout: the hub is
 # overloaded, not broken, so clients are told to retry (503) rather than shown an error.
 STORE_BUSY_ERRORS: tuple[type[Exception], ...] = (PoolTimeout, TooManyRequests, EnginePoolTimeout)
+# Raised when the store cannot be reached or drops the connection (refused, lost mid-statement,
+# shut down, restarting; psycopg's InterfaceError for a connection already closed), bare or as
+# SQLAlchemy wraps them: a request that meets one is told to retry (503), like a busy store.
+STORE_UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    EngineOperationalError,
+    EngineInterfaceError,
+)
 
 
 def normalise_database_url(url: str) -> str:
@@ -90,10 +101,11 @@ def create_statement_pool(url: str, settings: HubSettings) -> AsyncConnectionPoo
     """Autocommit psycopg connections for units of work that are one SQL statement.
 
     Beside the engine's pool, so the hot path (report ingest) skips SQLAlchemy's session and
-    transaction handling. Unless `ingest_synchronous_commit` is set, its commits do not wait
-    for the WAL flush: reports are re-sent state, not records of their own. Opened and closed
-    by the app's lifespan; a request that finds every connection busy for
-    `database_pool_timeout` seconds gets PoolTimeout, answered with 503.
+    transaction handling. Its commits wait for the WAL flush as the server's own setting says
+    (on, unless changed there), so a report answered 2xx survives a crash; with
+    `ingest_synchronous_commit` off they do not wait. Opened and closed by the app's lifespan;
+    a request that finds every connection busy for `database_pool_timeout` seconds gets
+    PoolTimeout, answered with 503.
     """
     conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
     options = {"autocommit": True, "application_name": APPLICATION_NAME}

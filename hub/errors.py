@@ -1,9 +1,12 @@
 """Domain errors. Services raise these; one handler renders them as {"error", "detail"}."""
 
+import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+
+log = structlog.get_logger(__name__)
 
 
 class FleetmarkError(Exception):
@@ -93,12 +96,19 @@ def describe_validation_error(exc: ValidationError | RequestValidationError) -> 
     return "; ".join(lines)
 
 
-# Seconds a client is asked to wait when the store is busy.
+# Seconds a client is asked to wait when the store is busy or cannot be reached.
 RETRY_AFTER_BUSY = 5
 
 
-def install_error_handlers(app: FastAPI, *, busy: tuple[type[Exception], ...] = ()) -> None:
-    """Domain errors as {"error", "detail"}; `busy` names the errors of an overloaded store."""
+def install_error_handlers(
+    app: FastAPI,
+    *,
+    busy: tuple[type[Exception], ...] = (),
+    unavailable: tuple[type[Exception], ...] = (),
+) -> None:
+    """Domain errors as {"error", "detail"}; `busy` names the errors of an overloaded store,
+    `unavailable` those of a store that is down or dropped the connection: both are 503 with
+    Retry-After, which clients (the agent among them) take as "try later", not as a failure."""
 
     async def domain_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, FleetmarkError)
@@ -123,7 +133,22 @@ def install_error_handlers(app: FastAPI, *, busy: tuple[type[Exception], ...] = 
             headers={"Retry-After": str(RETRY_AFTER_BUSY)},
         )
 
+    async def store_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        log.warning(
+            "database unavailable", path=request.url.path, error=type(exc).__name__, detail=str(exc)
+        )
+        return JSONResponse(
+            {
+                "error": "store_unavailable",
+                "detail": "the database cannot be reached; retry later",
+            },
+            status_code=503,
+            headers={"Retry-After": str(RETRY_AFTER_BUSY)},
+        )
+
     app.add_exception_handler(FleetmarkError, domain_error)
     for error in busy:
         app.add_exception_handler(error, store_busy)
+    for error in unavailable:
+        app.add_exception_handler(error, store_unavailable)
     app.add_exception_handler(RequestValidationError, request_validation_error)

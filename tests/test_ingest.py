@@ -1,8 +1,12 @@
 """Report ingest: state, transitions, idempotency, ordering and snapshots, as a user sees them."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
-from tests.conftest import MakeAgent
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tests.conftest import MakeAgent, MakeClient, RegisterCluster
 from tests.support import (
     PLATFORM_REPO,
     SHA_A,
@@ -281,18 +285,98 @@ async def test_heartbeats_are_bucketed_and_last_seen_moves(agent: Agent, store: 
     assert (cluster["first_seen_at"], cluster["last_seen_at"]) == (START, last)
 
 
-async def test_future_observed_at_is_clamped_to_the_hub_clock(
+async def test_future_observed_at_within_the_clock_skew_is_clamped_to_the_hub_clock(
     agent: Agent, store: Store, clock: FakeClock
 ) -> None:
-    await agent.send_ok([kustomization("app", V1)], observed_at=clock.now + timedelta(hours=3))
+    await agent.send_ok([kustomization("app", V1)], observed_at=clock.now + timedelta(minutes=4))
 
     assert (await store.objects(agent.cluster))["app"]["changed_at"] == clock.now
     assert [t["observed_at"] for t in await store.transitions(agent.cluster)] == [clock.now]
 
     # The clamp keeps the state correctable: the next honest report is newer, not older.
-    clock.advance(minutes=1)
+    clock.advance(seconds=1)
     await agent.send_ok([kustomization("app", V2)])
     assert (await store.objects(agent.cluster))["app"]["applied_sha"] == SHA_B
+
+
+FAR_FUTURE = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("future", "field"),
+    [
+        ({"observed_at": FAR_FUTURE}, "observed_at"),
+        ({"observed_at": START + timedelta(minutes=5, seconds=1)}, "observed_at"),
+        ({"last_transition_at": FAR_FUTURE}, "objects.0.last_transition_at"),
+    ],
+    ids=["year-9999", "just-past-the-skew", "last-transition"],
+)
+async def test_report_from_beyond_the_clock_skew_is_refused_and_changes_nothing(
+    agent: Agent, store: Store, clock: FakeClock, future: dict[str, datetime], field: str
+) -> None:
+    await agent.send_ok([kustomization("app", V1)])
+    before = (await store.objects(agent.cluster))["app"]
+
+    observed_at = future.get("observed_at", clock.now)
+    ahead = (
+        {"last_transition_at": future["last_transition_at"].isoformat()}
+        if ("last_transition_at" in future)
+        else {}
+    )
+    refused = await agent.send([kustomization("app", V2, **ahead)], observed_at=observed_at)
+
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"] == "invalid_input"
+    assert refused.json()["detail"].startswith(f"{field}: ")
+    assert "ahead of the hub's clock" in refused.json()["detail"]
+    assert (await store.objects(agent.cluster))["app"] == before
+    # A later report with the right time is applied.
+    clock.advance(seconds=1)
+    assert (await agent.send_ok([kustomization("app", V3)]))["changed"] == 1
+    assert (await store.objects(agent.cluster))["app"]["applied_sha"] == SHA_C
+
+
+async def test_clock_skew_allowed_is_configurable(
+    make_client: MakeClient, register_cluster: RegisterCluster, clock: FakeClock
+) -> None:
+    client = await make_client(ingest_max_clock_skew=timedelta(0))
+    agent = Agent(client, clock, "drone-dev-1", await register_cluster("drone-dev-1"))
+
+    response = await agent.send(
+        [kustomization("app")], observed_at=clock.now + timedelta(seconds=1)
+    )
+
+    assert response.status_code == 422
+    assert response.json()["detail"].startswith("observed_at: ")
+
+
+async def test_report_spooled_for_hours_is_still_accepted(
+    agent: Agent, store: Store, clock: FakeClock
+) -> None:
+    observed_at = clock.now - timedelta(hours=6)
+
+    await agent.send_ok([kustomization("app", V1)], observed_at=observed_at)
+
+    assert (await store.objects(agent.cluster))["app"]["changed_at"] == observed_at
+
+
+async def test_state_a_future_time_froze_in_the_store_is_freed_by_the_next_report(
+    agent: Agent, store: Store, clock: FakeClock, session: AsyncSession
+) -> None:
+    await agent.send_ok([kustomization("app", V1), kustomization("gone", V1)])
+    # A store written before reports from the future were refused (or by a hub whose own
+    # clock ran ahead) may hold such a time.
+    await session.execute(
+        text("UPDATE object_state SET changed_at = :future"), {"future": FAR_FUTURE}
+    )
+
+    clock.advance(minutes=1)
+    reply = await agent.send_ok([kustomization("app", V2)], full_snapshot=True)
+
+    assert reply["changed"] == 2
+    objects = await store.objects(agent.cluster)
+    assert (objects["app"]["applied_sha"], objects["app"]["changed_at"]) == (SHA_B, clock.now)
+    assert objects["gone"]["removed_at"] == clock.now
 
 
 async def test_each_object_keeps_since_when_it_runs_its_revision_and_is_ready(

@@ -261,6 +261,7 @@ async def ingest(
         agent.token,
         parsed(agent, name),
         received_at=agent.clock.now,
+        max_clock_skew=timedelta(minutes=5),
         token_secret=TOKEN_SECRET,
         busy_timeout=busy_timeout,
     )

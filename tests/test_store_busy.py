@@ -1,5 +1,5 @@
 """The app's own database pools: an overloaded store answers 503 and loses nothing; ingest
-commits without waiting for the WAL unless configured to; two hub workers applying one
+waits for the WAL flush before answering unless configured not to; two hub workers applying one
 agent's reports at once leave the newest state.
 
 These tests run the app on its own pools against a database of their own (no test session),
@@ -209,8 +209,8 @@ async def test_two_workers_applying_one_agents_reports_at_once_keep_its_newest_s
     await admin.rollback()
 
 
-@pytest.mark.parametrize(("configured", "expected"), [(None, "off"), (True, "on")])
-async def test_ingest_commits_without_waiting_for_the_wal_unless_configured(
+@pytest.mark.parametrize(("configured", "expected"), [(None, "on"), (False, "off")])
+async def test_ingest_waits_for_the_wal_flush_unless_configured_not_to(
     own_database: str, configured: bool | None, expected: str
 ) -> None:
     overrides = {} if configured is None else {"ingest_synchronous_commit": configured}

@@ -86,6 +86,7 @@ REPORT_TYPES = {
     "sequence": "bigint",
     "observed_at": "timestamptz",
     "received_at": "timestamptz",
+    "not_after": "timestamptz",
     "full_snapshot": "boolean",
     "claimed_environment": "text",
     "claimed_cluster_type": "text",
@@ -121,6 +122,12 @@ def _columns(alias: str) -> str:
 # while this statement waited for the agent's session row: the session row counts reports,
 # so such a report is recognised (the count moved by more than its own one) and all its
 # records go to the upsert, whose conflict clause sees the newest row and keeps its guards.
+#
+# A report's state replaces an object's stored state unless the stored one was observed later.
+# A stored time beyond what the hub accepts now (its clock plus the allowed skew: not_after,
+# the same bound for every report of a batch, to within its wait) cannot have been observed:
+# it counts as older than any report, so a store a future time once froze is freed by the
+# next report rather than frozen until that time.
 #
 # A fresh report places a cluster that registration left open: without an environment, into
 # the one the agent names (and its cluster type); with an environment but no cluster type,
@@ -222,7 +229,7 @@ upserted AS (
             WHEN EXCLUDED.ready IS NOT TRUE THEN NULL
             WHEN t.removed_at IS NULL AND t.ready THEN t.ready_since
             ELSE EXCLUDED.changed_at END
-    WHERE t.changed_at <= EXCLUDED.changed_at
+    WHERE (t.changed_at <= EXCLUDED.changed_at OR t.changed_at > (SELECT max(not_after) FROM fresh))
       AND (t.removed_at IS NOT NULL
            OR ({_columns("t")}) IS DISTINCT FROM ({_columns("EXCLUDED")}))
     RETURNING t.id, t.cluster_id, t.changed_at, {_columns("t")}
@@ -231,7 +238,8 @@ vanished AS (
     UPDATE object_state t SET removed_at = f.observed_at, changed_at = f.observed_at
     FROM fresh f
     WHERE f.full_snapshot
-      AND t.cluster_id = f.id AND t.removed_at IS NULL AND t.changed_at < f.observed_at
+      AND t.cluster_id = f.id AND t.removed_at IS NULL
+      AND (t.changed_at < f.observed_at OR t.changed_at > f.not_after)
       AND (t.cluster_id, t.reconciler, t.kind, t.namespace, t.name)
           NOT IN (SELECT cluster_id, {_KEY_COLUMNS} FROM incoming)
     RETURNING t.id, t.cluster_id, t.changed_at, {_columns("t")}
@@ -500,6 +508,7 @@ async def apply_report(
     sequence: int,
     observed_at: datetime,
     received_at: datetime,
+    not_after: datetime,
     full_snapshot: bool,
     records: Sequence[Record],
     claimed_environment: str | None,
@@ -521,6 +530,7 @@ async def apply_report(
             sequence,
             observed_at,
             received_at,
+            not_after,
             full_snapshot,
             claimed_environment,
             claimed_cluster_type,

@@ -48,12 +48,13 @@ async def post_report(
 ) -> ReportReply:
     token = None if credentials is None else credentials.credentials
     token_secret = settings.token_secret.get_secret_value()
+    received_at = clock()
     if not token:
         await service.authenticate(statements, token, token_secret=token_secret)
     try:
         body = await _read_body(request, settings.max_report_bytes)
         try:
-            report = Report.from_body(body)
+            report = Report.from_body(body, not_after=received_at + settings.ingest_max_clock_skew)
         except ValidationError as exc:
             raise InvalidInput(describe_validation_error(exc)) from exc
     except FleetmarkError:
@@ -65,7 +66,8 @@ async def post_report(
         statements,
         token,
         report,
-        received_at=clock(),
+        received_at=received_at,
+        max_clock_skew=settings.ingest_max_clock_skew,
         token_secret=token_secret,
         busy_timeout=settings.database_pool_timeout,
     )

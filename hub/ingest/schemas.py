@@ -1,6 +1,7 @@
 """Wire format of report contract v1 as the hub accepts it (the agent has its own models)."""
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -13,6 +14,7 @@ from pydantic import (
     ValidationInfo,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 REPORT_SCHEMA = "fleetmark.report/v1"
 MAX_MESSAGE_CHARS = 16_384
@@ -20,6 +22,9 @@ MAX_OBJECTS = 20_000
 TRUNCATION_MARK = "… [truncated by fleetmark]"
 # Validation context key: True when the raw body may carry a NUL character (see Report).
 MAY_HOLD_NUL = "may_hold_nul"
+# Validation context key: the latest time a report may carry, the hub's clock plus the allowed
+# skew (see ReportedTime); without it, times are not checked.
+NOT_AFTER = "not_after"
 
 
 def _nul_paths(value: object, path: str = "") -> Iterator[str]:
@@ -45,6 +50,21 @@ def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
+def _not_ahead_of_the_hub(value: datetime, info: ValidationInfo) -> datetime:
+    """A time far ahead of the hub's clock would make whatever it stamps newer than every
+    report to come, so it is refused rather than stored (a late time is fine: spooled
+    reports arrive hours late)."""
+    not_after = info.context.get(NOT_AFTER) if info.context else None
+    if not_after is not None and value > not_after:
+        raise PydanticCustomError(
+            "ahead_of_hub_clock",
+            "{value} is ahead of the hub's clock by more than the allowed clock skew "
+            "(FLEETMARK_INGEST_MAX_CLOCK_SKEW): it may be at most {not_after}",
+            {"value": value.isoformat(), "not_after": not_after.isoformat()},
+        )
+    return value
+
+
 def _truncate_message(value: str) -> str:
     if len(value) <= MAX_MESSAGE_CHARS:
         return value
@@ -54,6 +74,7 @@ def _truncate_message(value: str) -> str:
 Name = Annotated[str, StringConstraints(min_length=1, max_length=253)]
 ShortText = Annotated[str, StringConstraints(max_length=1024)]
 Message = Annotated[str, AfterValidator(_truncate_message)]
+ReportedTime = Annotated[AwareDatetime, AfterValidator(_not_ahead_of_the_hub)]
 # Environment and cluster type names are stored as varchar(63), as registration allows.
 DimensionName = Annotated[str, StringConstraints(min_length=1, max_length=63)]
 LabelKey = Annotated[str, StringConstraints(min_length=1, max_length=317)]
@@ -99,7 +120,7 @@ class ObjectRecord(Strict):
     health: Annotated[str, StringConstraints(max_length=32)] | None = None
     drifted: bool = False
     suspended: bool = False
-    last_transition_at: AwareDatetime | None = None
+    last_transition_at: ReportedTime | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -119,7 +140,7 @@ class Report(Strict):
     cluster: ClusterIdentity
     agent: AgentIdentity
     sequence: int = Field(ge=1, le=2**62, description="Starts at 1 for every agent boot id.")
-    observed_at: AwareDatetime
+    observed_at: ReportedTime
     full_snapshot: bool = False
     objects: list[ObjectRecord] = Field(default_factory=list, max_length=MAX_OBJECTS)
     skipped_kinds: list[SkippedKind] = Field(
@@ -129,9 +150,12 @@ class Report(Strict):
     )
 
     @classmethod
-    def from_body(cls, body: bytes) -> "Report":
-        """The report a request body holds; raises pydantic's ValidationError."""
-        return cls.model_validate_json(body, context={MAY_HOLD_NUL: b"\\u0000" in body})
+    def from_body(cls, body: bytes, *, not_after: datetime | None = None) -> "Report":
+        """The report a request body holds, its times no later than `not_after` when given;
+        raises pydantic's ValidationError."""
+        return cls.model_validate_json(
+            body, context={MAY_HOLD_NUL: b"\\u0000" in body, NOT_AFTER: not_after}
+        )
 
     @model_validator(mode="after")
     def _storable(self, info: ValidationInfo) -> "Report":

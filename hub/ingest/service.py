@@ -5,7 +5,7 @@ it writes anything, so a report costs no round trip of its own: it rides in the 
 of reports the repository sends.
 """
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 
 from hub.clusters import repository as clusters
@@ -113,6 +113,7 @@ async def ingest(
     report: Report,
     *,
     received_at: datetime,
+    max_clock_skew: timedelta,
     token_secret: str,
     busy_timeout: float,
 ) -> ReportReply:
@@ -122,7 +123,8 @@ async def ingest(
     """
     if not token:
         raise NotAuthenticated(_NO_CREDENTIALS)
-    # An agent clock running ahead must not pin state in the future.
+    # An agent clock running ahead (within the skew the schema allows) must not pin state in
+    # the future: the time is the hub's, so the next report is newer.
     observed_at = min(report.observed_at, received_at)
     applied = await repository.apply_report(
         statements,
@@ -134,6 +136,7 @@ async def ingest(
         sequence=report.sequence,
         observed_at=observed_at,
         received_at=received_at,
+        not_after=received_at + max_clock_skew,
         full_snapshot=report.full_snapshot,
         records=[_row(record) for record in report.objects],
         claimed_environment=report.cluster.environment,
