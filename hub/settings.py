@@ -90,6 +90,15 @@ class HubSettings(BaseSettings):
             "a report with a time further ahead is refused with 422."
         ),
     )
+    ingest_max_backdate: Interval = Field(
+        default=timedelta(days=1),
+        ge=timedelta(0),
+        description=(
+            "How much earlier than a report's observed_at the time an object's cluster says "
+            "its state last changed is believed, when the hub first sees the object: that is "
+            "when it began running its revision and being Ready (seconds or ISO 8601)."
+        ),
+    )
     log_format: Literal["console", "json"] | None = None
     repositories_file: Path | None = Field(
         default=None, description="YAML file listing the GitOps repositories to harvest."

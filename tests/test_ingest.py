@@ -409,6 +409,52 @@ async def test_each_object_keeps_since_when_it_runs_its_revision_and_is_ready(
     assert (back["applied_since"], back["ready_since"]) == (back_at, back_at)
 
 
+async def test_objects_seen_first_began_when_their_cluster_says_within_the_backdate_limit(
+    agent: Agent, store: Store, clock: FakeClock
+) -> None:
+    """A hub new to a fleet that has been Ready for days takes the reported transition time:
+    never after the report, never more than FLEETMARK_INGEST_MAX_BACKDATE (a day) before it."""
+    now = clock.now
+
+    def since(delta: timedelta) -> str:
+        return (now - delta).isoformat()
+
+    await agent.send_ok(
+        [
+            kustomization("hours", last_transition_at=since(timedelta(hours=5))),
+            kustomization("days", last_transition_at=since(timedelta(days=3))),
+            kustomization("ahead", last_transition_at=since(timedelta(minutes=-2))),
+            kustomization("unsaid"),
+            kustomization("failing", ready=False, last_transition_at=since(timedelta(hours=1))),
+        ],
+        full_snapshot=True,
+    )
+    clock.advance(minutes=1)
+    await agent.send_ok([], full_snapshot=True)
+    back_at = clock.advance(minutes=1)
+    await agent.send_ok(
+        [kustomization("hours", last_transition_at=since(timedelta(hours=5)))], full_snapshot=True
+    )
+
+    objects = await store.objects(agent.cluster)
+    began = {
+        name: (objects[name]["applied_since"], objects[name]["ready_since"])
+        for name in ("days", "ahead", "unsaid", "failing")
+    }
+    assert began == {
+        "days": (now - timedelta(days=1), now - timedelta(days=1)),
+        "ahead": (now, now),
+        "unsaid": (now, now),
+        "failing": (now - timedelta(hours=1), None),
+    }
+    # Removed and back: seen anew, so the cluster's word counts again.
+    assert back_at > now
+    assert (objects["hours"]["applied_since"], objects["hours"]["ready_since"]) == (
+        now - timedelta(hours=5),
+        now - timedelta(hours=5),
+    )
+
+
 async def test_each_object_keeps_the_ref_of_the_repository_whose_revisions_it_applies(
     agent: Agent, store: Store, clock: FakeClock
 ) -> None:

@@ -262,6 +262,7 @@ async def ingest(
         parsed(agent, name),
         received_at=agent.clock.now,
         max_clock_skew=timedelta(minutes=5),
+        max_backdate=timedelta(days=1),
         token_secret=TOKEN_SECRET,
         busy_timeout=busy_timeout,
     )

@@ -87,6 +87,7 @@ REPORT_TYPES = {
     "observed_at": "timestamptz",
     "received_at": "timestamptz",
     "not_after": "timestamptz",
+    "not_before": "timestamptz",
     "full_snapshot": "boolean",
     "claimed_environment": "text",
     "claimed_cluster_type": "text",
@@ -143,7 +144,10 @@ def _columns(alias: str) -> str:
 # An object's row carries when its current run of the applied revision began (applied_since)
 # and, while it is Ready, when its current Ready period began (ready_since): kept here as the
 # state changes, so that the promotion gate reads them with the state instead of looking them
-# up in the history. A removed object that comes back starts both anew.
+# up in the history. An object seen for the first time (or back after it was removed) began
+# both when its cluster says its state last changed (last_transition_at), never later than the
+# report's observed_at and never earlier than its not_before: a fleet that has run and been
+# Ready for days need not sit out a whole soak because the hub is new to it.
 #
 # Records arrive as positional JSON arrays (two thirds of the bytes of keyed objects, and
 # cheaper to parse than json_to_recordset's per-object hash tables); vanished objects are
@@ -197,7 +201,7 @@ fresh AS (
     LEFT JOIN agent_session prior ON prior.cluster_id = t.id AND prior.boot_id = t.boot_id
 ),
 incoming AS (
-    SELECT f.id AS cluster_id, f.observed_at, f.snapshot_current, {_RECORD}
+    SELECT f.id AS cluster_id, f.observed_at, f.not_before, f.snapshot_current, {_RECORD}
     FROM fresh f CROSS JOIN LATERAL jsonb_array_elements(f.records) AS r
 ),
 upserted AS (
@@ -205,9 +209,13 @@ upserted AS (
         cluster_id, reconciler, kind, namespace, name, {_STATE}, last_transition_at,
         changed_at, first_seen_at, removed_at, applied_since, ready_since)
     SELECT i.cluster_id, i.reconciler, i.kind, i.namespace, i.name, {_columns("i")},
-           i.last_transition_at, i.observed_at, i.observed_at, NULL, i.observed_at,
-           CASE WHEN i.ready THEN i.observed_at END
+           i.last_transition_at, i.observed_at, i.observed_at, NULL, b.began_at,
+           CASE WHEN i.ready THEN b.began_at END
     FROM incoming i
+    CROSS JOIN LATERAL (
+        SELECT LEAST(i.observed_at, GREATEST(COALESCE(i.last_transition_at, i.observed_at),
+                                             i.not_before)) AS began_at
+    ) AS b
     LEFT JOIN LATERAL (
         SELECT o.id, o.removed_at, {_columns("o")} FROM object_state o
         WHERE (o.cluster_id, o.reconciler, o.kind, o.namespace, o.name)
@@ -222,12 +230,13 @@ upserted AS (
         changed_at = EXCLUDED.changed_at,
         removed_at = NULL,
         applied_since = CASE
-            WHEN t.removed_at IS NULL
-             AND t.applied_revision IS NOT DISTINCT FROM EXCLUDED.applied_revision
+            WHEN t.removed_at IS NOT NULL THEN EXCLUDED.applied_since
+            WHEN t.applied_revision IS NOT DISTINCT FROM EXCLUDED.applied_revision
             THEN t.applied_since ELSE EXCLUDED.changed_at END,
         ready_since = CASE
             WHEN EXCLUDED.ready IS NOT TRUE THEN NULL
-            WHEN t.removed_at IS NULL AND t.ready THEN t.ready_since
+            WHEN t.removed_at IS NOT NULL THEN EXCLUDED.ready_since
+            WHEN t.ready THEN t.ready_since
             ELSE EXCLUDED.changed_at END
     WHERE (t.changed_at <= EXCLUDED.changed_at OR t.changed_at > (SELECT max(not_after) FROM fresh))
       AND (t.removed_at IS NOT NULL
@@ -509,6 +518,7 @@ async def apply_report(
     observed_at: datetime,
     received_at: datetime,
     not_after: datetime,
+    not_before: datetime,
     full_snapshot: bool,
     records: Sequence[Record],
     claimed_environment: str | None,
@@ -531,6 +541,7 @@ async def apply_report(
             observed_at,
             received_at,
             not_after,
+            not_before,
             full_snapshot,
             claimed_environment,
             claimed_cluster_type,

@@ -68,6 +68,7 @@ async def post_report(
         report,
         received_at=received_at,
         max_clock_skew=settings.ingest_max_clock_skew,
+        max_backdate=settings.ingest_max_backdate,
         token_secret=token_secret,
         busy_timeout=settings.database_pool_timeout,
     )

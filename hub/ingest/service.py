@@ -114,6 +114,7 @@ async def ingest(
     *,
     received_at: datetime,
     max_clock_skew: timedelta,
+    max_backdate: timedelta,
     token_secret: str,
     busy_timeout: float,
 ) -> ReportReply:
@@ -137,6 +138,7 @@ async def ingest(
         observed_at=observed_at,
         received_at=received_at,
         not_after=received_at + max_clock_skew,
+        not_before=observed_at - max_backdate,
         full_snapshot=report.full_snapshot,
         records=[_row(record) for record in report.objects],
         claimed_environment=report.cluster.environment,
