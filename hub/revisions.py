@@ -1,8 +1,10 @@
 """Parse the revision strings reconcilers report into a commit sha, a digest and a version.
 
 Forms: `main@sha1:<40hex>`, `refs/heads/main@sha1:<40hex>`, `main/<40hex>`, `sha1:<40hex>`,
-a bare sha (40 or 64 hex), OCI `v1.2.3@sha256:<64hex>`, `sha256:<64hex>`, Helm chart
-versions (`1.2.3`, `1.2.3+build.1`), and anything else kept as an opaque version.
+a bare sha (40 or 64 hex), OCI `v1.2.3@sha256:<64hex>`, `sha256:<64hex>`, and Helm chart
+versions (`1.2.3`, `v1.2.3`, `1.2.3-rc.1+build.1`). Anything else is kept as an opaque
+version, marked as of no known form: ingest warns about it, and the promotion gate and drift
+judge it `unknown_revision`, saying why.
 """
 
 import re
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 _HEX40_64 = r"(?:[0-9a-f]{64}|[0-9a-f]{40})"
 _GIT = re.compile(rf"^(?:(?P<ref>.+?)[@/])?(?:sha1:)?(?P<sha>{_HEX40_64})$", re.IGNORECASE)
 _OCI = re.compile(r"^(?:(?P<tag>[^@]+)@)?sha256:(?P<digest>[0-9a-f]{64})$", re.IGNORECASE)
+_VERSION = re.compile(r"^v?\d+(?:\.\d+)*(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +21,8 @@ class Revision:
     sha: str | None = None
     digest: str | None = None
     version: str | None = None
+    # False for text of none of the forms above.
+    known: bool = True
 
 
 def parse_revision(revision: str | None) -> Revision:
@@ -30,4 +35,10 @@ def parse_revision(revision: str | None) -> Revision:
     git = _GIT.match(text)
     if git:
         return Revision(sha=git["sha"].lower())
-    return Revision(version=text)
+    return Revision(version=text, known=_VERSION.match(text) is not None)
+
+
+UNKNOWN_FORM = (
+    "matches no known revision form (<branch>@sha1:<sha>, <branch>/<sha>, a bare sha, "
+    "<tag>@sha256:<digest> or a chart version)"
+)

@@ -409,6 +409,32 @@ async def test_each_object_keeps_since_when_it_runs_its_revision_and_is_ready(
     assert (back["applied_since"], back["ready_since"]) == (back_at, back_at)
 
 
+async def test_revisions_of_no_known_form_are_kept_and_named_in_a_warning(
+    agent: Agent, store: Store
+) -> None:
+    reply = await agent.send_ok(
+        [
+            kustomization("short", "main@sha1:1234567"),
+            kustomization("chart", "1.4.2+build.7"),
+            kustomization("attempt", attempted_revision="latest"),
+        ]
+    )
+
+    assert reply["accepted"] == 3
+    assert reply["warnings"] == [
+        "flux Kustomization flux-system/short: applied_revision 'main@sha1:1234567' matches no "
+        "known revision form (<branch>@sha1:<sha>, <branch>/<sha>, a bare sha, "
+        "<tag>@sha256:<digest> or a chart version); it is judged unknown_revision",
+        "flux Kustomization flux-system/short: attempted_revision 'main@sha1:1234567' matches no "
+        "known revision form (<branch>@sha1:<sha>, <branch>/<sha>, a bare sha, "
+        "<tag>@sha256:<digest> or a chart version); it is judged unknown_revision",
+        "flux Kustomization flux-system/attempt: attempted_revision 'latest' matches no "
+        "known revision form (<branch>@sha1:<sha>, <branch>/<sha>, a bare sha, "
+        "<tag>@sha256:<digest> or a chart version); it is judged unknown_revision",
+    ]
+    assert (await store.objects(agent.cluster))["short"]["applied_revision"] == "main@sha1:1234567"
+
+
 async def test_objects_seen_first_began_when_their_cluster_says_within_the_backdate_limit(
     agent: Agent, store: Store, clock: FakeClock
 ) -> None:

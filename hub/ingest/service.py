@@ -15,7 +15,7 @@ from hub.errors import ClusterMismatch, NotAuthenticated
 from hub.ingest import repository
 from hub.ingest.schemas import ObjectRecord, Report, ReportReply
 from hub.models.observed import FLUX_SOURCE_KINDS
-from hub.revisions import Revision, parse_revision
+from hub.revisions import UNKNOWN_FORM, Revision, parse_revision
 from hub.security import hash_token
 
 # A fleet reports the same few revisions over and over; parsing is pure, so remember it.
@@ -81,6 +81,28 @@ async def authenticate(statements: Statements, token: str | None, *, token_secre
         raise NotAuthenticated(_NO_CREDENTIALS)
     if await clusters.identify_token_hash(statements, hash_token(token_secret, token)) is None:
         raise NotAuthenticated(_UNKNOWN_CREDENTIALS)
+
+
+# Records named by unknown-form warnings in one reply; the rest are counted.
+_NAMED_RECORDS = 20
+
+
+def _revision_warnings(report: Report) -> list[str]:
+    """A warning per revision of no known form: it is accepted and kept, but judged
+    `unknown_revision` by the gate and drift, which say why."""
+    warnings = []
+    for record in report.objects:
+        for field in ("applied_revision", "attempted_revision"):
+            text = getattr(record, field)
+            if text and not _revision(text).known:
+                warnings.append(
+                    f"{record.reconciler} {record.kind} {record.namespace}/{record.name}: "
+                    f"{field} {text!r} {UNKNOWN_FORM}; it is judged unknown_revision"
+                )
+    if len(warnings) > _NAMED_RECORDS:
+        more = len(warnings) - _NAMED_RECORDS
+        warnings = [*warnings[:_NAMED_RECORDS], f"and {more} more revisions of no known form"]
+    return warnings
 
 
 def _placement_warnings(cluster: ClusterIdentity, report: Report) -> list[str]:
@@ -161,5 +183,5 @@ async def ingest(
         accepted=applied.accepted,
         changed=applied.changed,
         duplicate=False,
-        warnings=_placement_warnings(cluster, report),
+        warnings=[*_placement_warnings(cluster, report), *_revision_warnings(report)],
     )
