@@ -173,8 +173,6 @@ _DESCRIPTIONS = {
     400: "The body cannot be read (it is not UTF-8).",
     401: "No token, or one that is unknown or revoked.",
     403: "The token may not do this.",
-    404: "Not found.",
-    409: "In conflict with what exists.",
     413: "The body is over the size limit.",
     422: "A parameter or the body breaks a rule; each problem names the field and the rule.",
     503: "Every database connection is busy; retry after Retry-After seconds.",
