@@ -1,10 +1,48 @@
-"""Domain errors. Services raise these; one handler renders them as {"error", "detail"}."""
+"""Domain errors. Services raise these; one handler renders them as {"error", "detail"}, and
+the OpenAPI document declares that shape (`error_responses`) for every status an operation
+can answer with."""
+
+from collections.abc import Sequence
+from http import HTTPStatus
+from typing import Any, Literal
 
 import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
+from pydantic_core import ErrorDetails
+from starlette.exceptions import HTTPException
+
+
+class ErrorBody(BaseModel):
+    """What every error answer of the hub holds."""
+
+    error: str = Field(description="The kind of error, a code: unknown_cluster, store_busy, …")
+    detail: str = Field(description="What is wrong, in words.")
+
+
+class Problem(BaseModel):
+    """One rule a request broke."""
+
+    location: Literal["path", "query", "header", "body"]
+    field: str = Field(
+        description="The parameter, or the body field by its dotted path (objects.0.name); "
+        "empty for the body as a whole."
+    )
+    rule: str = Field(description="The rule broken, a code: string_too_long, int_parsing, …")
+    message: str
+
+
+class ValidationErrorBody(ErrorBody):
+    """A request refused for what it holds: each problem names the field and the rule."""
+
+    error: Literal["invalid_input"]
+    problems: list[Problem] = Field(
+        description="Every rule the request broke; empty when the request is refused as a whole "
+        "(detail says why)."
+    )
+
 
 log = structlog.get_logger(__name__)
 
@@ -16,6 +54,9 @@ class FleetmarkError(Exception):
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
+
+    def body(self) -> ErrorBody:
+        return ErrorBody(error=self.error, detail=self.detail)
 
 
 class NotAuthenticated(FleetmarkError):
@@ -86,14 +127,85 @@ class InvalidInput(FleetmarkError):
     status_code = 422
     error = "invalid_input"
 
+    def __init__(self, detail: str, problems: Sequence[Problem] = ()) -> None:
+        super().__init__(detail)
+        self.problems = list(problems)
+
+    @classmethod
+    def from_validation_error(cls, exc: ValidationError | RequestValidationError) -> "InvalidInput":
+        """A request body validated by hand (`exc` a ValidationError) or FastAPI's parameters."""
+        problems = [_problem(error) for error in exc.errors()]
+        return cls(_describe(problems), problems)
+
+    def body(self) -> ValidationErrorBody:
+        return ValidationErrorBody(
+            error="invalid_input", detail=self.detail, problems=self.problems
+        )
+
+
+def _problem(error: ErrorDetails) -> Problem:
+    location, path = "body", error["loc"]  # a body validated by hand has no location
+    if path and path[0] in ("path", "query", "header", "body"):
+        location, path = path[0], path[1:]
+    return Problem(
+        location=location,
+        field=".".join(str(part) for part in path),
+        rule=error["type"],
+        message=error["msg"],
+    )
+
+
+def _describe(problems: Sequence[Problem]) -> str:
+    """One line per problem, each naming the field: by its dotted path in the body, else with
+    where it was given (query.limit)."""
+    return "; ".join(f"{_shown(problem)}: {problem.message}" for problem in problems)
+
+
+def _shown(problem: Problem) -> str:
+    if problem.location == "body":
+        return problem.field or "(body)"
+    return f"{problem.location}.{problem.field}"
+
 
 def describe_validation_error(exc: ValidationError | RequestValidationError) -> str:
-    """One line per problem, each naming the field by its dotted path."""
-    lines = []
-    for problem in exc.errors():
-        location = ".".join(str(part) for part in problem["loc"] if part != "body")
-        lines.append(f"{location or '(body)'}: {problem['msg']}")
-    return "; ".join(lines)
+    return _describe([_problem(error) for error in exc.errors()])
+
+
+Responses = dict[int | str, dict[str, Any]]
+
+_DESCRIPTIONS = {
+    400: "The body cannot be read (it is not UTF-8).",
+    401: "No token, or one that is unknown or revoked.",
+    403: "The token may not do this.",
+    413: "The body is over the size limit.",
+    422: "A parameter or the body breaks a rule; each problem names the field and the rule.",
+    503: "Every database connection is busy; retry after Retry-After seconds.",
+}
+_HEADERS = {
+    401: {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "Bearer"}},
+    503: {
+        "Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."},
+    },
+}
+
+
+def error_responses(*statuses: int) -> Responses:
+    """The OpenAPI declaration of the errors an operation can answer with, in the hub's shape."""
+    responses: Responses = {}
+    for status in statuses:
+        responses |= error_response(status, _DESCRIPTIONS[status])
+    return responses
+
+
+def error_response(status: int, description: str) -> Responses:
+    """One error status, described for the operation (which environment, commit, … is unknown)."""
+    response: dict[str, Any] = {
+        "model": ValidationErrorBody if status == 422 else ErrorBody,
+        "description": description,
+    }
+    if status in _HEADERS:
+        response["headers"] = _HEADERS[status]
+    return {status: response}
 
 
 # Seconds a client is asked to wait when the store is busy or cannot be reached.
@@ -114,13 +226,21 @@ def install_error_handlers(
         assert isinstance(exc, FleetmarkError)
         headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
         return JSONResponse(
-            {"error": exc.error, "detail": exc.detail}, status_code=exc.status_code, headers=headers
+            exc.body().model_dump(mode="json"), status_code=exc.status_code, headers=headers
         )
 
-    async def request_validation_error(_: Request, exc: Exception) -> JSONResponse:
+    async def request_validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
+        return await domain_error(request, InvalidInput.from_validation_error(exc))
+
+    async def http_error(_: Request, exc: Exception) -> JSONResponse:
+        """The framework's own answers (no such route, method not allowed), in the same shape."""
+        assert isinstance(exc, HTTPException)
+        error = HTTPStatus(exc.status_code).phrase.lower().replace(" ", "_").replace("-", "_")
         return JSONResponse(
-            {"error": "invalid_input", "detail": describe_validation_error(exc)}, status_code=422
+            ErrorBody(error=error, detail=str(exc.detail)).model_dump(mode="json"),
+            status_code=exc.status_code,
+            headers=exc.headers,
         )
 
     async def store_busy(_: Request, exc: Exception) -> JSONResponse:
@@ -152,3 +272,4 @@ def install_error_handlers(
     for error in unavailable:
         app.add_exception_handler(error, store_unavailable)
     app.add_exception_handler(RequestValidationError, request_validation_error)
+    app.add_exception_handler(HTTPException, http_error)

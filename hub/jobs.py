@@ -1,6 +1,6 @@
-"""Background jobs of the hub: the periodic harvest, the periodic drift evaluation, the
-periodic summary of what clusters run (for the environment diff) and, when a control plane is
-configured, the periodic scheduling. The only module that imports APScheduler.
+"""Background jobs of the hub: the periodic harvest (unless turned off), the periodic drift
+evaluation, the periodic summary of what clusters run (for the environment diff) and, when a
+control plane is configured, the periodic scheduling. The only module that imports APScheduler.
 
 Every replica runs the scheduler; each job takes a PostgreSQL advisory lock of its own, so one
 replica harvests (schedules) at a time and the others skip that round. A failing run is logged
@@ -76,12 +76,13 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
     engine = create_engine(database_url, settings)
     sessions = create_sessionmaker(engine)
     scheduler = AsyncIOScheduler(timezone=UTC, event_loop=loop)
-    _every(
-        scheduler,
-        HARVEST_JOB,
-        settings.harvest_interval,
-        lambda: scheduled_harvest(sessions, settings, clock=clock),
-    )
+    if settings.harvest_enabled:
+        _every(
+            scheduler,
+            HARVEST_JOB,
+            settings.harvest_interval,
+            lambda: scheduled_harvest(sessions, settings, clock=clock),
+        )
     _every(
         scheduler,
         DRIFT_JOB,

@@ -103,6 +103,13 @@ class HubSettings(BaseSettings):
     repositories_file: Path | None = Field(
         default=None, description="YAML file listing the GitOps repositories to harvest."
     )
+    harvest_enabled: bool = Field(
+        default=True,
+        description=(
+            "Run the periodic harvest. Off: no repository is fetched "
+            "(`fleetmark harvest` still runs one on demand)."
+        ),
+    )
     harvest_interval: Interval = Field(
         default=timedelta(minutes=1),
         gt=timedelta(0),

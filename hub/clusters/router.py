@@ -1,15 +1,22 @@
 """Cluster endpoints: list and inspect (read scope), register and manage tokens (admin)."""
 
 from datetime import timedelta
-from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, status
 
 from hub.clusters import service
 from hub.clusters.schemas import ClusterDetail, ClusterPage, ClusterRegistration, RegisteredCluster
 from hub.deps import AdminAccess, ClockDep, ReadAccess, ReadSessionDep, SessionDep, SettingsDep
+from hub.errors import error_response, error_responses
+from hub.params import Limit, Offset, Text
 
-router = APIRouter(prefix="/api/v1/clusters", tags=["clusters"])
+router = APIRouter(
+    prefix="/api/v1/clusters",
+    tags=["clusters"],
+    responses=error_responses(401, 403, 422, 503),
+)
+
+_NOT_FOUND = error_response(404, "No cluster of that name.")
 
 
 @router.get("", response_model=ClusterPage, dependencies=[ReadAccess])
@@ -17,10 +24,10 @@ async def list_clusters(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
-    environment: str | None = None,
-    cluster_type: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    environment: Text | None = None,
+    cluster_type: Text | None = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> ClusterPage:
     return await service.list_clusters(
         session,
@@ -33,9 +40,11 @@ async def list_clusters(
     )
 
 
-@router.get("/{name}", response_model=ClusterDetail, dependencies=[ReadAccess])
+@router.get(
+    "/{name}", response_model=ClusterDetail, dependencies=[ReadAccess], responses=_NOT_FOUND
+)
 async def get_cluster(
-    name: str, session: ReadSessionDep, settings: SettingsDep, clock: ClockDep
+    name: Text, session: ReadSessionDep, settings: SettingsDep, clock: ClockDep
 ) -> ClusterDetail:
     return await service.cluster_detail(
         session, name, now=clock(), stale_after=timedelta(seconds=settings.stale_after_seconds)
@@ -47,6 +56,8 @@ async def get_cluster(
     response_model=RegisteredCluster,
     status_code=status.HTTP_201_CREATED,
     dependencies=[AdminAccess],
+    responses=error_responses(400)
+    | error_response(409, "A cluster of that name is registered already."),
 )
 async def register_cluster(
     registration: ClusterRegistration, session: SessionDep, settings: SettingsDep
@@ -56,15 +67,25 @@ async def register_cluster(
     )
 
 
-@router.post("/{name}/token", response_model=RegisteredCluster, dependencies=[AdminAccess])
+@router.post(
+    "/{name}/token",
+    response_model=RegisteredCluster,
+    dependencies=[AdminAccess],
+    responses=_NOT_FOUND,
+)
 async def rotate_cluster_token(
-    name: str, session: SessionDep, settings: SettingsDep, clock: ClockDep
+    name: Text, session: SessionDep, settings: SettingsDep, clock: ClockDep
 ) -> RegisteredCluster:
     return await service.rotate_token(
         session, name, token_secret=settings.token_secret.get_secret_value(), now=clock()
     )
 
 
-@router.delete("/{name}/token", status_code=status.HTTP_204_NO_CONTENT, dependencies=[AdminAccess])
-async def revoke_cluster_token(name: str, session: SessionDep, clock: ClockDep) -> None:
+@router.delete(
+    "/{name}/token",
+    status_code=status.HTTP_204_NO_CONTENT,
+    dependencies=[AdminAccess],
+    responses=_NOT_FOUND,
+)
+async def revoke_cluster_token(name: Text, session: SessionDep, clock: ClockDep) -> None:
     await service.revoke_token(session, name, now=clock())

@@ -5,6 +5,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, StringConstraints, model_validator
 
+from hub.params import StorableText
+
 ClusterName = Annotated[
     str,
     StringConstraints(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"),
@@ -18,7 +20,7 @@ class ClusterRegistration(BaseModel):
     name: ClusterName
     environment: DimensionName | None = None
     cluster_type: DimensionName | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[StorableText, StorableText] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _cluster_type_needs_environment(self) -> "ClusterRegistration":

@@ -1,39 +1,43 @@
 """DORA endpoints (read scope): figures per environment, and the rollouts behind them as a page
 or as CSV."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
-from pydantic import AwareDatetime
 
 from hub.deps import ClockDep, ReadAccess, ReadSessionDep
 from hub.dora import service
 from hub.dora.schemas import DoraDeploymentPage, DoraReport
 from hub.dora.service import DoraQuery
+from hub.errors import error_response, error_responses
+from hub.params import Limit, Offset, Text, TextList, Timestamp
 
-router = APIRouter(prefix="/api/v1/dora", tags=["queries"], dependencies=[ReadAccess])
+router = APIRouter(
+    prefix="/api/v1/dora",
+    tags=["queries"],
+    dependencies=[ReadAccess],
+    responses=error_responses(401, 403, 422, 503),
+)
 
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {
-    404: {"description": "Unknown environment, or a workload without assignments there."}
-}
+_NOT_FOUND = error_response(404, "Unknown environment, or a workload without assignments there.")
 
 Environments = Annotated[
-    list[str] | None,
+    TextList | None,
     Query(
         alias="environment",
         description="Repeat for several; absent: every environment.",
     ),
 ]
 Workload = Annotated[
-    str | None,
+    Text | None,
     Query(description="Figures of this workload's versions instead of the platform commits."),
 ]
 Since = Annotated[
-    AwareDatetime | None,
+    Timestamp | None,
     Query(description="Inclusive; default: 30 days before until."),
 ]
 Until = Annotated[
-    AwareDatetime | None,
+    Timestamp | None,
     Query(description="Exclusive; default: now. Facts from then on are not seen."),
 ]
 
@@ -62,8 +66,8 @@ async def dora_deployments(
     session: ReadSessionDep,
     clock: ClockDep,
     query: QueryDep,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> DoraDeploymentPage:
     """The rollouts the figures count, per environment, newest first."""
     return await service.dora_deployments(session, query, limit=limit, offset=offset, now=clock())
@@ -72,7 +76,7 @@ async def dora_deployments(
 @router.get(
     "/deployments.csv",
     response_class=Response,
-    responses={200: {"content": {"text/csv": {}}}, **_NOT_FOUND},
+    responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}}, **_NOT_FOUND},
 )
 async def dora_deployments_csv(
     session: ReadSessionDep, clock: ClockDep, query: QueryDep

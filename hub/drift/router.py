@@ -1,22 +1,25 @@
 """Drift endpoints (read scope): the drifted objects with their reasons, and drift history."""
 
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
-from pydantic import AwareDatetime
+from pydantic import Field
 
 from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep
 from hub.drift import service
 from hub.drift.schemas import DriftHistory, DriftReport, Reason
+from hub.errors import error_response, error_responses
+from hub.params import MAX_REPEATED, Limit, Offset, Text, Timestamp
 
-router = APIRouter(prefix="/api/v1/drift", tags=["drift"], dependencies=[ReadAccess])
+router = APIRouter(
+    prefix="/api/v1/drift",
+    tags=["drift"],
+    dependencies=[ReadAccess],
+    responses=error_responses(401, 403, 422, 503),
+)
 
-Limit = Annotated[int, Query(ge=1, le=1000)]
-Offset = Annotated[int, Query(ge=0)]
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {
-    404: {"description": "Unknown environment, cluster type or cluster."}
-}
+_NOT_FOUND = error_response(404, "Unknown environment, cluster type or cluster.")
 
 
 @router.get("", response_model=DriftReport, responses=_NOT_FOUND)
@@ -24,11 +27,11 @@ async def current_drift(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
-    environment: str | None = None,
-    cluster_type: str | None = None,
-    cluster: str | None = None,
+    environment: Text | None = None,
+    cluster_type: Text | None = None,
+    cluster: Text | None = None,
     reason: Annotated[
-        list[Reason] | None,
+        Annotated[list[Reason], Field(max_length=MAX_REPEATED)] | None,
         Query(description="Only rows with any of these reasons (repeatable)."),
     ] = None,
     include_in_sync: Annotated[
@@ -59,15 +62,15 @@ async def current_drift(
 async def drift_history(
     session: ReadSessionDep,
     clock: ClockDep,
-    environment: str | None = None,
-    cluster_type: str | None = None,
-    cluster: str | None = None,
+    environment: Text | None = None,
+    cluster_type: Text | None = None,
+    cluster: Text | None = None,
     level: Annotated[
         Literal["cluster", "object"],
         Query(description="Periods of whole clusters, or of each reconciler object."),
     ] = "cluster",
-    since: Annotated[AwareDatetime | None, Query(description="Inclusive; none: all.")] = None,
-    until: Annotated[AwareDatetime | None, Query(description="Exclusive; none: now.")] = None,
+    since: Annotated[Timestamp | None, Query(description="Inclusive; none: all.")] = None,
+    until: Annotated[Timestamp | None, Query(description="Exclusive; none: now.")] = None,
     open_only: Annotated[
         bool, Query(alias="open", description="Only periods still open: drifted now.")
     ] = False,

@@ -1,16 +1,23 @@
 """Environment diff endpoint (read scope)."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from hub.deps import ClockDep, ReadAccess, ReadSessionDep
 from hub.envdiff import service
 from hub.envdiff.schemas import EnvironmentDiff
+from hub.errors import error_response, error_responses
+from hub.params import Limit, Offset, Text, TextList
 
-router = APIRouter(prefix="/api/v1", tags=["queries"], dependencies=[ReadAccess])
+router = APIRouter(
+    prefix="/api/v1",
+    tags=["queries"],
+    dependencies=[ReadAccess],
+    responses=error_responses(401, 403, 422, 503),
+)
 
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "Unknown environment."}}
+_NOT_FOUND = error_response(404, "Unknown environment.")
 
 
 @router.get("/diff", response_model=EnvironmentDiff, responses=_NOT_FOUND)
@@ -18,16 +25,16 @@ async def environment_diff(
     session: ReadSessionDep,
     clock: ClockDep,
     environment: Annotated[
-        list[str],
+        TextList,
         Query(
             description="Two or more environments, each once; rows show them in this order. "
             "Versions are compared in promotion order: the declared one, or this one."
         ),
     ],
-    workload: str | None = None,
-    cluster_type: str | None = None,
+    workload: Text | None = None,
+    cluster_type: Text | None = None,
     deployment_target: Annotated[
-        str | None,
+        Text | None,
         Query(description="Rows where this target is assigned: <workload>-<target> or <target>."),
     ] = None,
     only_differences: Annotated[
@@ -39,10 +46,10 @@ async def environment_diff(
         ),
     ] = True,
     ignore_key: Annotated[
-        list[str] | None, Query(description="Platform config keys not to compare (repeatable).")
+        TextList | None, Query(description="Platform config keys not to compare (repeatable).")
     ] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> EnvironmentDiff:
     """Per workload and cluster type, what each environment is meant to run and what its
     clusters run, side by side, with every difference and its reason."""

@@ -49,6 +49,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 __all__ = [
+    "MAX_SOAK",
     "REASONS_NAMED",
     "ClusterEvidence",
     "ClusterFacts",
@@ -71,6 +72,9 @@ __all__ = [
 # Reasons name at most this many clusters, those furthest from compliance; a last line counts
 # the others.
 REASONS_NAMED = 20
+# The longest soak asked for: far beyond any real one, and well within what the arithmetic on
+# report times can hold.
+MAX_SOAK = timedelta(days=365)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +132,8 @@ class GateOptions:
     def __post_init__(self) -> None:
         if self.soak < timedelta(0):
             raise ValueError(f"soak: must not be negative, got {self.soak}")
+        if self.soak > MAX_SOAK:
+            raise ValueError(f"soak: must be at most {MAX_SOAK.days} days, got {self.soak}")
         if self.stale_after <= timedelta(0):
             raise ValueError(f"stale_after: must be positive, got {self.stale_after}")
         if self.min_clusters < 1:

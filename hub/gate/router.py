@@ -2,19 +2,24 @@
 and the newest platform commit of an environment that passes."""
 
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep
+from hub.errors import error_response, error_responses
 from hub.gate import service
 from hub.gate.schemas import Duration, GateResult, Promotable
+from hub.params import Count, Limit, Offset, Text
 
-router = APIRouter(prefix="/api/v1", tags=["gates"], dependencies=[ReadAccess])
+router = APIRouter(
+    prefix="/api/v1",
+    tags=["gates"],
+    dependencies=[ReadAccess],
+    responses=error_responses(401, 403, 422, 503),
+)
 
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {
-    404: {"description": "Unknown environment, commit, workload or version."}
-}
+_NOT_FOUND = error_response(404, "Unknown environment, commit, workload or version.")
 
 Soak = Annotated[
     Duration,
@@ -28,18 +33,16 @@ AllowStale = Annotated[
     Query(description="Judge a silent cluster on its last report instead of blocking on it."),
 ]
 MinClusters = Annotated[
-    int, Query(ge=1, description="Pending unless at least this many clusters are expected.")
+    Count, Query(description="Pending unless at least this many clusters are expected.")
 ]
-Limit = Annotated[
-    int,
+ClustersListed = Annotated[
+    Limit,
     Query(
-        ge=1,
-        le=1000,
         description="Expected clusters listed with their evidence, furthest from compliance "
         "first; the counts cover them all.",
     ),
 ]
-Offset = Annotated[int, Query(ge=0, description="Expected clusters skipped before the list.")]
+ClustersSkipped = Annotated[Offset, Query(description="Expected clusters skipped before the list.")]
 
 
 @router.get("/gates/promotion", response_model=GateResult, responses=_NOT_FOUND)
@@ -47,17 +50,17 @@ async def promotion_gate(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
-    environment: Annotated[str, Query(description="The environment the target is in.")],
+    environment: Annotated[Text, Query(description="The environment the target is in.")],
     commit: Annotated[
-        str | None, Query(description="A platform GitOps commit: full sha or a prefix of 7+.")
+        Text | None, Query(description="A platform GitOps commit: full sha or a prefix of 7+.")
     ] = None,
-    workload: str | None = None,
-    version: Annotated[str | None, Query(description="With workload: its version.")] = None,
+    workload: Text | None = None,
+    version: Annotated[Text | None, Query(description="With workload: its version.")] = None,
     soak: Soak = service.DEFAULT_SOAK,
     allow_stale: AllowStale = False,
     min_clusters: MinClusters = 1,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    limit: ClustersListed = 100,
+    offset: ClustersSkipped = 0,
 ) -> GateResult:
     """May the platform commit (or the workload version) leave the environment? passed,
     pending or failed, with counts over every expected cluster and the evidence of a page of
@@ -81,7 +84,7 @@ async def promotion_gate(
     "/environments/{environment}/promotable", response_model=Promotable, responses=_NOT_FOUND
 )
 async def promotable(
-    environment: str,
+    environment: Text,
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
@@ -96,8 +99,8 @@ async def promotable(
             description="How many commits of the branch to walk back at most.",
         ),
     ] = 50,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    limit: ClustersListed = 100,
+    offset: ClustersSkipped = 0,
 ) -> Promotable:
     """The newest commit of the environment's platform branch whose gate passes (walking back
     its first-parent chain from the head), with that gate's evidence."""

@@ -22,14 +22,18 @@ def parse_duration(value: object) -> object:
     if not isinstance(value, str):
         return value
     text = value.strip()
-    if _SECONDS.fullmatch(text):
-        return timedelta(seconds=float(text))
-    if _COMPACT.fullmatch(text):
-        return timedelta(
-            seconds=sum(
-                float(count) * _UNIT_SECONDS[unit] for count, unit in _COMPACT_PART.findall(text)
+    try:
+        if _SECONDS.fullmatch(text):
+            return timedelta(seconds=float(text))
+        if _COMPACT.fullmatch(text):
+            return timedelta(
+                seconds=sum(
+                    float(count) * _UNIT_SECONDS[unit]
+                    for count, unit in _COMPACT_PART.findall(text)
+                )
             )
-        )
+    except OverflowError:
+        raise ValueError(f"{value!r} is longer than any duration can be") from None
     try:
         return _ISO_8601.validate_python(text)
     except ValidationError:

@@ -3,10 +3,16 @@
 from fastapi import APIRouter, status
 
 from hub.deps import AdminAccess, ClockDep, ReadAccess, ReadSessionDep, SessionDep, SettingsDep
+from hub.errors import error_response, error_responses
 from hub.harvest import service
 from hub.harvest.schemas import RepositoryConfig, RepositoryStatus
+from hub.params import Id
 
-router = APIRouter(prefix="/api/v1/repositories", tags=["repositories"])
+router = APIRouter(
+    prefix="/api/v1/repositories",
+    tags=["repositories"],
+    responses=error_responses(401, 403, 503),
+)
 
 
 @router.get("", response_model=list[RepositoryStatus], dependencies=[ReadAccess])
@@ -20,6 +26,10 @@ async def list_repositories(session: ReadSessionDep, clock: ClockDep) -> list[Re
     response_model=RepositoryStatus,
     status_code=status.HTTP_201_CREATED,
     dependencies=[AdminAccess],
+    responses=error_responses(400, 422)
+    | error_response(
+        409, "Configured already, through the API or (to be changed there) the repositories file."
+    ),
 )
 async def add_repository(
     config: RepositoryConfig, session: SessionDep, settings: SettingsDep, clock: ClockDep
@@ -35,8 +45,13 @@ async def add_repository(
 
 
 @router.delete(
-    "/{repository_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[AdminAccess]
+    "/{repository_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    dependencies=[AdminAccess],
+    responses=error_responses(422)
+    | error_response(404, "No repository with that id.")
+    | error_response(409, "Configured in the repositories file: remove it there."),
 )
-async def remove_repository(repository_id: int, session: SessionDep) -> None:
+async def remove_repository(repository_id: Id, session: SessionDep) -> None:
     """Stop harvesting a repository added through the API; what was harvested stays."""
     await service.remove_repository(session, repository_id)

@@ -20,6 +20,7 @@ from hub.harvest.urls import (
     has_password,
     normalise_repository_url,
 )
+from hub.params import StorablePath, StorableText
 
 Role = Literal["platform", "app"]
 
@@ -30,10 +31,15 @@ def _branch_name(name: str) -> str:
     return name
 
 
-# Git's own rules, simplified: no spaces, no `..`, no leading `-`, no special characters.
+# Git's own rules, simplified: no spaces or control characters, no `..`, no leading `-`, no
+# special characters.
 BranchName = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=255, pattern=r"^[^-\s~^:?*\[\\][^\s~^:?*\[\\]*$"),
+    StringConstraints(
+        min_length=1,
+        max_length=255,
+        pattern=r"^[^-\s\x00-\x1f\x7f~^:?*\[\\][^\s\x00-\x1f\x7f~^:?*\[\\]*$",
+    ),
     AfterValidator(_branch_name),
 ]
 
@@ -43,14 +49,14 @@ class CredentialsReference(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    username: str = Field(
+    username: StorableText = Field(
         default="x-access-token",
         description="User name sent with a token over https (GitHub accepts any).",
     )
-    token_file: Path | None = None
+    token_file: StorablePath | None = None
     token_env: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] | None = None
-    ssh_key_file: Path | None = None
-    known_hosts_file: Path | None = Field(
+    ssh_key_file: StorablePath | None = None
+    known_hosts_file: StorablePath | None = Field(
         default=None,
         description="Pinned SSH host keys; without it a host is trusted the first time it is seen.",
     )
@@ -79,7 +85,7 @@ class RepositoryConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(
+    url: StorableText = Field(
         description=(
             "https://, http://, ssh://, user@host:path, or (development mode, or with "
             "FLEETMARK_ALLOW_LOCAL_REPOSITORIES) a file:// URL or an absolute path; "

@@ -4,7 +4,7 @@ from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
 from hub.deps import BearerDep, ClockDep, SettingsDep, StatementsDep
-from hub.errors import FleetmarkError, InvalidInput, PayloadTooLarge, describe_validation_error
+from hub.errors import FleetmarkError, InvalidInput, PayloadTooLarge, error_responses
 from hub.ingest import service
 from hub.ingest.schemas import Report, ReportReply
 
@@ -37,7 +37,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Report"}}},
         }
     },
-    responses={401: {}, 403: {}, 413: {}, 422: {}},
+    responses=error_responses(401, 403, 413, 422, 503),
 )
 async def post_report(
     request: Request,
@@ -56,7 +56,7 @@ async def post_report(
         try:
             report = Report.from_body(body, not_after=received_at + settings.ingest_max_clock_skew)
         except ValidationError as exc:
-            raise InvalidInput(describe_validation_error(exc)) from exc
+            raise InvalidInput.from_validation_error(exc) from exc
     except FleetmarkError:
         # The token is checked before anything is said about the body; a valid report has it
         # checked inside the ingest statement instead, saving a round trip.

@@ -4,16 +4,19 @@ from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import AwareDatetime
 
 from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep
+from hub.errors import error_responses
+from hub.params import Limit, Offset, Text, Timestamp
 from hub.query import service
 from hub.query.schemas import DeploymentPage, FleetState
 
-router = APIRouter(prefix="/api/v1", tags=["queries"], dependencies=[ReadAccess])
-
-Limit = Annotated[int, Query(ge=1, le=1000)]
-Offset = Annotated[int, Query(ge=0)]
+router = APIRouter(
+    prefix="/api/v1",
+    tags=["queries"],
+    dependencies=[ReadAccess],
+    responses=error_responses(401, 403, 422, 503),
+)
 
 
 @router.get("/fleet", response_model=FleetState)
@@ -21,8 +24,8 @@ async def fleet_state(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
-    environment: str | None = None,
-    cluster_type: str | None = None,
+    environment: Text | None = None,
+    cluster_type: Text | None = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> FleetState:
@@ -41,14 +44,14 @@ async def fleet_state(
 @router.get("/history", response_model=DeploymentPage)
 async def deployment_history(
     session: ReadSessionDep,
-    environment: str | None = None,
-    cluster_type: str | None = None,
-    cluster: str | None = None,
+    environment: Text | None = None,
+    cluster_type: Text | None = None,
+    cluster: Text | None = None,
     object_name: Annotated[
-        str | None, Query(alias="object", description="Reconciler object name.")
+        Text | None, Query(alias="object", description="Reconciler object name.")
     ] = None,
-    since: Annotated[AwareDatetime | None, Query(description="Inclusive.")] = None,
-    until: Annotated[AwareDatetime | None, Query(description="Exclusive.")] = None,
+    since: Annotated[Timestamp | None, Query(description="Inclusive.")] = None,
+    until: Annotated[Timestamp | None, Query(description="Exclusive.")] = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> DeploymentPage:

@@ -1,25 +1,27 @@
 """Scheduler endpoints (read scope): the assignments it rendered and the errors it met."""
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 
 from hub.deps import ReadAccess, ReadSessionDep
+from hub.errors import error_responses
+from hub.params import Limit, Offset, Text
 from hub.scheduling import service
 from hub.scheduling.schemas import AssignmentPage, ErrorKind, SchedulingErrorPage
 
-router = APIRouter(prefix="/api/v1", tags=["scheduling"], dependencies=[ReadAccess])
-
-Limit = Annotated[int, Query(ge=1, le=1000)]
-Offset = Annotated[int, Query(ge=0)]
+router = APIRouter(
+    prefix="/api/v1",
+    tags=["scheduling"],
+    dependencies=[ReadAccess],
+    responses=error_responses(401, 403, 422, 503),
+)
 
 
 @router.get("/assignments", response_model=AssignmentPage)
 async def list_assignments(
     session: ReadSessionDep,
-    environment: str | None = None,
-    cluster_type: str | None = None,
-    workload: str | None = None,
+    environment: Text | None = None,
+    cluster_type: Text | None = None,
+    workload: Text | None = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> AssignmentPage:
@@ -38,10 +40,10 @@ async def list_assignments(
 @router.get("/scheduling/errors", response_model=SchedulingErrorPage)
 async def list_errors(
     session: ReadSessionDep,
-    environment: str | None = None,
+    environment: Text | None = None,
     kind: ErrorKind | None = None,
-    cluster_type: str | None = None,
-    deployment_target: str | None = None,
+    cluster_type: Text | None = None,
+    deployment_target: Text | None = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> SchedulingErrorPage:

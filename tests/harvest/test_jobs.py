@@ -96,3 +96,15 @@ async def test_hub_harvests_every_interval(
     finally:
         await engine.dispose()
     assert [name for name, at in harvested if at is not None] == ["dev"]
+
+
+async def test_hub_with_the_harvest_turned_off_never_harvests(
+    job_database: str, configured: Path, tmp_path: Path
+) -> None:
+    app = create_app(settings_for(configured, tmp_path, harvest_enabled=False), job_database)
+
+    async with app.router.lifespan_context(app):
+        jobs = [job.id for job in app.state.jobs.scheduler.get_jobs()]
+
+    assert "harvest" not in jobs
+    assert jobs  # the other jobs still run
