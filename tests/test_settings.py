@@ -61,3 +61,21 @@ def test_an_unusable_interval_is_refused_by_name(
     monkeypatch.setenv("FLEETMARK_HARVEST_INTERVAL", value)
     with pytest.raises(ValidationError, match="harvest_interval"):
         HubSettings()
+
+
+def test_a_template_render_has_two_seconds_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("FLEETMARK_TEMPLATE_RENDER_TIMEOUT", raising=False)
+    assert HubSettings().template_render_timeout == 2.0
+    monkeypatch.setenv("FLEETMARK_TEMPLATE_RENDER_TIMEOUT", "0.5")
+    assert HubSettings().template_render_timeout == 0.5
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon"])
+def test_an_unusable_template_render_timeout_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("FLEETMARK_TEMPLATE_RENDER_TIMEOUT", value)
+    with pytest.raises(ValidationError, match="template_render_timeout"):
+        HubSettings()
