@@ -195,6 +195,14 @@ class HubSettings(BaseSettings):
     schedule_author_email: str = Field(
         default="scheduler@fleetmark.invalid", description="Author e-mail of its commits."
     )
+    template_render_timeout: float = Field(
+        default=2.0,
+        gt=0,
+        description=(
+            "Seconds the templates of one assignment may take to render; an assignment taking "
+            "longer fails with a template error, and the others are rendered."
+        ),
+    )
 
     @model_validator(mode="after")
     def _refuse_default_secrets(self) -> "HubSettings":

@@ -34,7 +34,7 @@ from scheduler_core.output import (
     rejected_records,
 )
 from scheduler_core.plan import plan_environment
-from scheduler_core.render import AssignmentRenderer
+from scheduler_core.render import AssignmentRenderer, TimeLimit
 from scheduler_core.scheduling import (
     DeploymentTarget,
     deployment_targets,
@@ -142,10 +142,12 @@ def render_incremental(
     state: RenderState,
     *,
     now: datetime,
+    time_limit: TimeLimit | None = None,
 ) -> RenderResult:
     """What `output.render_environment` gives for `snapshot`, rendering only what changed.
 
-    `previous` is the tree `state` was rendered into; `now` the time templates see.
+    `previous` is the tree `state` was rendered into; `now` the time templates see;
+    `time_limit` how long one assignment's render may take.
     """
     if state.environment != snapshot.name:
         raise ValueError(
@@ -157,7 +159,7 @@ def render_incremental(
     changed = changed_inputs(state.fingerprints, after)
     touched = touched_pairs(snapshot, state, targets, changed)
     plan = plan_environment(snapshot, touched)
-    renderer = AssignmentRenderer(snapshot, now)
+    renderer = AssignmentRenderer(snapshot, now, time_limit=time_limit)
 
     before: dict[Pair, AssignmentRecord] = {}
     kept = dict(state.assignments)

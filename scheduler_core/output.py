@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from scheduler_core.plan import AssignmentInputs, EnvironmentPlan, PlannedAssignment
-from scheduler_core.render import AssignmentRenderer, RenderError
+from scheduler_core.render import AssignmentRenderer, RenderError, TimeLimit
 from scheduler_core.resources import ClusterType
 from scheduler_core.scheduling import DeploymentTarget, SchedulingError, deployment_targets
 from scheduler_core.state import (
@@ -193,15 +193,20 @@ def readme(
 
 
 def render_environment(
-    plan: EnvironmentPlan, previous: Mapping[str, bytes], *, now: datetime
+    plan: EnvironmentPlan,
+    previous: Mapping[str, bytes],
+    *,
+    now: datetime,
+    time_limit: TimeLimit | None = None,
 ) -> RenderResult:
     """Every assignment of `plan` rendered against `previous`, the environment's tree.
 
-    `now` is the time templates see through `now` and `date`.
+    `now` is the time templates see through `now` and `date`; `time_limit` how long one
+    assignment's render may take (`render.TimeLimit`), without which only its cost is bounded.
     """
     snapshot = plan.snapshot
     held = _folders(previous)
-    renderer = AssignmentRenderer(snapshot, now)
+    renderer = AssignmentRenderer(snapshot, now, time_limit=time_limit)
     records = []
     tree: dict[str, bytes] = {}
     for planned in plan.assignments:

@@ -17,6 +17,16 @@ names but the control plane lacks, a template that does not parse or fails to re
 document that is not valid YAML or not an object, a platform config that breaks a schema.
 Such an assignment gets no new files; `scheduler_core.output` keeps its previous ones.
 
+Templates come from the control plane, from outside: one assignment's render is bounded, so
+that no template can hold the scheduler up or fill its memory. Every template of an
+assignment charges one meter (`scheduler_core.gotemplate.meter`): evaluation steps, the
+elements functions touch and the characters they read and write, against the engine's budget
+(`Limits.max_cost`); with a `TimeLimit` (the caller's clock: the core reads none) the render
+also ends at its deadline, checked as the work is charged, within one long function call
+too; and its files together hold at most `MAX_ASSIGNMENT_OUTPUT` characters. An assignment
+going beyond any of these fails with a `template` error naming the limit, and the others are
+rendered all the same.
+
 Rendering is the costly step of the scheduler core and the same work recurs across many
 assignments, so a renderer parses each Template once, encodes each platform config with
 `toYaml` once, and checks a document text it has just checked only once.
@@ -38,8 +48,9 @@ except ImportError:  # pragma: no cover
     from yaml import BaseLoader as _BaseLoader  # type: ignore[assignment]
 
 from scheduler_core.config import ConfigError
+from scheduler_core.gotemplate import Limits, Meter, TemplateError
 from scheduler_core.gotemplate import Template as GoTemplate
-from scheduler_core.gotemplate import TemplateError
+from scheduler_core.gotemplate.functions import CallContext, Function, Param, default_functions
 from scheduler_core.plan import PlannedAssignment
 from scheduler_core.resources import ClusterTypeSpec, Template
 from scheduler_core.scheduling import Assignment, SchedulingError
@@ -48,17 +59,23 @@ from scheduler_core.yamltext import problem_of, split_documents
 
 __all__ = [
     "CONFIG_FILE",
+    "MAX_ASSIGNMENT_OUTPUT",
     "NAMESPACE_FILE",
     "RECONCILER_FILE",
     "AssignmentRenderer",
     "ErrorKind",
     "RenderError",
     "Rendered",
+    "TimeLimit",
 ]
 
 RECONCILER_FILE = "reconciler.yaml"
 NAMESPACE_FILE = "namespace.yaml"
 CONFIG_FILE = "platform-config.yaml"
+
+# Characters all templates of one assignment may render together; a file larger than a MiB is
+# not harvested anyway.
+MAX_ASSIGNMENT_OUTPUT = 1 << 20
 
 # Which ClusterType field names the Template of each file.
 _FILES: tuple[tuple[str, str, Callable[[ClusterTypeSpec], str | None]], ...] = (
@@ -123,6 +140,15 @@ class RenderError:
 
 
 @dataclass(frozen=True, slots=True)
+class TimeLimit:
+    """How long one assignment's render may take: `seconds` by `clock`, a monotonic clock in
+    seconds that the caller hands in (the hub's is `time.monotonic`)."""
+
+    seconds: float
+    clock: Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
 class Rendered:
     """An assignment's new files (name -> content), or None and why not."""
 
@@ -153,25 +179,46 @@ class _Manifests:
 class AssignmentRenderer:
     """Renders the assignments of one snapshot, sharing parsed Templates and checked texts.
 
-    `now` is the clock Go's `now` and `date` read, the same for every assignment.
+    `now` is the clock Go's `now` and `date` read, the same for every assignment;
+    `time_limit`, when given, how long each assignment's render may take.
     """
 
-    def __init__(self, snapshot: ControlPlaneSnapshot, now: datetime) -> None:
+    def __init__(
+        self,
+        snapshot: ControlPlaneSnapshot,
+        now: datetime,
+        *,
+        time_limit: TimeLimit | None = None,
+    ) -> None:
         self._snapshot = snapshot
         self._now = now
+        self._time_limit = time_limit
+        # The meter of the assignment being rendered, and what it rendered so far.
+        self._meter = Meter(_BUDGET)
+        self._output = 0
         self._templates: dict[str, _Manifests] = {}
         self._check = lru_cache(maxsize=_CHECKED_TEXTS)(_check_document)
         # Assignments built from the same ConfigMaps share one read-only config object
         # (`ComposedConfig.data`), so `toYaml` of it is made once. The objects are held here,
         # which keeps their ids from being reused by anything else.
         self._configs: dict[int, Mapping[str, Any]] = {}
-        self._config_yaml: dict[int, str] = {}
-        self._functions = {"toYaml": self._to_yaml}
+        # The YAML of each, and the cost units writing it took.
+        self._config_yaml: dict[int, tuple[str, int]] = {}
+        self._functions = {
+            "toYaml": Function("toYaml", self._to_yaml, (Param.ANY,), needs_context=True)
+        }
 
     def render(self, planned: PlannedAssignment) -> Rendered:
         assignment = planned.assignment
         context = planned.template_context()
         self._configs.setdefault(id(planned.config.data), planned.config.data)
+        limit = self._time_limit
+        self._meter = Meter(
+            _BUDGET,
+            clock=None if limit is None else limit.clock,
+            timeout=None if limit is None else limit.seconds,
+        )
+        self._output = 0
         errors = [RenderError.of_config(error) for error in planned.errors]
         files: dict[str, bytes] = {}
         spec = assignment.cluster_type.spec
@@ -180,6 +227,8 @@ class AssignmentRenderer:
             if name is None:
                 continue
             documents = self._render_file(assignment, file, field, name, context, errors)
+            if self._stopped:
+                break
             if documents:
                 files[file] = _join(documents).encode()
         if errors:
@@ -224,10 +273,20 @@ class AssignmentRenderer:
         documents: list[str] = []
         for index, template in enumerate(manifests.parsed):
             try:
-                text = template.render(context, now=self._now)
+                text = template.render(context, now=self._now, meter=self._meter)
             except TemplateError as failure:
                 error("template", f"{_where(manifests, index)} fails: {failure}", failure.line)
+                if self._stopped:  # its budget or time is spent: the rest would fail alike
+                    break
                 continue
+            self._output += len(text)
+            if self._output > MAX_ASSIGNMENT_OUTPUT:
+                error(
+                    "template",
+                    f"{_where(manifests, index)} fails: the assignment's files would hold more "
+                    f"than {MAX_ASSIGNMENT_OUTPUT} characters, the limit of one assignment",
+                )
+                break
             for line, document in _documents(text):
                 checked = self._check(document)
                 if checked is None:
@@ -246,6 +305,11 @@ class AssignmentRenderer:
                     continue
                 documents.append(document)
         return documents
+
+    @property
+    def _stopped(self) -> bool:
+        """Whether the assignment being rendered cannot render any more."""
+        return self._meter.exhausted is not None or self._output > MAX_ASSIGNMENT_OUTPUT
 
     def _manifests(self, name: str) -> _Manifests | None:
         if name not in self._templates:
@@ -272,17 +336,33 @@ class AssignmentRenderer:
             )
         return self._templates[name]
 
-    def _to_yaml(self, value: object) -> str:
+    def _to_yaml(self, context: CallContext, value: object) -> str:
         key = id(value)
-        if self._configs.get(key) is value:
-            if key not in self._config_yaml:
-                self._config_yaml[key] = _TO_YAML.render(value)
-            return self._config_yaml[key]
-        return _TO_YAML.render(value)
+        if self._configs.get(key) is not value:
+            return _to_yaml(context, value)
+        cached = self._config_yaml.get(key)
+        if cached is None:
+            before = context.meter.spent
+            text = _to_yaml(context, value)
+            cached = self._config_yaml[key] = (text, context.meter.spent - before)
+        else:
+            # What the encoding costs, made or not: whether an assignment stays within its
+            # budget does not depend on the order assignments are rendered in.
+            context.meter.charge(cached[1])
+        return cached[0]
 
 
-# The engine's own `toYaml`, called through a template so that caching it changes nothing.
-_TO_YAML = GoTemplate.parse("toYaml", "{{ toYaml . }}")
+# Each assignment's budget: the engine's, for all its templates together.
+_BUDGET = Limits().max_cost
+# The engine's own `toYaml`, so that caching it changes nothing; it charges the meter of the
+# render that calls it.
+_ENGINE_TO_YAML = default_functions()["toYaml"]
+
+
+def _to_yaml(context: CallContext, value: object) -> str:
+    text = _ENGINE_TO_YAML.impl(context, value)
+    assert isinstance(text, str)
+    return text
 
 
 def _subject(assignment: Assignment) -> str:

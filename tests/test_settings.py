@@ -63,9 +63,20 @@ def test_an_unusable_interval_is_refused_by_name(
         HubSettings()
 
 
-@pytest.mark.parametrize("name", ["request_header_timeout", "request_body_timeout"])
+def test_a_template_render_has_two_seconds_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("FLEETMARK_TEMPLATE_RENDER_TIMEOUT", raising=False)
+    assert HubSettings().template_render_timeout == 2.0
+    monkeypatch.setenv("FLEETMARK_TEMPLATE_RENDER_TIMEOUT", "0.5")
+    assert HubSettings().template_render_timeout == 0.5
+
+
+@pytest.mark.parametrize(
+    "name", ["request_header_timeout", "request_body_timeout", "template_render_timeout"]
+)
 @pytest.mark.parametrize("value", ["0", "-1", "soon"])
-def test_an_unusable_request_timeout_is_refused_by_name(
+def test_an_unusable_timeout_is_refused_by_name(
     monkeypatch: pytest.MonkeyPatch, name: str, value: str
 ) -> None:
     monkeypatch.setenv(f"FLEETMARK_{name.upper()}", value)

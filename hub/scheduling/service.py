@@ -16,7 +16,10 @@ A run (`fleetmark schedule`, or the job following the control plane's branches):
 
 A failing assignment keeps its previous output: the renderer reads it from the branch. While
 the control plane has load errors nothing is deleted, since a document that failed to load
-may be what produced the files a render no longer makes; the next run renders in full.
+may be what produced the files a render no longer makes; the next run renders in full. Each
+assignment's render is bounded in cost (the scheduler core's budget) and in time
+(`template_render_timeout`, by the monotonic clock `run_schedule` is given): one going beyond
+either is such a failing assignment.
 
 Git work runs in a worker thread (GitPython is synchronous); the store is written from the
 event loop. One replica schedules at a time (a PostgreSQL advisory lock).
@@ -66,13 +69,15 @@ from scheduler_core.incremental import render_incremental
 from scheduler_core.loader import LoadError, LoadResult, load_control_plane
 from scheduler_core.output import RenderResult, owned, render_environment
 from scheduler_core.plan import plan_environment
-from scheduler_core.render import RenderError
+from scheduler_core.render import RenderError, TimeLimit
 from scheduler_core.snapshot import ControlPlaneSnapshot, RepoRef
 from scheduler_core.state import AssignmentRecord, RenderState, dump_state, load_state
 
 log = structlog.get_logger("fleetmark.scheduling")
 
 Clock = Callable[[], datetime]
+# A monotonic clock in seconds, for time limits.
+Timer = Callable[[], float]
 Sessions = async_sessionmaker[AsyncSession]
 Pair = tuple[str, str]
 # The control plane's branch holding what is promoted, as in Kalypso.
@@ -140,6 +145,8 @@ class _Job:
     # Why the platform repository cannot be used, when it cannot.
     platform_failure: str | None
     author: Signature
+    # How long one assignment's render may take.
+    time_limit: TimeLimit
 
     @property
     def gitops_url(self) -> str:
@@ -151,10 +158,16 @@ class _Job:
 
 
 async def run_schedule(
-    sessions: Sessions, settings: HubSettings, request: ScheduleRequest, *, clock: Clock
+    sessions: Sessions,
+    settings: HubSettings,
+    request: ScheduleRequest,
+    *,
+    clock: Clock,
+    timer: Timer = time.monotonic,
 ) -> ScheduleRun:
     """Schedule the environments `request` names (all those declared when it names none); the
-    caller holds the scheduling lock."""
+    caller holds the scheduling lock. `timer` is the clock the time limit of an assignment's
+    render (`settings.template_render_timeout`) is kept by."""
     started = time.perf_counter()
     author = Signature(settings.schedule_author_name, settings.schedule_author_email, clock())
     clones = Clones(
@@ -167,7 +180,8 @@ async def run_schedule(
             _load, clones, request.control_plane, settings.discovery_allowed_urls
         )
         platform, platform_failure = await asyncio.to_thread(_platform, clones, request.gitops)
-        job = _Job(request, clones, loaded, platform, platform_failure, author)
+        time_limit = TimeLimit(settings.template_render_timeout, timer)
+        job = _Job(request, clones, loaded, platform, platform_failure, author, time_limit)
         names = request.environments
         if names is None:
             names = sorted(loaded.snapshots)
@@ -273,7 +287,7 @@ def _write_environment(
         failure = f"branch {name} of the platform GitOps repository cannot be read: {exc}"
         return _Written.failed(job, name, failure, [*problems, _git_problem(name, failure)])
 
-    result, render = _render(snapshot, current, stored, job.now)
+    result, render = _render(snapshot, current, stored, job.now, job.time_limit)
     problems += [_render_problem(error) for error in result.errors]
     write = dict(result.write)
     delete = list(result.delete)
@@ -360,6 +374,7 @@ def _render(
     current: PlatformBranch,
     stored: StoredTarget | None,
     now: datetime,
+    time_limit: TimeLimit,
 ) -> tuple[RenderResult, Literal["full", "incremental"]]:
     """Only what changed when the branch holds the tree the stored state describes."""
     if (
@@ -370,10 +385,14 @@ def _render(
     ):
         try:
             state = load_state(stored.render_state)
-            return render_incremental(snapshot, current.files, state, now=now), "incremental"
+            result = render_incremental(
+                snapshot, current.files, state, now=now, time_limit=time_limit
+            )
+            return result, "incremental"
         except ValueError as exc:  # a state of an older format, or of another tree
             log.info("rendering in full: the stored render state does not fit", reason=str(exc))
-    return render_environment(plan_environment(snapshot), current.files, now=now), "full"
+    plan = plan_environment(snapshot)
+    return render_environment(plan, current.files, now=now, time_limit=time_limit), "full"
 
 
 def _proposal_of(platform: LocalRepository, tree: str) -> tuple[str, str] | None:

@@ -11,6 +11,11 @@ would read back as another type ("true", "1.5", "2024-01-01", "") double-quoted,
 strings as literal blocks, lines folded at 80 columns. The writing is done by libyaml
 (through PyYAML's C emitter), the library go-yaml v2 is a port of, so the choice between
 plain, quoted and block scalars is the same.
+
+Encoding charges the render's `Meter` (when given one) as it walks: every element, every
+character of every string and key, the indentation it writes; a node written as YAML costs
+`YAML_NODE_UNITS` more. Decoding charges the text's characters and, before parsing, the
+elements it can hold.
 """
 
 import functools
@@ -23,10 +28,15 @@ from datetime import date, datetime
 import yaml
 
 from scheduler_core.gotemplate.gotime import format_layout
+from scheduler_core.gotemplate.meter import UNMETERED, Meter
 from scheduler_core.gotemplate.printf import format_float, json_float
 from scheduler_core.gotemplate.values import LocalMap, Walk, go_type_name, is_struct, struct_fields
 
-__all__ = ["from_json", "to_json", "to_yaml"]
+__all__ = ["YAML_NODE_UNITS", "from_json", "to_json", "to_yaml"]
+
+# What writing one node as YAML costs beyond walking it: libyaml's emitter, and building the
+# node for it, take about four times as long as a JSON element.
+YAML_NODE_UNITS = 4
 
 _RFC3339_NANO = "2006-01-02T15:04:05.999999999Z07:00"
 _JSON_ESCAPES = {
@@ -60,8 +70,9 @@ def _json_string(text: str, escape_html: bool) -> str:
     return "".join(out)
 
 
-def _json_key(key: object) -> str:
+def _json_key(key: object, walk: Walk) -> str:
     if isinstance(key, str):
+        walk.meter.chars(len(key))
         return key
     if isinstance(key, int) and not isinstance(key, bool):
         return str(key)
@@ -71,7 +82,10 @@ def _json_key(key: object) -> str:
 def _plain(value: object, walk: Walk, depth: int) -> object:
     """The value as encoding/json sees it: dicts with string keys, lists and scalars."""
     walk.step(depth)
-    if value is None or isinstance(value, bool | int | str):
+    if isinstance(value, str):
+        walk.meter.chars(len(value))
+        return value
+    if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -80,7 +94,9 @@ def _plain(value: object, walk: Walk, depth: int) -> object:
     if isinstance(value, datetime):
         return format_layout(value, _RFC3339_NANO)
     if isinstance(value, Mapping):
-        entries = [(_json_key(key), _plain(item, walk, depth + 1)) for key, item in value.items()]
+        entries = [
+            (_json_key(key, walk), _plain(item, walk, depth + 1)) for key, item in value.items()
+        ]
         return dict(sorted(entries, key=lambda entry: entry[0]))
     if isinstance(value, list | tuple):
         return [_plain(item, walk, depth + 1) for item in value]
@@ -90,7 +106,12 @@ def _plain(value: object, walk: Walk, depth: int) -> object:
 
 
 def _write_json(
-    value: object, out: list[str], indent: str | None, level: int, escape_html: bool
+    value: object,
+    out: list[str],
+    indent: str | None,
+    level: int,
+    escape_html: bool,
+    meter: Meter,
 ) -> None:
     if value is None:
         out.append("null")
@@ -115,19 +136,27 @@ def _write_json(
             if index:
                 out.append(",")
             if indent is not None:
+                meter.chars(len(indent) * (level + 1))
                 out.append("\n" + indent * (level + 1))
             if is_map:
                 out.append(_json_string(str(key), escape_html) + (": " if indent else ":"))
-            _write_json(item, out, indent, level + 1, escape_html)
+            _write_json(item, out, indent, level + 1, escape_html, meter)
         if indent is not None:
+            meter.chars(len(indent) * level)
             out.append("\n" + indent * level)
         out.append(closing)
 
 
-def to_json(value: object, *, indent: str | None = None, escape_html: bool = True) -> str:
+def to_json(
+    value: object,
+    *,
+    indent: str | None = None,
+    escape_html: bool = True,
+    meter: Meter = UNMETERED,
+) -> str:
     """Go's json.Marshal (or MarshalIndent with `indent`). ValueError for what Go refuses."""
     out: list[str] = []
-    _write_json(_plain(value, Walk(), 0), out, indent, 0, escape_html)
+    _write_json(_plain(value, Walk(meter), 0), out, indent, 0, escape_html, meter)
     return "".join(out)
 
 
@@ -142,8 +171,11 @@ def _finite_float(text: str) -> float:
     return number
 
 
-def from_json(text: str) -> object:
+def from_json(text: str, meter: Meter = UNMETERED) -> object:
     """Go's json.Unmarshal into interface{}: objects, arrays, float64, strings, bools, nil."""
+    meter.chars(len(text))
+    # At most one element per separator or opening bracket, charged before parsing.
+    meter.elements(1 + sum(text.count(mark) for mark in ",:[{"))
     return json.loads(
         text,
         object_pairs_hook=LocalMap,
@@ -281,15 +313,23 @@ def _yaml_number(value: float) -> str:
     return format_float(value)
 
 
-def _yaml_node(value: object) -> yaml.Node:
+def _yaml_node(value: object, meter: Meter, depth: int) -> yaml.Node:
+    # The node, and the indentation its line is written with (two spaces a level).
+    meter.charge(YAML_NODE_UNITS)
+    meter.chars(2 * depth)
     if isinstance(value, dict):
+        # go-yaml's key order: each of n·log n comparisons made in Python, character by
+        # character.
+        rounds = len(value).bit_length()
+        meter.elements(len(value) * rounds)
+        meter.chars(sum(map(len, value)) * rounds)
         pairs = [
-            (_yaml_node(key), _yaml_node(value[key]))
+            (_yaml_node(key, meter, depth), _yaml_node(value[key], meter, depth + 1))
             for key in sorted(value, key=functools.cmp_to_key(_key_compare))
         ]
         return yaml.MappingNode("tag:yaml.org,2002:map", pairs, flow_style=False)
     if isinstance(value, list):
-        items = [_yaml_node(item) for item in value]
+        items = [_yaml_node(item, meter, depth + 1) for item in value]
         return yaml.SequenceNode("tag:yaml.org,2002:seq", items, flow_style=False)
     if isinstance(value, str):
         style = "|" if "\n" in value else '"' if _resolves_to_other_type(value) else None
@@ -305,8 +345,8 @@ def _yaml_node(value: object) -> yaml.Node:
     return yaml.ScalarNode(_STR, text)
 
 
-def to_yaml(value: object) -> str:
+def to_yaml(value: object, meter: Meter = UNMETERED) -> str:
     """sigs.k8s.io/yaml.Marshal. ValueError for what encoding/json refuses."""
-    node = _yaml_node(_plain(value, Walk(), 0))
+    node = _yaml_node(_plain(value, Walk(meter), 0), meter, 0)
     text: str = yaml.serialize(node, Dumper=_Dumper, allow_unicode=True)
     return text

@@ -4,9 +4,13 @@ Follows Go's text/template exec.go: dot and `$`, variables scoped to their block
 passing each value as the last argument of the next command, fields read from maps by key
 and from dataclasses by field (a missing key is "<no value>", a field of nil an error),
 function arguments checked against the declared Go types, if/with/range with else,
-break/continue, template calls with variables of their own. Every step is counted against
-the render's `Limits`; exceeding one raises `LimitExceeded`, which nested renders (`include`,
-`tpl`) pass on unchanged.
+break/continue, template calls with variables of their own.
+
+Every step, every character written and every function call is charged to the render's
+`Meter` (`scheduler_core.gotemplate.meter`), which functions charge their own work to as
+well; output, depth and what one function may build are bounded by the render's `Limits`.
+Going beyond either raises `LimitExceeded`, naming where the template was, which nested
+renders (`include`, `tpl`) pass on unchanged.
 """
 
 from collections.abc import Iterator, Mapping
@@ -17,6 +21,7 @@ from scheduler_core.gotemplate.errors import TemplateError
 from scheduler_core.gotemplate.functions import Function, FunctionError, Param
 from scheduler_core.gotemplate.lexer import line_column
 from scheduler_core.gotemplate.limits import Limits
+from scheduler_core.gotemplate.meter import STEP_UNITS, Meter, OverBudget
 from scheduler_core.gotemplate.nodes import (
     ActionNode,
     BoolNode,
@@ -58,7 +63,8 @@ from scheduler_core.gotemplate.values import (
 
 __all__ = ["LimitExceeded", "execute"]
 
-_COST_UNIT = 100  # a function call costs one step per this many characters or elements
+# What `tpl` charges for parsing, beyond the text's characters, per action in the text.
+_PARSE_ACTION_UNITS = 64
 
 
 class _Absent:
@@ -89,10 +95,6 @@ def _describe(value: object) -> str:
         return f"value of type {go_type_name(value)}"
 
 
-def _size(value: object) -> int:
-    return len(value) if isinstance(value, str | list | tuple | Mapping) else 0
-
-
 class _Output:
     __slots__ = ("limit", "parts", "size")
 
@@ -114,12 +116,13 @@ class _Render:
         callables: Mapping[int, Function],
         limits: Limits,
         now: datetime | None,
+        meter: Meter,
     ) -> None:
         self.functions = functions
         self.callables = callables
         self.limits = limits
         self.now = now
-        self.steps = 0
+        self.meter = meter
         self.depth = 0
 
     def run(self, templates: Mapping[str, Tree], tree: Tree, data: object) -> str:
@@ -131,6 +134,8 @@ class _Render:
 class _Context:
     """The CallContext handed to functions that need the render."""
 
+    __slots__ = ("state",)
+
     def __init__(self, state: "_State") -> None:
         self.state = state
 
@@ -141,6 +146,10 @@ class _Context:
     @property
     def limits(self) -> Limits:
         return self.state.render.limits
+
+    @property
+    def meter(self) -> Meter:
+        return self.state.render.meter
 
     def nested(self, templates: Mapping[str, Tree], tree: Tree, data: object) -> str:
         render = self.state.render
@@ -158,6 +167,8 @@ class _Context:
 
     def tpl(self, text: str, data: object) -> str:
         render = self.state.render
+        render.meter.chars(len(text))  # parsing, in Python: the text, and each action more
+        render.meter.charge(text.count("{{") * _PARSE_ACTION_UNITS)
         parsed = parse("tpl", text, functions=render.functions, max_depth=render.limits.max_depth)
         return self.nested({**self.state.templates, **parsed}, parsed["tpl"], data)
 
@@ -176,7 +187,7 @@ class _Context:
             raise FunctionError(
                 f"wrong number of args for {spec.name}: got {len(args)} want at least {wanted}"
             )
-        return spec.impl(*args)
+        return spec.impl(self, *args) if spec.needs_context else spec.impl(*args)
 
 
 class _State:
@@ -216,13 +227,11 @@ class _State:
             context=str(node),
         )
 
-    def step(self, cost: int = 1) -> None:
-        render = self.render
-        render.steps += cost
-        if render.steps > render.limits.max_steps:
-            raise self.error(
-                f"exceeded the limit of {render.limits.max_steps} evaluation steps", limit=True
-            )
+    def step(self, node: Node | None = None) -> None:
+        try:
+            self.render.meter.charge(STEP_UNITS)
+        except OverBudget as over:
+            raise self.error(over.message, node, limit=True) from None
 
     def enter(self) -> None:
         render = self.render
@@ -237,6 +246,10 @@ class _State:
         out.size += len(text)
         if out.size > out.limit:
             raise self.error(f"output exceeds the limit of {out.limit} characters", limit=True)
+        try:
+            self.render.meter.chars(len(text))
+        except OverBudget as over:
+            raise self.error(over.message, limit=True) from None
         out.parts.append(text)
 
     # variables
@@ -325,6 +338,10 @@ class _State:
                 self.iteration(node, index, element)
             return len(value) > 0
         if isinstance(value, Mapping):
+            try:  # sorting its keys touches them all, whatever the body does
+                self.render.meter.elements(len(value))
+            except OverBudget as over:
+                raise self.error(over.message, limit=True) from None
             for key, element in sorted_items(value):
                 self.iteration(node, key, element)
             return len(value) > 0
@@ -369,11 +386,14 @@ class _State:
             self.write("<no value>")
             return
         try:
-            self.write(format_value(value))
+            text = format_value(value, self.render.meter)
         except Unprintable:
             raise self.error(f"can't print {node} of type {go_type_name(value)}") from None
         except ValueTooLarge as error:
             raise self.error(str(error)) from None
+        except OverBudget as over:
+            raise self.error(over.message, limit=True) from None
+        self.write(text)
 
     # evaluating
 
@@ -404,7 +424,7 @@ class _State:
             raise self.error(f"can't give argument to non-function {args[0]}")
 
     def eval_command(self, dot: object, cmd: CommandNode, final: object) -> object:
-        self.step()
+        self.step(cmd)
         first = cmd.args[0]
         if isinstance(first, FieldNode):
             return self.eval_field_node(dot, first, cmd.args, final)
@@ -547,13 +567,19 @@ class _State:
             yield self.validate(final, Param.ANY)
 
     def invoke(self, function: Function, node: Node, argv: list[object]) -> object:
+        meter = self.render.meter
         try:
+            if not function.lazy:  # the call, and the text of its arguments, which it reads
+                meter.charge(STEP_UNITS)
+                meter.chars(sum(len(arg) for arg in argv if isinstance(arg, str)))
             if function.needs_context:
                 result = function.impl(_Context(self), *argv)
             else:
                 result = function.impl(*argv)
         except LimitExceeded:
             raise
+        except OverBudget as over:
+            raise self.over_budget(function, node, over) from None
         except TemplateError as error:
             if function.lazy:  # an error evaluating an argument of and/or, reported as is
                 raise
@@ -563,8 +589,6 @@ class _State:
             detail = str(error) or type(error).__name__
             raise self.error(f"error calling {function.name}: {detail}", node) from None
         if not function.lazy:
-            cost = (sum(_size(arg) for arg in argv) + _size(result)) // _COST_UNIT
-            self.step(1 + cost)
             limits = self.render.limits
             if isinstance(result, str) and len(result) > limits.max_output_chars:
                 raise self.error(
@@ -580,7 +604,15 @@ class _State:
                     node,
                     limit=True,
                 )
+            if isinstance(result, str):  # and the text it made
+                try:
+                    meter.chars(len(result))
+                except OverBudget as over:
+                    raise self.over_budget(function, node, over) from None
         return result
+
+    def over_budget(self, function: Function, node: Node, over: OverBudget) -> TemplateError:
+        return self.error(f"error calling {function.name}: {over.message}", node, limit=True)
 
     def eval_arg(self, dot: object, kind: Param | None, node: Node) -> object:
         self.node = node
@@ -677,16 +709,20 @@ def execute(
     callables: Mapping[int, Function],
     limits: Limits,
     now: datetime | None,
+    meter: Meter,
 ) -> str:
-    """Renders the template `name` of `templates` over `data`.
+    """Renders the template `name` of `templates` over `data`, charging `meter`.
 
     `callables` are the caller's functions by the identity of their implementation: the only
     values `call` may call.
     """
-    render = _Render(functions, callables, limits, now)
+    render = _Render(functions, callables, limits, now, meter)
     try:
         return render.run(templates, templates[name], data)
     except RecursionError:
         raise LimitExceeded(
             "templates nest too deeply for the interpreter", name=templates[name].parse_name
         ) from None
+    except OverBudget as over:  # charged where no position is known
+        name_of = templates[name].parse_name
+        raise LimitExceeded(over.message, name=name_of, executing=name) from None

@@ -77,7 +77,7 @@ def _fraction(moment: datetime, digit: str, width: int, separator: str) -> str:
 
 def _element(layout: str, index: int) -> tuple[str, int] | None:
     """The layout element starting at `index`, as (kind, length), if one does."""
-    rest = layout[index:]
+    rest = layout[index : index + 9]  # the longest element but fractions; no copy of it all
     first = rest[0]
     if first == "J" and rest.startswith("Jan"):
         if rest.startswith("January"):
@@ -116,10 +116,11 @@ def _element(layout: str, index: int) -> tuple[str, int] | None:
                 return zone, len(zone)
     if first in ".," and rest[1:2] in ("0", "9"):
         digit = rest[1]
-        width = len(rest[1:]) - len(rest[1:].lstrip(digit))
-        after = rest[1 + width : 2 + width]
-        if not after.isdigit():
-            return f"frac{first}{digit}{width}", 1 + width
+        end = index + 1
+        while end < len(layout) and layout[end] == digit:
+            end += 1
+        if not layout[end : end + 1].isdigit():
+            return f"frac{first}{digit}{end - index - 1}", end - index
     return None
 
 
@@ -162,6 +163,7 @@ def format_layout(moment: datetime, layout: str) -> str:
     """Go's `Time.Format(layout)`."""
     moment = _aware(moment)
     out: list[str] = []
+    rendered: dict[str, str] = {}  # each kind of element rendered once
     index = 0
     while index < len(layout):
         found = _element(layout, index)
@@ -170,7 +172,10 @@ def format_layout(moment: datetime, layout: str) -> str:
             index += 1
             continue
         kind, length = found
-        out.append(_render(moment, kind))
+        text = rendered.get(kind)
+        if text is None:
+            text = rendered[kind] = _render(moment, kind)
+        out.append(text)
         index += length
     return "".join(out)
 

@@ -6,6 +6,10 @@ forms (`%!d(string=a)`, `%!v(MISSING)`, `%!(EXTRA int=1)`). Maps print as `map[a
 with keys sorted, lists as `[a b]`, structs as `{a b}`, nil as `<nil>`, floats in Go's
 shortest form (`1e+06`, `0.5`). Explicit argument indexes (`%[1]d`) are not supported and
 print as `%!(BADINDEX)`.
+
+Every function takes the render's `Meter` (none by default: then nothing is charged) and
+charges it as it goes: each element printed, each character of a string formatted, and the
+padding a width or precision asks for, before it is made.
 """
 
 import math
@@ -15,6 +19,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from scheduler_core.gotemplate.gotime import go_time_string
+from scheduler_core.gotemplate.meter import UNMETERED, Meter
 from scheduler_core.gotemplate.syntax import go_quote, go_quote_rune
 from scheduler_core.gotemplate.values import (
     Walk,
@@ -237,8 +242,9 @@ def _format_rune(value: int, verb: str, spec: _Spec) -> str:
 class _Printer:
     """Formats one printf argument (and, recursively, its elements) for one verb."""
 
-    def __init__(self) -> None:
-        self.walk = Walk()
+    def __init__(self, meter: Meter) -> None:
+        self.meter = meter
+        self.walk = Walk(meter)
 
     def bad_verb(self, value: object, verb: str, spec: _Spec, depth: int) -> str:
         if value is None:
@@ -248,7 +254,11 @@ class _Printer:
 
     def value(self, value: object, verb: str, spec: _Spec, depth: int = 0) -> str:
         self.walk.step(depth)
+        if spec.width or spec.precision:  # the padding (or digits) it may take, before made
+            self.meter.chars((spec.width or 0) + (spec.precision or 0))
         if verb == "T":
+            if isinstance(value, Mapping):  # its key types are looked at
+                self.meter.elements(len(value))
             return _pad(go_type_name(value), spec)
         if value is None:
             return _pad("<nil>", spec) if verb == "v" or depth > 0 else f"%!{verb}(<nil>)"
@@ -265,6 +275,7 @@ class _Printer:
                 return _format_float(value, verb, spec)
         elif isinstance(value, str):
             if verb in "vsqxX":
+                self.meter.chars(len(value) * (3 if verb in "xX" else 1))
                 return _format_string(value, verb, spec)
         elif isinstance(value, datetime):
             if verb in "vsqxX":
@@ -290,14 +301,19 @@ class _Printer:
         return self.bad_verb(value, verb, spec, depth)
 
 
-def format_value(value: object) -> str:
+def format_value(value: object, meter: Meter = UNMETERED) -> str:
     """A value as `{{ . }}` and `fmt.Sprint` print it (%v)."""
     if isinstance(value, str):
         return value
-    return _Printer().value(value, "v", _Spec())
+    kind = type(value)
+    if kind is int:  # the common cases, without a printer
+        return str(value)
+    if kind is bool:
+        return "true" if value else "false"
+    return _Printer(meter).value(value, "v", _Spec())
 
 
-def sprint(args: Sequence[object]) -> str:
+def sprint(args: Sequence[object], meter: Meter = UNMETERED) -> str:
     """`fmt.Sprint`: a space between operands when neither side is a string."""
     out: list[str] = []
     previous_string = False
@@ -305,14 +321,14 @@ def sprint(args: Sequence[object]) -> str:
         is_string = isinstance(arg, str)
         if index > 0 and not is_string and not previous_string:
             out.append(" ")
-        out.append(format_value(arg))
+        out.append(format_value(arg, meter))
         previous_string = is_string
     return "".join(out)
 
 
-def sprintln(args: Sequence[object]) -> str:
+def sprintln(args: Sequence[object], meter: Meter = UNMETERED) -> str:
     """`fmt.Sprintln`: operands separated by spaces, then a newline."""
-    return " ".join(format_value(arg) for arg in args) + "\n"
+    return " ".join(format_value(arg, meter) for arg in args) + "\n"
 
 
 def _number(text: str, index: int) -> tuple[int | None, int, bool]:
@@ -326,10 +342,10 @@ def _number(text: str, index: int) -> tuple[int | None, int, bool]:
     return number, index, number > _MAX_WIDTH
 
 
-def sprintf(format_text: str, args: Sequence[object]) -> str:
+def sprintf(format_text: str, args: Sequence[object], meter: Meter = UNMETERED) -> str:
     """`fmt.Sprintf`."""
     out: list[str] = []
-    printer = _Printer()
+    printer = _Printer(meter)
     arg_index = 0
     index = 0
     end = len(format_text)
@@ -408,7 +424,7 @@ def sprintf(format_text: str, args: Sequence[object]) -> str:
         arg_index += 1
     if arg_index < len(args):
         extra = ", ".join(
-            "<nil>" if arg is None else f"{go_type_name(arg)}={format_value(arg)}"
+            "<nil>" if arg is None else f"{go_type_name(arg)}={format_value(arg, meter)}"
             for arg in args[arg_index:]
         )
         out.append(f"%!(EXTRA {extra})")

@@ -7,6 +7,7 @@ from scheduler_core.gotemplate.errors import TemplateError
 from scheduler_core.gotemplate.executor import execute
 from scheduler_core.gotemplate.functions import Function, caller_functions, default_functions
 from scheduler_core.gotemplate.limits import Limits
+from scheduler_core.gotemplate.meter import Meter
 from scheduler_core.gotemplate.nodes import Tree
 from scheduler_core.gotemplate.parser import is_empty, parse
 from scheduler_core.gotemplate.syntax import go_quote
@@ -45,15 +46,17 @@ class Template:
         name: str,
         text: str,
         *,
-        functions: Mapping[str, Callable[..., object]] | None = None,
+        functions: Mapping[str, Callable[..., object] | Function] | None = None,
         limits: Limits | None = None,
     ) -> "Template":
         """Parses `text` as the template `name`.
 
         `functions` adds (or overrides) functions by name; each takes its arguments as
         template values (every parameter is Go's `interface {}`) and returns one value, and
-        an exception it raises fails the render with "error calling NAME: ...". These are also
-        the only values `call` may call. Raises TemplateError for a syntax error.
+        an exception it raises fails the render with "error calling NAME: ...". A `Function`
+        declares its parameters and whether it takes the CallContext (whose meter it charges
+        for its work) itself. These are also the only values `call` may call. Raises
+        TemplateError for a syntax error.
         """
         try:
             extra = caller_functions(functions or {})
@@ -89,13 +92,21 @@ class Template:
                 self._trees[tree_name] = tree
 
     def render(
-        self, data: object = None, *, now: datetime | None = None, name: str | None = None
+        self,
+        data: object = None,
+        *,
+        now: datetime | None = None,
+        name: str | None = None,
+        meter: Meter | None = None,
     ) -> str:
         """Executes the template `name` (by default the set's own) over `data`.
 
         `now` is the clock reading `now` and `date` use; without it they fail, so that a
-        render never depends on the machine's clock. It must carry a time zone. Raises
-        TemplateError for anything that goes wrong, including exceeding the Limits.
+        render never depends on the machine's clock. It must carry a time zone. `meter` is
+        what the render's work is charged to, with its budget and deadline; several renders
+        may share one, to be bounded together. Without it, a meter of `Limits.max_cost` and
+        no deadline. Raises TemplateError for anything that goes wrong, including exceeding
+        the Limits or the meter's budget or deadline (a `LimitExceeded`).
         """
         target = self._name if name is None else name
         if target not in self._trees:
@@ -112,4 +123,5 @@ class Template:
             callables=self._callables,
             limits=self._limits,
             now=now,
+            meter=meter if meter is not None else Meter(self._limits.max_cost),
         )

@@ -16,14 +16,18 @@ Nothing else of a Python object is reachable: no attributes beyond dataclass fie
 methods, no dunder names. `MISSING` stands for Go's invalid value, what a missing map key
 yields ("<no value>" when printed). Walks over values (printing, encoding, copying) go
 through `Walk`, which stops a value that refers to itself, or shares itself so often that
-it would expand beyond reason, with `ValueTooLarge`.
+it would expand beyond reason, with `ValueTooLarge`, and charges every element it visits to
+the render's `Meter`.
 """
 
 import dataclasses
 import math
 from collections.abc import Mapping
 from datetime import datetime
+from operator import itemgetter
 from typing import Final
+
+from scheduler_core.gotemplate.meter import UNMETERED, Meter
 
 __all__ = [
     "MAX_VALUE_DEPTH",
@@ -77,15 +81,17 @@ class ValueTooLarge(Exception):
 
 
 class Walk:
-    """Counts the elements a recursive walk over one value visits."""
+    """Counts the elements a recursive walk over one value visits, charging each to `meter`."""
 
-    __slots__ = ("nodes",)
+    __slots__ = ("meter", "nodes")
 
-    def __init__(self) -> None:
+    def __init__(self, meter: Meter = UNMETERED) -> None:
+        self.meter = meter
         self.nodes = 0
 
     def step(self, depth: int) -> None:
         self.nodes += 1
+        self.meter.elements(1)
         if self.nodes > MAX_VALUE_NODES:
             raise ValueTooLarge(f"value has more than {MAX_VALUE_NODES} elements")
         if depth > MAX_VALUE_DEPTH:
@@ -171,4 +177,6 @@ def _key_order(key: object) -> tuple[int, object]:
 
 def sorted_items(mapping: Mapping[object, object]) -> list[tuple[object, object]]:
     """A map's entries in Go's order (`range`, printing): keys sorted by type, then value."""
+    if all(type(key) is str for key in mapping):  # the common case, quickly
+        return sorted(mapping.items(), key=itemgetter(0))
     return sorted(mapping.items(), key=lambda item: _key_order(item[0]))

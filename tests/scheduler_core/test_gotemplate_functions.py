@@ -384,8 +384,8 @@ def test_python_internals_are_out_of_reach() -> None:
         ("{{ seq 1 1000000000 }}", Limits(), "1000000000 numbers is more than the limit of 100000"),
         (
             "{{ range until 5000 }}{{ end }}",
-            Limits(max_steps=1000),
-            "exceeded the limit of 1000 evaluation steps",
+            Limits(max_cost=1000),
+            "exceeded the budget of 1000 cost units",
         ),
         (
             '{{ repeat 1000000000 "x" }}',

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scheduler_core.gotemplate import Limits, Template, TemplateError
 
 NOW = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
-SMALL = Limits(max_output_chars=20_000, max_depth=20, max_steps=20_000, max_items=500)
+SMALL = Limits(max_output_chars=20_000, max_depth=20, max_cost=80_000, max_items=500)
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Pieces that make up templates: delimiters, keywords, literals, fields, variables, functions.

@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 import yaml
 
+from scheduler_core.gotemplate import Limits
 from scheduler_core.output import RenderResult, render_environment
 from scheduler_core.plan import plan_environment
+from scheduler_core.render import MAX_ASSIGNMENT_OUTPUT, TimeLimit
 from scheduler_core.snapshot import ControlPlaneSnapshot
 from tests.scheduler_core.scenario import (
     APP_GITOPS,
@@ -291,6 +293,102 @@ def test_a_broken_template_keeps_its_assignments_previous_output_and_others_are_
     assert "| render failed; previous output kept |" in result.write["large/README.md"].decode()
     record = result.state.assignments["large"][PERFORMANCE]
     assert (record.status, record.files) == ("failed", FILES)
+
+
+# The sort loop the issue found running for over a minute, in the argocd Template's name:
+# argocd is large's reconciler, so it fails the one assignment on large.
+SORT_LOOP = "{{$l := until 100000}}{{range until 2000}}{{$_ := sortAlpha $l}}{{end}}"
+SPENDTHRIFT_ARGOCD = ARGOCD_TEMPLATE.replace(
+    'name: "{{ .DeploymentTargetName }}"', f'name: "{{{{ .DeploymentTargetName }}}}{SORT_LOOP}"'
+)
+# Within its budget, but fifty thousand steps: long enough to read the clock.
+SLOW_ARGOCD = ARGOCD_TEMPLATE.replace(
+    'name: "{{ .DeploymentTargetName }}"',
+    'name: "{{ .DeploymentTargetName }}{{ range 50000 }}{{ end }}"',
+)
+
+
+class Timer:
+    """A monotonic clock moving on by `tick` seconds at every reading."""
+
+    def __init__(self, tick: float) -> None:
+        self.tick = tick
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+def test_a_template_over_its_budget_fails_its_assignment_only() -> None:
+    previous = tree()
+    dev = {**DEV, "configs/dev-config.yaml": config_map("dev-config", {}, {"ENVIRONMENT": "Dev2"})}
+
+    result = render(
+        snapshots(main=with_template("argocd", SPENDTHRIFT_ARGOCD), dev=dev)["dev"], previous
+    )
+
+    (error,) = result.errors
+    assert (error.kind, error.template, error.file) == ("template", "argocd", "reconciler.yaml")
+    assert (error.cluster_type, error.deployment_target) == ("large", PERFORMANCE)
+    assert error.message.startswith(
+        f"dev, cluster type large, deployment target {PERFORMANCE}: reconciler.yaml: "
+        "Template argocd (templates/argocd.yaml) manifests[0] fails: "
+        "template: argocd/manifests[0]:4:"
+    )
+    assert error.message.endswith(
+        "error calling sortAlpha: exceeded the budget of "
+        f"{Limits().max_cost} cost units (evaluation steps, elements touched, characters read "
+        "or written)"
+    )
+    assert error.line == 4
+    # The other assignment is written; this one keeps what it had.
+    assert set(result.write) == {f"drone/{FUNCTIONAL}/platform-config.yaml", "large/README.md"}
+    assert result.state.assignments["large"][PERFORMANCE].status == "failed"
+    kept = result.apply(previous)
+    assert [kept[path] for path in folder("large", PERFORMANCE)] == [
+        previous[path] for path in folder("large", PERFORMANCE)
+    ]
+
+
+def test_an_assignment_rendering_past_its_time_limit_fails_and_the_others_render() -> None:
+    timer = Timer(tick=0.5)
+    snapshot = snapshots(main=with_template("argocd", SLOW_ARGOCD))["dev"]
+
+    result = render_environment(
+        plan_environment(snapshot), {}, now=NOW, time_limit=TimeLimit(2.0, timer)
+    )
+
+    (error,) = result.errors
+    assert (error.kind, error.template) == ("template", "argocd")
+    assert (error.cluster_type, error.deployment_target) == ("large", PERFORMANCE)
+    assert error.message.startswith(
+        f"dev, cluster type large, deployment target {PERFORMANCE}: reconciler.yaml: "
+        "Template argocd (templates/argocd.yaml) manifests[0] fails: "
+    )
+    assert error.message.endswith("exceeded the time limit of 2 seconds")
+    assert set(folder("drone", FUNCTIONAL)) <= set(result.write)
+    assert not any(path.startswith(f"large/{PERFORMANCE}/") for path in result.write)
+    # Without the time limit, the same templates render: it was the clock that stopped them.
+    assert render(snapshot).errors == ()
+
+
+def test_an_assignment_rendering_more_than_its_output_limit_fails() -> None:
+    half = "#" * (MAX_ASSIGNMENT_OUTPUT // 2 + 1)  # comments: YAML documents of nothing
+    template = (
+        "apiVersion: scheduler.kalypso.io/v1alpha1\nkind: Template\nmetadata:\n  name: argocd\n"
+        f"spec:\n  type: reconciler\n  manifests:\n    - '{half}'\n    - '{half}'\n"
+    )
+
+    result = render(snapshots(main=with_template("argocd", template))["dev"])
+
+    (error,) = result.errors
+    assert (error.cluster_type, error.deployment_target) == ("large", PERFORMANCE)
+    assert error.message.endswith(
+        f"manifests[1] fails: the assignment's files would hold more than "
+        f"{MAX_ASSIGNMENT_OUTPUT} characters, the limit of one assignment"
+    )
+    assert set(folder("drone", FUNCTIONAL)) <= set(result.write)
 
 
 def test_a_schema_violation_keeps_its_assignments_previous_output() -> None:

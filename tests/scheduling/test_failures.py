@@ -1,6 +1,6 @@
-"""What goes wrong stays where it happened: a broken template fails its assignments only (they
-keep their output), a control-plane document that does not load deletes nothing, and the API
-serves the errors."""
+"""What goes wrong stays where it happened: a broken template, or one over its budget or time
+limit, fails its assignments only (they keep their output), a control-plane document that does
+not load deletes nothing, and the API serves the errors."""
 
 from pathlib import Path
 
@@ -22,6 +22,17 @@ BROKEN_ARGOCD = scenario.ARGOCD_TEMPLATE.replace(
     'repoURL: "{{ .Manifests.repo }}"', 'repoURL: "{{ .Manifests.repo "'
 )
 DEV_CONFIG = "configs/dev-config.yaml"
+# The issue's sort loop, which ran for over a minute, in the name of large's reconciler.
+SPENDTHRIFT_ARGOCD = scenario.ARGOCD_TEMPLATE.replace(
+    'name: "{{ .DeploymentTargetName }}"',
+    'name: "{{ .DeploymentTargetName }}'
+    '{{$l := until 100000}}{{range until 2000}}{{$_ := sortAlpha $l}}{{end}}"',
+)
+# Fifty thousand steps: within the budget, long enough for the render to read its clock.
+SLOW_ARGOCD = scenario.ARGOCD_TEMPLATE.replace(
+    'name: "{{ .DeploymentTargetName }}"',
+    'name: "{{ .DeploymentTargetName }}{{ range 50000 }}{{ end }}"',
+)
 
 
 def dev_config(environment: str) -> str:
@@ -94,6 +105,101 @@ async def test_broken_template_keeps_its_assignments_output_and_the_others_are_w
         for item in assignments.json()["items"]
     }
     assert status == {("drone", "rendered", outcome.commit), ("large", "failed", first.commit)}
+
+
+async def test_a_template_over_its_budget_fails_its_assignment_and_the_others_are_written(
+    schedule: Schedule,
+    control_plane: ControlPlane,
+    platform: Platform,
+    client: httpx.AsyncClient,
+    read_token: str,
+) -> None:
+    first = await schedule("dev")
+    before = platform.files("dev")
+    control_plane.commit("dev", {DEV_CONFIG: dev_config("Development")})
+    control_plane.promote(
+        "dev", control_plane.commit("main", {"templates/argocd.yaml": SPENDTHRIFT_ARGOCD})
+    )
+
+    outcome = await schedule("dev")
+
+    assert outcome.commit is not None
+    assert outcome.failed == 1
+    [error] = outcome.errors
+    assert (error.kind, error.template, error.cluster_type, error.deployment_target) == (
+        "template",
+        "argocd",
+        "large",
+        PERFORMANCE,
+    )
+    assert error.message.startswith(
+        f"dev, cluster type large, deployment target {PERFORMANCE}: reconciler.yaml: "
+        "Template argocd (templates/argocd.yaml) manifests[0] fails: template: argocd/manifests[0]:"
+    )
+    assert "error calling sortAlpha: exceeded the budget of 1000000 cost units" in error.message
+    assert data(platform, f"drone/{FUNCTIONAL}/platform-config.yaml")["ENVIRONMENT"] == (
+        "Development"
+    )
+    after = platform.files("dev")
+    for name in ("namespace.yaml", "platform-config.yaml", "reconciler.yaml"):
+        path = f"large/{PERFORMANCE}/{name}"
+        assert after[path] == before[path], path
+    assert platform.changed(first.commit or "", outcome.commit) == [
+        ".github/tracking/Promoted_Commit_Id",
+        f"drone/{FUNCTIONAL}/platform-config.yaml",
+        "large/README.md",
+    ]
+    errors = await client.get("/api/v1/scheduling/errors", headers=bearer(read_token))
+    [served] = errors.json()["items"]
+    assert served["message"] == error.message
+
+
+class Timer:
+    """A monotonic clock moving on by half a second every time it is read."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.readings = 0
+
+    def __call__(self) -> float:
+        self.readings += 1
+        self.now += 0.5
+        return self.now
+
+
+async def test_an_assignment_rendering_past_the_time_limit_setting_fails_alone(
+    sessions: async_sessionmaker[AsyncSession],
+    clock: FakeClock,
+    control_plane: ControlPlane,
+    platform: Platform,
+    tmp_path: Path,
+) -> None:
+    settings = hub_settings(data_dir=tmp_path / "data", template_render_timeout=1.5)
+    control_plane.promote(
+        "dev", control_plane.commit("main", {"templates/argocd.yaml": SLOW_ARGOCD})
+    )
+    request = ScheduleRequest(
+        control_plane=str(control_plane.path), gitops=str(platform.path), environments=["dev"]
+    )
+    timer = Timer()
+
+    run = await service.run_schedule(sessions, settings, request, clock=clock, timer=timer)
+
+    [outcome] = run.environments
+    [error] = outcome.errors
+    assert (error.kind, error.template, error.cluster_type, error.deployment_target) == (
+        "template",
+        "argocd",
+        "large",
+        PERFORMANCE,
+    )
+    assert error.message.endswith("exceeded the time limit of 1.5 seconds")
+    assert outcome.failed == 1
+    written = platform.files("dev")
+    assert f"drone/{FUNCTIONAL}/reconciler.yaml" in written
+    assert not any(path.startswith(f"large/{PERFORMANCE}/") for path in written)
+    # Read when each assignment's render began, and by the slow one every thousand units.
+    assert 2 < timer.readings < 20
 
 
 async def test_a_fixed_template_clears_its_error_and_renders_again(

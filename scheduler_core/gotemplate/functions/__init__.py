@@ -1,5 +1,6 @@
 """The functions a template can call: Go's builtins, sprig's and Kalypso's, and the caller's."""
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 
@@ -32,14 +33,23 @@ def _is_identifier(name: str) -> bool:
     )
 
 
-def caller_functions(functions: Mapping[str, Callable[..., object]]) -> dict[str, Function]:
+def caller_functions(
+    functions: Mapping[str, Callable[..., object] | Function],
+) -> dict[str, Function]:
     """Functions the caller registers: every parameter is `interface {}`; the arity comes from
-    the signature (`*args` makes the function variadic). Raises ValueError for a name that
+    the signature (`*args` makes the function variadic). A `Function` is taken as it is
+    declared (under the name it is registered by): so a caller's function can take the
+    CallContext, to charge its work to the render's meter. Raises ValueError for a name that
     is not an identifier or a value that is not callable."""
     wrapped: dict[str, Function] = {}
     for name, impl in functions.items():
         if not _is_identifier(name):
             raise ValueError(f"function name {name!r} is not a valid identifier")
+        if isinstance(impl, Function):
+            if impl.lazy:
+                raise ValueError(f"function {name!r} cannot be lazy")
+            wrapped[name] = dataclasses.replace(impl, name=name)
+            continue
         if not callable(impl):
             raise ValueError(f"value for function {name!r} is not callable")
         parameters = inspect.signature(impl).parameters.values()

@@ -4,6 +4,9 @@ and, or (short-circuit, returning an operand), not; eq (any number of operands),
 gt, ge (basic kinds only: bool, int, float64, string; mixing kinds is an error); index,
 slice, len (strings count bytes, as Go's do); print, printf, println; html, js, urlquery;
 call (only functions the caller registered).
+
+Their cost (see `spec`): the text of string arguments and results is charged by the
+executor; printing charges what it prints, `slice` the elements it copies.
 """
 
 from collections.abc import Iterable, Mapping
@@ -138,7 +141,7 @@ def _index_arg(index: object, cap: int) -> int:
     return index
 
 
-def _index(item: object, *indexes: object) -> object:
+def _index(context: CallContext, item: object, *indexes: object) -> object:
     if item is None:
         raise FunctionError("index of untyped nil")
     for index in indexes:
@@ -151,15 +154,17 @@ def _index(item: object, *indexes: object) -> object:
                 raise FunctionError(f"index out of range: {position}")
             item = sequence[position]
         elif isinstance(item, Mapping):
-            if not isinstance(index, str) and item and all(isinstance(key, str) for key in item):
-                raise FunctionError(f"value has type {go_type_name(index)}; should be string")
+            if not isinstance(index, str) and item:
+                context.meter.elements(len(item))  # the keys' types are looked at
+                if all(isinstance(key, str) for key in item):
+                    raise FunctionError(f"value has type {go_type_name(index)}; should be string")
             item = item.get(index, "" if isinstance(item, StringMap) else None)
         else:
             raise FunctionError(f"can't index item of type {go_type_name(item)}")
     return item
 
 
-def _slice(item: object, *indexes: object) -> object:
+def _slice(context: CallContext, item: object, *indexes: object) -> object:
     if item is None:
         raise FunctionError("slice of untyped nil")
     if len(indexes) > 3:
@@ -179,8 +184,10 @@ def _slice(item: object, *indexes: object) -> object:
         raise FunctionError(f"invalid slice index: {bounds[0]} > {bounds[1]}")
     if len(indexes) == 3 and bounds[1] > bounds[2]:
         raise FunctionError(f"invalid slice index: {bounds[1]} > {bounds[2]}")
-    part = sequence[bounds[0] : bounds[1]]
-    return part.decode("utf-8", "replace") if isinstance(part, bytes) else list(part)
+    if isinstance(sequence, bytes):
+        return sequence[bounds[0] : bounds[1]].decode("utf-8", "replace")
+    context.meter.elements(bounds[1] - bounds[0])
+    return list(sequence[bounds[0] : bounds[1]])
 
 
 def _len(item: object) -> int:
@@ -193,17 +200,17 @@ def _len(item: object) -> int:
     raise FunctionError(f"len of type {go_type_name(item)}")
 
 
-def _text(args: tuple[object, ...]) -> str:
+def _text(context: CallContext, args: tuple[object, ...]) -> str:
     if len(args) == 1 and isinstance(args[0], str):
         return args[0]
-    return sprint(args)
+    return sprint(args, context.meter)
 
 
 _HTML = {"\0": "\ufffd", '"': "&#34;", "'": "&#39;", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
-def _html(*args: object) -> str:
-    return "".join(_HTML.get(char, char) for char in _text(args))
+def _html(context: CallContext, *args: object) -> str:
+    return "".join(_HTML.get(char, char) for char in _text(context, args))
 
 
 _JS = {"\\": "\\\\", "'": "\\'", '"': '\\"', "<": "\\u003C", ">": "\\u003E", "&": "\\u0026"}
@@ -221,24 +228,24 @@ def _js_char(char: str) -> str:
     return char
 
 
-def _js(*args: object) -> str:
-    return "".join(_js_char(char) for char in _text(args))
+def _js(context: CallContext, *args: object) -> str:
+    return "".join(_js_char(char) for char in _text(context, args))
 
 
-def _urlquery(*args: object) -> str:
-    return quote_plus(_text(args), safe="")
+def _urlquery(context: CallContext, *args: object) -> str:
+    return quote_plus(_text(context, args), safe="")
 
 
-def _print(*args: object) -> str:
-    return sprint(args)
+def _print(context: CallContext, *args: object) -> str:
+    return sprint(args, context.meter)
 
 
-def _println(*args: object) -> str:
-    return sprintln(args)
+def _println(context: CallContext, *args: object) -> str:
+    return sprintln(args, context.meter)
 
 
-def _printf(format_text: str, *args: object) -> str:
-    return sprintf(format_text, args)
+def _printf(context: CallContext, format_text: str, *args: object) -> str:
+    return sprintf(format_text, args, context.meter)
 
 
 def _call(context: CallContext, function: object, *args: object) -> object:
@@ -256,14 +263,14 @@ FUNCTIONS = [
     Function("le", _le, (ANY, ANY)),
     Function("gt", _gt, (ANY, ANY)),
     Function("ge", _ge, (ANY, ANY)),
-    Function("index", _index, (ANY,), ANY),
-    Function("slice", _slice, (ANY,), ANY),
+    Function("index", _index, (ANY,), ANY, needs_context=True),
+    Function("slice", _slice, (ANY,), ANY, needs_context=True),
     Function("len", _len, (ANY,)),
-    Function("print", _print, (), ANY),
-    Function("printf", _printf, (STRING,), ANY),
-    Function("println", _println, (), ANY),
-    Function("html", _html, (), ANY),
-    Function("js", _js, (), ANY),
-    Function("urlquery", _urlquery, (), ANY),
+    Function("print", _print, (), ANY, needs_context=True),
+    Function("printf", _printf, (STRING,), ANY, needs_context=True),
+    Function("println", _println, (), ANY, needs_context=True),
+    Function("html", _html, (), ANY, needs_context=True),
+    Function("js", _js, (), ANY, needs_context=True),
+    Function("urlquery", _urlquery, (), ANY, needs_context=True),
     Function("call", _call, (ANY,), ANY, needs_context=True),
 ]

@@ -10,43 +10,52 @@
   stable content address for names and annotations.
 - `unquote STRING`: the text inside a Go-quoted literal ("...", `...`, '...'); text that is
   not one comes back unchanged.
+
+`toYaml`, `stringify` and `hash` charge the render's meter for every node they encode.
 """
 
 import hashlib
 from collections.abc import Mapping
 
 from scheduler_core.gotemplate.encoding import to_json, to_yaml
-from scheduler_core.gotemplate.functions.spec import Function, Param
+from scheduler_core.gotemplate.functions.spec import CallContext, Function, Param
 from scheduler_core.gotemplate.functions.sprig import strval
+from scheduler_core.gotemplate.meter import STEP_UNITS, Meter
 from scheduler_core.gotemplate.syntax import go_unquote
 from scheduler_core.gotemplate.values import LocalMap
 
 __all__ = ["FUNCTIONS"]
 
 
-def _to_yaml(value: object) -> str:
+def _to_yaml(context: CallContext, value: object) -> str:
     try:
-        return to_yaml(value).removesuffix("\n")
+        return to_yaml(value, context.meter).removesuffix("\n")
     except ValueError:
         return ""
 
 
-def _as_string(value: object) -> str:
+def _as_string(value: object, meter: Meter) -> str:
     if value is None:
         return ""
     if isinstance(value, list | tuple | Mapping):
-        return to_json(value)
-    return strval(value)
+        meter.charge(STEP_UNITS)  # an encoding of its own
+        return to_json(value, meter=meter)
+    return strval(value, meter)
 
 
-def _stringify(value: object) -> object:
+def _stringify(context: CallContext, value: object) -> object:
+    meter = context.meter
     if isinstance(value, Mapping):
-        return LocalMap((key, _as_string(item)) for key, item in value.items())
-    return _as_string(value)
+        meter.elements(len(value))
+        return LocalMap((key, _as_string(item, meter)) for key, item in value.items())
+    return _as_string(value, meter)
 
 
-def _hash(value: object) -> str:
-    return hashlib.sha256(_as_string(value).encode("utf-8")).hexdigest()
+def _hash(context: CallContext, value: object) -> str:
+    text = _as_string(value, context.meter)
+    if text is not value:  # made here: hashing reads it (an argument is charged already)
+        context.meter.chars(len(text))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _unquote(text: str) -> str:
@@ -57,8 +66,8 @@ def _unquote(text: str) -> str:
 
 
 FUNCTIONS = [
-    Function("toYaml", _to_yaml, (Param.ANY,)),
-    Function("stringify", _stringify, (Param.ANY,)),
-    Function("hash", _hash, (Param.ANY,)),
+    Function("toYaml", _to_yaml, (Param.ANY,), needs_context=True),
+    Function("stringify", _stringify, (Param.ANY,), needs_context=True),
+    Function("hash", _hash, (Param.ANY,), needs_context=True),
     Function("unquote", _unquote, (Param.STRING,)),
 ]

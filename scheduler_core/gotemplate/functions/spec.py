@@ -5,6 +5,14 @@ Each function declares its Go parameter types, because Go checks arguments again
 converts and checks arguments by these declarations before calling `impl`; an exception
 raised by `impl` becomes the template error "error calling NAME: message", as a Go function
 returning an error (or panicking) does.
+
+What a call costs (`scheduler_core.gotemplate.meter`): the executor charges every call as a
+step, plus the characters of each string argument it reads and of the string it returns. A
+function that does more (touches the elements of a list or map, walks a value, makes text
+beyond its arguments and result) takes the CallContext (`needs_context`) and charges that
+work to `context.meter`, before doing it wherever its size is known. The functions that take
+no context are those whose work is constant (`default`, `first`, `hasKey`, arithmetic, ...)
+or lies in their string arguments and result.
 """
 
 import enum
@@ -14,6 +22,7 @@ from datetime import datetime
 from typing import Protocol
 
 from scheduler_core.gotemplate.limits import Limits
+from scheduler_core.gotemplate.meter import Meter
 
 __all__ = ["CallContext", "Function", "FunctionError", "Param"]
 
@@ -35,13 +44,17 @@ class FunctionError(Exception):
 
 
 class CallContext(Protocol):
-    """What the few functions that need the render get: the clock, limits, other templates."""
+    """What functions that need the render get: the clock, limits, the meter to charge their
+    work to, other templates."""
 
     @property
     def now(self) -> datetime | None: ...
 
     @property
     def limits(self) -> Limits: ...
+
+    @property
+    def meter(self) -> Meter: ...
 
     def include(self, name: str, data: object) -> str: ...
 

@@ -13,6 +13,13 @@ Deliberate differences, for purity and safety:
   Maps merged in are copied, never shared.
 - No functions reaching the environment, files, network, randomness or regular expressions
   (whose backtracking could be made to run for ever).
+
+Cost (see `spec`): the executor charges the text of string arguments and results; the
+functions that touch list and map elements, walk values or build text beyond that take the
+CallContext and charge `context.meter` first: `until` its numbers, `join` and `sortAlpha` the
+elements they convert, `uniq`, `has` and `without` every comparison, `toJson` and `deepCopy`
+every node, `replace`, `join`, `repeat` and `indent` check the size of what they would make
+before making it.
 """
 
 import base64
@@ -25,6 +32,7 @@ from datetime import UTC, datetime
 from scheduler_core.gotemplate.encoding import from_json, to_json
 from scheduler_core.gotemplate.functions.spec import CallContext, Function, FunctionError, Param
 from scheduler_core.gotemplate.gotime import format_layout, go_time_string
+from scheduler_core.gotemplate.meter import UNMETERED, Meter
 from scheduler_core.gotemplate.printf import format_value
 from scheduler_core.gotemplate.syntax import go_quote, parse_float, parse_int
 from scheduler_core.gotemplate.values import (
@@ -46,21 +54,22 @@ def _is_go_space(char: str) -> bool:
     return char in _GO_SPACE or (char > "\xff" and char.isspace())
 
 
-def strval(value: object) -> str:
+def strval(value: object, meter: Meter = UNMETERED) -> str:
     """sprig's strval: strings as they are, times by their String form, the rest as %v."""
     if isinstance(value, str):
         return value
     if isinstance(value, datetime):
         return go_time_string(value)
-    return format_value(value)
+    return format_value(value, meter)
 
 
-def _strslice(value: object) -> list[str]:
+def _strslice(value: object, meter: Meter) -> list[str]:
     if value is None:
         return []
     if isinstance(value, list | tuple):
-        return [strval(item) for item in value if item is not None]
-    return [strval(value)]
+        meter.elements(len(value))
+        return [strval(item, meter) for item in value if item is not None]
+    return [strval(value, meter)]
 
 
 def _wrap(number: int) -> int:
@@ -109,19 +118,31 @@ def to_float64(value: object) -> float:
     return 0.0
 
 
-def _deep_equal(left: object, right: object) -> bool:
-    """reflect.DeepEqual over template values: types must match, containers element-wise."""
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _deep_equal(left: object, right: object, meter: Meter) -> bool:
+    """reflect.DeepEqual over template values: types must match, containers element-wise.
+    Every pair of elements compared is charged to `meter`."""
+    meter.elements(1)
+    kind = type(left)
+    if kind in _SCALARS:  # the common case, quickly
+        if kind is str:
+            meter.chars(len(left))  # type: ignore[arg-type]
+        return kind is type(right) and left == right
     if isinstance(left, Mapping) and isinstance(right, Mapping):
         return left.keys() == right.keys() and all(
-            _deep_equal(left[key], right[key]) for key in left
+            _deep_equal(left[key], right[key], meter) for key in left
         )
     if isinstance(left, list | tuple) and isinstance(right, list | tuple):
-        return len(left) == len(right) and all(map(_deep_equal, left, right))
+        return len(left) == len(right) and all(
+            _deep_equal(a, b, meter) for a, b in zip(left, right, strict=True)
+        )
     if type(left) is not type(right):
         return False
     if is_struct(left):
         return all(
-            _deep_equal(a, b)
+            _deep_equal(a, b, meter)
             for (_, a), (_, b) in zip(struct_fields(left), struct_fields(right), strict=True)
         )
     return left == right
@@ -136,9 +157,13 @@ def _copy(value: object, walk: Walk, depth: int) -> object:
     return value
 
 
-def deep_copy(value: object) -> object:
+def deep_copy(value: object, meter: Meter = UNMETERED) -> object:
     """A copy the template may change: maps become LocalMaps, tuples lists."""
-    return _copy(value, Walk(), 0)
+    return _copy(value, Walk(meter), 0)
+
+
+def _deep_copy(context: CallContext, value: object) -> object:
+    return deep_copy(value, context.meter)
 
 
 def _writable(value: Mapping[object, object], function: str) -> LocalMap:
@@ -222,30 +247,87 @@ def _trim_space(text: str) -> str:
     return text[start:end]
 
 
-def _split_runes(separator: str, text: str) -> list[str]:
-    return list(text) if separator == "" else text.split(separator)
-
-
-def _split(separator: str, text: str) -> LocalMap:
-    return LocalMap((f"_{index}", part) for index, part in enumerate(_split_runes(separator, text)))
-
-
-def _quote(*values: object) -> str:
-    return " ".join(go_quote(strval(value)) for value in values if value is not None)
-
-
-def _squote(*values: object) -> str:
-    return " ".join(f"'{format_value(value)}'" for value in values if value is not None)
-
-
-def _cat(*values: object) -> str:
-    return " ".join(format_value(value) for value in values if value is not None)
+def _trim_all(cutset: str, text: str) -> str:
+    if len(cutset) <= 64:
+        return text.strip(cutset)
+    # str.strip looks through the whole cutset for every character it strips.
+    cut = set(cutset)
+    start, end = 0, len(text)
+    while start < end and text[start] in cut:
+        start += 1
+    while end > start and text[end - 1] in cut:
+        end -= 1
+    return text[start:end]
 
 
 def _checked_size(context: CallContext, size: int, what: str) -> None:
     limit = context.limits.max_output_chars
     if size > limit:
         raise FunctionError(f"{what} would be {size} characters, more than the limit of {limit}")
+
+
+def _checked_items(context: CallContext, count: int, what: str) -> None:
+    """Refuses to build more than `max_items` elements; charges the elements built."""
+    limit = context.limits.max_items
+    if count > limit:
+        raise FunctionError(f"{what} would have {count} items, more than the limit of {limit}")
+    context.meter.elements(count)
+
+
+def _replace(context: CallContext, old: str, new: str, text: str) -> str:
+    count = len(text) + 1 if old == "" else text.count(old)
+    _checked_size(context, len(text) + count * (len(new) - len(old)), "the replaced text")
+    return text.replace(old, new)
+
+
+def _split_runes(context: CallContext, separator: str, text: str) -> list[str]:
+    count = len(text) if separator == "" else text.count(separator) + 1
+    _checked_items(context, count, "the split text")
+    return list(text) if separator == "" else text.split(separator)
+
+
+def _split(context: CallContext, separator: str, text: str) -> LocalMap:
+    parts = _split_runes(context, separator, text)
+    return LocalMap((f"_{index}", part) for index, part in enumerate(parts))
+
+
+def _join(context: CallContext, separator: str, value: object) -> str:
+    parts = _strslice(value, context.meter)
+    size = sum(map(len, parts)) + len(separator) * max(len(parts) - 1, 0)
+    _checked_size(context, size, "the joined text")
+    return separator.join(parts)
+
+
+def _quote(context: CallContext, *values: object) -> str:
+    meter = context.meter
+    meter.elements(len(values))
+    quoted = []
+    for value in values:
+        if value is not None:
+            text = strval(value, meter)
+            meter.chars(len(text))  # quoted character by character
+            quoted.append(go_quote(text))
+    return " ".join(quoted)
+
+
+def _squote(context: CallContext, *values: object) -> str:
+    context.meter.elements(len(values))
+    return " ".join(
+        f"'{format_value(value, context.meter)}'" for value in values if value is not None
+    )
+
+
+def _cat(context: CallContext, *values: object) -> str:
+    context.meter.elements(len(values))
+    return " ".join(format_value(value, context.meter) for value in values if value is not None)
+
+
+def _to_string(context: CallContext, value: object) -> str:
+    return strval(value, context.meter)
+
+
+def _to_strings(context: CallContext, value: object) -> list[str]:
+    return _strslice(value, context.meter)
 
 
 def _indent(context: CallContext, spaces: int, text: str) -> str:
@@ -297,26 +379,38 @@ def _trunc(count: int, text: str) -> str:
     return text
 
 
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=\r\n")
+
+
 def _b64dec(text: str) -> str:
     cleaned = text.replace("\r", "").replace("\n", "")
     try:
         return base64.b64decode(cleaned, validate=True).decode("utf-8", "replace")
     except binascii.Error:
-        alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
-        position = next((i for i, c in enumerate(text) if c not in alphabet + "\r\n"), len(text))
+        position = next((i for i, c in enumerate(text) if c not in _BASE64), len(text))
         return f"illegal base64 data at input byte {position}"
 
 
-def _json(value: object, indent: str | None = None, escape_html: bool = True) -> str:
+def _json(
+    context: CallContext, value: object, indent: str | None = None, escape_html: bool = True
+) -> str:
     try:
-        return to_json(value, indent=indent, escape_html=escape_html)
+        return to_json(value, indent=indent, escape_html=escape_html, meter=context.meter)
     except ValueError:
         return ""
 
 
-def _from_json(text: str) -> object:
+def _pretty_json(context: CallContext, value: object) -> str:
+    return _json(context, value, indent="  ")
+
+
+def _raw_json(context: CallContext, value: object) -> str:
+    return _json(context, value, escape_html=False)
+
+
+def _from_json(context: CallContext, text: str) -> object:
     try:
-        return from_json(text)
+        return from_json(text, context.meter)
     except (ValueError, RecursionError):
         return None
 
@@ -324,10 +418,12 @@ def _from_json(text: str) -> object:
 # --- maps -------------------------------------------------------------------------------
 
 
-def _dict(*pairs: object) -> LocalMap:
+def _dict(context: CallContext, *pairs: object) -> LocalMap:
+    meter = context.meter
+    meter.elements(len(pairs))
     result = LocalMap()
     for index in range(0, len(pairs), 2):
-        key = strval(pairs[index])
+        key = strval(pairs[index], meter)
         result[key] = pairs[index + 1] if index + 1 < len(pairs) else ""
     return result
 
@@ -352,55 +448,65 @@ def _has_key(mapping: Mapping[object, object], key: str) -> bool:
     return key in mapping
 
 
-def _keys(*mappings: Mapping[object, object]) -> list[object]:
+def _keys(context: CallContext, *mappings: Mapping[object, object]) -> list[object]:
+    context.meter.elements(sum(len(mapping) for mapping in mappings))
     return [key for mapping in mappings for key, _ in sorted_items(mapping)]
 
 
-def _values(mapping: Mapping[object, object]) -> list[object]:
+def _values(context: CallContext, mapping: Mapping[object, object]) -> list[object]:
+    context.meter.elements(len(mapping))
     return [value for _, value in sorted_items(mapping)]
 
 
-def _pick(mapping: Mapping[object, object], *keys: str) -> LocalMap:
+def _pick(context: CallContext, mapping: Mapping[object, object], *keys: str) -> LocalMap:
+    context.meter.elements(len(keys))
     return LocalMap((key, mapping[key]) for key in keys if key in mapping)
 
 
-def _omit(mapping: Mapping[object, object], *keys: str) -> LocalMap:
-    return LocalMap((key, value) for key, value in mapping.items() if key not in keys)
+def _omit(context: CallContext, mapping: Mapping[object, object], *keys: str) -> LocalMap:
+    context.meter.elements(len(mapping) + len(keys))
+    omitted = set(keys)
+    return LocalMap((key, value) for key, value in mapping.items() if key not in omitted)
 
 
-def _merge_into(target: LocalMap, source: Mapping[object, object], overwrite: bool) -> None:
+def _merge_into(
+    target: LocalMap, source: Mapping[object, object], overwrite: bool, meter: Meter
+) -> None:
     # mergo's rules, as sprig applies them: nil sources are skipped, maps merge deeply, a
     # non-empty destination value is kept unless overwriting (never by a map), and what is
     # taken over from a source is copied so that the source is never changed later.
+    meter.elements(len(source))
     for key, value in source.items():
         if value is None:
             continue
         current = target.get(key)
         if isinstance(value, Mapping):
             if isinstance(current, Mapping):
-                nested = current if isinstance(current, LocalMap) else deep_copy(current)
+                nested = current if isinstance(current, LocalMap) else deep_copy(current, meter)
                 assert isinstance(nested, LocalMap)
                 target[key] = nested
-                _merge_into(nested, value, overwrite)
+                _merge_into(nested, value, overwrite, meter)
             elif not is_true(current):
-                target[key] = deep_copy(value)
+                target[key] = deep_copy(value, meter)
         elif overwrite or not is_true(current):
-            target[key] = deep_copy(value)
+            target[key] = deep_copy(value, meter)
 
 
-def _merge(target: Mapping[object, object], *sources: Mapping[object, object]) -> LocalMap:
+def _merge(
+    context: CallContext, target: Mapping[object, object], *sources: Mapping[object, object]
+) -> LocalMap:
     destination = _writable(target, "merge")
     for source in sources:
-        _merge_into(destination, source, overwrite=False)
+        _merge_into(destination, source, overwrite=False, meter=context.meter)
     return destination
 
 
 def _merge_overwrite(
-    target: Mapping[object, object], *sources: Mapping[object, object]
+    context: CallContext, target: Mapping[object, object], *sources: Mapping[object, object]
 ) -> LocalMap:
     destination = _writable(target, "mergeOverwrite")
     for source in sources:
-        _merge_into(destination, source, overwrite=True)
+        _merge_into(destination, source, overwrite=True, meter=context.meter)
     return destination
 
 
@@ -413,7 +519,8 @@ def _as_list(value: object, message: str) -> list[object] | tuple[object, ...]:
     return value
 
 
-def _list(*values: object) -> list[object]:
+def _list(context: CallContext, *values: object) -> list[object]:
+    context.meter.elements(len(values))
     return list(values)
 
 
@@ -427,58 +534,81 @@ def _last(value: object) -> object:
     return items[-1] if items else None
 
 
-def _rest(value: object) -> object:
+def _copied(context: CallContext, items: list[object] | tuple[object, ...]) -> None:
+    context.meter.elements(len(items))
+
+
+def _rest(context: CallContext, value: object) -> object:
     items = _as_list(value, "Cannot find rest on type {}")
+    _copied(context, items)
     return list(items[1:]) if items else None
 
 
-def _initial(value: object) -> object:
+def _initial(context: CallContext, value: object) -> object:
     items = _as_list(value, "Cannot find initial on type {}")
+    _copied(context, items)
     return list(items[:-1]) if items else None
 
 
-def _append(value: object, item: object) -> list[object]:
-    return [*_as_list(value, "Cannot push on type {}"), item]
+def _append(context: CallContext, value: object, item: object) -> list[object]:
+    items = _as_list(value, "Cannot push on type {}")
+    _copied(context, items)
+    return [*items, item]
 
 
-def _prepend(value: object, item: object) -> list[object]:
-    return [item, *_as_list(value, "Cannot prepend on type {}")]
+def _prepend(context: CallContext, value: object, item: object) -> list[object]:
+    items = _as_list(value, "Cannot prepend on type {}")
+    _copied(context, items)
+    return [item, *items]
 
 
-def _concat(*values: object) -> list[object]:
-    return [item for value in values for item in _as_list(value, "Cannot concat type {} as list")]
+def _concat(context: CallContext, *values: object) -> list[object]:
+    lists = [_as_list(value, "Cannot concat type {} as list") for value in values]
+    _checked_items(context, sum(map(len, lists)), "the concatenated list")
+    return [item for items in lists for item in items]
 
 
-def _reverse(value: object) -> list[object]:
-    return list(reversed(_as_list(value, "Cannot find reverse on type {}")))
+def _reverse(context: CallContext, value: object) -> list[object]:
+    items = _as_list(value, "Cannot find reverse on type {}")
+    _copied(context, items)
+    return list(reversed(items))
 
 
-def _uniq(value: object) -> list[object]:
+def _uniq(context: CallContext, value: object) -> list[object]:
+    meter = context.meter
     unique: list[object] = []
     for item in _as_list(value, "Cannot find uniq on type {}"):
-        if not any(_deep_equal(item, seen) for seen in unique):
+        if not any(_deep_equal(item, seen, meter) for seen in unique):
             unique.append(item)
     return unique
 
 
-def _compact(value: object) -> list[object]:
-    return [item for item in _as_list(value, "Cannot compact on type {}") if is_true(item)]
+def _compact(context: CallContext, value: object) -> list[object]:
+    items = _as_list(value, "Cannot compact on type {}")
+    _copied(context, items)
+    return [item for item in items if is_true(item)]
 
 
-def _has(needle: object, haystack: object) -> bool:
+def _has(context: CallContext, needle: object, haystack: object) -> bool:
     if haystack is None:
         return False
     items = _as_list(haystack, "Cannot find has on type {}")
-    return any(_deep_equal(needle, item) for item in items)
+    return any(_deep_equal(needle, item, context.meter) for item in items)
 
 
-def _without(value: object, *omitted: object) -> list[object]:
+def _without(context: CallContext, value: object, *omitted: object) -> list[object]:
+    meter = context.meter
     items = _as_list(value, "Cannot find without on type {}")
-    return [item for item in items if not any(_deep_equal(item, other) for other in omitted)]
+    meter.elements(len(items))
+    return [item for item in items if not any(_deep_equal(item, other, meter) for other in omitted)]
 
 
-def _sort_alpha(value: object) -> list[str]:
-    return sorted(_strslice(value)) if isinstance(value, list | tuple) else [strval(value)]
+def _sort_alpha(context: CallContext, value: object) -> list[str]:
+    if not isinstance(value, list | tuple):
+        return [strval(value, context.meter)]
+    texts = _strslice(value, context.meter)
+    context.meter.elements(len(texts))  # sorted
+    return sorted(texts)
 
 
 def _sequence(context: CallContext, start: int, stop: int, step: int) -> list[int]:
@@ -489,6 +619,7 @@ def _sequence(context: CallContext, start: int, stop: int, step: int) -> list[in
     limit = context.limits.max_items
     if len(numbers) > limit:
         raise FunctionError(f"{len(numbers)} numbers is more than the limit of {limit}")
+    context.meter.elements(len(numbers))
     return list(numbers)
 
 
@@ -589,6 +720,7 @@ def _now(context: CallContext) -> datetime:
 
 
 def _date(context: CallContext, layout: str, moment: object) -> str:
+    context.meter.elements(len(layout))  # interpreted character by character
     if isinstance(moment, datetime):
         when = moment
     elif isinstance(moment, int) and not isinstance(moment, bool):
@@ -620,64 +752,64 @@ FUNCTIONS = [
     Function("lower", lambda text: _map_runes(text, str.lower), (STRING,)),
     Function("title", _title, (STRING,)),
     Function("trim", _trim_space, (STRING,)),
-    Function("trimAll", lambda cutset, text: text.strip(cutset), (STRING, STRING)),
+    Function("trimAll", _trim_all, (STRING, STRING)),
     Function("trimPrefix", lambda prefix, text: text.removeprefix(prefix), (STRING, STRING)),
     Function("trimSuffix", lambda suffix, text: text.removesuffix(suffix), (STRING, STRING)),
     Function("nospace", lambda text: "".join(c for c in text if not _is_go_space(c)), (STRING,)),
-    Function("replace", lambda old, new, text: text.replace(old, new), (STRING, STRING, STRING)),
+    Function("replace", _replace, (STRING, STRING, STRING), needs_context=True),
     Function("contains", lambda part, text: part in text, (STRING, STRING)),
     Function("hasPrefix", lambda prefix, text: text.startswith(prefix), (STRING, STRING)),
     Function("hasSuffix", lambda suffix, text: text.endswith(suffix), (STRING, STRING)),
-    Function("split", _split, (STRING, STRING)),
-    Function("splitList", _split_runes, (STRING, STRING)),
-    Function("join", lambda separator, value: separator.join(_strslice(value)), (STRING, ANY)),
-    Function("quote", _quote, (), ANY),
-    Function("squote", _squote, (), ANY),
-    Function("cat", _cat, (), ANY),
+    Function("split", _split, (STRING, STRING), needs_context=True),
+    Function("splitList", _split_runes, (STRING, STRING), needs_context=True),
+    Function("join", _join, (STRING, ANY), needs_context=True),
+    Function("quote", _quote, (), ANY, needs_context=True),
+    Function("squote", _squote, (), ANY, needs_context=True),
+    Function("cat", _cat, (), ANY, needs_context=True),
     Function("indent", _indent, (INT, STRING), needs_context=True),
     Function("nindent", _nindent, (INT, STRING), needs_context=True),
     Function("repeat", _repeat, (INT, STRING), needs_context=True),
     Function("substr", _substr, (INT, INT, STRING)),
     Function("trunc", _trunc, (INT, STRING)),
-    Function("toString", strval, (ANY,)),
-    Function("toStrings", _strslice, (ANY,)),
+    Function("toString", _to_string, (ANY,), needs_context=True),
+    Function("toStrings", _to_strings, (ANY,), needs_context=True),
     # encoding
-    Function("toJson", _json, (ANY,)),
-    Function("toPrettyJson", lambda value: _json(value, indent="  "), (ANY,)),
-    Function("toRawJson", lambda value: _json(value, escape_html=False), (ANY,)),
-    Function("fromJson", _from_json, (STRING,)),
+    Function("toJson", _json, (ANY,), needs_context=True),
+    Function("toPrettyJson", _pretty_json, (ANY,), needs_context=True),
+    Function("toRawJson", _raw_json, (ANY,), needs_context=True),
+    Function("fromJson", _from_json, (STRING,), needs_context=True),
     Function("b64enc", lambda text: base64.b64encode(text.encode()).decode(), (STRING,)),
     Function("b64dec", _b64dec, (STRING,)),
     Function("sha256sum", lambda text: hashlib.sha256(text.encode()).hexdigest(), (STRING,)),
     Function("sha1sum", lambda text: hashlib.sha1(text.encode()).hexdigest(), (STRING,)),  # noqa: S324
     # maps
-    Function("dict", _dict, (), ANY),
+    Function("dict", _dict, (), ANY, needs_context=True),
     Function("get", _get, (MAP, STRING)),
     Function("set", _set, (MAP, STRING, ANY)),
     Function("unset", _unset, (MAP, STRING)),
     Function("hasKey", _has_key, (MAP, STRING)),
-    Function("keys", _keys, (), MAP),
-    Function("values", _values, (MAP,)),
-    Function("pick", _pick, (MAP,), STRING),
-    Function("omit", _omit, (MAP,), STRING),
-    Function("merge", _merge, (MAP,), MAP),
-    Function("mergeOverwrite", _merge_overwrite, (MAP,), MAP),
-    Function("deepCopy", deep_copy, (ANY,)),
+    Function("keys", _keys, (), MAP, needs_context=True),
+    Function("values", _values, (MAP,), needs_context=True),
+    Function("pick", _pick, (MAP,), STRING, needs_context=True),
+    Function("omit", _omit, (MAP,), STRING, needs_context=True),
+    Function("merge", _merge, (MAP,), MAP, needs_context=True),
+    Function("mergeOverwrite", _merge_overwrite, (MAP,), MAP, needs_context=True),
+    Function("deepCopy", _deep_copy, (ANY,), needs_context=True),
     # lists
-    Function("list", _list, (), ANY),
+    Function("list", _list, (), ANY, needs_context=True),
     Function("first", _first, (ANY,)),
     Function("last", _last, (ANY,)),
-    Function("rest", _rest, (ANY,)),
-    Function("initial", _initial, (ANY,)),
-    Function("append", _append, (ANY, ANY)),
-    Function("prepend", _prepend, (ANY, ANY)),
-    Function("concat", _concat, (), ANY),
-    Function("reverse", _reverse, (ANY,)),
-    Function("uniq", _uniq, (ANY,)),
-    Function("compact", _compact, (ANY,)),
-    Function("has", _has, (ANY, ANY)),
-    Function("without", _without, (ANY,), ANY),
-    Function("sortAlpha", _sort_alpha, (ANY,)),
+    Function("rest", _rest, (ANY,), needs_context=True),
+    Function("initial", _initial, (ANY,), needs_context=True),
+    Function("append", _append, (ANY, ANY), needs_context=True),
+    Function("prepend", _prepend, (ANY, ANY), needs_context=True),
+    Function("concat", _concat, (), ANY, needs_context=True),
+    Function("reverse", _reverse, (ANY,), needs_context=True),
+    Function("uniq", _uniq, (ANY,), needs_context=True),
+    Function("compact", _compact, (ANY,), needs_context=True),
+    Function("has", _has, (ANY, ANY), needs_context=True),
+    Function("without", _without, (ANY,), ANY, needs_context=True),
+    Function("sortAlpha", _sort_alpha, (ANY,), needs_context=True),
     Function("until", _until, (INT,), needs_context=True),
     Function("untilStep", _until_step, (INT, INT, INT), needs_context=True),
     Function("seq", _seq, (), INT, needs_context=True),
