@@ -9,6 +9,11 @@ once, then `AgentRunner` wires the parts:
   that wins it starts with a fresh list and a full snapshot;
 - on a host without Kubernetes, the state file (agent.sources.generic) read every
   min_interval, through the same `WatchState`;
+- with leader election on, every attempt to send a report asks the elector at that moment
+  whether the Lease will still be held when the request's timeout runs out (the hub timeout
+  is shorter than the renew deadline, itself shorter than the lease duration): a leader that
+  cannot renew stops sending before any standby may take the Lease over, even while its
+  watch loop has not been stopped yet, and a standby never replays its spool;
 - either way, each emission goes to a `Reporter` (agent.delivery) with the cluster's identity:
   environment and cluster type from the settings or, where they leave them out, inferred from
   the root reconciler. The reporter is built at the first report, when that inference is
@@ -267,7 +272,11 @@ class AgentRunner:
         if self._reporter is None:
             assert self._spool is not None
             self._reporter = Reporter(
-                self._client, self._spool, cluster=cluster, instance=self.settings.instance
+                self._client,
+                self._spool,
+                cluster=cluster,
+                instance=self.settings.instance,
+                gate=self._leads_for,
             )
         elif cluster != self._reporter.cluster:
             # Same boot id and sequence: the hub sees one agent whose placement was filled in.
@@ -290,6 +299,13 @@ class AgentRunner:
             pass  # logged and counted by the reporter; the next full snapshot makes up for it
         except ValidationError as exc:
             log.error("report not built", error=str(exc))
+
+    def _leads_for(self, seconds: float) -> bool:
+        """May a request that lasts at most `seconds` start now? Only if the Lease is held
+        until it is over (or there is no leader election)."""
+        if self._elector is None:
+            return True
+        return self._elector.is_leader(self._clock() + timedelta(seconds=seconds))
 
     # --- probes --------------------------------------------------------------------------
 

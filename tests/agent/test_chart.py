@@ -92,6 +92,18 @@ def test_the_daemonset_passes_every_setting_a_pod_needs(path: Path) -> None:
     assert fields - passed - NOT_IN_A_POD - optional == set()
 
 
+@pytest.mark.parametrize("path", CI_VALUES, ids=lambda path: path.name)
+def test_the_settings_the_chart_passes_are_accepted_by_the_agent(path: Path) -> None:
+    container = agent_container(render(yaml.safe_load(path.read_text())))
+    given = {
+        item["name"].removeprefix("FLEETMARK_AGENT_").lower(): item["value"]
+        for item in container["env"]
+        if item["name"].startswith("FLEETMARK_AGENT_") and "value" in item
+    }
+
+    AgentSettings(**given)  # raises when, say, the hub timeout outlasts the renew deadline
+
+
 def test_given_values_reach_the_agent() -> None:
     env = {
         item["name"]: item.get("value")
