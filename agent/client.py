@@ -13,6 +13,12 @@ that tell the caller (`agent.delivery.Reporter`) what to do with the report:
   or newly mounted token makes the next attempt succeed.
 - `ReportRejected`: any other 4xx. The hub will never take this report; it carries the
   status and the hub's `{"error", "detail"}`.
+- `Withheld`: the caller's gate (the agent's leadership) did not let an attempt start. Keep
+  the report; it was not sent.
+
+`timeout` bounds each attempt as a whole, from connecting to the last byte of the answer, so
+a gate asked "may a request of `timeout` seconds start now?" before every attempt knows when
+the request will be over.
 
 Posting a report twice is safe: the hub is idempotent on (cluster, boot id, sequence), so a
 reply lost on the way back costs a duplicate, never a double count. That is what makes
@@ -49,6 +55,7 @@ __all__ = [
     "NotAuthorised",
     "Reply",
     "ReportRejected",
+    "Withheld",
 ]
 
 REPORTS_PATH = "/api/v1/reports"
@@ -63,6 +70,8 @@ log = structlog.get_logger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]
 Clock = Callable[[], datetime]
+# Asked before each attempt with the seconds it may take: may it start now?
+Gate = Callable[[float], bool]
 
 
 def utc_now() -> datetime:
@@ -113,6 +122,10 @@ class NotAuthorised(_Refused):
 
 class ReportRejected(_Refused):
     """The hub will never accept this report (a 4xx such as 413 or 422)."""
+
+
+class Withheld(HubError):
+    """The gate did not let the report go: it was not sent. Keep it."""
 
 
 class _TokenFile:
@@ -204,7 +217,7 @@ class HubClient:
         token_file: Path | None = None,
         token: str | None = None,
         ca_file: Path | None = None,
-        timeout: float = 10.0,
+        timeout: float = 5.0,
         attempts: int = 3,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
@@ -234,6 +247,7 @@ class HubClient:
             timeout=timeout,
             headers={"User-Agent": user_agent, "Content-Type": "application/json"},
         )
+        self._timeout = timeout
         self._attempts = attempts
         self._backoff = backoff
         self._max_backoff = max_backoff
@@ -260,12 +274,17 @@ class HubClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def send(self, report: Report) -> Reply:
-        """Deliver one report, retrying what is worth retrying; see the module docstring."""
+    async def send(self, report: Report, *, gate: Gate | None = None) -> Reply:
+        """Deliver one report, retrying what is worth retrying; see the module docstring.
+
+        Each attempt starts only if `gate(timeout)` says so; else `Withheld` is raised.
+        """
         body = report.to_json()
         attempt = 0
         while True:
             attempt += 1
+            if gate is not None and not gate(self._timeout):
+                raise Withheld(f"report {report.sequence} withheld: this agent may not send now")
             failure = await self._attempt(body)
             if isinstance(failure, Reply):
                 return failure
@@ -287,9 +306,12 @@ class HubClient:
     async def _attempt(self, body: bytes) -> Reply | HubUnavailable:
         token = self._token.current()
         try:
-            response = await self._http.post(
-                REPORTS_PATH, content=body, headers={"Authorization": f"Bearer {token}"}
-            )
+            async with asyncio.timeout(self._timeout):
+                response = await self._http.post(
+                    REPORTS_PATH, content=body, headers={"Authorization": f"Bearer {token}"}
+                )
+        except TimeoutError:
+            return HubUnavailable(f"no answer from the hub at {self.url} in {self._timeout}s")
         except httpx.TransportError as exc:
             return HubUnavailable(
                 f"cannot reach the hub at {self.url}: {type(exc).__name__}: {exc}"

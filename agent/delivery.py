@@ -13,7 +13,9 @@ sequence number (1, 2, … per boot id), and delivers it through the `HubClient`
   strictly oldest first before any new report is sent, so the hub sees each boot's reports
   in sequence order and its replay window never skips one;
 - a report the hub rejects for good is moved to the spool's `rejected/` folder with the
-  hub's reason, so one bad report never blocks the queue.
+  hub's reason, so one bad report never blocks the queue;
+- with a `gate` (the runner's leadership check), every attempt to send asks it first; a
+  report it holds back goes to the spool, and the spool waits, until the gate opens again.
 
 A report the hub took but whose reply was lost is sent again from the spool; the hub answers
 "duplicate" and counts it once. Nothing here sleeps: time comes in as `now`.
@@ -33,7 +35,15 @@ from importlib.metadata import version as installed_version
 
 import structlog
 
-from agent.client import HubClient, HubUnavailable, NotAuthorised, Reply, ReportRejected
+from agent.client import (
+    Gate,
+    HubClient,
+    HubUnavailable,
+    NotAuthorised,
+    Reply,
+    ReportRejected,
+    Withheld,
+)
 from agent.report import AgentIdentity, ClusterIdentity, ObjectRecord, Report, SkippedKind
 from agent.spool import Spool, SpooledReport, SpoolFull
 
@@ -88,8 +98,10 @@ class Reporter:
         version: str | None = None,
         retry_interval: float = 5.0,
         max_retry_interval: float = 300.0,
+        gate: Gate | None = None,
     ) -> None:
         self._client = client
+        self._gate = gate
         self._spool = spool
         self._cluster = cluster
         self._agent = AgentIdentity(
@@ -182,7 +194,10 @@ class Reporter:
 
     async def _send(self, report: Report, now: datetime) -> Outcome:
         try:
-            reply = await self._client.send(report)
+            reply = await self._client.send(report, gate=self._gate)
+        except Withheld:
+            log.info("not sending: this agent is not the leader now", sequence=report.sequence)
+            return self._keep(report)
         except (HubUnavailable, NotAuthorised) as exc:
             self._hold_off(exc, now, pending=len(self._spool) + 1)
             return self._keep(report)
@@ -198,7 +213,9 @@ class Reporter:
         while (spooled := self._spool.oldest()) is not None:
             entry, report = spooled
             try:
-                reply = await self._client.send(report)
+                reply = await self._client.send(report, gate=self._gate)
+            except Withheld:
+                return False
             except (HubUnavailable, NotAuthorised) as exc:
                 self._hold_off(exc, now, pending=len(self._spool))
                 return False

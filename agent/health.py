@@ -1,9 +1,10 @@
-"""Liveness and readiness endpoints of the agent, for the kubelet's probes.
+"""Liveness and readiness endpoints of the agent, for the kubelet's probes, and its metrics.
 
 A few lines of HTTP/1.1 on asyncio's own server, on the agent's event loop: a probe that gets
 an answer has also shown that the loop is not stuck. `GET /healthz` answers liveness and
-`GET /readyz` readiness, each 200 or 503 with a small JSON document saying why. Anything else
-is a 404. One request per connection; no framework, so the agent stays small.
+`GET /readyz` readiness, each 200 or 503 with a small JSON document saying why; `GET /metrics`
+gives Prometheus' text format (agent.metrics). Anything else is a 404. One request per
+connection; no framework, so the agent stays small.
 """
 
 import asyncio
@@ -11,12 +12,14 @@ from collections.abc import Callable
 
 import orjson
 import structlog
+from prometheus_client import CONTENT_TYPE_LATEST
 
-__all__ = ["Check", "HealthServer"]
+__all__ = ["Check", "HealthServer", "Metrics"]
 
 log = structlog.get_logger("agent.health")
 
 Check = Callable[[], tuple[bool, dict[str, object]]]
+Metrics = Callable[[], bytes]
 
 _REASONS = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable"}
 _READ_TIMEOUT = 5.0
@@ -24,10 +27,13 @@ _MAX_HEADER_LINES = 100
 
 
 class HealthServer:
-    def __init__(self, host: str, port: int, *, live: Check, ready: Check) -> None:
+    def __init__(
+        self, host: str, port: int, *, live: Check, ready: Check, metrics: Metrics
+    ) -> None:
         self._host = host
         self._port = port
         self._routes: dict[str, Check] = {"/healthz": live, "/livez": live, "/readyz": ready}
+        self._metrics = metrics
         self._server: asyncio.Server | None = None
 
     @property
@@ -55,11 +61,10 @@ class HealthServer:
                 line = await asyncio.wait_for(reader.readline(), _READ_TIMEOUT)
                 if line in (b"\r\n", b"\n", b""):
                     break
-            status, document = self._answer(request)
-            body = orjson.dumps(document) + b"\n"
+            status, content_type, body = self._answer(request)
             head = (
                 f"HTTP/1.1 {status} {_REASONS[status]}\r\n"
-                "Content-Type: application/json\r\n"
+                f"Content-Type: {content_type}\r\n"
                 f"Content-Length: {len(body)}\r\n"
                 "Connection: close\r\n\r\n"
             )
@@ -70,15 +75,22 @@ class HealthServer:
         finally:
             writer.close()
 
-    def _answer(self, request: bytes) -> tuple[int, dict[str, object]]:
+    def _answer(self, request: bytes) -> tuple[int, str, bytes]:
+        """Status, content type and body."""
         parts = request.decode("latin-1").split()
         if len(parts) < 2:
-            return 404, {"error": "not_found"}
+            return _json(404, {"error": "not_found"})
         method, target = parts[0], parts[1].split("?", 1)[0]
         check = self._routes.get(target)
-        if check is None:
-            return 404, {"error": "not_found", "detail": f"no endpoint {target}"}
+        if check is None and target != "/metrics":
+            return _json(404, {"error": "not_found", "detail": f"no endpoint {target}"})
         if method != "GET":
-            return 405, {"error": "method_not_allowed"}
+            return _json(405, {"error": "method_not_allowed"})
+        if check is None:
+            return 200, CONTENT_TYPE_LATEST, self._metrics()
         ok, detail = check()
-        return (200 if ok else 503), {"ok": ok, **detail}
+        return _json(200 if ok else 503, {"ok": ok, **detail})
+
+
+def _json(status: int, document: dict[str, object]) -> tuple[int, str, bytes]:
+    return status, "application/json", orjson.dumps(document) + b"\n"

@@ -70,7 +70,11 @@ class LeaderElector:
         return self._observed.holder if self._observed else None
 
     def is_leader(self, now: datetime | None = None) -> bool:
-        """This pod renewed the Lease within the renew deadline."""
+        """This pod renewed the Lease within the renew deadline of `now` (default: the clock).
+
+        Asked for a later moment, it says whether the Lease is still held then without a
+        further renewal: the runner lets a request start only if it is, until its timeout.
+        """
         if self._renewed_at is None:
             return False
         return (now or self._clock()) - self._renewed_at < self._renew_deadline

@@ -13,8 +13,13 @@ once, then `AgentRunner` wires the parts:
   environment and cluster type from the settings or, where they leave them out, inferred from
   the root reconciler. The reporter is built at the first report, when that inference is
   known, and built anew (a new boot id, the same spool) should the inferred placement change;
+- with leader election on, every attempt to send a report asks the elector at that moment
+  whether the Lease will still be held when the request's timeout runs out (the hub timeout
+  is shorter than the renew deadline, itself shorter than the lease duration): a leader that
+  cannot renew stops sending before any standby may take the Lease over, even while its
+  watch loop has not been stopped yet, and a standby never replays its spool;
 - a flush task replays the spool while nothing new is sent, and `HealthServer` answers the
-  kubelet's probes.
+  kubelet's probes and Prometheus' scrapes (`AgentMetrics`, read from the parts above).
 """
 
 import asyncio
@@ -29,10 +34,11 @@ import structlog
 from pydantic import ValidationError
 
 from agent.client import HubClient
-from agent.delivery import Reporter
+from agent.delivery import DeliveryCounters, Reporter
 from agent.health import HealthServer
 from agent.kube import Backoff, ClusterReader, KubeError
 from agent.leader import LeaderElector
+from agent.metrics import AgentMetrics, Readings
 from agent.report import ClusterIdentity
 from agent.settings import AgentSettings
 from agent.sources.generic import StateFileError, read_state_file
@@ -100,8 +106,14 @@ class AgentRunner:
         self._loop: WatchLoop | None = None
         self._state: WatchState | None = None
         self._beat_at = clock()
+        self._watch_restarts = 0
+        self.metrics = AgentMetrics(self._readings)
         self.health = HealthServer(
-            settings.health_host, settings.health_port, live=self._live, ready=self._ready
+            settings.health_host,
+            settings.health_port,
+            live=self._live,
+            ready=self._ready,
+            metrics=self.metrics.render,
         )
 
     # --- life cycle ----------------------------------------------------------------------
@@ -179,15 +191,21 @@ class AgentRunner:
                 snapshot_interval=settings.snapshot_interval,
                 namespaces=settings.namespaces,
                 root=settings.root,
+                on_stream_failure=self._count_watch_restart,
             )
             try:
                 await loop.run()
-                continue  # a kind missing before is served now: watch it too, from a new list
+                # Returned: a kind missing before is served now; watch it too, from a new list.
             except (KubeError, OSError) as exc:
                 log.error("watch loop failed; starting it again", error=str(exc))
+                await asyncio.sleep(backoff.next())
             except Exception:
                 log.exception("watch loop failed; starting it again")
-            await asyncio.sleep(backoff.next())
+                await asyncio.sleep(backoff.next())
+            self._count_watch_restart()
+
+    def _count_watch_restart(self) -> None:
+        self._watch_restarts += 1
 
     async def _follow_state_file(self) -> None:
         settings = self.settings
@@ -267,7 +285,11 @@ class AgentRunner:
         if self._reporter is None:
             assert self._spool is not None
             self._reporter = Reporter(
-                self._client, self._spool, cluster=cluster, instance=self.settings.instance
+                self._client,
+                self._spool,
+                cluster=cluster,
+                instance=self.settings.instance,
+                gate=self._leads_for,
             )
         elif cluster != self._reporter.cluster:
             # Same boot id and sequence: the hub sees one agent whose placement was filled in.
@@ -290,6 +312,13 @@ class AgentRunner:
             pass  # logged and counted by the reporter; the next full snapshot makes up for it
         except ValidationError as exc:
             log.error("report not built", error=str(exc))
+
+    def _leads_for(self, seconds: float) -> bool:
+        """May a request that lasts at most `seconds` start now? Only if the Lease is held
+        until it is over (or there is no leader election)."""
+        if self._elector is None:
+            return True
+        return self._elector.is_leader(self._clock() + timedelta(seconds=seconds))
 
     # --- probes --------------------------------------------------------------------------
 
@@ -328,6 +357,16 @@ class AgentRunner:
         stalled = self._clock() - self._beat_at
         ok = stalled < max(STALL_LIMIT, 5 * self._retry_period)
         return ok, {"since_last_beat": round(stalled.total_seconds(), 1)}
+
+    def _readings(self) -> Readings:
+        reporter, spool, elector = self._reporter, self._spool, self._elector
+        return Readings(
+            delivery=reporter.counters if reporter is not None else DeliveryCounters(),
+            spool_bytes=spool.used_bytes if spool is not None else 0,
+            spool_reports=len(spool) if spool is not None else 0,
+            watch_restarts=self._watch_restarts,
+            leader=elector is None or elector.is_leader(),  # as status() has it
+        )
 
     def _ready(self) -> tuple[bool, dict[str, object]]:
         document = self.status()

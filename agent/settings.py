@@ -76,7 +76,11 @@ class AgentSettings(BaseSettings):
     hub_ca_file: Path | None = Field(
         default=None, description="CA bundle that signs the hub's certificate (default: system)."
     )
-    hub_timeout: timedelta = Field(default=timedelta(seconds=30), gt=timedelta(0))
+    hub_timeout: timedelta = Field(
+        default=timedelta(seconds=5),
+        gt=timedelta(0),
+        description="Longest one report request may take; shorter than renew_deadline.",
+    )
     cluster_name: str = Field(min_length=1, max_length=253)
     environment: str | None = Field(
         default=None, description="Environment; inferred from the root reconciler when unset."
@@ -188,6 +192,12 @@ class AgentSettings(BaseSettings):
             raise ValueError("renew_deadline must be shorter than lease_duration")
         if self.retry_period >= self.renew_deadline:
             raise ValueError("retry_period must be shorter than renew_deadline")
+        if self.leader_election and self.hub_timeout >= self.renew_deadline:
+            # The leader sends only while its Lease will outlast the request.
+            raise ValueError(
+                "hub_timeout must be shorter than renew_deadline: a report is sent only "
+                "while the lease is sure to be held until its request times out"
+            )
         return self
 
     @property

@@ -332,6 +332,7 @@ class WatchLoop:
 
     `run` goes on until cancelled, or returns when a kind that was missing at the start has
     come to be served: the caller starts a new loop, which lists everything afresh.
+    `on_stream_failure` is called for every failure a stream reports (it retries on its own).
     """
 
     def __init__(
@@ -349,6 +350,7 @@ class WatchLoop:
         backoff: Callable[[], Backoff] = Backoff,
         max_batch: int = 1000,
         rediscover_interval: timedelta = DEFAULT_REDISCOVER_INTERVAL,
+        on_stream_failure: Callable[[], None] = lambda: None,
     ) -> None:
         self._reader = reader
         self._kinds = kinds
@@ -362,6 +364,7 @@ class WatchLoop:
         self._backoff = backoff
         self._max_batch = max_batch
         self._rediscover_interval = rediscover_interval
+        self._on_stream_failure = on_stream_failure
         self.discovery: Discovery | None = None
         self.state: WatchState | None = None
         self.failing: dict[str, str] = {}  # stream → its last error, until it recovers
@@ -456,3 +459,4 @@ class WatchLoop:
             self.failing.pop(stream, None)
         elif isinstance(item, StreamFailed):
             self.failing[stream] = item.error
+            self._on_stream_failure()

@@ -12,6 +12,9 @@ was not a dry run), else the newest (last) `status.history` entry. So:
   true and the attempted revision equals the applied one;
 - OutOfSync against another revision means a newer revision is pending, not drift: attempted
   is the compared revision, applied stays what runs;
+- OutOfSync with no compared revision recorded (`status.sync` without `revision(s)`) cannot be
+  told apart from drift, and is never in sync: drifted is true, the reason
+  `ComparedRevisionUnknown`;
 - while a sync runs, or after it Failed or Errored, attempted is the operation's revision.
 
 `ready` is True only when Synced and Healthy, False on a failure (a failed or errored sync, an
@@ -93,10 +96,8 @@ def _same(applied: Revisions | None, compared: Revisions | None) -> bool:
 def _pending(
     applied: Revisions | None, compared: Revisions | None, sources: Sequence[Node], multi: bool
 ) -> str:
-    if not compared:
-        return "the live state differs from the desired state"
     parts: list[str] = []
-    pairs = zip_longest(applied or (), compared)
+    pairs = zip_longest(applied or (), compared or ())
     for index, (done, wanted) in enumerate(pairs):
         if wanted is None or same_revision(done, wanted):
             continue
@@ -149,7 +150,8 @@ def application(obj: Mapping[str, object], now: datetime) -> ObjectRecord:
     sync_status = status.text("sync", "status")
     health = status.text("health", "status")
     out_of_sync = sync_status == "OutOfSync"
-    drifted = out_of_sync and _same(applied, compared)
+    # Without a compared revision nothing says a newer one is pending: the live state differs.
+    drifted = out_of_sync and (compared is None or _same(applied, compared))
 
     errors = [
         condition
@@ -178,6 +180,12 @@ def application(obj: Mapping[str, object], now: datetime) -> ObjectRecord:
         current = state(False, DEGRADED, status.text("health", "message"))
     elif phase in _UNFINISHED_OPERATION:
         current = state(None, "Syncing", operation_message)
+    elif drifted and compared is None:
+        message = (
+            "the live state differs from the desired state; the revision Argo CD compared "
+            "against is unknown (status.sync has none)"
+        )
+        current = state(None, "ComparedRevisionUnknown", message)
     elif drifted:
         message = f"the live state differs from the applied revision {_joined(applied)}"
         current = state(None, "Drifted", message)

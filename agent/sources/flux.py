@@ -30,6 +30,10 @@ Choices where the Flux API leaves room:
 - Health: `Degraded` when Stalled is True or Ready is False (or a Kustomization's Healthy, a
   HelmRelease's Released or TestSuccess is False, or its Remediated True), `Progressing` when
   Reconciling is True or Ready is Unknown, `Healthy` when Ready is True, else `Unknown`.
+  A HelmRelease's TestSuccess counts only as helm-controller counts it towards Ready: with
+  `spec.test.enable` true and `spec.test.ignoreFailures` not true. The remediations'
+  `ignoreTestFailures` only decide whether a failed test is remediated, not Ready, so they
+  are not read.
 - Drift: a HelmRelease is drifted while its `Drifted` condition is True (helm-controller with
   drift detection). kustomize-controller corrects drift without recording it, so a
   Kustomization is never reported drifted.
@@ -189,9 +193,18 @@ def _running_release(root: Node) -> Node | None:
     return None
 
 
+def _summarised(root: Node, conditions: dict[str, Condition]) -> dict[str, Condition]:
+    """A HelmRelease's conditions as helm-controller summarises them into Ready: a test
+    result only when tests run and their failures are not ignored."""
+    test = root.at("spec", "test")
+    if test.flag("enable") and not test.flag("ignoreFailures"):
+        return conditions
+    return {kind: found for kind, found in conditions.items() if kind != "TestSuccess"}
+
+
 def helm_release(obj: Mapping[str, object], now: datetime) -> ObjectRecord:
     root = Node.root(obj)
-    conditions = _conditions(root, now)
+    conditions = _summarised(root, _conditions(root, now))
     state = _state(root, conditions)
     if root.at("status", "history").present:
         release = _running_release(root)

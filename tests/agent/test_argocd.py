@@ -62,6 +62,46 @@ def test_out_of_sync_against_the_applied_revision_is_live_drift() -> None:
     assert record.reason == "Drifted"
 
 
+def test_out_of_sync_without_a_compared_revision_is_drift_against_an_unknown_revision() -> None:
+    obj = application(applied=SHA_A, sync="OutOfSync")
+    del obj["status"]["sync"]["revision"]
+
+    record = argocd.application(obj, NOW)
+
+    assert record.drifted is True
+    assert record.ready is None
+    assert record.reason == "ComparedRevisionUnknown"
+    assert record.message is not None
+    assert "compared against is unknown" in record.message
+    assert record.applied_revision == SHA_A
+    assert record.attempted_revision is None
+
+
+def test_out_of_sync_application_without_any_revision_is_not_in_sync() -> None:
+    obj = application(sync="OutOfSync", health="Missing")
+    del obj["status"]["sync"]["revision"]
+    del obj["status"]["operationState"]
+    del obj["status"]["history"]
+
+    record = argocd.application(obj, NOW)
+
+    assert (record.applied_revision, record.attempted_revision) == (None, None)
+    assert record.drifted is True
+    assert record.reason == "ComparedRevisionUnknown"
+
+
+def test_multi_source_out_of_sync_without_compared_revisions_is_drift() -> None:
+    obj = multi_source_application(
+        applied=["1.4.0", SHA_A], compared=["1.4.0", SHA_A], sync="OutOfSync"
+    )
+    del obj["status"]["sync"]["revisions"]
+
+    record = argocd.application(obj, NOW)
+
+    assert record.drifted is True
+    assert record.reason == "ComparedRevisionUnknown"
+
+
 def test_drift_is_recognised_across_revision_forms() -> None:
     obj = application(applied=SHA_A, compared=SHA_A.upper(), sync="OutOfSync")
 

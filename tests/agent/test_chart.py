@@ -2,6 +2,9 @@
 a locked-down DaemonSet that passes every setting a pod needs, read-only RBAC on exactly the
 watched kinds, and clear refusals of values that cannot work."""
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -92,6 +95,18 @@ def test_the_daemonset_passes_every_setting_a_pod_needs(path: Path) -> None:
     assert fields - passed - NOT_IN_A_POD - optional == set()
 
 
+@pytest.mark.parametrize("path", CI_VALUES, ids=lambda path: path.name)
+def test_the_settings_the_chart_passes_are_accepted_by_the_agent(path: Path) -> None:
+    container = agent_container(render(yaml.safe_load(path.read_text())))
+    given = {
+        item["name"].removeprefix("FLEETMARK_AGENT_").lower(): item["value"]
+        for item in container["env"]
+        if item["name"].startswith("FLEETMARK_AGENT_") and "value" in item
+    }
+
+    AgentSettings(**given)  # raises when, say, the hub timeout outlasts the renew deadline
+
+
 def test_given_values_reach_the_agent() -> None:
     env = {
         item["name"]: item.get("value")
@@ -166,4 +181,69 @@ def test_the_schema_refuses_a_kind_the_agent_cannot_watch() -> None:
     wrong = values("default-values.yaml") | {"watch": {"kinds": ["Deployment"]}}
 
     with pytest.raises(helm.HelmValuesError, match=r"/watch/kinds/0"):
+        render(wrong)
+
+
+def hostpath_pod(**pod_security: int) -> dict[str, Any]:
+    chart_values = values("namespaced-values.yaml")
+    chart_values["podSecurityContext"] = {"runAsNonRoot": True, **pod_security}
+    (daemonset,) = only(render(chart_values), "DaemonSet")
+    pod: dict[str, Any] = daemonset["spec"]["template"]["spec"]
+    return pod
+
+
+def test_a_hostpath_spool_is_handed_to_the_agent_by_an_init_container_with_chown_alone() -> None:
+    pod = hostpath_pod(runAsUser=65532, runAsGroup=65532)
+    (init,) = pod["initContainers"]
+    (agent,) = pod["containers"]
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
+    spool_dir = next(m["mountPath"] for m in agent["volumeMounts"] if m["name"] == "spool")
+
+    assert volumes["spool"]["hostPath"] == {
+        "path": "/var/lib/fleetmark-agent/spool",
+        "type": "DirectoryOrCreate",
+    }
+    assert init["volumeMounts"] == [{"name": "spool", "mountPath": spool_dir}]
+    assert init["securityContext"] == {
+        "runAsUser": 0,
+        "runAsGroup": 0,
+        "runAsNonRoot": False,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
+    }
+    assert init["command"][-3:] == [spool_dir, "65532", "65532"]
+    # The agent itself stays non-root and locked down.
+    assert agent["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert pod["securityContext"]["runAsNonRoot"] is True
+
+
+def test_the_init_container_command_hands_a_fresh_folder_to_the_agents_user(
+    tmp_path: Path,
+) -> None:
+    # As root here, the folder goes to the chart's user; otherwise to this test's own.
+    user, group = (65532, 65532) if os.geteuid() == 0 else (os.getuid(), os.getgid())
+    (init,) = hostpath_pod(runAsUser=user, runAsGroup=group)["initContainers"]
+    program, *arguments = init["command"]
+    folder = tmp_path / "spool"
+    folder.mkdir()  # as the kubelet's DirectoryOrCreate leaves it: the kubelet's own
+
+    assert program == "python3"
+    subprocess.run([sys.executable, *arguments[:-3], str(folder), *arguments[-2:]], check=True)
+
+    assert (folder.stat().st_uid, folder.stat().st_gid) == (user, group)
+
+
+def test_an_emptydir_spool_needs_no_init_container() -> None:
+    (daemonset,) = only(render(values("default-values.yaml")), "DaemonSet")
+
+    assert "initContainers" not in daemonset["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize("path", ["/", "/spool", "/var/lib/../../etc", "var/lib/spool"])
+def test_the_schema_refuses_a_hostpath_spool_that_is_not_a_folder_of_its_own(path: str) -> None:
+    wrong = values("namespaced-values.yaml")
+    wrong["spool"]["hostPath"] = {"path": path}
+
+    with pytest.raises(helm.HelmValuesError, match=r"/spool/hostPath/path"):
         render(wrong)

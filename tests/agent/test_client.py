@@ -1,5 +1,6 @@
 """HubClient: what it posts, how it retries, and which error each answer of the hub becomes."""
 
+import asyncio
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -12,7 +13,14 @@ import httpx
 import pytest
 from structlog.testing import capture_logs
 
-from agent.client import HubClient, HubUnavailable, NotAuthorised, Reply, ReportRejected
+from agent.client import (
+    HubClient,
+    HubUnavailable,
+    NotAuthorised,
+    Reply,
+    ReportRejected,
+    Withheld,
+)
 from tests.agent.conftest import TOKEN, Sleeps, make_report, write_token
 from tests.support import START, FakeClock
 
@@ -137,6 +145,44 @@ async def test_backoff_is_capped_and_jittered(token_file: Path, sleeps: Sleeps) 
 
     # Jitter 0 waits half of each step: 1, 2, 4, 4, 4 halved.
     assert sleeps.delays == [0.5, 1.0, 2.0, 2.0, 2.0]
+
+
+async def test_the_gate_is_asked_before_every_attempt_with_the_timeout(
+    token_file: Path, sleeps: Sleeps
+) -> None:
+    handler, requests = scripted(httpx.Response(503, text="busy"), httpx.Response(200, json=OK))
+    asked: list[float] = []
+
+    def gate(seconds: float) -> bool:
+        asked.append(seconds)
+        return len(asked) == 1  # open for the first attempt, closed for the retry
+
+    async with client_for(handler, token_file, sleeps, timeout=4.0, attempts=3) as client:
+        with pytest.raises(Withheld):
+            await client.send(make_report(1), gate=gate)
+
+    assert asked == [4.0, 4.0]
+    assert len(requests) == 1  # the retry never left
+
+
+async def test_an_answer_slower_than_the_timeout_is_unavailable(
+    token_file: Path, sleeps: Sleeps
+) -> None:
+    async def never_answers(request: httpx.Request) -> httpx.Response:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    client = HubClient(
+        "http://hub.test",
+        token_file=token_file,
+        transport=httpx.MockTransport(never_answers),
+        sleep=sleeps,
+        timeout=0.05,
+        attempts=1,
+    )
+    async with client, asyncio.timeout(5):
+        with pytest.raises(HubUnavailable, match="no answer"):
+            await client.send(make_report(1))
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504, 408])

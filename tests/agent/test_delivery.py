@@ -178,6 +178,27 @@ async def test_flush_replays_once_the_hold_off_is_over(
     assert await reporter.flush(at(RETRY + 1)) == 0
 
 
+async def test_while_the_gate_is_closed_nothing_is_sent_and_the_spool_waits(
+    hub_client: HubClient, spool: Spool, fake_hub: FakeHub
+) -> None:
+    leading = [True]
+    reporter = reporter_for(hub_client, spool, gate=lambda seconds: leading[0])
+    fake_hub.down = True
+    await reporter.submit(apps("a"), full_snapshot=True, now=at(0))
+    fake_hub.down = False
+    leading[0] = False  # another pod leads now
+
+    assert await reporter.flush(at(RETRY)) == 1
+    assert await reporter.submit(apps("b"), full_snapshot=False, now=at(RETRY)) is Outcome.SPOOLED
+    assert fake_hub.seen == []  # no request reached the hub
+    assert reporter.pending == 2
+
+    # Leading again: being held back cost no hold-off; the spool goes out at once, in order.
+    leading[0] = True
+    assert await reporter.flush(at(RETRY + 1)) == 0
+    assert [sequence for _, sequence in fake_hub.delivered()] == [1, 2]
+
+
 async def test_the_hold_off_doubles_up_to_its_ceiling_and_resets_on_success(
     counted: tuple[Reporter, Attempts], fake_hub: FakeHub
 ) -> None:

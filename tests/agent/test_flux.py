@@ -1,6 +1,7 @@
 """Flux objects to report records: what a user of the hub sees for each Flux state."""
 
 import copy
+from typing import Any
 
 import pytest
 
@@ -286,6 +287,51 @@ def test_v2beta1_helm_release_reads_last_applied_revision() -> None:
     assert record.attempted_revision == "6.5.4"
     assert record.ready is True
     assert record.source == Source(ref="GitRepository/flux-system/podinfo", path="./charts/podinfo")
+
+
+def failed_tests_release(test: dict[str, object], **remediation: object) -> dict[str, Any]:
+    """A released HelmRelease whose Helm tests failed, with `spec.test` as given."""
+    obj = helm_release_v2()
+    obj["spec"]["test"] = test
+    if remediation:
+        obj["spec"]["upgrade"] = {"remediation": remediation}
+    counted = test.get("enable") and not test.get("ignoreFailures")
+    ready = (
+        condition("Ready", "False", "TestFailed", "Helm test failed for release podinfo/podinfo.v2")
+        if counted
+        else condition("Ready", "True", "UpgradeSucceeded", "Helm upgrade succeeded")
+    )
+    return with_conditions(
+        obj,
+        ready,
+        condition("Released", "True", "UpgradeSucceeded", "Helm upgrade succeeded"),
+        condition("TestSuccess", "False", "TestFailed", "Helm test failed: pod podinfo-test"),
+    )
+
+
+@pytest.mark.parametrize(
+    "test",
+    [{"enable": True, "ignoreFailures": True}, {"enable": False}, {}],
+    ids=["failures-ignored", "tests-disabled", "tests-unset"],
+)
+def test_failed_helm_tests_that_do_not_count_towards_ready_leave_the_release_healthy(
+    test: dict[str, object],
+) -> None:
+    record = flux.helm_release(failed_tests_release(test), NOW)
+
+    assert record.ready is True
+    assert record.health == "Healthy"
+
+
+def test_failed_helm_tests_that_count_degrade_the_release_even_while_it_retries() -> None:
+    # Failures ignored by the upgrade's remediation are not rolled back, but still fail Ready.
+    obj = failed_tests_release({"enable": True}, ignoreTestFailures=True)
+    obj["status"]["conditions"][0] = condition("Ready", "Unknown", "Progressing", "retrying")
+
+    record = flux.helm_release(obj, NOW)
+
+    assert record.ready is None
+    assert record.health == "Degraded"
 
 
 def test_suspended_helm_release_is_flagged() -> None:

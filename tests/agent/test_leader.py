@@ -1,13 +1,21 @@
 """Leader election: two agent pods and one Lease on the local API server, time moved by hand."""
 
+import asyncio
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
+import httpx
 import pytest
 
+from agent.client import HubClient
 from agent.kube import ClusterReader, LeaseRecord
 from agent.leader import LeaderElector
-from tests.agent.apiserver import FakeApiServer
+from agent.runner import AgentRunner
+from agent.settings import AgentSettings
+from tests.agent import examples
+from tests.agent.apiserver import FakeApiServer, served, until
+from tests.agent.conftest import TOKEN, FakeHub
 from tests.support import FakeClock
 
 NAMESPACE = "fleetmark"
@@ -170,3 +178,70 @@ def test_the_renew_deadline_must_fall_inside_the_lease(reader: ClusterReader) ->
             renew_deadline=DURATION,
             clock=FakeClock(),
         )
+
+
+async def test_a_leader_cut_off_from_its_lease_sends_nothing_once_another_pod_took_it_over(
+    fake_hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock()
+    with FakeApiServer(served("kustomizations")) as api:
+        api.put("kustomizations", examples.kustomization())
+        settings = AgentSettings(
+            hub_url="http://hub.test",
+            cluster_name="drone-dev-1",
+            instance="pod-a",
+            kinds="Kustomization",
+            kube_host=api.url,
+            spool_dir=tmp_path / "spool",
+            lease_namespace=NAMESPACE,
+            lease_name=LEASE,
+            lease_duration=DURATION,
+            renew_deadline=DEADLINE,
+            health_host="127.0.0.1",
+            health_port=0,
+            min_interval=0,
+            retry_period=0.05,
+        )
+        reader_a = ClusterReader.connect(host=api.url, request_timeout=5)
+        reader_b = ClusterReader.connect(host=api.url, request_timeout=5)
+        client = HubClient(
+            "http://hub.test", token=TOKEN, transport=httpx.MockTransport(fake_hub.handler)
+        )
+        runner = AgentRunner(settings, clock=clock, reader=reader_a, client=client)
+        task = asyncio.create_task(runner.run())
+        try:
+            await until(lambda: fake_hub.taken)
+            ((boot_id, _),) = fake_hub.taken
+
+            # pod-a's next renewal hangs (its node lost the API server, not the hub): its
+            # watch loop goes on, and no round of the election comes back to stop it.
+            stuck = asyncio.Event()
+
+            async def hang(namespace: str, name: str) -> LeaseRecord | None:
+                stuck.set()
+                await asyncio.Event().wait()
+                return None
+
+            monkeypatch.setattr(reader_a, "read_lease", hang)
+            async with asyncio.timeout(5):
+                await stuck.wait()
+
+            b = candidate(reader_b, clock, "pod-b")
+            assert not await b.try_acquire_or_renew()
+            clock.advance(seconds=16)
+            assert await b.try_acquire_or_renew()  # pod-b leads from here on
+
+            changed = examples.kustomization(applied=f"main@sha1:{examples.SHA_B}")
+            api.put("kustomizations", changed)
+            await until(lambda: runner.status().get("sequence") == 2)
+
+            assert [sequence for boot, sequence in fake_hub.taken if boot == boot_id] == [1]
+            assert runner.status()["pending"] == 1  # kept, not lost
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            reader_b.close()
+    lease = api.lease(NAMESPACE, LEASE)
+    assert lease is not None
+    assert lease["spec"]["holderIdentity"] == "pod-b"

@@ -671,6 +671,8 @@ def test_settings_take_json_too(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"root_object": "flux-system"}, "Kind/namespace/name"),
         ({"renew_deadline": 20}, "renew_deadline must be shorter"),
         ({"retry_period": 12}, "retry_period must be shorter"),
+        ({"hub_timeout": 10}, "hub_timeout must be shorter than renew_deadline"),
+        ({"hub_timeout": 8, "renew_deadline": 7}, "hub_timeout must be shorter than renew_d"),
         ({"labels": "region"}, "expected key=value"),
         ({"environment": "x" * 64}, "at most 63"),
     ],
@@ -678,6 +680,13 @@ def test_settings_take_json_too(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_settings_refuse_what_cannot_work(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         AgentSettings(hub_url="http://hub.test", cluster_name="c", **overrides)
+
+
+def test_without_leader_election_the_hub_timeout_is_free() -> None:
+    settings = AgentSettings(
+        hub_url="http://hub.test", cluster_name="c", leader_election=False, hub_timeout=30
+    )
+    assert settings.hub_timeout == timedelta(seconds=30)
 
 
 def test_missing_settings_are_named_by_their_variables(
