@@ -18,7 +18,10 @@ The rules (ARCHITECTURE.md, "Promotion gate"), per expected cluster, first match
                    goes on to the rules below.
 4. unknown_revision the store cannot tell whether its applied commit contains the target
                    (the commit is not harvested yet). Blocks until the harvester knows.
-5. not_applied     nothing applied, or an applied commit that does not contain the target.
+5. not_applied     nothing applied, or an applied commit that does not contain the target:
+                   one on another line, or one rewritten away by a force-push (what drift
+                   calls diverged). Ancestry is the harvested commit graph's, so a commit
+                   rewritten away still contains its ancestors.
 6. not_ready       the target (or a descendant) is applied but the cluster is not Ready.
 7. soaking         applied and Ready, but for less than `soak`. The soak starts at the later
                    of `ready_since` and `applied_since`: a newly applied revision, even a
@@ -153,6 +156,8 @@ class ClusterFacts:
     # carries that version, or descends from the commit that introduced it); None: the store
     # cannot tell, because the applied commit is not in the harvested history.
     contains_target: bool | None = False
+    # The applied commit was harvested, then rewritten away: no branch holds it any more.
+    applied_rewritten: bool = False
     # When the currently applied revision was first reported applied.
     applied_since: datetime | None = None
     attempted_revision: str | None = None
@@ -332,6 +337,11 @@ def _explanation(
             return f"applied {facts.applied_revision}, which is not in the harvested history yet"
         case ClusterState.NOT_APPLIED if facts.applied_revision is None:
             return "has applied nothing yet"
+        case ClusterState.NOT_APPLIED if facts.applied_rewritten:
+            return (
+                f"applied {facts.applied_revision}, which was rewritten away (a force-push left "
+                f"no branch holding it) and does not contain {target}"
+            )
         case ClusterState.NOT_APPLIED:
             return f"applied {facts.applied_revision}, which does not contain {target}"
         case ClusterState.NOT_READY:

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from hub.gate.policy import ClusterFacts, ClusterState, GateOptions, Standing, Tally, rule
+from hub.harvest.repository import reaches
 from hub.models import (
     Assignment,
     AssignmentRevision,
@@ -249,15 +250,38 @@ def _ranges(
     return [ManifestRange(*carried) for carried in zip(starts, ends, versions, strict=True)]
 
 
+def _contains(commit: str) -> str:
+    """SQL: the harvested commit whose id is `commit` contains the target of the source `s`:
+    it is the target, or a chain commit of a `starts` branch at or after the target, or
+    descends from one (in the harvested commit graph: a side of a merge, a commit rewritten
+    away by a force-push). Commits on the first-parent chain of the `chain` branches (every
+    branch when null) are placed by their positions (hub/harvest/ancestry.py)."""
+    return reaches(
+        commit,
+        repository="s.repository",
+        floor="s.floor",
+        settled="""EXISTS (
+            SELECT FROM branch_commit m
+            WHERE m.commit_id = walk.id AND m.mainline
+              AND (s.chain IS NULL OR m.branch_id = ANY(s.chain)))""",
+        found="""walk.sha = s.sha OR EXISTS (
+            SELECT FROM branch_commit m
+            JOIN jsonb_to_recordset(s.starts) AS st (branch int, position int)
+              ON st.branch = m.branch_id AND st.position <= m.position
+            WHERE m.commit_id = walk.id AND m.mainline)""",
+    )
+
+
 # Judges every expected cluster of the environment, the registered ones placed by
 # :placements, against the target's sources, and returns the tally and the listed clusters.
 #
 # :sources (JSON): per source the normalised path its objects must deploy (null: any), and
 # how a commit of its repository is compared with the target: a commit contains the target
-# when it lies on the first-parent chain of one of the `starts` branches at or after the
-# position given there (unknown when it lies on none of the `chain` branches, or on no branch
-# of the repository when `chain` is null); it is the target attempted when it is `sha`, or
-# lies on a `carries` branch within [from, until).
+# when it is `sha` or lies on the first-parent chain of one of the `starts` branches at or
+# after the position given there, or descends from such a commit (_contains: placed by the
+# `chain` branches, or by every branch of the repository when `chain` is null); unknown only
+# when the harvester has not seen it. It is the target attempted when it is `sha`, or lies on
+# a `carries` branch within [from, until).
 # :placements (JSON): which source each cluster type follows (cluster type null: every one,
 # and the clusters placed in none).
 # :spelled_*: per source each URL spelling and ref its objects follow.
@@ -270,7 +294,15 @@ def _ranges(
 # the latest soak end, as the policy lists them).
 _JUDGE = text(f"""
 WITH src AS MATERIALIZED (
-    SELECT * FROM jsonb_to_recordset(CAST(:sources AS jsonb)) AS s (
+    SELECT s.*, LEAST(
+        (SELECT g.generation FROM git_commit g
+         WHERE g.repository_id = s.repository AND g.sha = s.sha),
+        (SELECT min(g.generation)
+         FROM jsonb_to_recordset(s.starts) AS st (branch int, position int)
+         JOIN branch_commit m ON m.branch_id = st.branch AND m.position = st.position
+          AND m.mainline
+         JOIN git_commit g ON g.id = m.commit_id)) AS floor
+    FROM jsonb_to_recordset(CAST(:sources AS jsonb)) AS s (
         source int, path text, repository int, chain int[], starts jsonb, carries jsonb,
         sha text)
 ),
@@ -324,20 +356,17 @@ commits AS (
     WHERE v.sha IS NOT NULL
 ),
 compared AS (
-    SELECT c.source, c.sha,
-           bool_or(EXISTS (
-               SELECT FROM jsonb_to_recordset(s.starts) AS st (branch int, position int)
-               WHERE st.branch = bc.branch_id AND st.position <= bc.position)) AS contains,
-           bool_or(EXISTS (
-               SELECT FROM jsonb_to_recordset(s.carries) AS ca (branch int, "from" int, until int)
-               WHERE ca.branch = bc.branch_id AND ca."from" <= bc.position
-                 AND (ca.until IS NULL OR bc.position < ca.until))) AS carries
+    SELECT c.source, c.sha, g.id IS NOT NULL AS harvested, NOT g.reachable AS rewritten,
+           CASE WHEN g.id IS NOT NULL THEN {_contains("g.id")} END AS contains,
+           EXISTS (
+               SELECT FROM branch_commit bc
+               JOIN jsonb_to_recordset(s.carries) AS ca (branch int, "from" int, until int)
+                 ON ca.branch = bc.branch_id AND ca."from" <= bc.position
+                AND (ca.until IS NULL OR bc.position < ca.until)
+               WHERE bc.commit_id = g.id AND bc.mainline) AS carries
     FROM commits c
     JOIN src s USING (source)
-    JOIN git_commit g ON g.repository_id = s.repository AND g.sha = c.sha
-    JOIN branch_commit bc ON bc.commit_id = g.id AND bc.mainline
-    WHERE s.chain IS NULL OR bc.branch_id = ANY(s.chain)
-    GROUP BY c.source, c.sha
+    LEFT JOIN git_commit g ON g.repository_id = s.repository AND g.sha = c.sha
 ),
 candidate AS (
     SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, p.place,
@@ -345,6 +374,7 @@ candidate AS (
            k.applied_since, CASE WHEN k.ready THEN k.ready_since END AS ready_since,
            CASE WHEN k.applied_sha IS NOT NULL THEN applied.contains
                 WHEN k.applied_nothing IS NOT FALSE THEN false END AS contains,
+           COALESCE(applied.rewritten, false) AS rewritten,
            COALESCE(k.attempted_target, false) OR COALESCE(attempted.carries, false)
                AS attempted
     FROM expected e
@@ -405,8 +435,8 @@ listed AS (
 SELECT t.by_rank, t.never_reported, t.stale, t.last_soak_end, t.oldest_report_at,
        t.oldest_report_cluster, l.position, l.cluster, ct.name AS cluster_type, l.last_seen_at,
        o.reconciler, o.kind, o.namespace, o.name, o.applied_revision, l.contains,
-       l.applied_since, o.attempted_revision, l.attempted, l.ready, l.ready_since, o.reason,
-       o.message
+       l.rewritten, l.applied_since, o.attempted_revision, l.attempted, l.ready, l.ready_since,
+       o.reason, o.message
 FROM tally t
 LEFT JOIN listed l ON l.position <= :leading OR l.position > :offset
 LEFT JOIN cluster_type ct ON ct.id = l.cluster_type
@@ -633,6 +663,7 @@ async def judge(
                 last_seen_at=row.last_seen_at,
                 applied_revision=row.applied_revision,
                 contains_target=row.contains,
+                applied_rewritten=row.rewritten,
                 applied_since=row.applied_since,
                 attempted_revision=row.attempted_revision,
                 attempted_target=row.attempted,

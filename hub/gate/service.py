@@ -22,14 +22,16 @@ What this module settles before the policy judges:
   such objects is judged by the one furthest from compliance (in the order of the policy's
   rules, then the latest soak end); a cluster with none has applied nothing.
 - A platform commit is contained in the applied commit when that is the commit or one of its
-  descendants (hub/harvest/ancestry.py), unknown when the applied commit is on no harvested
-  first-parent chain. The target was attempted when the attempted commit is the target.
+  descendants in the harvested commit graph (hub/harvest/ancestry.py; every harvested commit
+  keeps its parents, so one rewritten away by a force-push still descends from its
+  ancestors), unknown only when the harvester has not seen the applied commit. The target was
+  attempted when the attempted commit is the target.
 - A workload version V is contained in the applied app-repo commit when that commit lies on
   the first-parent chain of the assignment's app branch at or after the first commit at which
   the assignment's path carried V: the commit that introduced V or a descendant, as for
   platform commits. So a cluster that moved on to a newer version counts, and so would one
   whose branch went back to an older version afterwards, as a revert commit does for a
-  platform commit. Unknown when the applied commit is not on that harvested chain. V was
+  platform commit. Unknown only when the harvester has not seen the applied commit. V was
   attempted when the attempted commit's manifests at that path carry V itself.
 """
 

@@ -12,7 +12,8 @@ from hub.gate import service
 from hub.gate.policy import ClusterState, Verdict
 from hub.gate.schemas import GateCluster, GateResult
 from hub.models import Cluster
-from tests.correlation.fleet import Fleet
+from tests.correlation.drifting import drift, evaluate, rows
+from tests.correlation.fleet import ROOT, Fleet
 from tests.support import FakeClock
 
 SOAK = timedelta(minutes=10)
@@ -380,3 +381,61 @@ async def test_one_cluster_in_every_state_counted_and_listed_furthest_first(
     assert states(allowed)["c-stale"] is ClusterState.COMPLIANT
     assert by_name(allowed)["c-stale"].explanation.endswith("judged on its last report, 11m old")
     assert allowed.counts.by_state[ClusterState.COMPLIANT] == 2
+
+
+async def test_a_commit_rewritten_away_keeps_its_ancestry_and_agrees_with_drift(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    first = dev.platform_heads["dev"]
+    rewritten = dev.promote("Promote dev: drone config", {"drone/README.md": "edge\n"})
+    await dev.harvest()
+    dev.platform.checkout("dev")
+    dev.platform.reset(first)
+    replacement = dev.promote("Promote dev: drone config, again", {"drone/README.md": "core\n"})
+    await dev.harvest()
+    run_everywhere(dev, first)
+    dev.clusters["drone-01"].run_platform(rewritten)
+    await dev.report()
+    clock.advance(minutes=10)
+    await dev.report()
+
+    # The rewritten commit is no branch's any more, but it still descends from the first.
+    older = await gate(session, clock, first)
+    newer = await gate(session, clock, replacement)
+    await evaluate(session, clock)
+    report = await drift(session, clock)
+
+    assert older.verdict is Verdict.PASSED
+    assert by_name(older)["drone-01"].state is ClusterState.COMPLIANT
+    on_it = by_name(newer)["drone-01"]
+    assert on_it.state is ClusterState.NOT_APPLIED
+    assert on_it.explanation == (
+        f"applied dev@sha1:{rewritten}, which was rewritten away (a force-push left no branch "
+        f"holding it) and does not contain platform commit {replacement[:12]}"
+    )
+    assert newer.counts.by_state[ClusterState.UNKNOWN_REVISION] == 0
+    assert rows(report)[("drone-01", f"Kustomization/{ROOT}")].revision == "diverged"
+    assert all(item.revision != "unknown_revision" for item in report.items)
+
+
+async def test_a_commit_rewritten_away_from_above_the_head_is_ahead_for_drift_too(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    first = dev.platform_heads["dev"]
+    rewritten = dev.promote("Promote dev: drone config", {"drone/README.md": "edge\n"})
+    await dev.harvest()
+    dev.platform.checkout("dev")
+    dev.platform.reset(first)
+    await dev.harvest()
+    run_everywhere(dev, first)
+    dev.clusters["drone-01"].run_platform(rewritten)
+    await dev.report()
+    clock.advance(minutes=10)
+    await dev.report()
+
+    result = await gate(session, clock, first)
+    await evaluate(session, clock)
+    report = await drift(session, clock, include_in_sync=True)
+
+    assert by_name(result)["drone-01"].state is ClusterState.COMPLIANT
+    assert rows(report)[("drone-01", f"Kustomization/{ROOT}")].revision == "ahead"
