@@ -23,9 +23,11 @@ The rules (ARCHITECTURE.md, "Promotion gate"), per expected cluster, first match
                    calls diverged). Ancestry is the harvested commit graph's, so a commit
                    rewritten away still contains its ancestors.
 6. not_ready       the target (or a descendant) is applied but the cluster is not Ready.
-7. soaking         applied and Ready, but for less than `soak`. The soak starts at the later
-                   of `ready_since` and `applied_since`: a newly applied revision, even a
-                   descendant, restarts it, because it is what now runs.
+7. soaking         applied and Ready, but for less than `soak`. The soak runs from the start
+                   of the current unbroken stretch in which the cluster is Ready and runs the
+                   target or a descendant: the later of `ready_since` and `contains_since`.
+                   Moving on to a later descendant does not restart it; losing Ready, or
+                   applying something that does not contain the target, does.
 8. compliant       applied and Ready for at least `soak`.
 
 The gate **fails** when any cluster failed; **passes** when at least `min_clusters` (and at
@@ -158,8 +160,9 @@ class ClusterFacts:
     contains_target: bool | None = False
     # The applied commit was harvested, then rewritten away: no branch holds it any more.
     applied_rewritten: bool = False
-    # When the currently applied revision was first reported applied.
-    applied_since: datetime | None = None
+    # Since when the cluster has applied, without a break, the target or commits that contain
+    # it (the store looks no further back than the current Ready period).
+    contains_since: datetime | None = None
     attempted_revision: str | None = None
     # The last attempted revision is the target itself.
     attempted_target: bool = False
@@ -172,9 +175,9 @@ class ClusterFacts:
     def __post_init__(self) -> None:
         if self.ready is True and self.ready_since is None:
             raise ValueError(f"cluster {self.name!r}: ready_since is required when ready is True")
-        if self.contains_target is True and self.applied_since is None:
+        if self.contains_target is True and self.contains_since is None:
             raise ValueError(
-                f"cluster {self.name!r}: applied_since is required when contains_target is True"
+                f"cluster {self.name!r}: contains_since is required when contains_target is True"
             )
 
 
@@ -311,11 +314,11 @@ _ON_TRACK = (ClusterState.SOAKING, ClusterState.COMPLIANT)
 
 
 def _soak_end(facts: ClusterFacts, options: GateOptions) -> datetime | None:
-    """When the soak of what the cluster runs ends: the later of ready_since and applied_since,
-    plus the soak; None while it is not Ready."""
-    if facts.ready is not True or facts.ready_since is None or facts.applied_since is None:
+    """When the soak of the target ends: the later of ready_since and contains_since, plus the
+    soak; None while it is not Ready."""
+    if facts.ready is not True or facts.ready_since is None or facts.contains_since is None:
         return None
-    return max(facts.ready_since, facts.applied_since) + options.soak
+    return max(facts.ready_since, facts.contains_since) + options.soak
 
 
 def _explanation(

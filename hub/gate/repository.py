@@ -2,7 +2,9 @@
 harvester stored. Nothing here writes; the gate runs on a read-only session.
 
 Observed state comes from `object_state`: the current state per cluster object, with when
-its current applied revision and its current Ready period began (kept by ingest);
+its current applied revision and its current Ready period began (kept by ingest), and, where
+other revisions ran within that Ready period, from `status_transition` back to the last one
+that did not contain the target (where the soak's stretch begins);
 desired state and ancestry from the harvester's branches, commits, assignment and manifest
 ranges.
 """
@@ -371,7 +373,9 @@ compared AS (
 candidate AS (
     SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, p.place,
            k.id, k.reconciler, k.kind, k.namespace, k.name, k.ready,
-           k.applied_since, CASE WHEN k.ready THEN k.ready_since END AS ready_since,
+           CASE WHEN k.ready THEN k.ready_since END AS ready_since,
+           COALESCE(broke.since, LEAST(CASE WHEN k.ready THEN k.ready_since END,
+                                       k.applied_since)) AS contains_since,
            CASE WHEN k.applied_sha IS NOT NULL THEN applied.contains
                 WHEN k.applied_nothing IS NOT FALSE THEN false END AS contains,
            COALESCE(applied.rewritten, false) AS rewritten,
@@ -383,10 +387,27 @@ candidate AS (
     LEFT JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
     LEFT JOIN compared attempted
       ON attempted.source = k.source AND attempted.sha = k.attempted_sha
+    LEFT JOIN src s ON s.source = k.source
+    -- The soak's stretch: Ready since ready_since and running what it runs since
+    -- applied_since; when other revisions ran between the two, it starts just after the last
+    -- of them that did not contain the target (status_transition, read back from
+    -- applied_since as far as that one). Moving on to a descendant does not restart it.
+    LEFT JOIN LATERAL (
+        SELECT (SELECT min(n.observed_at) FROM status_transition n
+                WHERE n.object_id = k.id AND n.observed_at > b.observed_at) AS since
+        FROM status_transition b
+        LEFT JOIN git_commit g ON g.repository_id = s.repository AND g.sha = b.applied_sha
+        WHERE applied.contains AND k.ready AND k.applied_since > k.ready_since
+          AND b.object_id = k.id AND b.observed_at >= k.ready_since
+          AND b.observed_at < k.applied_since
+          AND b.applied_sha IS DISTINCT FROM k.applied_sha
+          AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)
+        ORDER BY b.observed_at DESC LIMIT 1
+    ) AS broke ON true
 ),
 ranked AS (
     SELECT c.*, r.rank,
-           CASE WHEN r.rank >= :on_track THEN GREATEST(c.ready_since, c.applied_since)
+           CASE WHEN r.rank >= :on_track THEN GREATEST(c.ready_since, c.contains_since)
                + make_interval(secs => :soak_seconds)
            END AS soak_end
     FROM candidate c
@@ -398,7 +419,7 @@ ranked AS (
         + 12 * COALESCE(c.last_seen_at < :stale_before, false)::int
         + 24 * CASE c.contains WHEN false THEN 0 WHEN true THEN 1 ELSE 2 END
         + 72 * COALESCE(c.ready_since IS NOT NULL
-                        AND GREATEST(c.ready_since, c.applied_since) <= :soaked_before,
+                        AND GREATEST(c.ready_since, c.contains_since) <= :soaked_before,
                         false)::int
     ] AS rank OFFSET 0) AS r
 ),
@@ -435,7 +456,7 @@ listed AS (
 SELECT t.by_rank, t.never_reported, t.stale, t.last_soak_end, t.oldest_report_at,
        t.oldest_report_cluster, l.position, l.cluster, ct.name AS cluster_type, l.last_seen_at,
        o.reconciler, o.kind, o.namespace, o.name, o.applied_revision, l.contains,
-       l.rewritten, l.applied_since, o.attempted_revision, l.attempted, l.ready, l.ready_since,
+       l.rewritten, l.contains_since, o.attempted_revision, l.attempted, l.ready, l.ready_since,
        o.reason, o.message
 FROM tally t
 LEFT JOIN listed l ON l.position <= :leading OR l.position > :offset
@@ -664,7 +685,7 @@ async def judge(
                 applied_revision=row.applied_revision,
                 contains_target=row.contains,
                 applied_rewritten=row.rewritten,
-                applied_since=row.applied_since,
+                contains_since=row.contains_since,
                 attempted_revision=row.attempted_revision,
                 attempted_target=row.attempted,
                 ready=row.ready,

@@ -439,3 +439,43 @@ async def test_a_commit_rewritten_away_from_above_the_head_is_ahead_for_drift_to
 
     assert by_name(result)["drone-01"].state is ClusterState.COMPLIANT
     assert rows(report)[("drone-01", f"Kustomization/{ROOT}")].revision == "ahead"
+
+
+async def test_the_soak_runs_on_through_descendants_and_restarts_after_a_break(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    first = dev.platform_heads["dev"]
+    before = dev.platform.head(f"{first}~1")
+    second = dev.promote("Promote dev: drone config", {"drone/README.md": "edge\n"})
+    third = dev.promote("Promote dev: drone config again", {"drone/README.md": "core\n"})
+    await dev.harvest()
+    drone = dev.clusters["drone-01"]
+    run_everywhere(dev, first)
+    applied_at = clock.now
+    await dev.report()
+    for sha in (second, third):
+        clock.advance(minutes=3)
+        drone.run_platform(sha)
+        await dev.report()
+    clock.now = applied_at + SOAK
+
+    # Moving on to later descendants did not restart the soak of the first commit.
+    passed = await gate(session, clock, first)
+    assert passed.verdict is Verdict.PASSED
+    assert by_name(passed)["drone-01"].soak_ends_at == applied_at + SOAK
+    # The soak of the second began when the drone applied it.
+    assert by_name(await gate(session, clock, second))["drone-01"].soak_ends_at == (
+        applied_at + timedelta(minutes=3) + SOAK
+    )
+
+    # Back to a commit without the first one, then forward again: the soak starts anew.
+    clock.advance(minutes=1)
+    drone.run_platform(before)
+    await dev.report()
+    clock.advance(minutes=1)
+    drone.run_platform(third)
+    await dev.report()
+    restarted = await gate(session, clock, first)
+    assert restarted.verdict is Verdict.PENDING
+    assert by_name(restarted)["drone-01"].state is ClusterState.SOAKING
+    assert restarted.earliest_pass_at == clock.now + SOAK

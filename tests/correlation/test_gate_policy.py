@@ -44,7 +44,7 @@ def running(name: str, *, since: datetime = HALF_AN_HOUR_AGO, **fields: Any) -> 
         "last_seen_at": NOW - minutes(1),
         "applied_revision": f"dev@sha1:{SHA_A}",
         "contains_target": True,
-        "applied_since": since,
+        "contains_since": since,
         "attempted_revision": f"dev@sha1:{SHA_A}",
         "attempted_target": True,
         "ready": True,
@@ -103,9 +103,9 @@ def test_pending_while_soaking_until_exactly_the_soak_end() -> None:
     assert decide(TARGET, clusters, OPTIONS, NOW + minutes(6)).verdict is Verdict.PASSED
 
 
-def test_soak_restarts_when_a_newer_revision_is_applied() -> None:
-    # Ready for half an hour, but what runs now was applied three minutes ago.
-    cluster = running("drone-01", ready_since=NOW - minutes(30), applied_since=NOW - minutes(3))
+def test_soak_restarts_when_the_target_runs_again_after_a_break() -> None:
+    # Ready for half an hour, but it has run the target (or a descendant) for three minutes.
+    cluster = running("drone-01", ready_since=NOW - minutes(30), contains_since=NOW - minutes(3))
 
     decision = decide(TARGET, [cluster], OPTIONS, NOW)
 
@@ -399,8 +399,8 @@ def test_reasons_name_the_clusters_furthest_from_compliance_and_count_the_others
             "cluster 'drone-01': ready_since is required when ready is True",
         ),
         (
-            lambda: running("drone-01", applied_since=None),
-            "cluster 'drone-01': applied_since is required when contains_target is True",
+            lambda: running("drone-01", contains_since=None),
+            "cluster 'drone-01': contains_since is required when contains_target is True",
         ),
         (
             lambda: decide(TARGET, [running("drone-01"), running("drone-01")], OPTIONS, NOW),
@@ -461,7 +461,7 @@ def cluster_facts(draw: st.DrawFn, name: str) -> ClusterFacts:
         last_seen_at=last_seen_at,
         applied_revision=f"dev@sha1:{SHA_A}" if contains_target else f"dev@sha1:{SHA_OLD}",
         contains_target=contains_target,
-        applied_since=draw(OFFSETS) if contains_target else None,
+        contains_since=draw(OFFSETS) if contains_target else None,
         attempted_revision=f"dev@sha1:{SHA_A}",
         attempted_target=draw(st.booleans()),
         ready=ready,
@@ -546,7 +546,7 @@ def on_track_fleets(draw: st.DrawFn) -> list[ClusterFacts]:
         running(
             name,
             last_seen_at=draw(OFFSETS),
-            applied_since=draw(OFFSETS),
+            contains_since=draw(OFFSETS),
             ready_since=draw(OFFSETS),
         )
         for name in names
@@ -558,7 +558,7 @@ def on_track_fleets(draw: st.DrawFn) -> list[ClusterFacts]:
 def test_an_on_track_fleet_passes_from_the_last_soak_end_while_the_data_is_fresh(
     clusters: list[ClusterFacts], options: GateOptions, later: list[timedelta]
 ) -> None:
-    soaked_at = max(max(c.ready_since, c.applied_since) for c in clusters) + options.soak
+    soaked_at = max(max(c.ready_since, c.contains_since) for c in clusters) + options.soak
     fresh_until = min(c.last_seen_at for c in clusters) + options.stale_after
     enough = len(clusters) >= options.min_clusters
     for delta in [timedelta(0), *later]:
