@@ -40,10 +40,12 @@ so they are also a table of 144 rows: with it the store judges a whole environme
 statement (hub/gate/repository.py) and hands over a `Tally` and the clusters it lists, on
 which `conclude` reaches the verdict `decide` reaches on every cluster's facts.
 
-For fixed facts the gate passes exactly on the interval from the last soak end to the moment
-the first expected cluster goes stale (open-ended with `allow_stale`). `earliest_pass_at` is
-the start of that interval while it is not behind `now`, otherwise None: the gate then cannot
-pass without new facts (a report, a harvest, a registration).
+Once every expected cluster runs the target, Ready, only time stands between the gate and
+passing: `earliest_pass_at` is the last soak end, the time it opens if clusters keep reporting.
+Without `allow_stale`, the clusters whose newest report goes stale before then are named apart
+(`reports_needed`): the gate opens then only if they report again. Otherwise
+`earliest_pass_at` is None: the gate cannot pass without new facts (a report, a harvest, a
+registration).
 """
 
 import math
@@ -210,10 +212,14 @@ class Tally:
     never_reported: int
     # Reported, but not within stale_after.
     stale: int
-    # The oldest newest-report, and its cluster (the smallest name among equals).
-    oldest_report: tuple[datetime, str] | None
+    # The oldest newest-report.
+    oldest_report_at: datetime | None
     # The latest soak end among soaking and compliant clusters.
     last_soak_end: datetime | None
+    # The clusters whose newest report goes stale before last_soak_end, oldest report first
+    # (then by name): the first REASONS_NAMED of them, and how many they are.
+    silent_before_soak_end: tuple[str, ...]
+    silent_before_soak_end_count: int
 
     @property
     def expected(self) -> int:
@@ -238,6 +244,10 @@ class GateDecision:
     # The clusters listed, furthest from compliance first (then by name).
     clusters: tuple[ClusterEvidence, ...]
     earliest_pass_at: datetime | None
+    # Without allow_stale, the clusters whose newest report goes stale before earliest_pass_at:
+    # the gate opens then only if they report again. The first REASONS_NAMED, and how many.
+    reports_needed: tuple[str, ...]
+    reports_needed_count: int
     # Data freshness: the oldest newest-report among expected clusters that ever reported.
     oldest_report_at: datetime | None
 
@@ -413,16 +423,25 @@ def decide(
         (evaluate(cluster, target, options, now) for cluster in facts), key=_listing_order
     )
     by_state = Counter(item.state for item in evidence)
-    seen = [(item.last_seen_at, item.name) for item in evidence if item.last_seen_at is not None]
+    seen = sorted(
+        (item.last_seen_at, item.name) for item in evidence if item.last_seen_at is not None
+    )
+    last_soak_end = max(
+        (item.soak_ends_at for item in evidence if item.soak_ends_at is not None), default=None
+    )
+    silent = [
+        name
+        for last_seen_at, name in seen
+        if last_soak_end is not None and last_seen_at + options.stale_after < last_soak_end
+    ]
     tally = Tally(
         by_state={state: by_state[state] for state in ClusterState},
         never_reported=len(facts) - len(seen),
         stale=sum(1 for last_seen_at, _ in seen if now - last_seen_at > options.stale_after),
-        oldest_report=min(seen, default=None),
-        last_soak_end=max(
-            (item.soak_ends_at for item in evidence if item.soak_ends_at is not None),
-            default=None,
-        ),
+        oldest_report_at=seen[0][0] if seen else None,
+        last_soak_end=last_soak_end,
+        silent_before_soak_end=tuple(silent[:REASONS_NAMED]),
+        silent_before_soak_end_count=len(silent),
     )
     return conclude(target, tally, evidence, options, now)
 
@@ -441,6 +460,7 @@ def conclude(
         raise ValueError("now: must be timezone-aware")
     listed = tuple(listed)
     verdict, reasons, earliest_pass_at = _verdict(target, tally, listed, options, now)
+    waits_on_reports = earliest_pass_at is not None and not options.allow_stale
     return GateDecision(
         target=target,
         verdict=verdict,
@@ -454,7 +474,9 @@ def conclude(
         by_state={state: tally.by_state.get(state, 0) for state in ClusterState},
         clusters=listed,
         earliest_pass_at=earliest_pass_at,
-        oldest_report_at=None if tally.oldest_report is None else tally.oldest_report[0],
+        reports_needed=tally.silent_before_soak_end if waits_on_reports else (),
+        reports_needed_count=tally.silent_before_soak_end_count if waits_on_reports else 0,
+        oldest_report_at=tally.oldest_report_at,
     )
 
 
@@ -497,18 +519,18 @@ def _verdict(
 
     # Every cluster runs the target, Ready: only time stands between the gate and passing.
     assert tally.last_soak_end is not None
-    assert tally.oldest_report is not None
     opens_at = tally.last_soak_end
-    if not options.allow_stale:
-        # No cluster is stale now (rule 3); the first to go stale ends the passing interval.
-        oldest_seen, oldest = tally.oldest_report
-        fresh_until = oldest_seen + options.stale_after
-        if fresh_until < opens_at:
-            reasons.append(
-                f"{oldest}: its last report goes stale at {fresh_until}, before the soak ends "
-                f"at {opens_at}; a newer report is needed"
-            )
-            return Verdict.PENDING, tuple(reasons), None
+    silent = tally.silent_before_soak_end_count
+    if not options.allow_stale and silent:
+        # No cluster is stale now (rule 3), so the soak ends after now.
+        named = tally.silent_before_soak_end
+        names = ", ".join(named) + (
+            f" and {silent - len(named):,} more" if silent > len(named) else ""
+        )
+        reasons.append(
+            f"{silent} cluster(s) must report again before the soak ends at {opens_at}: "
+            f"their last reports go stale first ({names})"
+        )
     if now < opens_at:
         return Verdict.PENDING, tuple(reasons), opens_at
     return (

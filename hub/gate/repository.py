@@ -430,20 +430,24 @@ judged AS MATERIALIZED (
              r.reconciler, r.kind, r.namespace, r.name
 ),
 tally AS (
-    SELECT a.*, o.last_seen_at AS oldest_report_at, o.cluster AS oldest_report_cluster
+    SELECT a.*, q.silent, q.silent_count
     FROM (
         SELECT ARRAY[{
     ", ".join(f"count(*) FILTER (WHERE rank = {rank})" for rank in range(len(ClusterState)))
 }] AS by_rank,
                count(*) FILTER (WHERE last_seen_at IS NULL) AS never_reported,
                count(*) FILTER (WHERE last_seen_at < :stale_before) AS stale,
-               max(soak_end) AS last_soak_end, min(last_seen_at) AS oldest
+               max(soak_end) AS last_soak_end, min(last_seen_at) AS oldest_report_at
         FROM judged
     ) AS a
-    LEFT JOIN LATERAL (
-        SELECT last_seen_at, cluster FROM judged WHERE last_seen_at = a.oldest
-        ORDER BY cluster COLLATE "C" LIMIT 1
-    ) AS o ON true
+    -- Those whose newest report goes stale before the last soak end, the first :leading by it.
+    CROSS JOIN LATERAL (
+        SELECT (array_agg(cluster ORDER BY last_seen_at, cluster COLLATE "C"))[:(:leading)]
+                   AS silent,
+               count(*) AS silent_count
+        FROM judged
+        WHERE last_seen_at < a.last_soak_end - make_interval(secs => :stale_seconds)
+    ) AS q
 ),
 -- The first :leading and those of the page, by a partial sort of no more than those.
 listed AS (
@@ -453,8 +457,8 @@ listed AS (
         LIMIT GREATEST(:leading, :offset + :limit)
     ) AS j
 )
-SELECT t.by_rank, t.never_reported, t.stale, t.last_soak_end, t.oldest_report_at,
-       t.oldest_report_cluster, l.position, l.cluster, ct.name AS cluster_type, l.last_seen_at,
+SELECT t.by_rank, t.never_reported, t.stale, t.last_soak_end, t.oldest_report_at, t.silent,
+       t.silent_count, l.position, l.cluster, ct.name AS cluster_type, l.last_seen_at,
        o.reconciler, o.kind, o.namespace, o.name, o.applied_revision, l.contains,
        l.rewritten, l.contains_since, o.attempted_revision, l.attempted, l.ready, l.ready_since,
        o.reason, o.message
@@ -658,6 +662,7 @@ async def judge(
                 "soak_seconds": options.soak.total_seconds(),
                 "now": now,
                 "stale_before": now - options.stale_after,
+                "stale_seconds": options.stale_after.total_seconds(),
                 "soaked_before": now - options.soak,
                 "leading": leading,
                 "limit": limit,
@@ -670,10 +675,10 @@ async def judge(
         by_state=dict(zip(state_of, first.by_rank, strict=True)),
         never_reported=first.never_reported,
         stale=first.stale,
-        oldest_report=None
-        if first.oldest_report_at is None
-        else (first.oldest_report_at, first.oldest_report_cluster),
+        oldest_report_at=first.oldest_report_at,
         last_soak_end=first.last_soak_end,
+        silent_before_soak_end=tuple(first.silent or ()),
+        silent_before_soak_end_count=first.silent_count,
     )
     listed = [
         ListedCluster(

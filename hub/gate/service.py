@@ -210,6 +210,8 @@ def _result(
         reasons=list(decision.reasons),
         evaluated_at=decision.evaluated_at,
         earliest_pass_at=decision.earliest_pass_at,
+        reports_needed=list(decision.reports_needed),
+        reports_needed_count=decision.reports_needed_count,
         options=GateOptionsOut(
             soak_seconds=options.soak.total_seconds(),
             stale_after_seconds=options.stale_after.total_seconds(),

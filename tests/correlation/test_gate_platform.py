@@ -479,3 +479,22 @@ async def test_the_soak_runs_on_through_descendants_and_restarts_after_a_break(
     assert restarted.verdict is Verdict.PENDING
     assert by_name(restarted)["drone-01"].state is ClusterState.SOAKING
     assert restarted.earliest_pass_at == clock.now + SOAK
+
+
+async def test_a_long_soak_gives_its_end_and_names_the_clusters_that_must_report_again(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    run_everywhere(dev, head)
+    applied_at = clock.now
+    await dev.report()
+    clock.advance(minutes=5)
+    await dev.report("drone-01")
+
+    result = await gate(session, clock, head, soak=timedelta(minutes=30))
+
+    assert result.verdict is Verdict.PENDING
+    assert result.earliest_pass_at == applied_at + timedelta(minutes=30)
+    # Oldest report first: each goes stale (10 minutes) before the soak ends.
+    assert result.reports_needed == ["drone-02", "large-01", "small-01", "drone-01"]
+    assert result.reports_needed_count == 4

@@ -331,20 +331,25 @@ def test_fewer_expected_clusters_than_min_clusters_is_pending() -> None:
     assert decision.earliest_pass_at is None
 
 
-def test_a_soak_that_outlasts_the_data_cannot_pass_without_a_new_report() -> None:
-    # Soak ends in 8 minutes; the last report goes stale in 5.
-    cluster = running("drone-01", since=NOW - minutes(2), last_seen_at=NOW - minutes(5))
+def test_a_soak_that_outlasts_the_data_opens_at_its_end_naming_who_must_report() -> None:
+    # Soak ends in 8 minutes; drone-01's last report goes stale in 5, drone-02's in 9.
+    clusters = [
+        running("drone-01", since=NOW - minutes(2), last_seen_at=NOW - minutes(5)),
+        running("drone-02", since=NOW - minutes(2), last_seen_at=NOW - minutes(1)),
+    ]
 
-    decision = decide(TARGET, [cluster], OPTIONS, NOW)
+    decision = decide(TARGET, clusters, OPTIONS, NOW)
 
     assert decision.verdict is Verdict.PENDING
-    assert decision.earliest_pass_at is None
+    assert decision.earliest_pass_at == NOW + minutes(8)
+    assert (decision.reports_needed, decision.reports_needed_count) == (("drone-01",), 1)
     assert decision.reasons[-1] == (
-        f"drone-01: its last report goes stale at {NOW + minutes(5)}, before the soak ends "
-        f"at {NOW + minutes(8)}; a newer report is needed"
+        f"1 cluster(s) must report again before the soak ends at {NOW + minutes(8)}: "
+        "their last reports go stale first (drone-01)"
     )
-    allowed = decide(TARGET, [cluster], replace(OPTIONS, allow_stale=True), NOW)
+    allowed = decide(TARGET, clusters, replace(OPTIONS, allow_stale=True), NOW)
     assert allowed.earliest_pass_at == NOW + minutes(8)
+    assert allowed.reports_needed == ()
 
 
 def test_workload_version_reasons_name_the_version() -> None:
@@ -566,5 +571,15 @@ def test_an_on_track_fleet_passes_from_the_last_soak_end_while_the_data_is_fresh
         decision = decide(TARGET, clusters, options, now)
         passes = enough and soaked_at <= now and (options.allow_stale or now <= fresh_until)
         assert (decision.verdict is Verdict.PASSED) == passes
-        can_still_pass = enough and (options.allow_stale or max(soaked_at, now) <= fresh_until)
+        can_still_pass = enough and (options.allow_stale or now <= fresh_until)
         assert decision.earliest_pass_at == (soaked_at if can_still_pass else None)
+        must_report = sorted(
+            (c.last_seen_at, c.name)
+            for c in clusters
+            if c.last_seen_at + options.stale_after < soaked_at
+        )
+        assert decision.reports_needed == (
+            tuple(name for _, name in must_report)
+            if can_still_pass and not options.allow_stale
+            else ()
+        )
