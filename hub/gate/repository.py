@@ -12,7 +12,7 @@ ranges.
 import itertools
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import and_, bindparam, func, select, text, true
@@ -32,6 +32,7 @@ from hub.models import (
     ManifestRevision,
     Repository,
 )
+from scheduler_core.kube import LabelSelector
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,10 +325,23 @@ place AS MATERIALIZED (
         SELECT 0 WHERE p.cluster_type IS NULL
     ) AS k (cluster_type)
 ),
+-- Narrowed, when the caller asks, to the :cluster_types named and to the clusters whose labels
+-- meet every requirement of :selector (JSON, as scheduler_core.kube.LabelSelectorRequirement).
 expected AS (
     SELECT c.id, c.name, COALESCE(c.cluster_type_id, 0) AS cluster_type, c.last_seen_at
     FROM cluster c
     WHERE c.environment_id = :environment AND c.decommissioned_at IS NULL
+      AND (CAST(:cluster_types AS text[]) IS NULL OR c.cluster_type_id IN (
+          SELECT t.id FROM cluster_type t
+          WHERE t.environment_id = :environment AND t.name = ANY(:cluster_types)))
+      AND NOT EXISTS (
+          SELECT FROM jsonb_to_recordset(CAST(:selector AS jsonb))
+              AS r (key text, operator text, "values" text[])
+          WHERE NOT CASE r.operator
+              WHEN 'In' THEN COALESCE(c.labels ->> r.key = ANY(r."values"), false)
+              WHEN 'NotIn' THEN COALESCE(c.labels ->> r.key <> ALL(r."values"), true)
+              WHEN 'Exists' THEN c.labels ->> r.key IS NOT NULL
+              ELSE c.labels ->> r.key IS NULL END)
 ),
 -- Walked from the sources' URL spellings and refs (ix_object_state_source): walked from the
 -- expected clusters, the statement would read all their objects. A branch is an
@@ -580,6 +594,15 @@ class Source:
 
 
 @dataclass(frozen=True, slots=True)
+class Narrowing:
+    """Which of the expected clusters the caller asks about: those of the cluster types named
+    (none named: every one) whose labels the selector selects."""
+
+    cluster_types: Sequence[str] = ()
+    selector: LabelSelector = field(default_factory=LabelSelector)
+
+
+@dataclass(frozen=True, slots=True)
 class ListedCluster:
     """An expected cluster on the list, with the candidate it is judged by."""
 
@@ -602,6 +625,7 @@ async def judge(
     environment: int,
     sources: Sequence[Source],
     placements: Sequence[tuple[str | None, int | None]],
+    narrowing: Narrowing,
     options: GateOptions,
     now: datetime,
     leading: int,
@@ -611,7 +635,8 @@ async def judge(
     """Judge the environment's expected clusters, those its cluster types are placed on,
     each by the objects that follow the sources it is placed on: `placements` pairs a cluster
     type (None: every one, and clusters in none) with an index into `sources` (None: nothing
-    to follow). Lists the first `leading` clusters and those of the page."""
+    to follow), and `narrowing` narrows them. Lists the first `leading` clusters and those of
+    the page."""
     state_of = list(ClusterState)
     spelled = [
         (index, url, ref)
@@ -624,6 +649,13 @@ async def judge(
             _JUDGE,
             {
                 "environment": environment,
+                "cluster_types": list(narrowing.cluster_types) or None,
+                "selector": json.dumps(
+                    [
+                        requirement.model_dump(mode="json")
+                        for requirement in narrowing.selector.match_expressions
+                    ]
+                ),
                 "sources": json.dumps(
                     [
                         {

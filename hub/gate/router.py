@@ -40,6 +40,20 @@ Limit = Annotated[
     ),
 ]
 Offset = Annotated[int, Query(ge=0, description="Expected clusters skipped before the list.")]
+ClusterTypes = Annotated[
+    list[str] | None,
+    Query(
+        alias="cluster_type",
+        description="Only the expected clusters of this cluster type; repeatable (any of them).",
+    ),
+]
+Selector = Annotated[
+    str | None,
+    Query(
+        description="Only the expected clusters whose labels it selects, as kubectl's -l: "
+        "key=value,key!=value,key in (a,b),key notin (a),key,!key.",
+    ),
+]
 
 
 @router.get("/gates/promotion", response_model=GateResult, responses=_NOT_FOUND)
@@ -56,6 +70,8 @@ async def promotion_gate(
     soak: Soak = service.DEFAULT_SOAK,
     allow_stale: AllowStale = False,
     min_clusters: MinClusters = 1,
+    cluster_types: ClusterTypes = None,
+    selector: Selector = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> GateResult:
@@ -73,6 +89,8 @@ async def promotion_gate(
         allow_stale=allow_stale,
         min_clusters=min_clusters,
         now=clock(),
+        cluster_types=cluster_types or (),
+        selector=selector,
         page=service.ClusterPage(limit=limit, offset=offset),
     )
 
@@ -96,6 +114,8 @@ async def promotable(
             description="How many commits of the branch to walk back at most.",
         ),
     ] = 50,
+    cluster_types: ClusterTypes = None,
+    selector: Selector = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Promotable:
@@ -110,5 +130,7 @@ async def promotable(
         min_clusters=min_clusters,
         max_commits=max_commits,
         now=clock(),
+        cluster_types=cluster_types or (),
+        selector=selector,
         page=service.ClusterPage(limit=limit, offset=offset),
     )
