@@ -135,11 +135,11 @@ _AHEAD = reaches(
     repository="b.repository_id",
     floor="head.generation",
     settled="EXISTS (SELECT FROM branch_commit m WHERE m.commit_id = walk.id AND m.mainline)",
-    found="""walk.id = b.head_commit_id OR EXISTS (
-                SELECT 1 FROM branch_commit d
+    found="""walk.id = b.head_commit_id OR COALESCE((
+                SELECT bool_or(h.position <= d.position) FROM branch_commit d
                 JOIN branch_commit h
                   ON h.branch_id = d.branch_id AND h.commit_id = b.head_commit_id
-                WHERE d.commit_id = walk.id AND d.mainline AND h.position <= d.position)""",
+                WHERE d.commit_id = walk.id AND d.mainline), false)""",
 )
 
 # How an object's applied revision compares with the head of the branch it follows. Commits are

@@ -267,11 +267,12 @@ def _contains(commit: str) -> str:
             SELECT FROM branch_commit m
             WHERE m.commit_id = walk.id AND m.mainline
               AND (s.chain IS NULL OR m.branch_id = ANY(s.chain)))""",
-        found="""walk.sha = s.sha OR EXISTS (
-            SELECT FROM branch_commit m
+        found="""walk.sha = s.sha OR COALESCE((
+            SELECT bool_or(st.position <= m.position)
+            FROM branch_commit m
             JOIN jsonb_to_recordset(s.starts) AS st (branch int, position int)
-              ON st.branch = m.branch_id AND st.position <= m.position
-            WHERE m.commit_id = walk.id AND m.mainline)""",
+              ON st.branch = m.branch_id
+            WHERE m.commit_id = walk.id AND m.mainline), false)""",
     )
 
 
@@ -302,8 +303,10 @@ WITH src AS MATERIALIZED (
          WHERE g.repository_id = s.repository AND g.sha = s.sha),
         (SELECT min(g.generation)
          FROM jsonb_to_recordset(s.starts) AS st (branch int, position int)
-         JOIN branch_commit m ON m.branch_id = st.branch AND m.position = st.position
-          AND m.mainline
+         CROSS JOIN LATERAL (
+             SELECT m.commit_id FROM branch_commit m
+             WHERE m.branch_id = st.branch AND m.position = st.position AND m.mainline LIMIT 1
+         ) AS m
          JOIN git_commit g ON g.id = m.commit_id)) AS floor
     FROM jsonb_to_recordset(CAST(:sources AS jsonb)) AS s (
         source int, path text, repository int, chain int[], starts jsonb, carries jsonb,
@@ -325,23 +328,25 @@ place AS MATERIALIZED (
         SELECT 0 WHERE p.cluster_type IS NULL
     ) AS k (cluster_type)
 ),
--- Narrowed, when the caller asks, to the :cluster_types named and to the clusters whose labels
--- meet every requirement of :selector (JSON, as scheduler_core.kube.LabelSelectorRequirement).
+-- `asked`: the cluster is of one of the :cluster_types named (none: any) and its labels meet
+-- every requirement of :selector (JSON, as scheduler_core.kube.LabelSelectorRequirement). The
+-- clusters not asked about are left out once judged (`judged`), so that the planner's guess at
+-- how many are asked about never changes how the statement judges.
 expected AS (
-    SELECT c.id, c.name, COALESCE(c.cluster_type_id, 0) AS cluster_type, c.last_seen_at
+    SELECT c.id, c.name, COALESCE(c.cluster_type_id, 0) AS cluster_type, c.last_seen_at,
+           (CAST(:cluster_types AS text[]) IS NULL OR c.cluster_type_id IN (
+                SELECT t.id FROM cluster_type t
+                WHERE t.environment_id = :environment AND t.name = ANY(:cluster_types)))
+           AND NOT EXISTS (
+                SELECT FROM jsonb_to_recordset(CAST(:selector AS jsonb))
+                    AS r (key text, operator text, "values" text[])
+                WHERE NOT CASE r.operator
+                    WHEN 'In' THEN COALESCE(c.labels ->> r.key = ANY(r."values"), false)
+                    WHEN 'NotIn' THEN COALESCE(c.labels ->> r.key <> ALL(r."values"), true)
+                    WHEN 'Exists' THEN c.labels ->> r.key IS NOT NULL
+                    ELSE c.labels ->> r.key IS NULL END) AS asked
     FROM cluster c
     WHERE c.environment_id = :environment AND c.decommissioned_at IS NULL
-      AND (CAST(:cluster_types AS text[]) IS NULL OR c.cluster_type_id IN (
-          SELECT t.id FROM cluster_type t
-          WHERE t.environment_id = :environment AND t.name = ANY(:cluster_types)))
-      AND NOT EXISTS (
-          SELECT FROM jsonb_to_recordset(CAST(:selector AS jsonb))
-              AS r (key text, operator text, "values" text[])
-          WHERE NOT CASE r.operator
-              WHEN 'In' THEN COALESCE(c.labels ->> r.key = ANY(r."values"), false)
-              WHEN 'NotIn' THEN COALESCE(c.labels ->> r.key <> ALL(r."values"), true)
-              WHEN 'Exists' THEN c.labels ->> r.key IS NOT NULL
-              ELSE c.labels ->> r.key IS NULL END)
 ),
 -- Walked from the sources' URL spellings and refs (ix_object_state_source): walked from the
 -- expected clusters, the statement would read all their objects. A branch is an
@@ -382,14 +387,44 @@ compared AS (
                WHERE bc.commit_id = g.id AND bc.mainline) AS carries
     FROM commits c
     JOIN src s USING (source)
-    LEFT JOIN git_commit g ON g.repository_id = s.repository AND g.sha = c.sha
+    LEFT JOIN LATERAL (
+        SELECT g.id, g.reachable FROM git_commit g
+        WHERE g.repository_id = s.repository AND g.sha = c.sha LIMIT 1
+    ) AS g ON true
+),
+-- The soak's stretch, for objects Ready since ready_since and running what contains the target
+-- since applied_since: when other revisions ran between the two, it starts just after the last
+-- of them that did not contain the target (status_transition, read back from applied_since as
+-- far as that one). Moving on to a descendant does not restart it; the others' start at the
+-- later of the two.
+stretch AS MATERIALIZED (
+    SELECT k.id, (SELECT min(n.observed_at) FROM status_transition n
+                  WHERE n.object_id = k.id AND n.observed_at > broke.observed_at) AS since
+    FROM tracked k
+    JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
+    JOIN src s ON s.source = k.source
+    CROSS JOIN LATERAL (
+        SELECT b.observed_at
+        FROM status_transition b
+        LEFT JOIN LATERAL (
+            SELECT g.id FROM git_commit g
+            WHERE g.repository_id = s.repository AND g.sha = b.applied_sha LIMIT 1
+        ) AS g ON true
+        WHERE b.object_id = k.id AND b.observed_at >= k.ready_since
+          AND b.observed_at < k.applied_since
+          AND b.applied_sha IS DISTINCT FROM k.applied_sha
+          AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)
+        ORDER BY b.observed_at DESC LIMIT 1
+    ) AS broke
+    WHERE applied.contains AND k.ready AND k.applied_since > k.ready_since
 ),
 candidate AS (
-    SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, p.place,
+    SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, e.asked,
+           p.place,
            k.id, k.reconciler, k.kind, k.namespace, k.name, k.ready,
            CASE WHEN k.ready THEN k.ready_since END AS ready_since,
-           COALESCE(broke.since, LEAST(CASE WHEN k.ready THEN k.ready_since END,
-                                       k.applied_since)) AS contains_since,
+           COALESCE(stretch.since, LEAST(CASE WHEN k.ready THEN k.ready_since END,
+                                         k.applied_since)) AS contains_since,
            CASE WHEN k.applied_sha IS NOT NULL THEN applied.contains
                 WHEN k.applied_nothing IS NOT FALSE THEN false END AS contains,
            COALESCE(applied.rewritten, false) AS rewritten,
@@ -401,23 +436,7 @@ candidate AS (
     LEFT JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
     LEFT JOIN compared attempted
       ON attempted.source = k.source AND attempted.sha = k.attempted_sha
-    LEFT JOIN src s ON s.source = k.source
-    -- The soak's stretch: Ready since ready_since and running what it runs since
-    -- applied_since; when other revisions ran between the two, it starts just after the last
-    -- of them that did not contain the target (status_transition, read back from
-    -- applied_since as far as that one). Moving on to a descendant does not restart it.
-    LEFT JOIN LATERAL (
-        SELECT (SELECT min(n.observed_at) FROM status_transition n
-                WHERE n.object_id = k.id AND n.observed_at > b.observed_at) AS since
-        FROM status_transition b
-        LEFT JOIN git_commit g ON g.repository_id = s.repository AND g.sha = b.applied_sha
-        WHERE applied.contains AND k.ready AND k.applied_since > k.ready_since
-          AND b.object_id = k.id AND b.observed_at >= k.ready_since
-          AND b.observed_at < k.applied_since
-          AND b.applied_sha IS DISTINCT FROM k.applied_sha
-          AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)
-        ORDER BY b.observed_at DESC LIMIT 1
-    ) AS broke ON true
+    LEFT JOIN stretch ON stretch.id = k.id
 ),
 ranked AS (
     SELECT c.*, r.rank,
@@ -437,11 +456,14 @@ ranked AS (
                         false)::int
     ] AS rank OFFSET 0) AS r
 ),
-judged AS MATERIALIZED (
+every_judged AS MATERIALIZED (
     SELECT DISTINCT ON (r.cluster_id) r.*
     FROM ranked r
     ORDER BY r.cluster_id, r.rank, COALESCE(r.soak_end, :now) DESC, r.place,
              r.reconciler, r.kind, r.namespace, r.name
+),
+judged AS NOT MATERIALIZED (
+    SELECT * FROM every_judged WHERE asked
 ),
 tally AS (
     SELECT a.*, q.silent, q.silent_count

@@ -306,7 +306,8 @@ def reaches(commit: str, *, repository: str, floor: str, settled: str, found: st
     always has a smaller generation, so nothing older can be a descendant of what is looked
     for) and not past a commit `settled`: one whose branch positions answer for all its
     ancestors (hub/harvest/ancestry.py). `settled` and `found` are conditions on the walked
-    commit, `walk` (id, sha).
+    commit, `walk` (id, sha); each is asked of one commit at a time, so `found` is best a
+    scalar subquery (an EXISTS beside an OR may be planned as a hash of every candidate row).
     """
     return f"""EXISTS (
         WITH RECURSIVE walk (id, sha, parents) AS (
@@ -314,7 +315,12 @@ def reaches(commit: str, *, repository: str, floor: str, settled: str, found: st
             UNION
             SELECT p.id, p.sha, p.parent_shas
             FROM walk
-            JOIN git_commit p ON p.repository_id = {repository} AND p.sha = ANY(walk.parents)
+            CROSS JOIN LATERAL unnest(walk.parents) AS parent (sha)
+            -- LIMIT 1: a lookup by the unique (repository_id, sha), whatever the estimates.
+            CROSS JOIN LATERAL (
+                SELECT p.id, p.sha, p.parent_shas, p.generation FROM git_commit p
+                WHERE p.repository_id = {repository} AND p.sha = parent.sha LIMIT 1
+            ) AS p
             WHERE p.generation >= {floor} AND NOT ({settled})
         )
         SELECT FROM walk WHERE {found})"""  # noqa: S608 - composed from constants
