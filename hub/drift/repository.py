@@ -134,7 +134,9 @@ _AHEAD = reaches(
     "ac.id",
     repository="b.repository_id",
     floor="head.generation",
-    settled="EXISTS (SELECT FROM branch_commit m WHERE m.commit_id = walk.id AND m.mainline)",
+    settled="""COALESCE((
+        SELECT true FROM branch_commit m WHERE m.commit_id = walk.id AND m.mainline LIMIT 1
+    ), false)""",
     found="""walk.id = b.head_commit_id OR COALESCE((
                 SELECT bool_or(h.position <= d.position) FROM branch_commit d
                 JOIN branch_commit h

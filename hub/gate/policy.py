@@ -163,7 +163,9 @@ class ClusterFacts:
     # The applied commit was harvested, then rewritten away: no branch holds it any more.
     applied_rewritten: bool = False
     # Since when the cluster has applied, without a break, the target or commits that contain
-    # it (the store looks no further back than the current Ready period).
+    # it. The store looks no further back than the current Ready period, and not at all when
+    # what it runs now has run for the soak already: the cluster is soaked either way, and its
+    # stretch is counted from what it runs now.
     contains_since: datetime | None = None
     attempted_revision: str | None = None
     # The last attempted revision is the target itself.

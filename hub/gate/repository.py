@@ -253,27 +253,41 @@ def _ranges(
     return [ManifestRange(*carried) for carried in zip(starts, ends, versions, strict=True)]
 
 
+def _on_chain_at_or_after(commit: str) -> str:
+    """SQL: the commit whose id is `commit` lies on the first-parent chain of a `starts` branch
+    of the source `s` at or after the position given there."""
+    return f"""COALESCE((
+            SELECT bool_or(st.position <= m.position)
+            FROM branch_commit m
+            JOIN jsonb_to_recordset(s.starts) AS st (branch int, position int)
+              ON st.branch = m.branch_id
+            WHERE m.commit_id = {commit} AND m.mainline), false)"""  # noqa: S608 - constants
+
+
+def _placed(commit: str) -> str:
+    """SQL: the commit whose id is `commit` lies on the first-parent chain of a `chain` branch
+    of the source `s` (of any branch when that is null): its position answers for it."""
+    return f"""COALESCE((
+            SELECT true FROM branch_commit m
+            WHERE m.commit_id = {commit} AND m.mainline
+              AND (s.chain IS NULL OR m.branch_id = ANY(s.chain)) LIMIT 1), false)"""  # noqa: S608
+
+
 def _contains(commit: str) -> str:
     """SQL: the harvested commit whose id is `commit` contains the target of the source `s`:
     it is the target, or a chain commit of a `starts` branch at or after the target, or
     descends from one (in the harvested commit graph: a side of a merge, a commit rewritten
     away by a force-push). Commits on the first-parent chain of the `chain` branches (every
-    branch when null) are placed by their positions (hub/harvest/ancestry.py)."""
-    return reaches(
+    branch when null) are placed by their positions (hub/harvest/ancestry.py), with two index
+    lookups; the graph is walked only from the others."""
+    walked = reaches(
         commit,
         repository="s.repository",
         floor="s.floor",
-        settled="""EXISTS (
-            SELECT FROM branch_commit m
-            WHERE m.commit_id = walk.id AND m.mainline
-              AND (s.chain IS NULL OR m.branch_id = ANY(s.chain)))""",
-        found="""walk.sha = s.sha OR COALESCE((
-            SELECT bool_or(st.position <= m.position)
-            FROM branch_commit m
-            JOIN jsonb_to_recordset(s.starts) AS st (branch int, position int)
-              ON st.branch = m.branch_id
-            WHERE m.commit_id = walk.id AND m.mainline), false)""",
+        settled=_placed("walk.id"),
+        found=f"walk.sha = s.sha OR {_on_chain_at_or_after('walk.id')}",
     )
+    return f"({_on_chain_at_or_after(commit)} OR (NOT {_placed(commit)} AND {walked}))"
 
 
 # Judges every expected cluster of the environment, the registered ones placed by
@@ -393,17 +407,19 @@ compared AS (
     ) AS g ON true
 ),
 -- The soak's stretch, for objects Ready since ready_since and running what contains the target
--- since applied_since: when other revisions ran between the two, it starts just after the last
--- of them that did not contain the target (status_transition, read back from applied_since as
--- far as that one). Moving on to a descendant does not restart it; the others' start at the
--- later of the two.
+-- since applied_since, later, and less than the soak ago: when other revisions ran between the
+-- two, it starts just after the last of them that did not contain the target (status_transition,
+-- read back from applied_since as far as that one), else at ready_since. Moving on to a
+-- descendant does not restart it. Any other object's starts at applied_since: one that has run
+-- what it runs for the soak already is soaked either way, and is not read back.
 stretch AS MATERIALIZED (
-    SELECT k.id, (SELECT min(n.observed_at) FROM status_transition n
-                  WHERE n.object_id = k.id AND n.observed_at > broke.observed_at) AS since
+    SELECT k.id, COALESCE((SELECT min(n.observed_at) FROM status_transition n
+                           WHERE n.object_id = k.id AND n.observed_at > broke.observed_at),
+                          k.ready_since) AS since
     FROM tracked k
     JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
     JOIN src s ON s.source = k.source
-    CROSS JOIN LATERAL (
+    LEFT JOIN LATERAL (
         SELECT b.observed_at
         FROM status_transition b
         LEFT JOIN LATERAL (
@@ -415,16 +431,16 @@ stretch AS MATERIALIZED (
           AND b.applied_sha IS DISTINCT FROM k.applied_sha
           AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)
         ORDER BY b.observed_at DESC LIMIT 1
-    ) AS broke
+    ) AS broke ON true
     WHERE applied.contains AND k.ready AND k.applied_since > k.ready_since
+      AND k.applied_since > :soaked_before
 ),
 candidate AS (
     SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, e.asked,
            p.place,
            k.id, k.reconciler, k.kind, k.namespace, k.name, k.ready,
            CASE WHEN k.ready THEN k.ready_since END AS ready_since,
-           COALESCE(stretch.since, LEAST(CASE WHEN k.ready THEN k.ready_since END,
-                                         k.applied_since)) AS contains_since,
+           COALESCE(stretch.since, k.applied_since) AS contains_since,
            CASE WHEN k.applied_sha IS NOT NULL THEN applied.contains
                 WHEN k.applied_nothing IS NOT FALSE THEN false END AS contains,
            COALESCE(applied.rewritten, false) AS rewritten,

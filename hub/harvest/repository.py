@@ -306,8 +306,8 @@ def reaches(commit: str, *, repository: str, floor: str, settled: str, found: st
     always has a smaller generation, so nothing older can be a descendant of what is looked
     for) and not past a commit `settled`: one whose branch positions answer for all its
     ancestors (hub/harvest/ancestry.py). `settled` and `found` are conditions on the walked
-    commit, `walk` (id, sha); each is asked of one commit at a time, so `found` is best a
-    scalar subquery (an EXISTS beside an OR may be planned as a hash of every candidate row).
+    commit, `walk` (id, sha); each is asked of one commit at a time, so both are best scalar
+    subqueries (an EXISTS may be planned as a hash of every candidate row, built per walk).
     """
     return f"""EXISTS (
         WITH RECURSIVE walk (id, sha, parents) AS (
