@@ -506,11 +506,19 @@ def test_earliest_pass_at_is_exactly_when_the_gate_opens(
             assert decide(TARGET, clusters, options, NOW + delta).verdict is not Verdict.PASSED
         return
     assert (decision.verdict is Verdict.PASSED) == (opens_at <= NOW)
-    at_opening = decide(TARGET, clusters, options, max(opens_at, NOW))
+    # It opens then if the clusters named as needing a report report again by then.
+    assert decision.reports_needed_count == len(decision.reports_needed)
+    reporting = [
+        replace(cluster, last_seen_at=max(opens_at, NOW))
+        if cluster.name in decision.reports_needed
+        else cluster
+        for cluster in clusters
+    ]
+    at_opening = decide(TARGET, reporting, options, max(opens_at, NOW))
     assert at_opening.verdict is Verdict.PASSED
     assert at_opening.earliest_pass_at == opens_at
     before = opens_at - timedelta(microseconds=1)
-    assert decide(TARGET, clusters, options, before).verdict is not Verdict.PASSED
+    assert decide(TARGET, reporting, options, before).verdict is not Verdict.PASSED
 
 
 @settings(max_examples=300)
