@@ -391,7 +391,7 @@ commits AS (
     WHERE v.sha IS NOT NULL
 ),
 compared AS (
-    SELECT c.source, c.sha, g.id IS NOT NULL AS harvested, NOT g.reachable AS rewritten,
+    SELECT c.source, c.sha, NOT g.reachable AS rewritten,
            CASE WHEN g.id IS NOT NULL THEN {_contains("g.id")} END AS contains,
            EXISTS (
                SELECT FROM branch_commit bc
