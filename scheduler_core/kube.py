@@ -4,7 +4,7 @@ The resource models (`scheduler_core.resources`) are built on `KubeModel` and th
 a document breaking a Kubernetes rule is refused at load time with the field it breaks, as the
 API server of a Kalypso control-plane cluster would refuse it. Scheduling
 (`scheduler_core.scheduling`) matches deployment targets and cluster types with
-`LabelSelector.matches`.
+`LabelSelector.matches`; `parse_selector` reads the selectors people write (kubectl's `-l`).
 """
 
 import re
@@ -36,6 +36,7 @@ __all__ = [
     "dns1123_label_problem",
     "freeze",
     "no_labels",
+    "parse_selector",
 ]
 
 DNS1123_LABEL_MAX = 63
@@ -196,3 +197,60 @@ class LabelSelector(KubeModel):
         return all(labels.get(key) == value for key, value in self.match_labels.items()) and all(
             expression.matches(labels) for expression in self.match_expressions
         )
+
+
+# One requirement of a selector as kubectl's `-l` reads it, and the comma after it.
+_REQUIREMENT = re.compile(
+    r"""\s*(?:
+        !\s*(?P<absent>[^\s,!=()]+)
+      | (?P<key>[^\s,!=()]+)\s*(?:
+            (?P<equality>==|=|!=)\s*(?P<value>[^\s,!=()]*)
+          | (?P<set>notin|in)\s*\((?P<values>[^()]*)\)
+        )?
+    )\s*(?:,|\Z)""",
+    re.VERBOSE,
+)
+_OPERATORS: dict[str | None, Operator] = {
+    "=": "In",
+    "==": "In",
+    "!=": "NotIn",
+    "in": "In",
+    "notin": "NotIn",
+    None: "Exists",
+}
+
+
+def parse_selector(text: str) -> LabelSelector:
+    """A label selector written as kubectl's `-l` takes it: comma-separated requirements
+    `key=value` (or `==`), `key!=value`, `key in (a,b)`, `key notin (a,b)`, `key` (it exists)
+    and `!key` (it does not). The empty text selects everything. ValueError says what it cannot
+    read."""
+    requirements: list[LabelSelectorRequirement] = []
+    position = 0
+    while position < len(text) and text[position:].strip():
+        found = _REQUIREMENT.match(text, position)
+        if found is None:
+            raise ValueError(
+                f"cannot read {text[position:].strip()!r}: expected key=value, key!=value, "
+                "key in (a,b), key notin (a,b), key or !key, separated by commas"
+            )
+        position = found.end()
+        key = found["absent"] or found["key"]
+        if problem := _label_key_problem(key):
+            raise ValueError(f"label key {key!r} {problem}")
+        if found["absent"]:
+            operator: Operator = "DoesNotExist"
+            values: tuple[str, ...] = ()
+        else:
+            operator = _OPERATORS[found["equality"] or found["set"]]
+            if found["set"]:
+                values = tuple(value.strip() for value in found["values"].split(","))
+            else:
+                values = () if found["equality"] is None else (found["value"],)
+            if found["set"] and values == ("",):
+                raise ValueError(f"{key} {found['set']} (): give at least one value")
+        for value in values:
+            if problem := _label_value_problem(value):
+                raise ValueError(f"value {value!r} of label {key!r} {problem}")
+        requirements.append(LabelSelectorRequirement(key=key, operator=operator, values=values))
+    return LabelSelector(match_expressions=tuple(requirements))

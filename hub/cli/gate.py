@@ -87,7 +87,11 @@ class Waited:
     last: Poll
 
 
-async def _poll(client: httpx.AsyncClient, params: Mapping[str, str], elapsed: float) -> Poll:
+# Query parameters of the gate; a repeated one as a list.
+Params = Mapping[str, str | list[str]]
+
+
+async def _poll(client: httpx.AsyncClient, params: Params, elapsed: float) -> Poll:
     try:
         response = await client.get(GATE_PATH, params=params)
     except httpx.HTTPError as exc:
@@ -111,7 +115,7 @@ def _next_look(poll: Poll, interval: float) -> float:
 
 async def wait_for_gate(
     client: httpx.AsyncClient,
-    params: Mapping[str, str],
+    params: Params,
     *,
     time_limit: float,
     interval: float,
@@ -321,6 +325,19 @@ def wait(
     min_clusters: Annotated[
         int, typer.Option(help="Pending unless at least this many clusters are expected.")
     ] = 1,
+    cluster_type: Annotated[
+        list[str] | None,
+        typer.Option(help="Only the clusters of this cluster type; repeatable (any of them)."),
+    ] = None,
+    selector: Annotated[
+        str | None,
+        typer.Option(
+            "--selector",
+            "-l",
+            help="Only the clusters whose labels it selects, as kubectl's -l "
+            "(key=value,key!=value,key in (a,b),key notin (a),key,!key).",
+        ),
+    ] = None,
     timeout: Annotated[str, typer.Option(help="Give up after this long (exit 2).")] = "30m",
     interval: Annotated[str, typer.Option(help="Time between two looks at the gate.")] = "10s",
     hub: HubOption = DEFAULT_HUB,
@@ -328,7 +345,7 @@ def wait(
     output: OutputOption = Output.table,
 ) -> None:
     """Wait for the promotion gate: exit 0 passed, 1 failed, 2 timed out, 3 unusable."""
-    params = {
+    params: dict[str, str | list[str]] = {
         "environment": environment,
         "soak": str(_seconds("--soak", soak)),
         "allow_stale": str(allow_stale).lower(),
@@ -336,9 +353,16 @@ def wait(
     }
     params |= {
         name: value
-        for name, value in (("commit", commit), ("workload", workload), ("version", version))
+        for name, value in (
+            ("commit", commit),
+            ("workload", workload),
+            ("version", version),
+            ("selector", selector),
+        )
         if value is not None
     }
+    if cluster_type:
+        params["cluster_type"] = cluster_type
     timeout_seconds = _seconds("--timeout", timeout)
     interval_seconds = _seconds("--interval", interval)
     if interval_seconds == 0:

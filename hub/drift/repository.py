@@ -41,6 +41,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.drift.schemas import Reason
+from hub.harvest.repository import reaches
 from hub.models import (
     Cluster,
     ClusterDrift,
@@ -128,11 +129,28 @@ _JUDGED_COLUMNS = (
 )
 _LIST = ", ".join(_JUDGED_COLUMNS)
 
+# The applied commit `ac` descends from the head of branch `b`.
+_AHEAD = reaches(
+    "ac.id",
+    repository="b.repository_id",
+    floor="head.generation",
+    settled="""COALESCE((
+        SELECT true FROM branch_commit m WHERE m.commit_id = walk.id AND m.mainline LIMIT 1
+    ), false)""",
+    found="""walk.id = b.head_commit_id OR COALESCE((
+                SELECT bool_or(h.position <= d.position) FROM branch_commit d
+                JOIN branch_commit h
+                  ON h.branch_id = d.branch_id AND h.commit_id = b.head_commit_id
+                WHERE d.commit_id = walk.id AND d.mainline), false)""",
+)
+
 # How an object's applied revision compares with the head of the branch it follows. Commits are
 # placed by their positions on the branch's first-parent chain (hub/harvest/ancestry.py): a
 # member at position p that is not on the chain is an ancestor of chain commit p only, so the
-# last chain commit it fully contains is p - 1. "ahead": the applied commit lies on another
-# harvested branch's chain at or after the head. Platform config is compared, per assignment
+# last chain commit it fully contains is p - 1. "ahead": the applied commit descends from the
+# head: it lies on another harvested branch's chain at or after it, or its harvested parents
+# lead there (a commit rewritten away by a force-push, as the gate reads it; _AHEAD). Platform
+# config is compared, per assignment
 # of the object's cluster type on the branch, between the revision valid at the applied
 # position and the open one, for the (branch, cluster type, position) triples behind objects
 # share rather than per object.
@@ -160,12 +178,7 @@ judged AS MATERIALIZED (
             WHEN ac.id = b.head_commit_id THEN 'at_head'
             WHEN ab.position IS NOT NULL THEN 'behind'
             WHEN ac.id IS NULL THEN 'unknown_revision'
-            WHEN EXISTS (
-                SELECT 1 FROM branch_commit d
-                JOIN branch_commit h
-                  ON h.branch_id = d.branch_id AND h.commit_id = b.head_commit_id
-                WHERE d.commit_id = ac.id AND d.mainline AND h.position <= d.position
-            ) THEN 'ahead'
+            WHEN {_AHEAD} THEN 'ahead'
             ELSE 'diverged'
         END AS revision,
         ab.position - CASE WHEN ab.mainline THEN 0 ELSE 1 END AS applied_position

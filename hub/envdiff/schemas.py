@@ -96,7 +96,7 @@ class DiffRow(BaseModel):
         description="Set when the row pairs environments by deployment target: one "
         "environment has several of the workload's targets on this cluster type."
     )
-    environments: list[EnvironmentCell] = Field(description="In the order asked for.")
+    environments: list[EnvironmentCell] = Field(description="In promotion order.")
     differences: list[Difference]
 
 
@@ -116,7 +116,10 @@ class DiffFilters(BaseModel):
 
 
 class EnvironmentDiff(BaseModel):
-    environments: list[str] = Field(description="As asked for: the order of each row's cells.")
+    environments: list[str] = Field(
+        description="The order of each row's cells: the promotion order, whatever the order "
+        "asked for when every environment has a declared position."
+    )
     promotion_order: list[str] = Field(
         description="The order versions are compared in: the declared one when every "
         "environment has a position, else the order asked for."

@@ -201,13 +201,12 @@ def _difference(found: compare.Difference) -> Difference:
 def _row(
     assignments: Sequence[RowMapping],
     names: Mapping[int, str],
-    given: Sequence[str],
     order: Sequence[str],
     ignored: frozenset[str],
 ) -> DiffRow:
     by_environment = {names[row["environment_id"]]: row for row in assignments}
     sides, cells = [], []
-    for name in given:
+    for name in order:
         row = by_environment.get(name)
         if row is None:
             side = _side(name, None, compare.Deployed())
@@ -278,7 +277,7 @@ async def environment_diff(
         offset=offset,
     )
     return EnvironmentDiff(
-        environments=list(environments),
+        environments=order,
         promotion_order=order,
         evaluated_at=now,
         deployed_at=page.deployed_at,
@@ -290,9 +289,7 @@ async def environment_diff(
             ignored_keys=list(ignored),
         ),
         rows=DiffRowPage(
-            items=[
-                _row(rows, names, environments, order, frozenset(ignored)) for rows in page.rows
-            ],
+            items=[_row(rows, names, order, frozenset(ignored)) for rows in page.rows],
             total=page.total,
             limit=limit,
             offset=offset,

@@ -1,6 +1,8 @@
 """Get-or-create of fleet dimensions, safe under concurrency; the fleet in parts."""
 
-from sqlalchemy import func, select
+from collections.abc import Sequence
+
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -30,6 +32,27 @@ async def ensure_environment(session: AsyncSession, name: str) -> int:
         .returning(Environment.id)
     )
     return (await session.execute(statement)).scalar_one()
+
+
+async def order_environments(session: AsyncSession, names: Sequence[str]) -> None:
+    """The declared promotion order, first to last: each environment named (created if new)
+    takes its place in it, any other none."""
+    await session.execute(
+        update(Environment)
+        .where(Environment.name.not_in(names), Environment.position.is_not(None))
+        .values(position=None)
+    )
+    if names:
+        statement = insert(Environment).values(
+            [{"name": name, "position": position} for position, name in enumerate(names)]
+        )
+        await session.execute(
+            statement.on_conflict_do_update(
+                index_elements=[Environment.name],
+                set_={"position": statement.excluded.position},
+                where=Environment.position.is_distinct_from(statement.excluded.position),
+            )
+        )
 
 
 async def ensure_cluster_type(session: AsyncSession, environment_id: int, name: str) -> int:

@@ -18,11 +18,16 @@ The rules (ARCHITECTURE.md, "Promotion gate"), per expected cluster, first match
                    goes on to the rules below.
 4. unknown_revision the store cannot tell whether its applied commit contains the target
                    (the commit is not harvested yet). Blocks until the harvester knows.
-5. not_applied     nothing applied, or an applied commit that does not contain the target.
+5. not_applied     nothing applied, or an applied commit that does not contain the target:
+                   one on another line, or one rewritten away by a force-push (what drift
+                   calls diverged). Ancestry is the harvested commit graph's, so a commit
+                   rewritten away still contains its ancestors.
 6. not_ready       the target (or a descendant) is applied but the cluster is not Ready.
-7. soaking         applied and Ready, but for less than `soak`. The soak starts at the later
-                   of `ready_since` and `applied_since`: a newly applied revision, even a
-                   descendant, restarts it, because it is what now runs.
+7. soaking         applied and Ready, but for less than `soak`. The soak runs from the start
+                   of the current unbroken stretch in which the cluster is Ready and runs the
+                   target or a descendant: the later of `ready_since` and `contains_since`.
+                   Moving on to a later descendant does not restart it; losing Ready, or
+                   applying something that does not contain the target, does.
 8. compliant       applied and Ready for at least `soak`.
 
 The gate **fails** when any cluster failed; **passes** when at least `min_clusters` (and at
@@ -35,10 +40,12 @@ so they are also a table of 144 rows: with it the store judges a whole environme
 statement (hub/gate/repository.py) and hands over a `Tally` and the clusters it lists, on
 which `conclude` reaches the verdict `decide` reaches on every cluster's facts.
 
-For fixed facts the gate passes exactly on the interval from the last soak end to the moment
-the first expected cluster goes stale (open-ended with `allow_stale`). `earliest_pass_at` is
-the start of that interval while it is not behind `now`, otherwise None: the gate then cannot
-pass without new facts (a report, a harvest, a registration).
+Once every expected cluster runs the target, Ready, only time stands between the gate and
+passing: `earliest_pass_at` is the last soak end, the time it opens if clusters keep reporting.
+Without `allow_stale`, the clusters whose newest report goes stale before then are named apart
+(`reports_needed`): the gate opens then only if they report again. Otherwise
+`earliest_pass_at` is None: the gate cannot pass without new facts (a report, a harvest, a
+registration).
 """
 
 import math
@@ -159,8 +166,13 @@ class ClusterFacts:
     # carries that version, or descends from the commit that introduced it); None: the store
     # cannot tell, because the applied commit is not in the harvested history.
     contains_target: bool | None = False
-    # When the currently applied revision was first reported applied.
-    applied_since: datetime | None = None
+    # The applied commit was harvested, then rewritten away: no branch holds it any more.
+    applied_rewritten: bool = False
+    # Since when the cluster has applied, without a break, the target or commits that contain
+    # it. The store looks no further back than the current Ready period, and not at all when
+    # what it runs now has run for the soak already: the cluster is soaked either way, and its
+    # stretch is counted from what it runs now.
+    contains_since: datetime | None = None
     attempted_revision: str | None = None
     # The last attempted revision is the target itself.
     attempted_target: bool = False
@@ -173,9 +185,9 @@ class ClusterFacts:
     def __post_init__(self) -> None:
         if self.ready is True and self.ready_since is None:
             raise ValueError(f"cluster {self.name!r}: ready_since is required when ready is True")
-        if self.contains_target is True and self.applied_since is None:
+        if self.contains_target is True and self.contains_since is None:
             raise ValueError(
-                f"cluster {self.name!r}: applied_since is required when contains_target is True"
+                f"cluster {self.name!r}: contains_since is required when contains_target is True"
             )
 
 
@@ -208,10 +220,14 @@ class Tally:
     never_reported: int
     # Reported, but not within stale_after.
     stale: int
-    # The oldest newest-report, and its cluster (the smallest name among equals).
-    oldest_report: tuple[datetime, str] | None
+    # The oldest newest-report.
+    oldest_report_at: datetime | None
     # The latest soak end among soaking and compliant clusters.
     last_soak_end: datetime | None
+    # The clusters whose newest report goes stale before last_soak_end, oldest report first
+    # (then by name): the first REASONS_NAMED of them, and how many they are.
+    silent_before_soak_end: tuple[str, ...]
+    silent_before_soak_end_count: int
 
     @property
     def expected(self) -> int:
@@ -236,6 +252,10 @@ class GateDecision:
     # The clusters listed, furthest from compliance first (then by name).
     clusters: tuple[ClusterEvidence, ...]
     earliest_pass_at: datetime | None
+    # Without allow_stale, the clusters whose newest report goes stale before earliest_pass_at:
+    # the gate opens then only if they report again. The first REASONS_NAMED, and how many.
+    reports_needed: tuple[str, ...]
+    reports_needed_count: int
     # Data freshness: the oldest newest-report among expected clusters that ever reported.
     oldest_report_at: datetime | None
 
@@ -312,11 +332,11 @@ _ON_TRACK = (ClusterState.SOAKING, ClusterState.COMPLIANT)
 
 
 def _soak_end(facts: ClusterFacts, options: GateOptions) -> datetime | None:
-    """When the soak of what the cluster runs ends: the later of ready_since and applied_since,
-    plus the soak; None while it is not Ready."""
-    if facts.ready is not True or facts.ready_since is None or facts.applied_since is None:
+    """When the soak of the target ends: the later of ready_since and contains_since, plus the
+    soak; None while it is not Ready."""
+    if facts.ready is not True or facts.ready_since is None or facts.contains_since is None:
         return None
-    return max(facts.ready_since, facts.applied_since) + options.soak
+    return max(facts.ready_since, facts.contains_since) + options.soak
 
 
 def _explanation(
@@ -338,6 +358,11 @@ def _explanation(
             return f"applied {facts.applied_revision}, which is not in the harvested history yet"
         case ClusterState.NOT_APPLIED if facts.applied_revision is None:
             return "has applied nothing yet"
+        case ClusterState.NOT_APPLIED if facts.applied_rewritten:
+            return (
+                f"applied {facts.applied_revision}, which was rewritten away (a force-push left "
+                f"no branch holding it) and does not contain {target}"
+            )
         case ClusterState.NOT_APPLIED:
             return f"applied {facts.applied_revision}, which does not contain {target}"
         case ClusterState.NOT_READY:
@@ -406,16 +431,25 @@ def decide(
         (evaluate(cluster, target, options, now) for cluster in facts), key=_listing_order
     )
     by_state = Counter(item.state for item in evidence)
-    seen = [(item.last_seen_at, item.name) for item in evidence if item.last_seen_at is not None]
+    seen = sorted(
+        (item.last_seen_at, item.name) for item in evidence if item.last_seen_at is not None
+    )
+    last_soak_end = max(
+        (item.soak_ends_at for item in evidence if item.soak_ends_at is not None), default=None
+    )
+    silent = [
+        name
+        for last_seen_at, name in seen
+        if last_soak_end is not None and last_seen_at + options.stale_after < last_soak_end
+    ]
     tally = Tally(
         by_state={state: by_state[state] for state in ClusterState},
         never_reported=len(facts) - len(seen),
         stale=sum(1 for last_seen_at, _ in seen if now - last_seen_at > options.stale_after),
-        oldest_report=min(seen, default=None),
-        last_soak_end=max(
-            (item.soak_ends_at for item in evidence if item.soak_ends_at is not None),
-            default=None,
-        ),
+        oldest_report_at=seen[0][0] if seen else None,
+        last_soak_end=last_soak_end,
+        silent_before_soak_end=tuple(silent[:REASONS_NAMED]),
+        silent_before_soak_end_count=len(silent),
     )
     return conclude(target, tally, evidence, options, now)
 
@@ -434,6 +468,7 @@ def conclude(
         raise ValueError("now: must be timezone-aware")
     listed = tuple(listed)
     verdict, reasons, earliest_pass_at = _verdict(target, tally, listed, options, now)
+    waits_on_reports = earliest_pass_at is not None and not options.allow_stale
     return GateDecision(
         target=target,
         verdict=verdict,
@@ -447,7 +482,9 @@ def conclude(
         by_state={state: tally.by_state.get(state, 0) for state in ClusterState},
         clusters=listed,
         earliest_pass_at=earliest_pass_at,
-        oldest_report_at=None if tally.oldest_report is None else tally.oldest_report[0],
+        reports_needed=tally.silent_before_soak_end if waits_on_reports else (),
+        reports_needed_count=tally.silent_before_soak_end_count if waits_on_reports else 0,
+        oldest_report_at=tally.oldest_report_at,
     )
 
 
@@ -490,18 +527,18 @@ def _verdict(
 
     # Every cluster runs the target, Ready: only time stands between the gate and passing.
     assert tally.last_soak_end is not None
-    assert tally.oldest_report is not None
     opens_at = tally.last_soak_end
-    if not options.allow_stale:
-        # No cluster is stale now (rule 3); the first to go stale ends the passing interval.
-        oldest_seen, oldest = tally.oldest_report
-        fresh_until = oldest_seen + options.stale_after
-        if fresh_until < opens_at:
-            reasons.append(
-                f"{oldest}: its last report goes stale at {fresh_until}, before the soak ends "
-                f"at {opens_at}; a newer report is needed"
-            )
-            return Verdict.PENDING, tuple(reasons), None
+    silent = tally.silent_before_soak_end_count
+    if not options.allow_stale and silent:
+        # No cluster is stale now (rule 3), so the soak ends after now.
+        named = tally.silent_before_soak_end
+        names = ", ".join(named) + (
+            f" and {silent - len(named):,} more" if silent > len(named) else ""
+        )
+        reasons.append(
+            f"{silent} cluster(s) must report again before the soak ends at {opens_at}: "
+            f"their last reports go stale first ({names})"
+        )
     if now < opens_at:
         return Verdict.PENDING, tuple(reasons), opens_at
     return (

@@ -2,7 +2,9 @@
 harvester stored. Nothing here writes; the gate runs on a read-only session.
 
 Observed state comes from `object_state`: the current state per cluster object, with when
-its current applied revision and its current Ready period began (kept by ingest);
+its current applied revision and its current Ready period began (kept by ingest), and, where
+other revisions ran within that Ready period, from `status_transition` back to the last one
+that did not contain the target (where the soak's stretch begins);
 desired state and ancestry from the harvester's branches, commits, assignment and manifest
 ranges.
 """
@@ -10,7 +12,7 @@ ranges.
 import itertools
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import and_, bindparam, func, select, text, true
@@ -19,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from hub.gate.policy import ClusterFacts, ClusterState, GateOptions, Standing, Tally, rule
+from hub.harvest.repository import reaches
 from hub.models import (
     Assignment,
     AssignmentRevision,
@@ -29,6 +32,7 @@ from hub.models import (
     ManifestRevision,
     Repository,
 )
+from scheduler_core.kube import LabelSelector
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,15 +253,53 @@ def _ranges(
     return [ManifestRange(*carried) for carried in zip(starts, ends, versions, strict=True)]
 
 
+def _on_chain_at_or_after(commit: str) -> str:
+    """SQL: the commit whose id is `commit` lies on the first-parent chain of a `starts` branch
+    of the source `s` at or after the position given there."""
+    return f"""COALESCE((
+            SELECT bool_or(st.position <= m.position)
+            FROM branch_commit m
+            JOIN jsonb_to_recordset(s.starts) AS st (branch int, position int)
+              ON st.branch = m.branch_id
+            WHERE m.commit_id = {commit} AND m.mainline), false)"""  # noqa: S608 - constants
+
+
+def _placed(commit: str) -> str:
+    """SQL: the commit whose id is `commit` lies on the first-parent chain of a `chain` branch
+    of the source `s` (of any branch when that is null): its position answers for it."""
+    return f"""COALESCE((
+            SELECT true FROM branch_commit m
+            WHERE m.commit_id = {commit} AND m.mainline
+              AND (s.chain IS NULL OR m.branch_id = ANY(s.chain)) LIMIT 1), false)"""  # noqa: S608
+
+
+def _contains(commit: str) -> str:
+    """SQL: the harvested commit whose id is `commit` contains the target of the source `s`:
+    it is the target, or a chain commit of a `starts` branch at or after the target, or
+    descends from one (in the harvested commit graph: a side of a merge, a commit rewritten
+    away by a force-push). Commits on the first-parent chain of the `chain` branches (every
+    branch when null) are placed by their positions (hub/harvest/ancestry.py), with two index
+    lookups; the graph is walked only from the others."""
+    walked = reaches(
+        commit,
+        repository="s.repository",
+        floor="s.floor",
+        settled=_placed("walk.id"),
+        found=f"walk.sha = s.sha OR {_on_chain_at_or_after('walk.id')}",
+    )
+    return f"({_on_chain_at_or_after(commit)} OR (NOT {_placed(commit)} AND {walked}))"
+
+
 # Judges every expected cluster of the environment, the registered ones placed by
 # :placements, against the target's sources, and returns the tally and the listed clusters.
 #
 # :sources (JSON): per source the normalised path its objects must deploy (null: any), and
 # how a commit of its repository is compared with the target: a commit contains the target
-# when it lies on the first-parent chain of one of the `starts` branches at or after the
-# position given there (unknown when it lies on none of the `chain` branches, or on no branch
-# of the repository when `chain` is null); it is the target attempted when it is `sha`, or
-# lies on a `carries` branch within [from, until).
+# when it is `sha` or lies on the first-parent chain of one of the `starts` branches at or
+# after the position given there, or descends from such a commit (_contains: placed by the
+# `chain` branches, or by every branch of the repository when `chain` is null); unknown only
+# when the harvester has not seen it. It is the target attempted when it is `sha`, or lies on
+# a `carries` branch within [from, until).
 # :placements (JSON): which source each cluster type follows (cluster type null: every one,
 # and the clusters placed in none).
 # :spelled_*: per source each URL spelling and ref its objects follow.
@@ -270,7 +312,17 @@ def _ranges(
 # the latest soak end, as the policy lists them).
 _JUDGE = text(f"""
 WITH src AS MATERIALIZED (
-    SELECT * FROM jsonb_to_recordset(CAST(:sources AS jsonb)) AS s (
+    SELECT s.*, LEAST(
+        (SELECT g.generation FROM git_commit g
+         WHERE g.repository_id = s.repository AND g.sha = s.sha),
+        (SELECT min(g.generation)
+         FROM jsonb_to_recordset(s.starts) AS st (branch int, position int)
+         CROSS JOIN LATERAL (
+             SELECT m.commit_id FROM branch_commit m
+             WHERE m.branch_id = st.branch AND m.position = st.position AND m.mainline LIMIT 1
+         ) AS m
+         JOIN git_commit g ON g.id = m.commit_id)) AS floor
+    FROM jsonb_to_recordset(CAST(:sources AS jsonb)) AS s (
         source int, path text, repository int, chain int[], starts jsonb, carries jsonb,
         sha text)
 ),
@@ -290,8 +342,23 @@ place AS MATERIALIZED (
         SELECT 0 WHERE p.cluster_type IS NULL
     ) AS k (cluster_type)
 ),
+-- `asked`: the cluster is of one of the :cluster_types named (none: any) and its labels meet
+-- every requirement of :selector (JSON, as scheduler_core.kube.LabelSelectorRequirement). The
+-- clusters not asked about are left out once judged (`judged`), so that the planner's guess at
+-- how many are asked about never changes how the statement judges.
 expected AS (
-    SELECT c.id, c.name, COALESCE(c.cluster_type_id, 0) AS cluster_type, c.last_seen_at
+    SELECT c.id, c.name, COALESCE(c.cluster_type_id, 0) AS cluster_type, c.last_seen_at,
+           (CAST(:cluster_types AS text[]) IS NULL OR c.cluster_type_id IN (
+                SELECT t.id FROM cluster_type t
+                WHERE t.environment_id = :environment AND t.name = ANY(:cluster_types)))
+           AND NOT EXISTS (
+                SELECT FROM jsonb_to_recordset(CAST(:selector AS jsonb))
+                    AS r (key text, operator text, "values" text[])
+                WHERE NOT CASE r.operator
+                    WHEN 'In' THEN COALESCE(c.labels ->> r.key = ANY(r."values"), false)
+                    WHEN 'NotIn' THEN COALESCE(c.labels ->> r.key <> ALL(r."values"), true)
+                    WHEN 'Exists' THEN c.labels ->> r.key IS NOT NULL
+                    ELSE c.labels ->> r.key IS NULL END) AS asked
     FROM cluster c
     WHERE c.environment_id = :environment AND c.decommissioned_at IS NULL
 ),
@@ -324,27 +391,59 @@ commits AS (
     WHERE v.sha IS NOT NULL
 ),
 compared AS (
-    SELECT c.source, c.sha,
-           bool_or(EXISTS (
-               SELECT FROM jsonb_to_recordset(s.starts) AS st (branch int, position int)
-               WHERE st.branch = bc.branch_id AND st.position <= bc.position)) AS contains,
-           bool_or(EXISTS (
-               SELECT FROM jsonb_to_recordset(s.carries) AS ca (branch int, "from" int, until int)
-               WHERE ca.branch = bc.branch_id AND ca."from" <= bc.position
-                 AND (ca.until IS NULL OR bc.position < ca.until))) AS carries
+    SELECT c.source, c.sha, NOT g.reachable AS rewritten,
+           CASE WHEN g.id IS NOT NULL THEN {_contains("g.id")} END AS contains,
+           EXISTS (
+               SELECT FROM branch_commit bc
+               JOIN jsonb_to_recordset(s.carries) AS ca (branch int, "from" int, until int)
+                 ON ca.branch = bc.branch_id AND ca."from" <= bc.position
+                AND (ca.until IS NULL OR bc.position < ca.until)
+               WHERE bc.commit_id = g.id AND bc.mainline) AS carries
     FROM commits c
     JOIN src s USING (source)
-    JOIN git_commit g ON g.repository_id = s.repository AND g.sha = c.sha
-    JOIN branch_commit bc ON bc.commit_id = g.id AND bc.mainline
-    WHERE s.chain IS NULL OR bc.branch_id = ANY(s.chain)
-    GROUP BY c.source, c.sha
+    LEFT JOIN LATERAL (
+        SELECT g.id, g.reachable FROM git_commit g
+        WHERE g.repository_id = s.repository AND g.sha = c.sha LIMIT 1
+    ) AS g ON true
+),
+-- The soak's stretch, for objects Ready since ready_since and running what contains the target
+-- since applied_since, later, and less than the soak ago: when other revisions ran between the
+-- two, it starts just after the last of them that did not contain the target (status_transition,
+-- read back from applied_since as far as that one), else at ready_since. Moving on to a
+-- descendant does not restart it. Any other object's starts at applied_since: one that has run
+-- what it runs for the soak already is soaked either way, and is not read back.
+stretch AS MATERIALIZED (
+    SELECT k.id, COALESCE((SELECT min(n.observed_at) FROM status_transition n
+                           WHERE n.object_id = k.id AND n.observed_at > broke.observed_at),
+                          k.ready_since) AS since
+    FROM tracked k
+    JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
+    JOIN src s ON s.source = k.source
+    LEFT JOIN LATERAL (
+        SELECT b.observed_at
+        FROM status_transition b
+        LEFT JOIN LATERAL (
+            SELECT g.id FROM git_commit g
+            WHERE g.repository_id = s.repository AND g.sha = b.applied_sha LIMIT 1
+        ) AS g ON true
+        WHERE b.object_id = k.id AND b.observed_at >= k.ready_since
+          AND b.observed_at < k.applied_since
+          AND b.applied_sha IS DISTINCT FROM k.applied_sha
+          AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)
+        ORDER BY b.observed_at DESC LIMIT 1
+    ) AS broke ON true
+    WHERE applied.contains AND k.ready AND k.applied_since > k.ready_since
+      AND k.applied_since > :soaked_before
 ),
 candidate AS (
-    SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, p.place,
+    SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, e.asked,
+           p.place,
            k.id, k.reconciler, k.kind, k.namespace, k.name, k.ready,
-           k.applied_since, CASE WHEN k.ready THEN k.ready_since END AS ready_since,
+           CASE WHEN k.ready THEN k.ready_since END AS ready_since,
+           COALESCE(stretch.since, k.applied_since) AS contains_since,
            CASE WHEN k.applied_sha IS NOT NULL THEN applied.contains
                 WHEN k.applied_nothing IS NOT FALSE THEN false END AS contains,
+           COALESCE(applied.rewritten, false) AS rewritten,
            COALESCE(k.attempted_target, false) OR COALESCE(attempted.carries, false)
                AS attempted
     FROM expected e
@@ -353,10 +452,11 @@ candidate AS (
     LEFT JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
     LEFT JOIN compared attempted
       ON attempted.source = k.source AND attempted.sha = k.attempted_sha
+    LEFT JOIN stretch ON stretch.id = k.id
 ),
 ranked AS (
     SELECT c.*, r.rank,
-           CASE WHEN r.rank >= :on_track THEN GREATEST(c.ready_since, c.applied_since)
+           CASE WHEN r.rank >= :on_track THEN GREATEST(c.ready_since, c.contains_since)
                + make_interval(secs => :soak_seconds)
            END AS soak_end
     FROM candidate c
@@ -368,31 +468,38 @@ ranked AS (
         + 12 * COALESCE(c.last_seen_at < :stale_before, false)::int
         + 24 * CASE c.contains WHEN false THEN 0 WHEN true THEN 1 ELSE 2 END
         + 72 * COALESCE(c.ready_since IS NOT NULL
-                        AND GREATEST(c.ready_since, c.applied_since) <= :soaked_before,
+                        AND GREATEST(c.ready_since, c.contains_since) <= :soaked_before,
                         false)::int
     ] AS rank OFFSET 0) AS r
 ),
-judged AS MATERIALIZED (
+every_judged AS MATERIALIZED (
     SELECT DISTINCT ON (r.cluster_id) r.*
     FROM ranked r
     ORDER BY r.cluster_id, r.rank, COALESCE(r.soak_end, :now) DESC, r.place,
              r.reconciler, r.kind, r.namespace, r.name
 ),
+judged AS NOT MATERIALIZED (
+    SELECT * FROM every_judged WHERE asked
+),
 tally AS (
-    SELECT a.*, o.last_seen_at AS oldest_report_at, o.cluster AS oldest_report_cluster
+    SELECT a.*, q.silent, q.silent_count
     FROM (
         SELECT ARRAY[{
     ", ".join(f"count(*) FILTER (WHERE rank = {rank})" for rank in range(len(ClusterState)))
 }] AS by_rank,
                count(*) FILTER (WHERE last_seen_at IS NULL) AS never_reported,
                count(*) FILTER (WHERE last_seen_at < :stale_before) AS stale,
-               max(soak_end) AS last_soak_end, min(last_seen_at) AS oldest
+               max(soak_end) AS last_soak_end, min(last_seen_at) AS oldest_report_at
         FROM judged
     ) AS a
-    LEFT JOIN LATERAL (
-        SELECT last_seen_at, cluster FROM judged WHERE last_seen_at = a.oldest
-        ORDER BY cluster COLLATE "C" LIMIT 1
-    ) AS o ON true
+    -- Those whose newest report goes stale before the last soak end, the first :leading by it.
+    CROSS JOIN LATERAL (
+        SELECT (array_agg(cluster ORDER BY last_seen_at, cluster COLLATE "C"))[:(:leading)]
+                   AS silent,
+               count(*) AS silent_count
+        FROM judged
+        WHERE last_seen_at < a.last_soak_end - make_interval(secs => :stale_seconds)
+    ) AS q
 ),
 -- The first :leading and those of the page, by a partial sort of no more than those.
 listed AS (
@@ -402,11 +509,11 @@ listed AS (
         LIMIT GREATEST(:leading, :offset + :limit)
     ) AS j
 )
-SELECT t.by_rank, t.never_reported, t.stale, t.last_soak_end, t.oldest_report_at,
-       t.oldest_report_cluster, l.position, l.cluster, ct.name AS cluster_type, l.last_seen_at,
+SELECT t.by_rank, t.never_reported, t.stale, t.last_soak_end, t.oldest_report_at, t.silent,
+       t.silent_count, l.position, l.cluster, ct.name AS cluster_type, l.last_seen_at,
        o.reconciler, o.kind, o.namespace, o.name, o.applied_revision, l.contains,
-       l.applied_since, o.attempted_revision, l.attempted, l.ready, l.ready_since, o.reason,
-       o.message
+       l.rewritten, l.contains_since, o.attempted_revision, l.attempted, l.ready, l.ready_since,
+       o.reason, o.message
 FROM tally t
 LEFT JOIN listed l ON l.position <= :leading OR l.position > :offset
 LEFT JOIN cluster_type ct ON ct.id = l.cluster_type
@@ -525,6 +632,15 @@ class Source:
 
 
 @dataclass(frozen=True, slots=True)
+class Narrowing:
+    """Which of the expected clusters the caller asks about: those of the cluster types named
+    (none named: every one) whose labels the selector selects."""
+
+    cluster_types: Sequence[str] = ()
+    selector: LabelSelector = field(default_factory=LabelSelector)
+
+
+@dataclass(frozen=True, slots=True)
 class ListedCluster:
     """An expected cluster on the list, with the candidate it is judged by."""
 
@@ -547,6 +663,7 @@ async def judge(
     environment: int,
     sources: Sequence[Source],
     placements: Sequence[tuple[str | None, int | None]],
+    narrowing: Narrowing,
     options: GateOptions,
     now: datetime,
     leading: int,
@@ -556,7 +673,8 @@ async def judge(
     """Judge the environment's expected clusters, those its cluster types are placed on,
     each by the objects that follow the sources it is placed on: `placements` pairs a cluster
     type (None: every one, and clusters in none) with an index into `sources` (None: nothing
-    to follow). Lists the first `leading` clusters and those of the page."""
+    to follow), and `narrowing` narrows them. Lists the first `leading` clusters and those of
+    the page."""
     state_of = list(ClusterState)
     spelled = [
         (index, url, ref)
@@ -569,6 +687,13 @@ async def judge(
             _JUDGE,
             {
                 "environment": environment,
+                "cluster_types": list(narrowing.cluster_types) or None,
+                "selector": json.dumps(
+                    [
+                        requirement.model_dump(mode="json")
+                        for requirement in narrowing.selector.match_expressions
+                    ]
+                ),
                 "sources": json.dumps(
                     [
                         {
@@ -607,6 +732,7 @@ async def judge(
                 "soak_seconds": options.soak.total_seconds(),
                 "now": now,
                 "stale_before": now - options.stale_after,
+                "stale_seconds": options.stale_after.total_seconds(),
                 "soaked_before": now - options.soak,
                 "leading": leading,
                 "limit": limit,
@@ -619,10 +745,10 @@ async def judge(
         by_state=dict(zip(state_of, first.by_rank, strict=True)),
         never_reported=first.never_reported,
         stale=first.stale,
-        oldest_report=None
-        if first.oldest_report_at is None
-        else (first.oldest_report_at, first.oldest_report_cluster),
+        oldest_report_at=first.oldest_report_at,
         last_soak_end=first.last_soak_end,
+        silent_before_soak_end=tuple(first.silent or ()),
+        silent_before_soak_end_count=first.silent_count,
     )
     listed = [
         ListedCluster(
@@ -633,7 +759,8 @@ async def judge(
                 last_seen_at=row.last_seen_at,
                 applied_revision=row.applied_revision,
                 contains_target=row.contains,
-                applied_since=row.applied_since,
+                applied_rewritten=row.rewritten,
+                contains_since=row.contains_since,
                 attempted_revision=row.attempted_revision,
                 attempted_target=row.attempted,
                 ready=row.ready,

@@ -10,7 +10,7 @@ from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep
 from hub.errors import error_response, error_responses
 from hub.gate import service
 from hub.gate.schemas import Duration, GateResult, Promotable
-from hub.params import Count, Limit, Offset, Text
+from hub.params import Count, Limit, Offset, Text, TextList
 
 router = APIRouter(
     prefix="/api/v1",
@@ -43,6 +43,20 @@ ClustersListed = Annotated[
     ),
 ]
 ClustersSkipped = Annotated[Offset, Query(description="Expected clusters skipped before the list.")]
+ClusterTypes = Annotated[
+    TextList | None,
+    Query(
+        alias="cluster_type",
+        description="Only the expected clusters of this cluster type; repeatable (any of them).",
+    ),
+]
+Selector = Annotated[
+    Text | None,
+    Query(
+        description="Only the expected clusters whose labels it selects, as kubectl's -l: "
+        "key=value,key!=value,key in (a,b),key notin (a),key,!key.",
+    ),
+]
 
 
 @router.get("/gates/promotion", response_model=GateResult, responses=_NOT_FOUND)
@@ -59,6 +73,8 @@ async def promotion_gate(
     soak: Soak = service.DEFAULT_SOAK,
     allow_stale: AllowStale = False,
     min_clusters: MinClusters = 1,
+    cluster_types: ClusterTypes = None,
+    selector: Selector = None,
     limit: ClustersListed = 100,
     offset: ClustersSkipped = 0,
 ) -> GateResult:
@@ -76,6 +92,8 @@ async def promotion_gate(
         allow_stale=allow_stale,
         min_clusters=min_clusters,
         now=clock(),
+        cluster_types=cluster_types or (),
+        selector=selector,
         page=service.ClusterPage(limit=limit, offset=offset),
     )
 
@@ -99,6 +117,8 @@ async def promotable(
             description="How many commits of the branch to walk back at most.",
         ),
     ] = 50,
+    cluster_types: ClusterTypes = None,
+    selector: Selector = None,
     limit: ClustersListed = 100,
     offset: ClustersSkipped = 0,
 ) -> Promotable:
@@ -113,5 +133,7 @@ async def promotable(
         min_clusters=min_clusters,
         max_commits=max_commits,
         now=clock(),
+        cluster_types=cluster_types or (),
+        selector=selector,
         page=service.ClusterPage(limit=limit, offset=offset),
     )

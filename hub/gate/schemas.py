@@ -142,8 +142,15 @@ class GateResult(BaseModel):
     reasons: list[str]
     evaluated_at: datetime
     earliest_pass_at: datetime | None = Field(
-        description="When the gate opens without new facts; None when it cannot."
+        description="When the gate opens (the last soak end) if clusters keep reporting; None "
+        "when it cannot without new facts."
     )
+    reports_needed: list[str] = Field(
+        description="Without allow_stale: the clusters whose newest report goes stale before "
+        "earliest_pass_at, oldest report first (at most 20): the gate opens then only if they "
+        "report again."
+    )
+    reports_needed_count: int = Field(description="How many clusters reports_needed stands for.")
     options: GateOptionsOut
     counts: GateCounts
     freshness: Freshness

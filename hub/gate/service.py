@@ -22,14 +22,16 @@ What this module settles before the policy judges:
   such objects is judged by the one furthest from compliance (in the order of the policy's
   rules, then the latest soak end); a cluster with none has applied nothing.
 - A platform commit is contained in the applied commit when that is the commit or one of its
-  descendants (hub/harvest/ancestry.py), unknown when the applied commit is on no harvested
-  first-parent chain. The target was attempted when the attempted commit is the target.
+  descendants in the harvested commit graph (hub/harvest/ancestry.py; every harvested commit
+  keeps its parents, so one rewritten away by a force-push still descends from its
+  ancestors), unknown only when the harvester has not seen the applied commit. The target was
+  attempted when the attempted commit is the target.
 - A workload version V is contained in the applied app-repo commit when that commit lies on
   the first-parent chain of the assignment's app branch at or after the first commit at which
   the assignment's path carried V: the commit that introduced V or a descendant, as for
   platform commits. So a cluster that moved on to a newer version counts, and so would one
   whose branch went back to an older version afterwards, as a revert commit does for a
-  platform commit. Unknown when the applied commit is not on that harvested chain. V was
+  platform commit. Unknown only when the harvester has not seen the applied commit. V was
   attempted when the attempted commit's manifests at that path carry V itself.
 """
 
@@ -60,6 +62,7 @@ from hub.gate.repository import (
     Judgement,
     ManifestRange,
     Memberships,
+    Narrowing,
     Scope,
     Source,
     WorkloadAssignment,
@@ -77,6 +80,7 @@ from hub.gate.schemas import (
     Promotable,
 )
 from hub.harvest.urls import spelled_repository
+from scheduler_core.kube import parse_selector
 
 __all__ = [
     "DEFAULT_SOAK",
@@ -131,6 +135,13 @@ def _options(
         raise InvalidInput(str(exc)) from None
 
 
+def _narrowing(cluster_types: Sequence[str], selector: str | None) -> Narrowing:
+    try:
+        return Narrowing(tuple(cluster_types), parse_selector(selector or ""))
+    except ValueError as exc:
+        raise InvalidInput(f"selector: {exc}") from None
+
+
 # --- facts ------------------------------------------------------------------------------------
 
 
@@ -168,6 +179,7 @@ async def _judge(
     environment_id: int,
     sources: Sequence[Source],
     placements: Sequence[tuple[str | None, int | None]],
+    narrowing: Narrowing,
     options: GateOptions,
     now: datetime,
     page: ClusterPage,
@@ -179,6 +191,7 @@ async def _judge(
         environment=environment_id,
         sources=sources,
         placements=placements,
+        narrowing=narrowing,
         options=options,
         now=now,
         leading=REASONS_NAMED,
@@ -208,6 +221,8 @@ def _result(
         reasons=list(decision.reasons),
         evaluated_at=decision.evaluated_at,
         earliest_pass_at=decision.earliest_pass_at,
+        reports_needed=list(decision.reports_needed),
+        reports_needed_count=decision.reports_needed_count,
         options=GateOptionsOut(
             soak_seconds=options.soak.total_seconds(),
             stale_after_seconds=options.stale_after.total_seconds(),
@@ -284,6 +299,7 @@ async def _judge_commit(
     urls: list[str],
     sha: str,
     starts: Memberships,
+    narrowing: Narrowing,
     options: GateOptions,
     now: datetime,
     page: ClusterPage,
@@ -291,7 +307,7 @@ async def _judge_commit(
     target = PlatformCommit(environment=environment, sha=sha)
     source = _platform_source(branch, urls, sha, starts)
     decision, judgement = await _judge(
-        session, target, environment_id, [source], [(None, 0)], options, now, page
+        session, target, environment_id, [source], [(None, 0)], narrowing, options, now, page
     )
     wire_target = GateTarget(
         kind="platform_commit",
@@ -342,6 +358,7 @@ async def _platform_commit_gate(
     *,
     environment: str,
     commit: str,
+    narrowing: Narrowing,
     options: GateOptions,
     now: datetime,
     page: ClusterPage,
@@ -351,7 +368,17 @@ async def _platform_commit_gate(
     branch, sha, starts = await _find_commit(session, environment, scope.branches, commit.lower())
     urls = _spellings(scope.spellings, branch.repository_url)
     return await _judge_commit(
-        session, environment, scope.environment_id, branch, urls, sha, starts, options, now, page
+        session,
+        environment,
+        scope.environment_id,
+        branch,
+        urls,
+        sha,
+        starts,
+        narrowing,
+        options,
+        now,
+        page,
     )
 
 
@@ -365,13 +392,17 @@ async def promotable(
     min_clusters: int,
     max_commits: int,
     now: datetime,
+    cluster_types: Sequence[str] = (),
+    selector: str | None = None,
     page: ClusterPage = ClusterPage(),
 ) -> Promotable:
     """The newest platform commit of the environment's branch whose gate passes, walking back
-    its first-parent chain at most `max_commits` commits."""
+    its first-parent chain at most `max_commits` commits, over the expected clusters of the
+    cluster types named (none: every one) that `selector` selects."""
     options = _options(
         soak=soak, stale_after=stale_after, allow_stale=allow_stale, min_clusters=min_clusters
     )
+    narrowing = _narrowing(cluster_types, selector)
     scope = await _scope(session, environment)
     branches = scope.branches
     if not branches:
@@ -403,6 +434,7 @@ async def promotable(
             urls[branch_id],
             sha,
             starts,
+            narrowing,
             options,
             now,
             page,
@@ -490,6 +522,7 @@ async def _workload_version_gate(
     environment: str,
     workload: str,
     version: str,
+    narrowing: Narrowing,
     options: GateOptions,
     now: datetime,
     page: ClusterPage,
@@ -540,6 +573,7 @@ async def _workload_version_gate(
         scope.environment_id,
         sources,
         placements,
+        narrowing,
         options,
         now,
         page,
@@ -579,16 +613,27 @@ async def promotion_gate(
     allow_stale: bool,
     min_clusters: int,
     now: datetime,
+    cluster_types: Sequence[str] = (),
+    selector: str | None = None,
     page: ClusterPage = ClusterPage(),
 ) -> GateResult:
-    """The gate for a platform commit, or for a workload version, in `environment`; `page`
-    picks the clusters listed with their evidence."""
+    """The gate for a platform commit, or for a workload version, in `environment`, over the
+    expected clusters of the cluster types named (none: every one) that `selector` (a label
+    selector as kubectl's `-l` reads it) selects; `page` picks the clusters listed with their
+    evidence."""
     options = _options(
         soak=soak, stale_after=stale_after, allow_stale=allow_stale, min_clusters=min_clusters
     )
+    narrowing = _narrowing(cluster_types, selector)
     if commit is not None and workload is None and version is None:
         return await _platform_commit_gate(
-            session, environment=environment, commit=commit, options=options, now=now, page=page
+            session,
+            environment=environment,
+            commit=commit,
+            narrowing=narrowing,
+            options=options,
+            now=now,
+            page=page,
         )
     if commit is None and workload is not None and version is not None:
         return await _workload_version_gate(
@@ -596,6 +641,7 @@ async def promotion_gate(
             environment=environment,
             workload=workload,
             version=version,
+            narrowing=narrowing,
             options=options,
             now=now,
             page=page,

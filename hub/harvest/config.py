@@ -1,6 +1,7 @@
 """The repositories file (`FLEETMARK_REPOSITORIES_FILE`): which GitOps repositories to harvest.
 
 ```yaml
+environments: [dev, stage, prod]    # the promotion order, first to last (optional)
 repositories:
   - url: https://github.com/contoso/platform-gitops
     role: platform
@@ -13,7 +14,10 @@ repositories:
       ssh_key_file: /var/run/secrets/git/id_ed25519
 ```
 
-Application repositories need not be listed: they are also discovered from the platform
+`environments` declares the order of the promotion chain without a control plane: each harvest
+sets it in the store (environments it does not name have no place in it), and the environment
+diff orders its columns and finds what awaits promotion by it. Application repositories need
+not be listed: they are also discovered from the platform
 repo's reconciler manifests. Errors name the file, the line and the field; the values
 themselves are never repeated, so a secret pasted by mistake does not end up in a log.
 """

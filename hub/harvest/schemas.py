@@ -33,13 +33,16 @@ def _branch_name(name: str) -> str:
 
 # Git's own rules, simplified: no spaces or control characters, no `..`, no leading `-`, no
 # special characters.
+_BRANCH_PATTERN = r"^[^-\s\x00-\x1f\x7f~^:?*\[\\][^\s\x00-\x1f\x7f~^:?*\[\\]*$"
 BranchName = Annotated[
     str,
-    StringConstraints(
-        min_length=1,
-        max_length=255,
-        pattern=r"^[^-\s\x00-\x1f\x7f~^:?*\[\\][^\s\x00-\x1f\x7f~^:?*\[\\]*$",
-    ),
+    StringConstraints(min_length=1, max_length=255, pattern=_BRANCH_PATTERN),
+    AfterValidator(_branch_name),
+]
+# An environment is a branch of the platform repository; the store keeps 63 characters.
+EnvironmentName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=63, pattern=_BRANCH_PATTERN),
     AfterValidator(_branch_name),
 ]
 
@@ -121,7 +124,20 @@ class RepositoryConfig(BaseModel):
 class RepositoriesFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    environments: list[EnvironmentName] | None = Field(
+        default=None,
+        description="The promotion order, first to last (dev, stage, prod); set at each "
+        "harvest. Default: none declared.",
+    )
     repositories: list[RepositoryConfig] = Field(default_factory=list)
+
+    @field_validator("environments")
+    @classmethod
+    def _once_each(cls, names: list[str] | None) -> list[str] | None:
+        repeated = sorted({name for name in names if names.count(name) > 1}) if names else []
+        if repeated:
+            raise ValueError(f"each environment is named once; repeated: {', '.join(repeated)}")
+        return names
 
     @model_validator(mode="after")
     def _unique(self) -> "RepositoriesFile":

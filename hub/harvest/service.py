@@ -35,6 +35,7 @@ from hub.errors import (
     ManagedByFile,
     UnknownRepository,
 )
+from hub.fleet import repository as fleet_repository
 from hub.fleet.repository import ensure_environment
 from hub.harvest import repository
 from hub.harvest.ancestry import generations, place_members
@@ -136,7 +137,10 @@ def _configured_row(config: RepositoryConfig, source: str) -> dict[str, Any]:
 
 
 async def sync_repositories_file(session: AsyncSession, configured: RepositoriesFile) -> None:
-    """The file is the truth for its repositories: added, changed, or no longer harvested."""
+    """The file is the truth for its repositories (added, changed, or no longer harvested)
+    and, when it declares one, for the promotion order of the environments."""
+    if configured.environments is not None:
+        await fleet_repository.order_environments(session, configured.environments)
     await repository.upsert_configured(
         session, [_configured_row(item, "file") for item in configured.repositories]
     )

@@ -228,8 +228,16 @@ class Fleet:
         report = await self._harvest()
         assert not any(outcome.errors for outcome in report.repositories), report
 
-    async def add(self, name: str, cluster_type: str, environment: str = "dev") -> SimCluster:
-        agent = await self._make_agent(name, environment=environment, cluster_type=cluster_type)
+    async def add(
+        self,
+        name: str,
+        cluster_type: str,
+        environment: str = "dev",
+        labels: dict[str, str] | None = None,
+    ) -> SimCluster:
+        agent = await self._make_agent(
+            name, environment=environment, cluster_type=cluster_type, labels=labels
+        )
         cluster = SimCluster(agent, environment, cluster_type, self.platform.url, self.app.url)
         self.clusters[name] = cluster
         return cluster

@@ -3,6 +3,7 @@ app-gitops harvested, clusters reporting what they run, the summary refreshed as
 does, then dev, stage (and a prod made in the test) compared with the reason for each
 difference."""
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,8 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.envdiff import service
 from hub.envdiff.schemas import DiffRow, EnvironmentCell, EnvironmentDiff
+from hub.harvest import service as harvest_service
 from hub.harvest.urls import normalise_repository_url
-from tests.conftest import MakeAgent
+from tests.conftest import MakeAgent, hub_settings
 from tests.correlation.fleet import Fleet
 from tests.harvest import scenario
 from tests.harvest.conftest import Harvest, MakeRepo
@@ -398,30 +400,39 @@ async def test_three_environments_side_by_side_in_the_order_asked_for(
     ]
 
 
-async def test_the_declared_promotion_order_holds_whatever_order_is_asked_for(
-    three: Fleet, session: AsyncSession, clock: FakeClock
+async def test_the_order_declared_in_the_repositories_file_holds_whatever_order_is_asked_for(
+    three: Fleet,
+    session: AsyncSession,
+    sessions: async_sessionmaker[AsyncSession],
+    clock: FakeClock,
+    tmp_path: Path,
 ) -> None:
-    await session.execute(
-        text(
-            "UPDATE environment SET position = CASE name "
-            "WHEN 'dev' THEN 0 WHEN 'stage' THEN 1 WHEN 'prod' THEN 2 END"
-        )
+    asked_before = await diff(session, clock, "prod", "dev", "stage")
+    declared = tmp_path / "repositories.yaml"
+    declared.write_text("environments: [dev, stage, prod]\n")
+    await harvest_service.run_harvest(
+        sessions,
+        hub_settings(data_dir=tmp_path / "data", repositories_file=declared),
+        clock=clock,
     )
 
     result = await diff(session, clock, "prod", "dev", "stage")
 
+    # Undeclared, the order asked for is the chain.
+    assert asked_before.promotion_order == ["prod", "dev", "stage"]
     assert (result.environments, result.promotion_order) == (
-        ["prod", "dev", "stage"],
+        ["dev", "stage", "prod"],
         ["dev", "stage", "prod"],
     )
     drone = row(result, "drone")
-    assert [item.environment for item in drone.environments] == ["prod", "dev", "stage"]
+    assert [item.environment for item in drone.environments] == ["dev", "stage", "prod"]
     assert [
         (d.reason.value, d.environment) for d in drone.differences if d.kind.value == "version"
     ] == [
         ("awaiting_promotion", "stage"),
         ("awaiting_promotion", "prod"),
     ]
+    assert result == await diff(session, clock, "stage", "prod", "dev")
 
 
 async def test_two_identical_environments_have_no_differences(

@@ -215,6 +215,8 @@ async def test_the_clusters_furthest_from_compliance_come_first_a_page_at_a_time
         ({"commit": None}, "commit, or workload and version: give one of the two"),
         ({"workload": WORKLOAD, "version": "1.0.0"}, "commit, or workload and version"),
         ({"commit": None, "workload": WORKLOAD}, "commit, or workload and version"),
+        ({"selector": "region in ()"}, "selector: region in (): give at least one value"),
+        ({"selector": "region=east=west"}, "selector: cannot read 'region=east=west'"),
     ],
     ids=[
         "soak-words",
@@ -227,6 +229,8 @@ async def test_the_clusters_furthest_from_compliance_come_first_a_page_at_a_time
         "no-target",
         "two-targets",
         "workload-without-version",
+        "selector-empty-set",
+        "selector-unreadable",
     ],
 )
 async def test_bad_options_are_422_naming_the_field(
@@ -364,3 +368,42 @@ async def test_promotable_with_nothing_passing(
     too_many = await get(client, read_token, promotable_url("dev"), max_commits=501)
     assert too_many.status_code == 422
     assert too_many.json()["detail"].startswith("query.max_commits:")
+
+
+async def test_the_gate_and_promotable_narrowed_by_cluster_type_and_label_selector(
+    dev: Fleet, client: httpx.AsyncClient, read_token: str, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    await soak(dev, clock, head)
+    # A VM host that reports through the file source, and never has yet.
+    await dev.add("vm-01", "small", labels={"source": "file", "region": "east"})
+
+    def expected(body: dict[str, Any]) -> list[str]:
+        return [cluster["name"] for cluster in body["clusters"]["items"]]
+
+    everyone = await ok(client, read_token, GATE, environment="dev", commit=head)
+    by_type = await ok(
+        client,
+        read_token,
+        GATE,
+        environment="dev",
+        commit=head,
+        cluster_type=["drone", "large"],
+    )
+    by_selector = await ok(
+        client, read_token, GATE, environment="dev", commit=head, selector="source notin (file)"
+    )
+    the_vm = await ok(
+        client, read_token, GATE, environment="dev", commit=head, selector="source,region=east"
+    )
+    promotable = await ok(
+        client, read_token, promotable_url("dev"), selector="!source", cluster_type="drone"
+    )
+
+    assert everyone["verdict"] == "pending"
+    assert expected(everyone) == ["vm-01", "drone-01", "large-01"]
+    assert (by_type["verdict"], expected(by_type)) == ("passed", ["drone-01", "large-01"])
+    assert (by_selector["verdict"], expected(by_selector)) == ("passed", ["drone-01", "large-01"])
+    assert (the_vm["verdict"], expected(the_vm)) == ("pending", ["vm-01"])
+    assert promotable["commit"] == head
+    assert expected(promotable["gate"]) == ["drone-01"]

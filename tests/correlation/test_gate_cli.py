@@ -281,3 +281,35 @@ async def test_an_unreachable_hub_is_waited_for_until_the_timeout() -> None:
     assert (body["outcome"], body["gate"]) == ("timed_out", None)
     assert body["problem"].startswith("the hub is unreachable")
     assert "waiting: the hub is unreachable" in result.stderr
+
+
+async def test_the_command_narrows_the_gate_by_cluster_type_and_selector(
+    served_fleet: ServedFleet,
+) -> None:
+    live = served_fleet
+    heads = scenario.build_platform(live.platform, live.app.url)
+    scenario.build_app(live.app)
+    # A host that reports through the file source, and has not yet.
+    await live.start([("drone-dev", "dev", "drone"), ("vm-dev", "dev", "small")])
+    async with live.clusters() as clusters:
+        clusters["drone-dev"].run_platform(heads["dev"])
+        await clusters["drone-dev"].report()
+        live.clock.advance(minutes=10)
+        await clusters["drone-dev"].report()
+    options = ["-e", "dev", "--commit", heads["dev"], "--timeout", "0s"]
+    options += ["--hub", live.hub.url, "--token", live.token, "-o", "json"]
+
+    everyone = await fleetmark(*options)
+    drones = await fleetmark(*options, "--cluster-type", "drone", "--cluster-type", "large")
+    selected = await fleetmark(*options, "--cluster-type", "drone", "-l", "!source")
+    unreadable = await fleetmark(*options, "--selector", "source in ()")
+
+    assert everyone.exit_code == 2, everyone.output
+    assert json.loads(everyone.stdout)["gate"]["counts"]["never_reported"] == 1
+    assert drones.exit_code == 0, drones.output
+    assert json.loads(drones.stdout)["gate"]["counts"]["expected"] == 1
+    assert selected.exit_code == 0, selected.output
+    assert unreadable.exit_code == 3
+    assert "error: selector: source in (): give at least one value (HTTP 422)" in words(
+        unreadable.stderr
+    )

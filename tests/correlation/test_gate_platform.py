@@ -12,7 +12,8 @@ from hub.gate import service
 from hub.gate.policy import ClusterState, Verdict
 from hub.gate.schemas import GateCluster, GateResult
 from hub.models import Cluster
-from tests.correlation.fleet import Fleet
+from tests.correlation.drifting import drift, evaluate, rows
+from tests.correlation.fleet import ROOT, Fleet
 from tests.support import FakeClock
 
 SOAK = timedelta(minutes=10)
@@ -380,3 +381,120 @@ async def test_one_cluster_in_every_state_counted_and_listed_furthest_first(
     assert states(allowed)["c-stale"] is ClusterState.COMPLIANT
     assert by_name(allowed)["c-stale"].explanation.endswith("judged on its last report, 11m old")
     assert allowed.counts.by_state[ClusterState.COMPLIANT] == 2
+
+
+async def test_a_commit_rewritten_away_keeps_its_ancestry_and_agrees_with_drift(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    first = dev.platform_heads["dev"]
+    rewritten = dev.promote("Promote dev: drone config", {"drone/README.md": "edge\n"})
+    await dev.harvest()
+    dev.platform.checkout("dev")
+    dev.platform.reset(first)
+    replacement = dev.promote("Promote dev: drone config, again", {"drone/README.md": "core\n"})
+    await dev.harvest()
+    run_everywhere(dev, first)
+    dev.clusters["drone-01"].run_platform(rewritten)
+    await dev.report()
+    clock.advance(minutes=10)
+    await dev.report()
+
+    # The rewritten commit is no branch's any more, but it still descends from the first.
+    older = await gate(session, clock, first)
+    newer = await gate(session, clock, replacement)
+    await evaluate(session, clock)
+    report = await drift(session, clock)
+
+    assert older.verdict is Verdict.PASSED
+    assert by_name(older)["drone-01"].state is ClusterState.COMPLIANT
+    on_it = by_name(newer)["drone-01"]
+    assert on_it.state is ClusterState.NOT_APPLIED
+    assert on_it.explanation == (
+        f"applied dev@sha1:{rewritten}, which was rewritten away (a force-push left no branch "
+        f"holding it) and does not contain platform commit {replacement[:12]}"
+    )
+    assert newer.counts.by_state[ClusterState.UNKNOWN_REVISION] == 0
+    assert rows(report)[("drone-01", f"Kustomization/{ROOT}")].revision == "diverged"
+    assert all(item.revision != "unknown_revision" for item in report.items)
+
+
+async def test_a_commit_rewritten_away_from_above_the_head_is_ahead_for_drift_too(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    first = dev.platform_heads["dev"]
+    rewritten = dev.promote("Promote dev: drone config", {"drone/README.md": "edge\n"})
+    await dev.harvest()
+    dev.platform.checkout("dev")
+    dev.platform.reset(first)
+    await dev.harvest()
+    run_everywhere(dev, first)
+    dev.clusters["drone-01"].run_platform(rewritten)
+    await dev.report()
+    clock.advance(minutes=10)
+    await dev.report()
+
+    result = await gate(session, clock, first)
+    await evaluate(session, clock)
+    report = await drift(session, clock, include_in_sync=True)
+
+    assert by_name(result)["drone-01"].state is ClusterState.COMPLIANT
+    assert rows(report)[("drone-01", f"Kustomization/{ROOT}")].revision == "ahead"
+
+
+async def test_the_soak_runs_on_through_descendants_and_restarts_after_a_break(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    first = dev.platform_heads["dev"]
+    before = dev.platform.head(f"{first}~1")
+    second = dev.promote("Promote dev: drone config", {"drone/README.md": "edge\n"})
+    third = dev.promote("Promote dev: drone config again", {"drone/README.md": "core\n"})
+    await dev.harvest()
+    drone = dev.clusters["drone-01"]
+    run_everywhere(dev, first)
+    applied_at = clock.now
+    await dev.report()
+    for sha in (second, third):
+        clock.advance(minutes=3)
+        drone.run_platform(sha)
+        await dev.report()
+    clock.now = applied_at + SOAK
+
+    # Moving on to later descendants did not restart the soak of the first commit.
+    passed = await gate(session, clock, first)
+    assert passed.verdict is Verdict.PASSED
+    assert by_name(passed)["drone-01"].soak_ends_at == applied_at + SOAK
+    # The soak of the second began when the drone applied it.
+    assert by_name(await gate(session, clock, second))["drone-01"].soak_ends_at == (
+        applied_at + timedelta(minutes=3) + SOAK
+    )
+
+    # Back to a commit without the first one, then forward again: the soak starts anew.
+    clock.advance(minutes=1)
+    drone.run_platform(before)
+    await dev.report()
+    clock.advance(minutes=1)
+    drone.run_platform(third)
+    await dev.report()
+    restarted = await gate(session, clock, first)
+    assert restarted.verdict is Verdict.PENDING
+    assert by_name(restarted)["drone-01"].state is ClusterState.SOAKING
+    assert restarted.earliest_pass_at == clock.now + SOAK
+
+
+async def test_a_long_soak_gives_its_end_and_names_the_clusters_that_must_report_again(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    run_everywhere(dev, head)
+    applied_at = clock.now
+    await dev.report()
+    clock.advance(minutes=5)
+    await dev.report("drone-01")
+
+    result = await gate(session, clock, head, soak=timedelta(minutes=30))
+
+    assert result.verdict is Verdict.PENDING
+    assert result.earliest_pass_at == applied_at + timedelta(minutes=30)
+    # Oldest report first: each goes stale (10 minutes) before the soak ends.
+    assert result.reports_needed == ["drone-02", "large-01", "small-01", "drone-01"]
+    assert result.reports_needed_count == 4

@@ -44,7 +44,7 @@ def running(name: str, *, since: datetime = HALF_AN_HOUR_AGO, **fields: Any) -> 
         "last_seen_at": NOW - minutes(1),
         "applied_revision": f"dev@sha1:{SHA_A}",
         "contains_target": True,
-        "applied_since": since,
+        "contains_since": since,
         "attempted_revision": f"dev@sha1:{SHA_A}",
         "attempted_target": True,
         "ready": True,
@@ -103,9 +103,9 @@ def test_pending_while_soaking_until_exactly_the_soak_end() -> None:
     assert decide(TARGET, clusters, OPTIONS, NOW + minutes(6)).verdict is Verdict.PASSED
 
 
-def test_soak_restarts_when_a_newer_revision_is_applied() -> None:
-    # Ready for half an hour, but what runs now was applied three minutes ago.
-    cluster = running("drone-01", ready_since=NOW - minutes(30), applied_since=NOW - minutes(3))
+def test_soak_restarts_when_the_target_runs_again_after_a_break() -> None:
+    # Ready for half an hour, but it has run the target (or a descendant) for three minutes.
+    cluster = running("drone-01", ready_since=NOW - minutes(30), contains_since=NOW - minutes(3))
 
     decision = decide(TARGET, [cluster], OPTIONS, NOW)
 
@@ -331,20 +331,25 @@ def test_fewer_expected_clusters_than_min_clusters_is_pending() -> None:
     assert decision.earliest_pass_at is None
 
 
-def test_a_soak_that_outlasts_the_data_cannot_pass_without_a_new_report() -> None:
-    # Soak ends in 8 minutes; the last report goes stale in 5.
-    cluster = running("drone-01", since=NOW - minutes(2), last_seen_at=NOW - minutes(5))
+def test_a_soak_that_outlasts_the_data_opens_at_its_end_naming_who_must_report() -> None:
+    # Soak ends in 8 minutes; drone-01's last report goes stale in 5, drone-02's in 9.
+    clusters = [
+        running("drone-01", since=NOW - minutes(2), last_seen_at=NOW - minutes(5)),
+        running("drone-02", since=NOW - minutes(2), last_seen_at=NOW - minutes(1)),
+    ]
 
-    decision = decide(TARGET, [cluster], OPTIONS, NOW)
+    decision = decide(TARGET, clusters, OPTIONS, NOW)
 
     assert decision.verdict is Verdict.PENDING
-    assert decision.earliest_pass_at is None
+    assert decision.earliest_pass_at == NOW + minutes(8)
+    assert (decision.reports_needed, decision.reports_needed_count) == (("drone-01",), 1)
     assert decision.reasons[-1] == (
-        f"drone-01: its last report goes stale at {NOW + minutes(5)}, before the soak ends "
-        f"at {NOW + minutes(8)}; a newer report is needed"
+        f"1 cluster(s) must report again before the soak ends at {NOW + minutes(8)}: "
+        "their last reports go stale first (drone-01)"
     )
-    allowed = decide(TARGET, [cluster], replace(OPTIONS, allow_stale=True), NOW)
+    allowed = decide(TARGET, clusters, replace(OPTIONS, allow_stale=True), NOW)
     assert allowed.earliest_pass_at == NOW + minutes(8)
+    assert allowed.reports_needed == ()
 
 
 def test_workload_version_reasons_name_the_version() -> None:
@@ -399,8 +404,8 @@ def test_reasons_name_the_clusters_furthest_from_compliance_and_count_the_others
             "cluster 'drone-01': ready_since is required when ready is True",
         ),
         (
-            lambda: running("drone-01", applied_since=None),
-            "cluster 'drone-01': applied_since is required when contains_target is True",
+            lambda: running("drone-01", contains_since=None),
+            "cluster 'drone-01': contains_since is required when contains_target is True",
         ),
         (
             lambda: decide(TARGET, [running("drone-01"), running("drone-01")], OPTIONS, NOW),
@@ -461,7 +466,7 @@ def cluster_facts(draw: st.DrawFn, name: str) -> ClusterFacts:
         last_seen_at=last_seen_at,
         applied_revision=f"dev@sha1:{SHA_A}" if contains_target else f"dev@sha1:{SHA_OLD}",
         contains_target=contains_target,
-        applied_since=draw(OFFSETS) if contains_target else None,
+        contains_since=draw(OFFSETS) if contains_target else None,
         attempted_revision=f"dev@sha1:{SHA_A}",
         attempted_target=draw(st.booleans()),
         ready=ready,
@@ -501,11 +506,19 @@ def test_earliest_pass_at_is_exactly_when_the_gate_opens(
             assert decide(TARGET, clusters, options, NOW + delta).verdict is not Verdict.PASSED
         return
     assert (decision.verdict is Verdict.PASSED) == (opens_at <= NOW)
-    at_opening = decide(TARGET, clusters, options, max(opens_at, NOW))
+    # It opens then if the clusters named as needing a report report again by then.
+    assert decision.reports_needed_count == len(decision.reports_needed)
+    reporting = [
+        replace(cluster, last_seen_at=max(opens_at, NOW))
+        if cluster.name in decision.reports_needed
+        else cluster
+        for cluster in clusters
+    ]
+    at_opening = decide(TARGET, reporting, options, max(opens_at, NOW))
     assert at_opening.verdict is Verdict.PASSED
     assert at_opening.earliest_pass_at == opens_at
     before = opens_at - timedelta(microseconds=1)
-    assert decide(TARGET, clusters, options, before).verdict is not Verdict.PASSED
+    assert decide(TARGET, reporting, options, before).verdict is not Verdict.PASSED
 
 
 @settings(max_examples=300)
@@ -546,7 +559,7 @@ def on_track_fleets(draw: st.DrawFn) -> list[ClusterFacts]:
         running(
             name,
             last_seen_at=draw(OFFSETS),
-            applied_since=draw(OFFSETS),
+            contains_since=draw(OFFSETS),
             ready_since=draw(OFFSETS),
         )
         for name in names
@@ -558,7 +571,7 @@ def on_track_fleets(draw: st.DrawFn) -> list[ClusterFacts]:
 def test_an_on_track_fleet_passes_from_the_last_soak_end_while_the_data_is_fresh(
     clusters: list[ClusterFacts], options: GateOptions, later: list[timedelta]
 ) -> None:
-    soaked_at = max(max(c.ready_since, c.applied_since) for c in clusters) + options.soak
+    soaked_at = max(max(c.ready_since, c.contains_since) for c in clusters) + options.soak
     fresh_until = min(c.last_seen_at for c in clusters) + options.stale_after
     enough = len(clusters) >= options.min_clusters
     for delta in [timedelta(0), *later]:
@@ -566,5 +579,15 @@ def test_an_on_track_fleet_passes_from_the_last_soak_end_while_the_data_is_fresh
         decision = decide(TARGET, clusters, options, now)
         passes = enough and soaked_at <= now and (options.allow_stale or now <= fresh_until)
         assert (decision.verdict is Verdict.PASSED) == passes
-        can_still_pass = enough and (options.allow_stale or max(soaked_at, now) <= fresh_until)
+        can_still_pass = enough and (options.allow_stale or now <= fresh_until)
         assert decision.earliest_pass_at == (soaked_at if can_still_pass else None)
+        must_report = sorted(
+            (c.last_seen_at, c.name)
+            for c in clusters
+            if c.last_seen_at + options.stale_after < soaked_at
+        )
+        assert decision.reports_needed == (
+            tuple(name for _, name in must_report)
+            if can_still_pass and not options.allow_stale
+            else ()
+        )

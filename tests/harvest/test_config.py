@@ -38,6 +38,9 @@ def test_file_lists_repositories_with_credentials_references() -> None:
     assert platform.credentials is not None
     assert platform.credentials.token_file == Path("/var/run/secrets/git/token")
     assert (app.normalised_url, app.branches) == ("https://github.com/contoso/app-gitops", None)
+    assert configured.environments is None
+    ordered = parse_repositories("environments: [dev, stage, prod]\n" + FILE, "f")
+    assert ordered.environments == ["dev", "stage", "prod"]
 
 
 @pytest.mark.parametrize(
@@ -66,6 +69,11 @@ def test_file_lists_repositories_with_credentials_references() -> None:
             "repositories[2] is the same repository as repositories[1]",
         ),
         ("repositories:\n  - url: [unclosed\n", "repositories.yaml: line 3: invalid YAML"),
+        (
+            "environments: [dev, stage, dev]\n" + FILE,
+            "repositories.yaml: line 1: environments: Value error, each environment is named "
+            "once; repeated: dev",
+        ),
     ],
 )
 def test_bad_file_names_line_and_field(text: str, message: str) -> None:
