@@ -12,13 +12,18 @@ that tell the caller (`agent.delivery.Reporter`) what to do with the report:
 - `NotAuthorised`: 401 or 403, or the token file cannot be read. Keep the report: a rotated
   or newly mounted token makes the next attempt succeed.
 - `ReportRejected`: any other 4xx. The hub will never take this report; it carries the
-  status and the hub's `{"error", "detail"}`.
+  status and the hub's `{"error", "detail"}`. A 413 is `ReportTooLarge`: smaller reports
+  with the same records would be taken.
 - `Withheld`: the caller's gate (the agent's leadership) did not let an attempt start. Keep
   the report; it was not sent.
 
 `timeout` bounds each attempt as a whole, from connecting to the last byte of the answer, so
 a gate asked "may a request of `timeout` seconds start now?" before every attempt knows when
 the request will be over.
+
+The hub states the largest body it takes in a header of its replies (2xx and 413);
+`max_report_bytes` is the latest it stated, or the configured default until it has said, or
+half the body of a 413 that did not say (a proxy's limit).
 
 Posting a report twice is safe: the hub is idempotent on (cluster, boot id, sequence), so a
 reply lost on the way back costs a duplicate, never a double count. That is what makes
@@ -45,9 +50,10 @@ import httpx
 import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent.report import Report
+from agent.report import DEFAULT_MAX_REPORT_BYTES, Report
 
 __all__ = [
+    "MAX_REPORT_BYTES_HEADER",
     "REPORTS_PATH",
     "HubClient",
     "HubError",
@@ -55,10 +61,12 @@ __all__ = [
     "NotAuthorised",
     "Reply",
     "ReportRejected",
+    "ReportTooLarge",
     "Withheld",
 ]
 
 REPORTS_PATH = "/api/v1/reports"
+MAX_REPORT_BYTES_HEADER = "X-Fleetmark-Max-Report-Bytes"
 # Statuses worth trying again: the hub (or a proxy in front of it) is overloaded or restarting.
 _RETRIED = frozenset({408, 429, 500, 502, 503, 504})
 # The ingest route never answers these: the base URL does not lead to a fleetmark hub. Keeping
@@ -122,6 +130,10 @@ class NotAuthorised(_Refused):
 
 class ReportRejected(_Refused):
     """The hub will never accept this report (a 4xx such as 413 or 422)."""
+
+
+class ReportTooLarge(ReportRejected):
+    """The hub refused the report's size (413): split, its records would be taken."""
 
 
 class Withheld(HubError):
@@ -217,6 +229,7 @@ class HubClient:
         token_file: Path | None = None,
         token: str | None = None,
         ca_file: Path | None = None,
+        max_report_bytes: int = DEFAULT_MAX_REPORT_BYTES,
         timeout: float = 5.0,
         attempts: int = 3,
         backoff: float = 0.5,
@@ -247,6 +260,7 @@ class HubClient:
             timeout=timeout,
             headers={"User-Agent": user_agent, "Content-Type": "application/json"},
         )
+        self._max_report_bytes = max_report_bytes
         self._timeout = timeout
         self._attempts = attempts
         self._backoff = backoff
@@ -259,6 +273,11 @@ class HubClient:
     def url(self) -> str:
         # The base URL ends in "/" (httpx sees to that); a relative join keeps any path prefix.
         return str(self._http.base_url.join(REPORTS_PATH.lstrip("/")))
+
+    @property
+    def max_report_bytes(self) -> int:
+        """The largest report body the hub takes, as it last said (see the module docstring)."""
+        return self._max_report_bytes
 
     async def __aenter__(self) -> Self:
         return self
@@ -317,6 +336,11 @@ class HubClient:
                 f"cannot reach the hub at {self.url}: {type(exc).__name__}: {exc}"
             )
         status = response.status_code
+        stated = response.headers.get(MAX_REPORT_BYTES_HEADER, "")
+        if stated.isdigit() and int(stated) > 0:
+            self._max_report_bytes = int(stated)
+        elif status == 413:
+            self._max_report_bytes = min(self._max_report_bytes, len(body) // 2)
         if 200 <= status < 300:
             try:
                 return Reply.model_validate_json(response.content)
@@ -342,6 +366,8 @@ class HubClient:
             raise HubUnavailable(
                 f"{self.url} answered {status}: is the hub URL right?", status=status
             )
+        if status == 413:
+            raise ReportTooLarge(status, *_refusal(response))
         if 400 <= status < 500:
             raise ReportRejected(status, *_refusal(response))
         location = response.headers.get("Location")

@@ -12,10 +12,21 @@ sequence number (1, 2, … per boot id), and delivers it through the `HubClient`
 - once the hub is tried again (`submit` or `flush` after that while), the spool is replayed
   strictly oldest first before any new report is sent, so the hub sees each boot's reports
   in sequence order and its replay window never skips one;
+- a report whose body would be over the hub's limit (as the `HubClient` last heard it, less
+  a tenth for safety) is split (`agent.report.split`): a full snapshot into the parts of one
+  snapshot, a change report into change reports, each a report of its own, sent, spooled and
+  replayed like any other;
+- a report the hub refuses as too large (413), sent or replayed, is split by the limit the
+  refusal gives and its pieces take its place: sent at once, or spooled at the end of the
+  queue (each holds its observation time, and the hub never lets older state overwrite
+  newer); only a report that cannot be split further is rejected;
 - a report the hub rejects for good is moved to the spool's `rejected/` folder with the
   hub's reason, so one bad report never blocks the queue;
 - with a `gate` (the runner's leadership check), every attempt to send asks it first; a
   report it holds back goes to the spool, and the spool waits, until the gate opens again.
+
+Sequence numbers are given as reports go out or into the spool, not when they are built, so
+the spool always receives them in order, pieces of a split report included.
 
 A report the hub took but whose reply was lost is sent again from the spool; the hub answers
 "duplicate" and counts it once. Nothing here sleeps: time comes in as `now`.
@@ -25,7 +36,7 @@ import asyncio
 import contextlib
 import random
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -42,9 +53,17 @@ from agent.client import (
     NotAuthorised,
     Reply,
     ReportRejected,
+    ReportTooLarge,
     Withheld,
 )
-from agent.report import AgentIdentity, ClusterIdentity, ObjectRecord, Report, SkippedKind
+from agent.report import (
+    AgentIdentity,
+    ClusterIdentity,
+    ObjectRecord,
+    Report,
+    SkippedKind,
+    split,
+)
 from agent.spool import Spool, SpooledReport, SpoolFull
 
 __all__ = ["DeliveryCounters", "Outcome", "Reporter"]
@@ -67,6 +86,13 @@ class Outcome(StrEnum):
     REJECTED = "rejected"
 
 
+# A submission sent as several reports (a snapshot in parts) has the outcome of the least
+# delivered of them.
+_SEVERITY = (Outcome.SENT, Outcome.SPOOLED, Outcome.REJECTED)
+# Of the hub's limit, what a report is split to stay under, for safety.
+SPLIT_SHARE = 0.9
+
+
 @dataclass(frozen=True, slots=True)
 class DeliveryCounters:
     """Totals since the reporter started, for metrics."""
@@ -77,6 +103,7 @@ class DeliveryCounters:
     duplicates: int = 0  # replies saying the hub already had the report
     compacted: int = 0  # dropped from the spool as superseded by a newer full snapshot
     rejected: int = 0  # refused by the hub for good, kept in rejected/
+    split: int = 0  # refused by the hub as too large, and sent again in pieces
     refused: int = 0  # not kept: the spool was full (SpoolFull raised)
     corrupt: int = 0  # spool files moved aside as unreadable
 
@@ -154,9 +181,11 @@ class Reporter:
         now: datetime,
         skipped_kinds: Iterable[SkippedKind] = (),
     ) -> Outcome:
-        """Build the next report from `objects` observed at `now` and deliver or spool it.
+        """Build the next report from `objects` observed at `now` and deliver or spool it; a
+        full snapshot over the hub's limit goes in parts, and the outcome is the least
+        delivered part's.
 
-        Raises `SpoolFull` when the report had to be spooled and could not be (it is logged
+        Raises `SpoolFull` when a report had to be spooled and could not be (it is logged
         and counted as refused; the next full snapshot supersedes what it carried), and
         pydantic's `ValidationError` for records no report may hold (no sequence is used).
         """
@@ -170,17 +199,30 @@ class Reporter:
                 objects=tuple(objects),
                 skipped_kinds=tuple(skipped_kinds),
             )
-            self._sequence = report.sequence
+            waiting = deque(self._split(report))  # not numbered yet
+            outcomes: list[Outcome] = []
+            sending: Report | None = None
             try:
-                if self._due(now) and await self._replay(now):
-                    return await self._send(report, now)
+                while waiting:
+                    if self._due(now) and await self._replay(now):
+                        sending = self._numbered(waiting.popleft())
+                        outcome = await self._send(sending, now, waiting)
+                        sending = None
+                        if outcome is not None:
+                            outcomes.append(outcome)
+                    else:
+                        outcomes.append(self._keep(self._numbered(waiting.popleft())))
             except asyncio.CancelledError:
-                # Stopped while talking to the hub: keep the new report. Had the hub taken
-                # it already, its replay is a harmless duplicate. (_keep logs a SpoolFull.)
+                # Stopped while talking to the hub: keep what is left. Had the hub taken the
+                # report in flight already, its replay is a harmless duplicate. (_keep logs
+                # a SpoolFull.)
                 with contextlib.suppress(SpoolFull):
-                    self._keep(report)
+                    if sending is not None:
+                        self._keep(sending)
+                    while waiting:
+                        self._keep(self._numbered(waiting.popleft()))
                 raise
-            return self._keep(report)
+            return max(outcomes, key=_SEVERITY.index)
 
     async def flush(self, now: datetime) -> int:
         """Replay the spool if the hub is due to be tried again; returns the reports left."""
@@ -192,7 +234,36 @@ class Reporter:
     def _due(self, now: datetime) -> bool:
         return self._retry_at is None or now >= self._retry_at
 
-    async def _send(self, report: Report, now: datetime) -> Outcome:
+    def _numbered(self, report: Report) -> Report:
+        """`report` with the next sequence number."""
+        self._sequence += 1
+        return report.model_copy(update={"sequence": self._sequence})
+
+    def _split(self, report: Report) -> list[Report]:
+        return split(
+            report, int(self._client.max_report_bytes * SPLIT_SHARE), snapshot_id=uuid.uuid4().hex
+        )
+
+    def _pieces(self, report: Report, exc: ReportTooLarge) -> list[Report]:
+        """`report`, refused as too large, split by the limit the hub gave; empty when it
+        cannot be split (it is then rejected)."""
+        pieces = self._split(report)
+        if len(pieces) < 2:
+            return []
+        self._count(split=1)
+        log.warning(
+            "the hub refused a report as too large; it goes again in smaller reports",
+            sequence=report.sequence,
+            boot_id=report.agent.boot_id,
+            pieces=len(pieces),
+            max_report_bytes=self._client.max_report_bytes,
+            detail=exc.detail,
+        )
+        return pieces
+
+    async def _send(self, report: Report, now: datetime, waiting: deque[Report]) -> Outcome | None:
+        """Deliver `report` directly; None when it was split into reports now at the head of
+        `waiting`."""
         try:
             reply = await self._client.send(report, gate=self._gate)
         except Withheld:
@@ -201,6 +272,13 @@ class Reporter:
         except (HubUnavailable, NotAuthorised) as exc:
             self._hold_off(exc, now, pending=len(self._spool) + 1)
             return self._keep(report)
+        except ReportTooLarge as exc:
+            pieces = self._pieces(report, exc)
+            if pieces:
+                waiting.extendleft(reversed(pieces))
+                return None
+            self._reject(report, exc)
+            return Outcome.REJECTED
         except ReportRejected as exc:
             self._reject(report, exc)
             return Outcome.REJECTED
@@ -219,6 +297,16 @@ class Reporter:
             except (HubUnavailable, NotAuthorised) as exc:
                 self._hold_off(exc, now, pending=len(self._spool))
                 return False
+            except ReportTooLarge as exc:
+                pieces = self._pieces(report, exc)
+                if not pieces:
+                    self._reject(report, exc, entry)
+                    continue
+                self._spool.remove(entry)
+                with contextlib.suppress(SpoolFull):  # logged and counted by _keep
+                    for piece in pieces:
+                        self._keep(self._numbered(piece))
+                continue
             except ReportRejected as exc:
                 self._reject(report, exc, entry)
                 continue

@@ -18,7 +18,7 @@ from agent.delivery import DeliveryCounters
 __all__ = ["AgentMetrics", "Readings"]
 
 # DeliveryCounters fields that count reports, as the `outcome` label of the reports counter.
-_REPORT_OUTCOMES = ("sent", "replayed", "spooled", "compacted", "rejected", "refused")
+_REPORT_OUTCOMES = ("sent", "replayed", "spooled", "compacted", "rejected", "split", "refused")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,8 @@ class _Collector(Collector):
         reports = CounterMetricFamily(
             "fleetmark_agent_reports",
             "Reports by what became of them: sent directly, replayed from the spool, put in "
-            "the spool, compacted out of it, rejected by the hub, refused by a full spool.",
+            "the spool, compacted out of it, rejected by the hub, refused by the hub as too "
+            "large and sent again in pieces, refused by a full spool.",
             labels=["outcome"],
         )
         for outcome in _REPORT_OUTCOMES:
@@ -56,7 +57,9 @@ class _Collector(Collector):
             value=now.delivery.corrupt,
         )
         yield GaugeMetricFamily(
-            "fleetmark_agent_spool_bytes", "Bytes of reports waiting in the spool.", now.spool_bytes
+            "fleetmark_agent_spool_bytes",
+            "Bytes the spool holds against its bound: reports waiting and reports rejected.",
+            now.spool_bytes,
         )
         yield GaugeMetricFamily(
             "fleetmark_agent_spool_reports", "Reports waiting in the spool.", now.spool_reports

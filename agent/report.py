@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_REPORT_BYTES",
     "MAX_HEALTH_CHARS",
     "MAX_KIND_CHARS",
     "MAX_MESSAGE_CHARS",
@@ -39,8 +40,10 @@ __all__ = [
     "Reconciler",
     "Report",
     "SkippedKind",
+    "SnapshotPart",
     "Source",
     "fit_text",
+    "split",
 ]
 
 REPORT_SCHEMA: Literal["fleetmark.report/v1"] = "fleetmark.report/v1"
@@ -52,6 +55,9 @@ MAX_TEXT_CHARS = 1_024
 MAX_NAME_CHARS = 253
 MAX_KIND_CHARS = 63
 MAX_HEALTH_CHARS = 32
+MAX_SNAPSHOT_PARTS = 10_000
+# The hub's default body limit, assumed until the hub states its own.
+DEFAULT_MAX_REPORT_BYTES = 4 * 1024 * 1024
 TRUNCATION_MARK = "… [truncated by the agent]"
 
 Reconciler = Literal["flux", "argocd", "generic"]
@@ -183,6 +189,21 @@ class SkippedKind(_Model):
     reason: Text
 
 
+class SnapshotPart(_Model):
+    """Where a report stands in a full snapshot too large for one report: the snapshot's id
+    (the same in each of its parts), this part's index from 0, and the number of parts."""
+
+    id: AgentField
+    index: int = Field(ge=0, lt=MAX_SNAPSHOT_PARTS)
+    count: int = Field(ge=1, le=MAX_SNAPSHOT_PARTS)
+
+    @model_validator(mode="after")
+    def _within_count(self) -> "SnapshotPart":
+        if self.index >= self.count:
+            raise ValueError(f"index {self.index} is not below count {self.count}")
+        return self
+
+
 class Report(_Model):
     report_schema: Literal["fleetmark.report/v1"] = Field(default=REPORT_SCHEMA, alias="schema")
     cluster: ClusterIdentity
@@ -192,6 +213,8 @@ class Report(_Model):
     full_snapshot: bool = False
     objects: tuple[ObjectRecord, ...] = Field(default=(), max_length=MAX_OBJECTS)
     skipped_kinds: tuple[SkippedKind, ...] = Field(default=(), max_length=MAX_SKIPPED_KINDS)
+    # A part of a full snapshot sent in several reports; `full_snapshot` is then false.
+    snapshot_part: SnapshotPart | None = None
 
     @model_validator(mode="after")
     def _unique_objects(self) -> "Report":
@@ -208,6 +231,58 @@ class Report(_Model):
             seen.add(record.key)
         return self
 
+    @model_validator(mode="after")
+    def _part_is_no_whole_snapshot(self) -> "Report":
+        if self.snapshot_part is not None and self.full_snapshot:
+            raise ValueError("a part of a snapshot (snapshot_part) is not a full snapshot")
+        return self
+
     def to_json(self) -> bytes:
-        """The request body: UTF-8 JSON with the contract's field names (`schema`, not ours)."""
-        return self.model_dump_json(by_alias=True).encode()
+        """The request body: UTF-8 JSON with the contract's field names (`schema`, not ours).
+
+        Only a part of a snapshot names `snapshot_part`: any other body is as it always was.
+        """
+        omitted = None if self.snapshot_part is not None else {"snapshot_part"}
+        return self.model_dump_json(by_alias=True, exclude=omitted).encode()
+
+
+# The largest sequence a report may carry, for the size of a body whose number is not set yet.
+_MAX_SEQUENCE = 2**62
+
+
+def split(report: Report, max_bytes: int, snapshot_id: str) -> list[Report]:
+    """`report` as reports whose bodies are at most `max_bytes` each (one record per report
+    at the least, whatever its size), or `[report]` when it fits.
+
+    A full snapshot becomes the parts of snapshot `snapshot_id`, each `full_snapshot` false
+    with its `snapshot_part`; any other report (a change report, a part) becomes change
+    reports. Each keeps the sequence of `report`: the caller numbers them, and bodies are
+    measured with the longest sequence.
+    """
+    sizes = [len(record.model_dump_json()) + 1 for record in report.objects]  # a comma each
+    widest = SnapshotPart(id=snapshot_id, index=MAX_SNAPSHOT_PARTS - 1, count=MAX_SNAPSHOT_PARTS)
+    empty = report.model_copy(
+        update={"objects": (), "sequence": _MAX_SEQUENCE, "full_snapshot": False}
+    )
+    if report.full_snapshot:
+        empty = empty.model_copy(update={"snapshot_part": widest})
+    envelope = len(empty.to_json())
+    if envelope + sum(sizes) <= max_bytes:
+        return [report]
+    chunks: list[tuple[ObjectRecord, ...]] = []
+    start, size = 0, envelope
+    for index, record_size in enumerate(sizes):
+        if index > start and (size + record_size > max_bytes or index - start >= MAX_OBJECTS):
+            chunks.append(report.objects[start:index])
+            start, size = index, envelope
+        size += record_size
+    chunks.append(report.objects[start:])
+    parts = []
+    for index, chunk in enumerate(chunks):
+        update: dict[str, object] = {"objects": chunk, "full_snapshot": False}
+        if report.full_snapshot:
+            update["snapshot_part"] = SnapshotPart(id=snapshot_id, index=index, count=len(chunks))
+        else:
+            update["snapshot_part"] = None
+        parts.append(report.model_copy(update=update))
+    return parts

@@ -97,6 +97,7 @@ class AgentRunner:
             str(settings.hub_url),
             token_file=settings.token_file,
             ca_file=settings.hub_ca_file,
+            max_report_bytes=settings.max_report_bytes,
             timeout=settings.hub_timeout.total_seconds(),
         )
         self._retry_period = settings.retry_period

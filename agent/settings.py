@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import AnyHttpUrl, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from agent.report import ClusterIdentity
+from agent.report import DEFAULT_MAX_REPORT_BYTES, ClusterIdentity
 from agent.sources import WATCHED_KINDS, WatchedKind
 
 __all__ = ["DEFAULT_ROOT_OBJECT", "AgentSettings"]
@@ -80,6 +80,12 @@ class AgentSettings(BaseSettings):
         default=timedelta(seconds=5),
         gt=timedelta(0),
         description="Longest one report request may take; shorter than renew_deadline.",
+    )
+    max_report_bytes: int = Field(
+        default=DEFAULT_MAX_REPORT_BYTES,
+        gt=0,
+        description="Largest report body the hub takes, until the hub says (it does in every "
+        "reply); full snapshots over it go in parts.",
     )
     cluster_name: str = Field(min_length=1, max_length=253)
     environment: str | None = Field(

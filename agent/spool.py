@@ -7,7 +7,7 @@ new agent process finds the files of its earlier boots and replays them first.
 Layout, one file per report, written atomically (temporary file, fsync, rename, fsync of
 the directory) so a crash leaves either the whole report or none of it:
 
-    <directory>/<generation>-<boot id>-<sequence>-<full|change>.json
+    <directory>/<generation>-<boot id>-<sequence>-<full|change|part-<index>-of-<count>>.json
     <directory>/corrupt/    files that could not be read back, moved aside as found
     <directory>/rejected/   reports the hub refused, each beside <name>.reason.json
 
@@ -15,12 +15,16 @@ Names sort in delivery order. Boot ids are random, so each boot that spools gets
 generation, one above every generation already in the queue, and the generation leads the
 name; the zero-padded sequence orders a boot's own reports.
 
-The queue is bounded in bytes. A report that does not fit makes room by compaction, which
-drops only what a newer full snapshot in the queue (or the incoming report, when it is one)
-already supersedes: older full snapshots first, then the change reports before the newest
-snapshot, oldest first. The newest snapshot and every change report after it are never
-dropped. When that cannot free enough room, `put` refuses with `SpoolFull` and drops
-nothing. Compaction is logged and counted; nothing leaves the queue silently.
+The spool is bounded in bytes: the queue and the rejected reports kept beside it together.
+A report that does not fit makes room by dropping rejected reports, oldest first (the hub
+will never take them), then by compaction, which drops only what a newer full snapshot in
+the queue (or the incoming report, when it is one) already supersedes: older full snapshots
+first, then the change reports before the newest snapshot, oldest first. A snapshot in parts
+supersedes once all its parts are queued (its last part is the incoming report or queued
+after the others); parts of older snapshots go with the older snapshots. The newest snapshot
+and every change report after it are never dropped. When that cannot free enough room, `put`
+refuses with `SpoolFull` and drops nothing. Compaction is logged and counted; nothing leaves
+the queue silently.
 
 One process uses a spool directory at a time; the reporter serialises access to it.
 """
@@ -28,7 +32,7 @@ One process uses a spool directory at a time; the reporter serialises access to 
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,7 +49,7 @@ _TEMPORARY = ".tmp-"
 _REASON_SUFFIX = ".reason.json"
 _NAME = re.compile(
     r"^(?P<generation>\d{8})-(?P<boot_id>[A-Za-z0-9._-]{1,64})-(?P<sequence>\d{20})"
-    r"-(?P<kind>full|change)\.json$"
+    r"-(?P<kind>full|change|part-(?P<index>\d{5})-of-(?P<count>\d{5}))\.json$"
 )
 _BOOT_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -66,12 +70,38 @@ class SpooledReport:
     sequence: int = field(compare=False)
     full_snapshot: bool = field(compare=False)
     size: int = field(compare=False)
+    part: tuple[int, int] | None = field(compare=False, default=None)  # (index, count)
+
+    def completes(self, before: Sequence["SpooledReport"]) -> bool:
+        """Whether this is a full snapshot, or the last part of one whose other parts are
+        the entries just `before` it."""
+        if self.full_snapshot:
+            return True
+        if self.part is None or self.part[0] != self.part[1] - 1:
+            return False
+        count = self.part[1]
+        earlier = before[len(before) - (count - 1) :] if count > 1 else []
+        return len(earlier) == count - 1 and all(
+            entry.part == (index, count)
+            and entry.boot_id == self.boot_id
+            and entry.sequence == self.sequence - (count - 1) + index
+            for index, entry in enumerate(earlier)
+        )
+
+
+def _part(report: Report) -> tuple[int, int] | None:
+    part = report.snapshot_part
+    return None if part is None else (part.index, part.count)
 
 
 def _file_name(generation: int, report: Report) -> str:
     if not _BOOT_ID.match(report.agent.boot_id):
         raise ValueError(f"boot id {report.agent.boot_id!r} cannot name a spool file")
-    kind = "full" if report.full_snapshot else "change"
+    part = report.snapshot_part
+    if part is not None:
+        kind = f"part-{part.index:05d}-of-{part.count:05d}"
+    else:
+        kind = "full" if report.full_snapshot else "change"
     return f"{generation:08d}-{report.agent.boot_id}-{report.sequence:020d}-{kind}.json"
 
 
@@ -85,6 +115,7 @@ def _parse_name(name: str, size: int) -> SpooledReport | None:
         sequence=int(match["sequence"]),
         full_snapshot=match["kind"] == "full",
         size=size,
+        part=None if match["index"] is None else (int(match["index"]), int(match["count"])),
     )
 
 
@@ -117,9 +148,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
 class Spool:
     """A bounded, ordered, crash-safe queue of reports in `directory` (created if missing).
 
-    `max_bytes` bounds the queued reports; `keep_set_aside` bounds how many files each of
-    `corrupt/` and `rejected/` keeps (the oldest go first, with a log line), so neither grows
-    without end when something keeps going wrong.
+    `max_bytes` bounds the queued reports and the rejected ones together; `keep_set_aside`
+    bounds how many files each of `corrupt/` and `rejected/` keeps (the oldest go first, with
+    a log line), so neither grows without end when something keeps going wrong.
     """
 
     def __init__(self, directory: Path, *, max_bytes: int, keep_set_aside: int = 20) -> None:
@@ -129,7 +160,8 @@ class Spool:
         self.max_bytes = max_bytes
         self._keep_set_aside = keep_set_aside
         self._entries: list[SpooledReport] = []
-        self._used = 0
+        self._used = 0  # bytes of the queued reports
+        self._rejected = 0  # bytes in rejected/
         self._generations: dict[str, int] = {}
         self._corrupt = 0
         for folder in (directory, directory / CORRUPT, directory / REJECTED):
@@ -144,7 +176,8 @@ class Spool:
 
     @property
     def used_bytes(self) -> int:
-        return self._used
+        """Bytes counted against `max_bytes`: queued and rejected reports."""
+        return self._used + self._rejected
 
     @property
     def corrupt(self) -> int:
@@ -164,6 +197,7 @@ class Spool:
             sequence=report.sequence,
             full_snapshot=report.full_snapshot,
             size=len(data),
+            part=_part(report),
         )
         if self._entries and entry <= self._entries[-1]:
             raise ValueError(f"{entry.name} would not be the newest report in the spool")
@@ -178,6 +212,7 @@ class Spool:
         self._used += entry.size
         for victim in victims:
             self._discard(victim)
+        self._trim(REJECTED)
         if victims:
             snapshots = sum(victim.full_snapshot for victim in victims)
             log.warning(
@@ -206,10 +241,11 @@ class Spool:
             except (OSError, ValidationError) as exc:
                 self._move_aside(entry, f"cannot be read back: {exc}")
                 continue
-            if (report.agent.boot_id, report.sequence, report.full_snapshot) != (
+            if (report.agent.boot_id, report.sequence, report.full_snapshot, _part(report)) != (
                 entry.boot_id,
                 entry.sequence,
                 entry.full_snapshot,
+                entry.part,
             ):
                 self._move_aside(entry, "its content does not match its name")
                 continue
@@ -223,17 +259,21 @@ class Spool:
     def reject(self, entry: SpooledReport, reason: Mapping[str, object]) -> None:
         """Move a report the hub refused to `rejected/`, beside the hub's reason."""
         target = self.directory / REJECTED / entry.name
-        _write_atomically(target.with_name(entry.name + _REASON_SUFFIX), _reason_json(reason))
+        reason_json = _reason_json(reason)
+        _write_atomically(target.with_name(entry.name + _REASON_SUFFIX), reason_json)
         os.replace(self.directory / entry.name, target)
         self._forget(entry)
+        self._rejected += entry.size + len(reason_json)
         self._trim(REJECTED)
 
     def keep_rejected(self, report: Report, reason: Mapping[str, object]) -> None:
         """Keep a report the hub refused that never was in the queue, as `reject` does."""
         name = _file_name(self._generation(report.agent.boot_id), report)
         target = self.directory / REJECTED / name
-        _write_atomically(target.with_name(name + _REASON_SUFFIX), _reason_json(reason))
-        _write_atomically(target, report.to_json())
+        reason_json, data = _reason_json(reason), report.to_json()
+        _write_atomically(target.with_name(name + _REASON_SUFFIX), reason_json)
+        _write_atomically(target, data)
+        self._rejected += len(data) + len(reason_json)
         self._trim(REJECTED)
 
     def _generation(self, boot_id: str) -> int:
@@ -245,6 +285,7 @@ class Spool:
 
     def _compaction(self, incoming: SpooledReport) -> list[SpooledReport]:
         """The oldest superseded reports whose removal makes room for `incoming`."""
+        # Rejected reports always make way for the queue (`put` trims them after the write).
         needed = self._used + incoming.size - self.max_bytes
         if needed <= 0:
             return []
@@ -254,12 +295,14 @@ class Spool:
                 f"larger than the whole spool at {self.directory} ({self.max_bytes} bytes)"
             )
         queue = [*self._entries, incoming]
-        newest_full = max(
-            (index for index, entry in enumerate(queue) if entry.full_snapshot), default=0
+        newest = max(
+            (index for index, entry in enumerate(queue) if entry.completes(queue[:index])),
+            default=0,
         )
-        superseded = queue[:newest_full]
-        candidates = [entry for entry in superseded if entry.full_snapshot] + [
-            entry for entry in superseded if not entry.full_snapshot
+        last = queue[newest]
+        superseded = queue[: newest - (last.part[1] - 1 if last.part else 0)]
+        candidates = [entry for entry in superseded if entry.full_snapshot or entry.part] + [
+            entry for entry in superseded if not (entry.full_snapshot or entry.part)
         ]
         victims: list[SpooledReport] = []
         freed = 0
@@ -295,6 +338,10 @@ class Spool:
                 generation, self._generations.get(entry.boot_id, 0)
             )
         self._entries.sort()
+        self._rejected = sum(
+            path.stat().st_size for path in (self.directory / REJECTED).iterdir() if path.is_file()
+        )
+        self._trim(REJECTED)
         if self._entries:
             log.info(
                 "spool holds reports from an earlier run; they are delivered first",
@@ -339,24 +386,41 @@ class Spool:
         self._trim(CORRUPT)
 
     def _trim(self, folder: str) -> None:
+        """Remove the oldest files of `folder` beyond `keep_set_aside`, and rejected reports
+        beyond the byte bound."""
         kept = [
             path
             for path in (self.directory / folder).iterdir()
             if path.is_file() and not path.name.endswith(_REASON_SUFFIX)
         ]
-        if len(kept) <= self._keep_set_aside:
-            return
         kept.sort(key=lambda path: (path.stat().st_mtime_ns, path.name))
-        for path in kept[: len(kept) - self._keep_set_aside]:
-            path.unlink(missing_ok=True)
-            path.with_name(path.name + _REASON_SUFFIX).unlink(missing_ok=True)
+        for index, path in enumerate(kept):
+            beyond_count = len(kept) - index > self._keep_set_aside
+            if not beyond_count and not (folder == REJECTED and self.used_bytes > self.max_bytes):
+                break
+            freed = _remove_with_reason(path)
+            if folder == REJECTED:
+                self._rejected -= freed
             log.warning(
                 "spool removed an old set-aside file",
                 spool=str(self.directory),
                 folder=folder,
                 name=path.name,
                 keep=self._keep_set_aside,
+                freed_bytes=freed,
             )
+
+
+def _remove_with_reason(path: Path) -> int:
+    """Remove a set-aside file and its reason; returns the bytes freed."""
+    freed = 0
+    for file in (path, path.with_name(path.name + _REASON_SUFFIX)):
+        try:
+            freed += file.stat().st_size
+            file.unlink()
+        except FileNotFoundError:
+            continue
+    return freed
 
 
 def _reason_json(reason: Mapping[str, object]) -> bytes:

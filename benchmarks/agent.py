@@ -14,12 +14,20 @@ run in the same window, each in a process of its own:
 So the agent's figures less the second baseline's are what mapping, the watch state, leader
 election and reporting cost; less the first's, what 1,000 objects and their streams cost.
 
+With `--hub-database-url`, the stand-in forwards every report to a real hub (`fleetmark
+serve` with its default 4 MiB body limit, on that scratch database, dropped and created
+afresh) and answers with the hub's reply, headers included: a cluster too large for one
+report sends its full snapshots in parts, and the figures say how many parts each snapshot
+took, how many the hub accepted, and what the hub holds for the cluster at the end.
+
 It prints peak and final RSS and CPU of the agent next to both baselines, the reports the
 sink received, and how long changes took to reach it (bounded below by the agent's
 min_interval, 5 s by default).
 
     .venv/bin/python benchmarks/agent.py                     # 1,000 objects, 10 changes/s, 60 s
     .venv/bin/python benchmarks/agent.py --duration 20       # a quick run
+    .venv/bin/python benchmarks/agent.py --objects 10000 \
+        --hub-database-url postgresql://postgres@127.0.0.1:5432/fleetmark_agent_bench
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -37,7 +46,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
+from http.client import HTTPConnection
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -91,6 +102,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(0: glibc's default).",
     )
     parser.add_argument("--sample", type=float, default=0.25, help="Seconds between RSS samples.")
+    parser.add_argument(
+        "--hub-database-url",
+        help="Forward reports to a real hub on this scratch PostgreSQL database (dropped and "
+        "created afresh) instead of answering them in the stand-in.",
+    )
     parser.add_argument("--protocol-only", metavar="API_URL", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -171,6 +187,10 @@ def marker(record: dict[str, Any]) -> int | None:
 class SinkStats:
     reports: int = 0
     full_snapshots: int = 0
+    snapshot_parts: int = 0  # reports that were a part of a snapshot
+    part_objects: int = 0  # objects in the parts of the snapshot coming in
+    parts_per_snapshot: Counter[int] = field(default_factory=Counter)  # count: snapshots
+    statuses: Counter[int] = field(default_factory=Counter)  # the hub's answers
     records: int = 0
     bytes: int = 0
     first_snapshot_objects: int = 0
@@ -180,8 +200,9 @@ class SinkStats:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def serve_cluster(count: int, rate: float, pipe: Connection) -> None:
-    """The helper process: fake API server, change driver and hub sink, until told to stop."""
+def serve_cluster(count: int, rate: float, hub: str | None, pipe: Connection) -> None:
+    """The helper process: fake API server, change driver and hub sink (forwarding to `hub`
+    when given), until told to stop."""
     from tests.agent.apiserver import FakeApiServer, served
 
     api = FakeApiServer(served(*KIND_SHARE)).start()
@@ -189,7 +210,7 @@ def serve_cluster(count: int, rate: float, pipe: Connection) -> None:
     for plural, obj in objects:
         api.put(plural, obj)
     stats = SinkStats()
-    sink = ThreadingHTTPServer(("127.0.0.1", 0), _sink_handler(stats))
+    sink = ThreadingHTTPServer(("127.0.0.1", 0), _sink_handler(stats, hub))
     sink.daemon_threads = True
     threading.Thread(target=sink.serve_forever, daemon=True).start()
     driving = threading.Event()
@@ -222,6 +243,9 @@ def serve_cluster(count: int, rate: float, pipe: Connection) -> None:
                     {
                         "reports": stats.reports,
                         "full_snapshots": stats.full_snapshots,
+                        "snapshot_parts": stats.snapshot_parts,
+                        "parts_per_snapshot": dict(stats.parts_per_snapshot),
+                        "statuses": dict(stats.statuses),
                         "records": stats.records,
                         "bytes": stats.bytes,
                         "first_snapshot_objects": stats.first_snapshot_objects,
@@ -237,7 +261,33 @@ def serve_cluster(count: int, rate: float, pipe: Connection) -> None:
             return
 
 
-def _sink_handler(stats: SinkStats) -> type[BaseHTTPRequestHandler]:
+def _forward(hub: str, body: bytes, headers: Any) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Post `body` to the hub's report route; its status, headers and body."""
+    host, _, port = hub.removeprefix("http://").partition(":")
+    connection = HTTPConnection(host, int(port), timeout=60)
+    try:
+        connection.request(
+            "POST",
+            "/api/v1/reports",
+            body=body,
+            headers={
+                "Authorization": headers.get("Authorization", ""),
+                "Content-Type": "application/json",
+            },
+        )
+        response = connection.getresponse()
+        reply = response.read()
+        kept = [
+            (name, value)
+            for name, value in response.getheaders()
+            if name.lower() in ("content-type", "x-fleetmark-max-report-bytes", "retry-after")
+        ]
+        return response.status, kept, reply
+    finally:
+        connection.close()
+
+
+def _sink_handler(stats: SinkStats, hub: str | None) -> type[BaseHTTPRequestHandler]:
     class Sink(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -247,25 +297,42 @@ def _sink_handler(stats: SinkStats) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             arrived = time.monotonic()
+            if hub is None:
+                status = 200
+                reply = b""
+                headers = [("Content-Type", "application/json")]
+            else:
+                status, headers, reply = _forward(hub, body, self.headers)
             report = json.loads(body)
             objects = report.get("objects", [])
+            part = report.get("snapshot_part")
             with stats.lock:
+                stats.statuses[status] += 1
+                snapshot = len(objects) if report.get("full_snapshot") else None
+                if part is not None:
+                    stats.snapshot_parts += 1
+                    stats.part_objects += len(objects)
+                    if part["index"] == part["count"] - 1:
+                        stats.parts_per_snapshot[part["count"]] += 1
+                        snapshot, stats.part_objects = stats.part_objects, 0
                 stats.reports += 1
                 stats.records += len(objects)
                 stats.bytes += len(body)
-                if report.get("full_snapshot"):
+                if snapshot is not None:
                     stats.full_snapshots += 1
                     if stats.full_snapshots == 1:
-                        stats.first_snapshot_objects = len(objects)
+                        stats.first_snapshot_objects = snapshot
                 for record in objects:
                     counter = marker(record)
                     if counter is not None and counter in stats.changed_at:
                         stats.lags.append(arrived - stats.changed_at.pop(counter))
-            reply = json.dumps(
-                {"accepted": len(objects), "changed": len(objects), "duplicate": False}
-            ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            if hub is None:
+                reply = json.dumps(
+                    {"accepted": len(objects), "changed": len(objects), "duplicate": False}
+                ).encode()
+            self.send_response(status)
+            for name, value in headers:
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(reply)))
             self.end_headers()
             self.wfile.write(reply)
@@ -333,15 +400,62 @@ def mb(value: float) -> str:
     return f"{value / 1024 / 1024:6.1f} MB"
 
 
+def start_hub(database_url: str, workdir: Path) -> tuple[Any, str]:
+    """`fleetmark serve` (benchmarks/ingest.py's) on `database_url` made afresh, with the
+    benchmark's cluster registered; the hub and the cluster's token."""
+    from benchmarks.ingest import Hub, fleetmark_executable, recreate_database
+
+    recreate_database(database_url)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLEETMARK_")}
+    env |= {"FLEETMARK_DATABASE_URL": database_url, "FLEETMARK_DATA_DIR": str(workdir / "hub")}
+    hub = Hub(fleetmark_executable(None), env, workdir / "hub", free_port())
+    hub.start(workers=1)
+    hub.wait_ready()
+    output = hub.cli("clusters", "register", "bench-cluster", "--environment", "dev")
+    match = re.search(r"\bfmc_[A-Za-z0-9_\-]+", output)
+    if match is None:
+        hub.stop()
+        raise SystemExit(f"no token in the output of fleetmark clusters register:\n{output}")
+    return hub, match[0]
+
+
+def held_by_hub(database_url: str) -> tuple[int, int]:
+    """Live and removed objects the hub holds for the benchmark's cluster."""
+    import psycopg
+
+    with psycopg.connect(database_url) as connection:
+        row = connection.execute(
+            "SELECT count(*) FILTER (WHERE removed_at IS NULL),"
+            " count(*) FILTER (WHERE removed_at IS NOT NULL)"
+            " FROM object_state o JOIN cluster c ON c.id = o.cluster_id"
+            " WHERE c.name = 'bench-cluster'"
+        ).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.protocol_only:
         asyncio.run(consume_protocol(args.protocol_only))
         return
 
+    workdir = Path(tempfile.mkdtemp(prefix="fleetmark-agent-bench-"))
+    token = "fm-benchmark-token"
+    hub = None
+    if args.hub_database_url:
+        hub, token = start_hub(args.hub_database_url, workdir)
     context = multiprocessing.get_context("spawn")
     here, there = context.Pipe()
-    helper = context.Process(target=serve_cluster, args=(args.objects, args.rate, there))
+    helper = context.Process(
+        target=serve_cluster,
+        args=(
+            args.objects,
+            args.rate,
+            None if hub is None else f"http://127.0.0.1:{hub.port}",
+            there,
+        ),
+    )
     helper.start()
     urls = here.recv()
 
@@ -350,8 +464,7 @@ def main(argv: list[str] | None = None) -> None:
         answer: dict[str, Any] = here.recv()
         return answer
 
-    workdir = Path(tempfile.mkdtemp(prefix="fleetmark-agent-bench-"))
-    (workdir / "token").write_text("fm-benchmark-token\n")
+    (workdir / "token").write_text(token + "\n")
     environment = {
         **{k: v for k, v in os.environ.items() if not k.startswith("FLEETMARK_AGENT_")},
         "FLEETMARK_AGENT_HUB_URL": urls["sink"],
@@ -420,6 +533,9 @@ def main(argv: list[str] | None = None) -> None:
         here.send("stop")
         here.recv()
         helper.join(timeout=10)
+        held = None if hub is None else held_by_hub(args.hub_database_url)
+        if hub is not None:
+            hub.stop()
         logs.close()
         problems = (workdir / "agent.log").read_text(errors="replace").strip()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -464,6 +580,17 @@ def main(argv: list[str] | None = None) -> None:
         f"{after['records'] - before['records']} records, "
         f"{(after['bytes'] - before['bytes']) / 1024:.0f} KiB"
     )
+    if hub is not None:
+        parts = ", ".join(
+            f"{snapshots} in {count} parts"
+            for count, snapshots in sorted(after["parts_per_snapshot"].items())
+        )
+        statuses = ", ".join(f"{status}: {n}" for status, n in sorted(after["statuses"].items()))
+        print("  a real hub (fleetmark serve, 4 MiB body limit), over the whole run")
+        print(f"    full snapshots in parts: {parts or 'none'}; {after['snapshot_parts']} parts")
+        print(f"    the hub's answers: {statuses}")
+        if held is not None:
+            print(f"    the hub holds {held[0]} live objects of the cluster, {held[1]} removed")
     made = after["changes_made"] - before["changes_made"]
     if lags:
         p50 = statistics.median(lags)

@@ -51,9 +51,10 @@ class FleetmarkError(Exception):
     status_code = 400
     error = "bad_request"
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, *, headers: dict[str, str] | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.headers = headers
 
     def body(self) -> ErrorBody:
         return ErrorBody(error=self.error, detail=self.detail)
@@ -224,7 +225,9 @@ def install_error_handlers(
 
     async def domain_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, FleetmarkError)
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+        headers = exc.headers
+        if exc.status_code == 401:
+            headers = (headers or {}) | {"WWW-Authenticate": "Bearer"}
         return JSONResponse(
             exc.body().model_dump(mode="json"), status_code=exc.status_code, headers=headers
         )

@@ -9,7 +9,14 @@ import httpx
 from sqlalchemy import RowMapping, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.models import AgentSession, Cluster, ClusterHeartbeat, ObjectState, status_transition
+from hub.models import (
+    AgentSession,
+    Cluster,
+    ClusterHeartbeat,
+    ObjectState,
+    SnapshotPart,
+    status_transition,
+)
 
 # A time well inside a heartbeat bucket (12:00-12:05), so bucket arithmetic is visible.
 START = datetime(2026, 11, 22, 12, 2, 30, tzinfo=UTC)
@@ -71,6 +78,7 @@ def report(
     environment: str | None = None,
     cluster_type: str | None = None,
     skipped_kinds: Iterable[Mapping[str, str]] = (),
+    snapshot_part: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A contract-v1 report body."""
     identity: dict[str, Any] = {"name": cluster, "labels": {"region": "east-us"}}
@@ -78,7 +86,7 @@ def report(
         identity["environment"] = environment
     if cluster_type is not None:
         identity["cluster_type"] = cluster_type
-    return {
+    body: dict[str, Any] = {
         "schema": "fleetmark.report/v1",
         "cluster": identity,
         "agent": {"version": "0.1.0", "boot_id": boot_id, "instance": "fleetmark-agent-7d9f"},
@@ -88,6 +96,9 @@ def report(
         "objects": list(objects),
         "skipped_kinds": list(skipped_kinds),
     }
+    if snapshot_part is not None:
+        body["snapshot_part"] = dict(snapshot_part)
+    return body
 
 
 @dataclass
@@ -109,6 +120,7 @@ class Agent:
         observed_at: datetime | None = None,
         full_snapshot: bool = False,
         skipped_kinds: Iterable[Mapping[str, str]] = (),
+        snapshot_part: Mapping[str, Any] | None = None,
         **identity: str,
     ) -> httpx.Response:
         if sequence is None:
@@ -122,6 +134,7 @@ class Agent:
             boot_id=self.boot_id,
             full_snapshot=full_snapshot,
             skipped_kinds=skipped_kinds,
+            snapshot_part=snapshot_part,
             **identity,
         )
         return await self.client.post("/api/v1/reports", json=body, headers=bearer(self.token))
@@ -183,3 +196,12 @@ class Store:
             .order_by(ClusterHeartbeat.bucket_at)
         )
         return list((await self.session.execute(statement)).mappings().all())
+
+    async def snapshot_parts(self, cluster: str) -> list[tuple[str, int]]:
+        """(snapshot id, part index) of the parts the hub keeps for a snapshot still open."""
+        statement = (
+            select(SnapshotPart.snapshot_id, SnapshotPart.part_index)
+            .where(SnapshotPart.cluster_id == await self._cluster_id(cluster))
+            .order_by(SnapshotPart.snapshot_id, SnapshotPart.part_index)
+        )
+        return [(row.snapshot_id, row.part_index) for row in await self.session.execute(statement)]

@@ -114,6 +114,7 @@ async def test_openapi_documents_the_report_body(client: httpx.AsyncClient) -> N
         "full_snapshot",
         "objects",
         "skipped_kinds",
+        "snapshot_part",
     }
     assert report["properties"]["schema"]["const"] == "fleetmark.report/v1"
     for ref in set(refs(document)):
@@ -121,3 +122,5 @@ async def test_openapi_documents_the_report_body(client: httpx.AsyncClient) -> N
     assert post["responses"]["200"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ReportReply"
     }
+    for status in ("200", "413"):
+        assert "X-Fleetmark-Max-Report-Bytes" in post["responses"][status]["headers"], status

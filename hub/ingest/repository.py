@@ -25,7 +25,7 @@ from psycopg_pool import PoolTimeout
 
 from hub.clusters.repository import CLUSTER_IDENTITY_SQL, ClusterIdentity
 from hub.database import Statements
-from hub.models.observed import HEARTBEAT_BUCKET, REPLAY_WINDOW
+from hub.models.observed import HEARTBEAT_BUCKET, REPLAY_WINDOW, SNAPSHOT_PARTS_KEPT
 
 STATE_COLUMNS = (
     "source_url",
@@ -98,10 +98,91 @@ _REPORT = ", ".join(
     f"r -> {index} AS {column}" if kind == "jsonb" else f"(r ->> {index})::{kind} AS {column}"
     for index, (column, kind) in enumerate(REPORT_TYPES.items())
 )
+# A part of a snapshot sent in several reports adds these values after REPORT_TYPES'; other
+# reports leave them out, and APPLY_REPORTS never reads them.
+PART_TYPES = {"snapshot_id": "text", "part_index": "integer", "part_count": "integer"}
+_PART = ", ".join(
+    f"(r ->> {index})::{kind} AS {column}"
+    for index, (column, kind) in enumerate(PART_TYPES.items(), start=len(REPORT_TYPES))
+)
 
 
 def _columns(alias: str) -> str:
     return ", ".join(f"{alias}.{column}" for column in STATE_COLUMNS)
+
+
+_VANISHED_FROM_SNAPSHOT = f"""
+vanished AS (
+    UPDATE object_state t SET removed_at = f.observed_at, changed_at = f.observed_at
+    FROM fresh f
+    WHERE f.full_snapshot
+      AND t.cluster_id = f.id AND t.removed_at IS NULL
+      AND (t.changed_at < f.observed_at OR t.changed_at > f.not_after)
+      AND (t.cluster_id, t.reconciler, t.kind, t.namespace, t.name)
+          NOT IN (SELECT cluster_id, {_KEY_COLUMNS} FROM incoming)
+    RETURNING t.id, t.cluster_id, t.changed_at, {_columns("t")}
+),
+"""  # noqa: S608 - composed from the constants above, never from input
+
+_VANISHED_FROM_PARTS = f"""
+part AS (
+    SELECT f.id AS cluster_id, f.snapshot_id, f.part_index, f.part_count, f.observed_at,
+           f.received_at, f.not_after, f.records
+    FROM fresh f
+),
+earlier_part AS (
+    SELECT s.cluster_id, s.snapshot_id, s.part_index, s.part_count, s.observed_at, s.keys
+    FROM part p
+    JOIN snapshot_part s ON (s.cluster_id, s.snapshot_id) = (p.cluster_id, p.snapshot_id)
+    WHERE s.part_index <> p.part_index
+      AND s.received_at >= p.received_at - INTERVAL '{SNAPSHOT_PARTS_KEPT}'
+),
+completed AS (
+    SELECT p.cluster_id, p.snapshot_id, p.not_after,
+           LEAST(p.observed_at, min(e.observed_at)) AS observed_at
+    FROM part p
+    LEFT JOIN earlier_part e USING (cluster_id, snapshot_id)
+    GROUP BY p.cluster_id, p.snapshot_id, p.part_count, p.observed_at, p.not_after
+    HAVING count(DISTINCT e.part_index) = p.part_count - 1
+       AND bool_and(e.part_count = p.part_count) IS NOT FALSE
+),
+stored_part AS (
+    INSERT INTO snapshot_part (
+        cluster_id, snapshot_id, part_index, part_count, observed_at, received_at, keys)
+    SELECT p.cluster_id, p.snapshot_id, p.part_index, p.part_count, p.observed_at,
+           p.received_at,
+           COALESCE((SELECT jsonb_agg(jsonb_build_array(r -> 0, r -> 1, r -> 2, r -> 3))
+                     FROM jsonb_array_elements(p.records) AS r), '[]')
+    FROM part p
+    WHERE p.cluster_id NOT IN (SELECT cluster_id FROM completed)
+    ON CONFLICT (cluster_id, snapshot_id, part_index) DO NOTHING
+),
+dropped_part AS (
+    DELETE FROM snapshot_part s
+    USING part p LEFT JOIN completed c ON c.cluster_id = p.cluster_id
+    WHERE s.cluster_id = p.cluster_id
+      AND (s.received_at < p.received_at - INTERVAL '{SNAPSHOT_PARTS_KEPT}'
+           OR s.snapshot_id = c.snapshot_id OR s.observed_at <= c.observed_at)
+),
+named AS (
+    SELECT e.cluster_id, k ->> 0 AS reconciler, k ->> 1 AS kind, k ->> 2 AS namespace,
+           k ->> 3 AS name
+    FROM completed c
+    JOIN earlier_part e USING (cluster_id, snapshot_id)
+    CROSS JOIN LATERAL jsonb_array_elements(e.keys) AS k
+    UNION ALL
+    SELECT cluster_id, {_KEY_COLUMNS} FROM incoming
+),
+vanished AS (
+    UPDATE object_state t SET removed_at = c.observed_at, changed_at = c.observed_at
+    FROM completed c
+    WHERE t.cluster_id = c.cluster_id AND t.removed_at IS NULL
+      AND (t.changed_at < c.observed_at OR t.changed_at > c.not_after)
+      AND (t.cluster_id, t.reconciler, t.kind, t.namespace, t.name)
+          NOT IN (SELECT cluster_id, {_KEY_COLUMNS} FROM named)
+    RETURNING t.id, t.cluster_id, t.changed_at, {_columns("t")}
+),
+"""  # noqa: S608 - composed from the constants above, never from input
 
 
 # The statement is the whole unit of work for every report in its batch ($1: a JSON array of
@@ -152,9 +233,27 @@ def _columns(alias: str) -> str:
 # Records arrive as positional JSON arrays (two thirds of the bytes of keyed objects, and
 # cheaper to parse than json_to_recordset's per-object hash tables); vanished objects are
 # found with a hashed NOT IN (the keys are never NULL) rather than a nested-loop anti-join.
-APPLY_REPORTS = f"""
+#
+# A report that is a part of a full snapshot sent in several reports (snapshot_part) goes
+# through the same statement with other CTEs for its vanished objects (_VANISHED_FROM_PARTS),
+# in batches of parts only, so that other reports pay nothing for them. Its records are
+# applied as a change report's. A row per part keeps the keys it named (snapshot_part); the
+# part that finds every other part of its snapshot stored, of the same count and none older
+# than SNAPSHOT_PARTS_KEPT, completes it instead: the objects of the cluster that no part
+# named and whose state is older than the snapshot's first part are removed as a full
+# snapshot removes them, and the rows of that snapshot and of every one observed no later are
+# dropped. A replayed part is not fresh and does nothing; a snapshot that never completes
+# removes nothing. Two parts of one cluster committing at the same time may each miss the
+# other (this statement reads the table as it was when it began): that snapshot then never
+# completes, which is safe; the agent sends parts one after another anyway.
+def _apply_reports(*, parts: bool) -> bytes:
+    """The ingest statement; with `parts`, for reports that are parts of a snapshot."""
+    columns = f", {_PART}" if parts else ""
+    vanished = _VANISHED_FROM_PARTS if parts else _VANISHED_FROM_SNAPSHOT
+    return f"""
 WITH report AS (
-    SELECT a.ord, {_REPORT} FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS a (r, ord)
+    SELECT a.ord, {_REPORT}{columns}
+    FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS a (r, ord)
 ),
 me AS (
     SELECT r.ord, c.id, c.name, c.environment, c.cluster_type
@@ -242,18 +341,7 @@ upserted AS (
       AND (t.removed_at IS NOT NULL
            OR ({_columns("t")}) IS DISTINCT FROM ({_columns("EXCLUDED")}))
     RETURNING t.id, t.cluster_id, t.changed_at, {_columns("t")}
-),
-vanished AS (
-    UPDATE object_state t SET removed_at = f.observed_at, changed_at = f.observed_at
-    FROM fresh f
-    WHERE f.full_snapshot
-      AND t.cluster_id = f.id AND t.removed_at IS NULL
-      AND (t.changed_at < f.observed_at OR t.changed_at > f.not_after)
-      AND (t.cluster_id, t.reconciler, t.kind, t.namespace, t.name)
-          NOT IN (SELECT cluster_id, {_KEY_COLUMNS} FROM incoming)
-    RETURNING t.id, t.cluster_id, t.changed_at, {_columns("t")}
-),
-recorded AS (
+),{vanished}recorded AS (
     INSERT INTO status_transition (observed_at, cluster_id, object_id, {_STATE}, removed)
     SELECT u.changed_at, u.cluster_id, u.id, {_columns("u")}, false FROM upserted u
     UNION ALL
@@ -319,6 +407,11 @@ LEFT JOIN changed ON changed.cluster_id = f.id
 ORDER BY r.ord
 """.encode()  # noqa: S608 - composed from the constants above, never from input
 
+
+APPLY_REPORTS = _apply_reports(parts=False)
+APPLY_SNAPSHOT_PARTS = _apply_reports(parts=True)
+
+
 # Statements one process keeps running on one source at a time; reports arriving meanwhile
 # wait and go out together. Two keeps the store busy while the hub reads the previous
 # results, without handing it more concurrent work than its cores take.
@@ -348,7 +441,8 @@ class _Pending:
     """A report waiting for its batch, and the caller's answer."""
 
     cluster_name: str
-    document: bytes  # the report as APPLY_REPORTS takes it: its values in REPORT_TYPES order
+    statement: bytes  # APPLY_REPORTS, or APPLY_SNAPSHOT_PARTS for a part of a snapshot
+    document: bytes  # the report as the statement takes it: its values in REPORT_TYPES order
     record_count: int
     result: asyncio.Future[AppliedReport]
     taken: bool = False
@@ -362,7 +456,7 @@ async def _execute(statements: Statements, batch: list[_Pending]) -> list[Applie
     async with statements.connection() as connection:
         cursor = AsyncRawCursor(connection)
         await cursor.execute(
-            APPLY_REPORTS,
+            batch[0].statement,
             (Jsonb([pending.document for pending in batch], dumps=_json_array),),
             prepare=True,
         )
@@ -475,7 +569,8 @@ class _ReportBatcher:
             self._running -= 1
 
     def _take(self) -> list[_Pending]:
-        """The next batch: queued reports in arrival order, one per cluster, within bounds.
+        """The next batch: queued reports in arrival order, one per cluster, within bounds,
+        all for the same statement (a part of a snapshot ends a batch of other reports).
 
         A later report of a cluster already in the batch stays queued, ahead of any report
         that arrives after it, so no report of a cluster goes out before an earlier one.
@@ -492,7 +587,7 @@ class _ReportBatcher:
                 deferred.append(pending)
                 continue
             size += len(pending.document)
-            if batch and size > MAX_BATCH_BYTES:
+            if batch and (size > MAX_BATCH_BYTES or pending.statement is not batch[0].statement):
                 self._queue.appendleft(pending)
                 break
             pending.taken = True
@@ -524,33 +619,41 @@ async def apply_report(
     claimed_environment: str | None,
     claimed_cluster_type: str | None,
     skipped_kinds: Sequence[Mapping[str, str]],
+    snapshot_part: tuple[str, int, int] | None,
     busy_timeout: float,
 ) -> AppliedReport:
-    """Apply one report in the next batch of its Statements source.
+    """Apply one report in the next batch of its Statements source; `snapshot_part` is the
+    snapshot id, part index and part count of a part of a snapshot.
 
     Raises PoolTimeout when no batch takes the report within `busy_timeout` seconds.
     """
-    document = orjson.dumps(
-        (
-            token_hash,
-            cluster_name,
-            boot_id,
-            agent_version,
-            instance,
-            sequence,
-            observed_at,
-            received_at,
-            not_after,
-            not_before,
-            full_snapshot,
-            claimed_environment,
-            claimed_cluster_type,
-            records,
-            skipped_kinds,
-        )
+    values: tuple[object, ...] = (
+        token_hash,
+        cluster_name,
+        boot_id,
+        agent_version,
+        instance,
+        sequence,
+        observed_at,
+        received_at,
+        not_after,
+        not_before,
+        full_snapshot,
+        claimed_environment,
+        claimed_cluster_type,
+        records,
+        skipped_kinds,
     )
+    statement = APPLY_REPORTS
+    if snapshot_part is not None:
+        statement = APPLY_SNAPSHOT_PARTS
+        values += snapshot_part
     pending = _Pending(
-        cluster_name, document, len(records), asyncio.get_running_loop().create_future()
+        cluster_name,
+        statement,
+        orjson.dumps(values),
+        len(records),
+        asyncio.get_running_loop().create_future(),
     )
     batcher = _batchers.get(statements)
     if batcher is None:

@@ -1,12 +1,12 @@
 """POST /api/v1/reports: the agent's way in."""
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
 from hub.deps import BearerDep, ClockDep, SettingsDep, StatementsDep
 from hub.errors import FleetmarkError, InvalidInput, PayloadTooLarge, error_responses
 from hub.ingest import service
-from hub.ingest.schemas import Report, ReportReply
+from hub.ingest.schemas import MAX_REPORT_BYTES_HEADER, Report, ReportReply
 
 router = APIRouter(prefix="/api/v1", tags=["ingest"])
 
@@ -18,14 +18,28 @@ REPORT_COMPONENTS = REPORT_SCHEMA.pop("$defs", {}) | {"Report": REPORT_SCHEMA}
 
 async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
+    headers = {MAX_REPORT_BYTES_HEADER: str(limit)}
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"the report is {declared} bytes; the limit is {limit}")
+        raise PayloadTooLarge(
+            f"the report is {declared} bytes; the limit is {limit}", headers=headers
+        )
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
-            raise PayloadTooLarge(f"the report is over the limit of {limit} bytes")
+            raise PayloadTooLarge(f"the report is over the limit of {limit} bytes", headers=headers)
     return bytes(body)
+
+
+_LIMIT_HEADER = {
+    MAX_REPORT_BYTES_HEADER: {
+        "schema": {"type": "integer"},
+        "description": "The largest report body this hub takes, in bytes: an agent sends a "
+        "full snapshot over it in parts (`snapshot_part`).",
+    }
+}
+_RESPONSES = error_responses(401, 403, 413, 422, 503)
+_RESPONSES[413]["headers"] = _LIMIT_HEADER
 
 
 @router.post(
@@ -37,10 +51,11 @@ async def _read_body(request: Request, limit: int) -> bytes:
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Report"}}},
         }
     },
-    responses=error_responses(401, 403, 413, 422, 503),
+    responses={200: {"headers": _LIMIT_HEADER}, **_RESPONSES},
 )
 async def post_report(
     request: Request,
+    response: Response,
     credentials: BearerDep,
     statements: StatementsDep,
     settings: SettingsDep,
@@ -73,4 +88,5 @@ async def post_report(
         busy_timeout=settings.database_pool_timeout,
     )
     request.app.state.metrics.record_report(reply)
+    response.headers[MAX_REPORT_BYTES_HEADER] = str(settings.max_report_bytes)
     return reply

@@ -19,6 +19,10 @@ from pydantic_core import PydanticCustomError
 REPORT_SCHEMA = "fleetmark.report/v1"
 MAX_MESSAGE_CHARS = 16_384
 MAX_OBJECTS = 20_000
+MAX_SNAPSHOT_PARTS = 10_000
+# Every reply to a report, 413 included, says the largest body the hub takes, so that an
+# agent splits its full snapshots below it.
+MAX_REPORT_BYTES_HEADER = "X-Fleetmark-Max-Report-Bytes"
 TRUNCATION_MARK = "… [truncated by fleetmark]"
 # Validation context key: True when the raw body may carry a NUL character (see Report).
 MAY_HOLD_NUL = "may_hold_nul"
@@ -135,6 +139,22 @@ class SkippedKind(Strict):
     reason: ShortText
 
 
+class SnapshotPart(Strict):
+    """Where a report stands in a full snapshot sent in several reports (too large for one)."""
+
+    id: Annotated[str, StringConstraints(min_length=1, max_length=64)] = Field(
+        description="The snapshot's id, the same in each of its parts; the agent makes it."
+    )
+    index: int = Field(ge=0, lt=MAX_SNAPSHOT_PARTS, description="This part's place, from 0.")
+    count: int = Field(ge=1, le=MAX_SNAPSHOT_PARTS, description="The snapshot's parts.")
+
+    @model_validator(mode="after")
+    def _within_count(self) -> "SnapshotPart":
+        if self.index >= self.count:
+            raise ValueError(f"index {self.index} is not below count {self.count}")
+        return self
+
+
 class Report(Strict):
     report_schema: Literal["fleetmark.report/v1"] = Field(alias="schema")
     cluster: ClusterIdentity
@@ -147,6 +167,12 @@ class Report(Strict):
         default_factory=list,
         max_length=256,
         description="Kinds the agent could not watch; absent from `objects` for that reason.",
+    )
+    snapshot_part: SnapshotPart | None = Field(
+        default=None,
+        description="This report is one part of a full snapshot: its records are taken as a "
+        "change report's, and objects missing from every part are removed once all have "
+        "arrived. `full_snapshot` is then false.",
     )
 
     @classmethod
@@ -171,6 +197,15 @@ class Report(Strict):
                 raise ValueError(
                     "; ".join(f"{path}: must not contain a NUL character" for path in paths)
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _part_is_no_whole_snapshot(self) -> "Report":
+        if self.snapshot_part is not None and self.full_snapshot:
+            raise ValueError(
+                "full_snapshot must be false in a part of a snapshot (snapshot_part): "
+                "only all its parts together list every object"
+            )
         return self
 
     @model_validator(mode="after")

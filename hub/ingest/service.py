@@ -149,6 +149,7 @@ async def ingest(
     # An agent clock running ahead (within the skew the schema allows) must not pin state in
     # the future: the time is the hub's, so the next report is newer.
     observed_at = min(report.observed_at, received_at)
+    part = report.snapshot_part
     applied = await repository.apply_report(
         statements,
         token_hash=hash_token(token_secret, token),
@@ -166,6 +167,7 @@ async def ingest(
         claimed_environment=report.cluster.environment,
         claimed_cluster_type=report.cluster.cluster_type,
         skipped_kinds=[skipped.model_dump() for skipped in report.skipped_kinds],
+        snapshot_part=None if part is None else (part.id, part.index, part.count),
         busy_timeout=busy_timeout,
     )
     cluster = applied.cluster

@@ -24,6 +24,7 @@ from hub.models.observed import (
     AgentSession,
     ClusterHeartbeat,
     ObjectState,
+    SnapshotPart,
     deployed_part,
     status_transition,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "ScheduledAssignment",
     "SchedulingError",
     "SchedulingTarget",
+    "SnapshotPart",
     "Workload",
     "Workspace",
     "deployed_part",

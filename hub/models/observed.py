@@ -3,7 +3,8 @@
 `object_state` holds the current state per (cluster, reconciler object) and is updated on
 ingest; `status_transition` keeps every change of that state over time (a TimescaleDB
 hypertable when the extension exists); `cluster_heartbeat` counts reports per cluster in
-coarse time buckets for availability history; `agent_session` makes ingest idempotent.
+coarse time buckets for availability history; `agent_session` makes ingest idempotent;
+`snapshot_part` keeps the parts of a full snapshot sent in several reports until the last.
 """
 
 from datetime import datetime
@@ -32,6 +33,9 @@ from hub.models.base import Base
 HEARTBEAT_BUCKET = "5 minutes"
 # How many sequence numbers behind the newest one a late report is still recognised.
 REPLAY_WINDOW = 63
+# How long the parts of a snapshot wait for the rest, counted from the newest part of the
+# cluster to arrive; older parts are dropped (their snapshot removes nothing).
+SNAPSHOT_PARTS_KEPT = "1 hour"
 
 
 class AgentSession(Base):
@@ -54,6 +58,27 @@ class AgentSession(Base):
     # Kinds the agent was set to watch but skipped (e.g. their CRD is absent), as reported
     # with its newest sequence: [{"kind", "api_group", "reason"}].
     skipped_kinds: Mapped[list[dict[str, str]]] = mapped_column(JSONB, server_default="[]")
+
+
+class SnapshotPart(Base):
+    """One part of a full snapshot that came in several reports, until the snapshot is whole.
+
+    A row per part, not per object: the keys of the objects the part named, as a JSON array
+    of [reconciler, kind, namespace, name]. The last part to arrive removes the objects no
+    part named and drops the rows (hub/ingest/repository.py).
+    """
+
+    __tablename__ = "snapshot_part"
+
+    cluster_id: Mapped[int] = mapped_column(
+        ForeignKey("cluster.id", ondelete="CASCADE"), primary_key=True
+    )
+    snapshot_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    part_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    part_count: Mapped[int] = mapped_column(Integer)
+    observed_at: Mapped[datetime]
+    received_at: Mapped[datetime]
+    keys: Mapped[list[list[str]]] = mapped_column(JSONB)
 
 
 class ObjectState(Base):

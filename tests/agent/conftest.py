@@ -92,6 +92,8 @@ class FakeHub:
     down: bool = False
     reject: dict[int, tuple[int, dict[str, str]]] = field(default_factory=dict)
     lose_reply_for: set[int] = field(default_factory=set)
+    # The largest body taken (stated in every reply, as the hub does); None: no limit.
+    max_report_bytes: int | None = None
     taken: dict[tuple[str, int], Report] = field(default_factory=dict)
     # Every request that reached the hub: (boot id, sequence, duplicate or None if refused).
     seen: list[tuple[str, int, bool | None]] = field(default_factory=list)
@@ -99,6 +101,11 @@ class FakeHub:
     def handler(self, request: httpx.Request) -> httpx.Response:
         if self.down:
             raise httpx.ConnectError("connection refused", request=request)
+        limit = self.max_report_bytes
+        headers = {} if limit is None else {"X-Fleetmark-Max-Report-Bytes": str(limit)}
+        if limit is not None and len(request.content) > limit:
+            body = {"error": "payload_too_large", "detail": f"the limit is {limit}"}
+            return httpx.Response(413, json=body, headers=headers)
         report = Report.model_validate_json(request.content)
         key = (report.agent.boot_id, report.sequence)
         if request.headers.get("Authorization") != f"Bearer {self.token}":
@@ -121,7 +128,7 @@ class FakeHub:
             "duplicate": duplicate,
             "warnings": [],
         }
-        return httpx.Response(200, json=reply)
+        return httpx.Response(200, json=reply, headers=headers)
 
     def delivered(self) -> list[tuple[str, int]]:
         """(boot id, sequence) of each report taken, in the order the hub first took them."""
@@ -172,9 +179,10 @@ class LiveHub:
 
     BOUND = 15.0  # seconds the server may take to come up or go down
 
-    def __init__(self, database_url: str, clock: Callable[[], datetime]) -> None:
+    def __init__(self, database_url: str, clock: Callable[[], datetime], **settings: Any) -> None:
         self.database_url = database_url
         self.clock = clock
+        self.settings = settings
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.apps: list[FastAPI] = []
@@ -183,7 +191,7 @@ class LiveHub:
 
     def start(self) -> None:
         assert self._server is None, "the hub is already running"
-        app = create_app(hub_settings(), self.database_url, clock=self.clock)
+        app = create_app(hub_settings(**self.settings), self.database_url, clock=self.clock)
         self.apps.append(app)
         config = uvicorn.Config(
             app,

@@ -19,6 +19,7 @@ from agent.client import (
     NotAuthorised,
     Reply,
     ReportRejected,
+    ReportTooLarge,
     Withheld,
 )
 from tests.agent.conftest import TOKEN, Sleeps, make_report, write_token
@@ -430,3 +431,40 @@ async def test_a_ca_bundle_is_loaded_and_a_missing_one_fails_at_once(token_file:
         assert client.url == "https://hub.test/api/v1/reports"
     with pytest.raises(FileNotFoundError):
         HubClient("https://hub.test", token_file=token_file, ca_file=token_file.parent / "none")
+
+
+LIMIT = "X-Fleetmark-Max-Report-Bytes"
+
+
+async def test_the_hubs_limit_is_learnt_from_its_replies(token_file: Path, sleeps: Sleeps) -> None:
+    handler, _ = scripted(httpx.Response(200, json=OK, headers={LIMIT: "1048576"}))
+    async with client_for(handler, token_file, sleeps, max_report_bytes=4096) as client:
+        assert client.max_report_bytes == 4096  # the configured default, until the hub says
+        await client.send(make_report(1))
+
+        assert client.max_report_bytes == 1_048_576
+
+
+async def test_a_413_is_too_large_and_gives_the_hubs_limit(
+    token_file: Path, sleeps: Sleeps
+) -> None:
+    body = {"error": "payload_too_large", "detail": "the report is 9000 bytes; the limit is 2048"}
+    handler, requests = scripted(httpx.Response(413, json=body, headers={LIMIT: "2048"}))
+    async with client_for(handler, token_file, sleeps, attempts=3) as client:
+        with pytest.raises(ReportTooLarge) as raised:
+            await client.send(make_report(1))
+
+        assert client.max_report_bytes == 2048
+    assert len(requests) == 1
+    assert raised.value.status == 413
+
+
+async def test_a_413_that_names_no_limit_halves_the_body_it_refused(
+    token_file: Path, sleeps: Sleeps
+) -> None:
+    handler, requests = scripted(httpx.Response(413, text="<html>Too Large</html>"))
+    async with client_for(handler, token_file, sleeps) as client:
+        with pytest.raises(ReportTooLarge):
+            await client.send(make_report(1))
+
+        assert client.max_report_bytes == len(requests[0].content) // 2

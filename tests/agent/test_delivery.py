@@ -696,3 +696,106 @@ async def test_end_to_end_a_restarted_agent_delivers_its_earlier_boots_spool_fir
     }
     assert live_hub.reports("duplicate") == 0.0
     assert TOKEN not in token_file.read_text()
+
+
+# --- full snapshots over the hub's limit -------------------------------------------------------
+
+
+def fleet_of(count: int, revision: str = V1) -> list[ObjectRecord]:
+    return [record(f"app-{index:05d}", revision) for index in range(count)]
+
+
+def kept_aside(spool: Spool) -> list[Path]:
+    return sorted((spool.directory / "rejected").iterdir())
+
+
+async def test_a_snapshot_over_the_hubs_limit_goes_in_parts_under_it(
+    reporter: Reporter, fake_hub: FakeHub, hub_client: HubClient
+) -> None:
+    fake_hub.max_report_bytes = 20_000
+    await reporter.submit(apps("a"), full_snapshot=False, now=at(0))  # the hub states its limit
+    assert hub_client.max_report_bytes == 20_000
+
+    outcome = await reporter.submit(fleet_of(100), full_snapshot=True, now=at(1))
+
+    assert outcome is Outcome.SENT
+    parts = [fake_hub.taken[key] for key in fake_hub.delivered()[1:]]
+    assert len(parts) > 1
+    assert all(len(part.to_json()) <= 20_000 * 0.9 for part in parts)
+    assert [part.sequence for part in parts] == list(range(2, 2 + len(parts)))
+    places = [part.snapshot_part for part in parts]
+    assert len({place.id for place in places if place}) == 1
+    assert [(place.index, place.count) for place in places if place] == [
+        (index, len(parts)) for index in range(len(parts))
+    ]
+    assert not any(part.full_snapshot for part in parts)
+    assert [record.name for part in parts for record in part.objects] == [
+        record.name for record in fleet_of(100)
+    ]
+
+
+async def test_a_snapshot_refused_as_too_large_is_sent_again_in_parts(
+    reporter: Reporter, fake_hub: FakeHub, spool: Spool
+) -> None:
+    # The agent does not know the hub's limit yet (it assumes 4 MiB), and the hub is away.
+    fake_hub.down = True
+    await reporter.submit(fleet_of(100), full_snapshot=True, now=at(0))
+    await reporter.submit(apps("late"), full_snapshot=False, now=at(1))
+    fake_hub.down, fake_hub.max_report_bytes = False, 20_000
+
+    assert await reporter.flush(at(RETRY)) == 0
+
+    delivered = [fake_hub.taken[key] for key in fake_hub.delivered()]
+    # The refused snapshot's parts go behind what was spooled after it.
+    assert delivered[0].objects[0].name == "late"
+    parts = delivered[1:]
+    assert len(parts) > 1
+    assert all(part.snapshot_part for part in parts)
+    assert sum(len(part.objects) for part in parts) == 100
+    assert kept_aside(spool) == []
+    assert reporter.counters == DeliveryCounters(
+        spooled=2 + len(parts), replayed=1 + len(parts), split=1
+    )
+
+
+async def test_a_report_that_cannot_be_split_under_the_limit_is_rejected(
+    reporter: Reporter, fake_hub: FakeHub, spool: Spool
+) -> None:
+    fake_hub.max_report_bytes = 600
+
+    outcome = await reporter.submit(apps("a"), full_snapshot=True, now=at(0))
+
+    assert outcome is Outcome.REJECTED
+    assert len(kept_aside(spool)) == 2  # the report and its reason
+    assert reporter.counters == DeliveryCounters(rejected=1)
+
+
+async def test_end_to_end_deletions_in_a_large_cluster_reach_the_hub_in_parts(
+    live_hub: LiveHub, hub_engine: AsyncEngine, tmp_path: Path
+) -> None:
+    live_hub.settings["max_report_bytes"] = 32_768
+    await asyncio.to_thread(live_hub.start)
+    token_file = tmp_path / "token"
+    write_token(token_file, await register_cluster(hub_engine, "drone-dev-1", "dev"))
+    spool = Spool(tmp_path / "spool", max_bytes=10_000_000)
+    client, reporter = await live_reporter(live_hub, token_file, spool, httpx.AsyncHTTPTransport())
+    fleet = fleet_of(400)
+
+    async with client:
+        # The first snapshot is refused whole (the agent assumes 4 MiB): it learns the limit.
+        assert await reporter.submit(fleet, full_snapshot=True, now=at(0)) is Outcome.SENT
+        assert client.max_report_bytes == 32_768
+        # Ten objects are deleted from the cluster; the next snapshot goes in parts at once.
+        assert await reporter.submit(fleet[10:], full_snapshot=True, now=at(300)) is Outcome.SENT
+
+    async with AsyncSession(hub_engine) as session:
+        objects = await Store(session).objects("drone-dev-1")
+
+    assert len(objects) == 400
+    gone = {name for name, row in objects.items() if row["removed_at"] is not None}
+    assert gone == {record.name for record in fleet[:10]}
+    assert all(objects[name]["removed_at"] == at(300) for name in gone)
+    assert reporter.counters.split == 1
+    assert reporter.counters.rejected == 0
+    # Every report but the one refused as too large (sequence 1) was taken.
+    assert live_hub.reports("accepted") == reporter.sequence - 1

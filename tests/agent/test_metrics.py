@@ -94,8 +94,11 @@ async def test_metrics_count_what_was_sent_spooled_and_rejected(
     assert samples[reports("rejected")] == 1
     assert samples[reports("spooled")] == 1
     assert samples[reports("replayed")] == 0
+    assert samples[reports("split")] == 0
     (spooled,) = (tmp_path / "spool").glob("*.json")
-    assert samples[("fleetmark_agent_spool_bytes", ())] == spooled.stat().st_size
+    # The rejected report and its reason count against the spool's bound too.
+    rejected = sum(path.stat().st_size for path in (tmp_path / "spool" / "rejected").iterdir())
+    assert samples[("fleetmark_agent_spool_bytes", ())] == spooled.stat().st_size + rejected
     assert samples[("fleetmark_agent_spool_reports", ())] == 1
     assert samples[("fleetmark_agent_watch_restarts_total", ())] == 1
     assert samples[("fleetmark_agent_leader", ())] == 1

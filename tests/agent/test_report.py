@@ -6,6 +6,7 @@ from datetime import datetime
 import pytest
 from pydantic import ValidationError
 
+from agent.client import MAX_REPORT_BYTES_HEADER
 from agent.report import (
     MAX_MESSAGE_CHARS,
     MAX_TEXT_CHARS,
@@ -14,7 +15,9 @@ from agent.report import (
     ObjectRecord,
     Report,
     SkippedKind,
+    SnapshotPart,
     Source,
+    split,
 )
 from hub.ingest import schemas as hub
 from tests.agent.examples import EARLIER_AT, NOW, SHA_A
@@ -174,3 +177,43 @@ def test_cluster_text_is_made_to_fit_what_the_hub_stores() -> None:
 def test_record_without_a_name_cannot_be_built() -> None:
     with pytest.raises(ValidationError, match="name must not be empty"):
         kustomization(name="\x00")
+
+
+def test_hub_accepts_the_parts_of_a_snapshot_split_under_a_limit() -> None:
+    whole = report(*(kustomization(f"app-{index:03d}") for index in range(60)))
+
+    parts = split(whole, 8_000, snapshot_id="5b0f8f3e-snap")
+
+    assert len(parts) > 1
+    received = [hub.Report.model_validate_json(part.to_json()) for part in parts]
+    assert all(len(part.to_json()) <= 8_000 for part in parts)
+    assert [
+        (r.snapshot_part.id, r.snapshot_part.index, r.snapshot_part.count)
+        for r in received
+        if r.snapshot_part
+    ] == [("5b0f8f3e-snap", index, len(parts)) for index in range(len(parts))]
+    assert not any(r.full_snapshot for r in received)
+    assert [o.name for r in received for o in r.objects] == [o.name for o in whole.objects]
+
+
+def test_a_report_that_fits_is_sent_as_it_is_without_a_part() -> None:
+    whole = report(kustomization())
+
+    assert split(whole, 8_000, snapshot_id="s") == [whole]
+    assert "snapshot_part" not in json.loads(whole.to_json())
+
+
+def test_a_part_cannot_claim_to_be_a_whole_snapshot() -> None:
+    with pytest.raises(ValidationError, match="not a full snapshot"):
+        report(kustomization()).model_validate(
+            {
+                **json.loads(report(kustomization()).to_json()),
+                "snapshot_part": {"id": "s", "index": 0, "count": 2},
+            }
+        )
+    with pytest.raises(ValidationError, match="index 2 is not below count 2"):
+        SnapshotPart(id="s", index=2, count=2)
+
+
+def test_agent_and_hub_name_the_same_limit_header() -> None:
+    assert MAX_REPORT_BYTES_HEADER == hub.MAX_REPORT_BYTES_HEADER

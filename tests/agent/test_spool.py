@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from agent.report import Report
+from agent.report import Report, SnapshotPart
 from agent.spool import Spool, SpooledReport, SpoolFull
 from tests.agent.conftest import make_report, reason_of, record
 
@@ -355,7 +355,9 @@ def test_a_rejected_report_moves_to_rejected_with_the_hubs_reason(tmp_path: Path
     assert kept.read_bytes() == report(1).to_json()
     assert reason_of(kept) == reason
     assert queued(spool) == [(BOOT, 2, False)]
-    assert spool.used_bytes == size(2)
+    # The rejected copy still counts against the spool's bound.
+    reason_bytes = kept.with_name(kept.name + ".reason.json").stat().st_size
+    assert spool.used_bytes == size(2) + size(1) + reason_bytes
 
 
 def test_a_report_rejected_before_it_was_spooled_is_kept_too(tmp_path: Path) -> None:
@@ -396,3 +398,82 @@ def test_set_aside_folders_keep_only_the_newest_files(tmp_path: Path) -> None:
 def test_max_bytes_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="max_bytes"):
         Spool(tmp_path, max_bytes=0)
+
+
+def rejected_files(directory: Path) -> list[str]:
+    return sorted(path.name for path in (directory / "rejected").iterdir())
+
+
+def test_rejected_reports_count_against_the_bound_and_make_way_for_the_queue(
+    tmp_path: Path,
+) -> None:
+    bound = 2 * size(1) + 4 * size(3) // 2
+    spool = Spool(tmp_path, max_bytes=bound)
+    for sequence in (1, 2):
+        spool.keep_rejected(report(sequence), {"status": 422})
+    held = spool.used_bytes
+    assert held > 2 * size(1)
+
+    # Queued reports take the room the rejected copies held, the oldest copy going first.
+    with capture_logs() as logs:
+        for sequence in range(3, 7):
+            spool.put(report(sequence))
+
+    assert spool.used_bytes <= bound
+    assert len(spool) == 4
+    assert not any(f"-{1:020d}-" in name for name in rejected_files(tmp_path))
+    assert any(entry["event"] == "spool removed an old set-aside file" for entry in logs)
+    # A restarted agent counts what rejected/ holds too.
+    assert Spool(tmp_path, max_bytes=bound).used_bytes == spool.used_bytes
+
+
+def test_a_rejected_copy_over_the_bound_is_not_kept(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, max_bytes=size(1) + size(2))
+    spool.put(report(1))
+    spool.put(report(2))
+
+    spool.keep_rejected(report(3, full=True), {"status": 422})
+
+    assert rejected_files(tmp_path) == []
+    assert spool.used_bytes == size(1) + size(2)
+    assert len(spool) == 2
+
+
+def part(sequence: int, index: int, count: int) -> Report:
+    return report(sequence).model_copy(
+        update={"snapshot_part": SnapshotPart(id="snap", index=index, count=count)}
+    )
+
+
+def test_parts_of_a_snapshot_are_named_as_parts_and_read_back(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, max_bytes=1_000_000)
+    for index in range(3):
+        spool.put(part(index + 1, index, 3))
+
+    assert files(tmp_path) == [
+        f"00000001-{BOOT}-{index + 1:020d}-part-{index:05d}-of-00003.json" for index in range(3)
+    ]
+    assert [found.snapshot_part for found in drain(Spool(tmp_path, max_bytes=1_000_000))] == [
+        SnapshotPart(id="snap", index=index, count=3) for index in range(3)
+    ]
+
+
+def test_a_snapshot_in_parts_supersedes_only_once_its_last_part_is_queued(
+    tmp_path: Path,
+) -> None:
+    parts_bytes = sum(len(part(5 + index, index, 3).to_json()) for index in range(3))
+    # Short by a little more than a snapshot part says about itself.
+    spool = Spool(tmp_path, max_bytes=size(1, full=True) + 3 * size(2) + parts_bytes - 60)
+    spool.put(report(1, full=True))
+    for sequence in (2, 3, 4):
+        spool.put(report(sequence))
+    for index in range(2):
+        spool.put(part(5 + index, index, 3))
+    # Room is short, but the snapshot is not whole yet: nothing it would supersede goes.
+    with pytest.raises(SpoolFull):
+        spool.put(report(7))
+
+    dropped = spool.put(part(7, 2, 3))
+
+    assert [entry.sequence for entry in dropped] == [1]
+    assert [entry.sequence for entry in spool] == [2, 3, 4, 5, 6, 7]
