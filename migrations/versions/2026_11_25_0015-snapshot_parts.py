@@ -5,7 +5,7 @@ the hub's body limit (report field `snapshot_part`). Each part's records are app
 change report's; a row per part keeps the keys of the objects it named, and the last part
 to arrive removes the objects that no part named (hub/ingest/repository.py).
 
-Revision ID: 0016_snapshot_parts
+Revision ID: 0015_snapshot_parts
 Revises: 0014_discovered_from
 Create Date: 2026-11-25 23:30:00
 """
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0016_snapshot_parts"
+revision: str = "0015_snapshot_parts"
 down_revision: str | None = "0014_discovered_from"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
