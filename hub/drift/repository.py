@@ -162,7 +162,7 @@ WITH spelling AS (
 tracking AS (
     SELECT o.id AS object_id, o.cluster_id, c.cluster_type_id, o.reconciler, o.kind,
            o.namespace, o.name, o.source_url, o.url_ref AS source_ref, o.source_path,
-           o.applied_revision, o.applied_sha, o.ready, o.reason, o.message,
+           o.applied_revision, o.applied_sha, o.applied_version, o.ready, o.reason, o.message,
            o.drifted AS live_drift, o.suspended
     FROM object_state o
     JOIN cluster c ON c.id = o.cluster_id AND c.decommissioned_at IS NULL
@@ -173,6 +173,8 @@ judged AS MATERIALIZED (
     SELECT t.*, b.id AS branch_id, head.sha AS head_sha, hb.position AS head_position,
         CASE
             WHEN head.sha IS NULL THEN 'untracked'
+            WHEN t.applied_sha IS NULL AND t.applied_revision IS NOT NULL
+             AND t.applied_version IS NULL THEN 'unknown_revision'
             WHEN t.applied_sha IS NULL AND t.applied_revision IS NOT NULL THEN 'no_commit'
             WHEN t.applied_sha IS NULL THEN 'not_applied'
             WHEN ac.id = b.head_commit_id THEN 'at_head'

@@ -108,7 +108,8 @@ class DriftItem(BaseModel):
         description="How the applied revision compares with the head: at_head; ahead (a "
         "descendant of the head, harvested on another branch); behind; diverged (harvested, "
         "but neither the head, an ancestor nor a descendant of it); unknown_revision (a commit "
-        "not harvested, e.g. newer than the last harvest); not_applied (nothing applied yet); "
+        "not harvested, e.g. newer than the last harvest, or a revision of no known form); "
+        "not_applied (nothing applied yet); "
         "no_commit (a chart version or digest, not comparable); untracked."
     )
     applied_revision: str | None

@@ -81,6 +81,7 @@ from hub.gate import repository as gate_repository
 from hub.gate.policy import format_duration
 from hub.gate.service import UnknownEnvironment
 from hub.harvest.urls import spelled_repository
+from hub.revisions import UNKNOWN_FORM
 from hub.settings import HubSettings
 
 __all__ = [
@@ -260,7 +261,9 @@ def _reasons(row: Mapping[str, Any], stale: bool, now: datetime) -> list[DriftRe
         found.append(
             DriftReason(
                 reason=Reason.UNKNOWN_REVISION,
-                detail=f"applied {_short(row['applied_sha'])}, which is not in the harvested "
+                detail=f"applied {row['applied_revision']!r}, which {UNKNOWN_FORM}"
+                if row["applied_sha"] is None
+                else f"applied {_short(row['applied_sha'])}, which is not in the harvested "
                 f"history of {row['repository']} (yet)",
             )
         )

@@ -55,6 +55,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from hub.revisions import UNKNOWN_FORM, parse_revision
+
 __all__ = [
     "MAX_SOAK",
     "REASONS_NAMED",
@@ -354,6 +356,8 @@ def _explanation(
                 f"no report for {format_duration(now - facts.last_seen_at)} "
                 f"(stale after {format_duration(options.stale_after)})"
             )
+        case ClusterState.UNKNOWN_REVISION if not parse_revision(facts.applied_revision).known:
+            return f"applied {facts.applied_revision!r}, which {UNKNOWN_FORM}"
         case ClusterState.UNKNOWN_REVISION:
             return f"applied {facts.applied_revision}, which is not in the harvested history yet"
         case ClusterState.NOT_APPLIED if facts.applied_revision is None:

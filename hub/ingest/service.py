@@ -56,7 +56,8 @@ def _row(record: ObjectRecord) -> repository.Record:
         _url_ref(record),
         record.applied_revision,
         applied.sha,
-        applied.version or applied.digest,
+        # No version for a revision of no known form: what it names is unknown.
+        (applied.version if applied.known else None) or applied.digest,
         record.attempted_revision,
         _revision(record.attempted_revision).sha,
         record.ready,

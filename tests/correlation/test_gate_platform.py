@@ -12,6 +12,7 @@ from hub.gate import service
 from hub.gate.policy import ClusterState, Verdict
 from hub.gate.schemas import GateCluster, GateResult
 from hub.models import Cluster
+from hub.revisions import UNKNOWN_FORM
 from tests.correlation.drifting import drift, evaluate, rows
 from tests.correlation.fleet import ROOT, Fleet
 from tests.support import FakeClock
@@ -498,3 +499,26 @@ async def test_a_long_soak_gives_its_end_and_names_the_clusters_that_must_report
     # Oldest report first: each goes stale (10 minutes) before the soak ends.
     assert result.reports_needed == ["drone-02", "large-01", "small-01", "drone-01"]
     assert result.reports_needed_count == 4
+
+
+async def test_a_revision_of_no_known_form_is_unknown_to_the_gate_and_drift_saying_why(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    head = dev.platform_heads["dev"]
+    run_everywhere(dev, head)
+    # A shortened sha: no known revision form.
+    dev.clusters["drone-01"].run_platform(head[:7])
+    await dev.report()
+
+    result = await gate(session, clock, head)
+    await evaluate(session, clock)
+    report = await drift(session, clock)
+
+    said = f"applied 'dev@sha1:{head[:7]}', which {UNKNOWN_FORM}"
+    on_it = by_name(result)["drone-01"]
+    assert (on_it.state, on_it.explanation) == (ClusterState.UNKNOWN_REVISION, said)
+    row = rows(report)[("drone-01", f"Kustomization/{ROOT}")]
+    assert row.revision == "unknown_revision"
+    assert [(reason.reason.value, reason.detail) for reason in row.reasons] == [
+        ("unknown_revision", said)
+    ]
