@@ -9,7 +9,7 @@ import yaml
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.scheduling import service
-from hub.scheduling.schemas import ScheduleRequest
+from hub.scheduling.schemas import EnvironmentOutcome, Problem, ScheduleRequest
 from tests.conftest import hub_settings
 from tests.scheduler_core import scenario
 from tests.scheduling.conftest import Schedule
@@ -48,21 +48,17 @@ def data(platform: Platform, path: str) -> dict[str, str]:
     return document["data"]
 
 
-async def test_broken_template_keeps_its_assignments_output_and_the_others_are_written(
-    schedule: Schedule,
-    control_plane: ControlPlane,
-    platform: Platform,
-    client: httpx.AsyncClient,
-    read_token: str,
-) -> None:
+async def fail_large_with(
+    schedule: Schedule, control_plane: ControlPlane, platform: Platform, argocd: str
+) -> tuple[EnvironmentOutcome, EnvironmentOutcome, Problem]:
+    """Schedule dev, then again with a change reaching both dev assignments and a promoted
+    main whose argocd template (large's reconciler) is `argocd`; check that large failed alone,
+    kept its output, and that drone's change was written. The first run, the second and its
+    one error."""
     first = await schedule("dev")
     before = platform.files("dev")
-    # One change that reaches both dev assignments, and a promoted main whose argocd template
-    # (large's reconciler) does not parse.
     control_plane.commit("dev", {DEV_CONFIG: dev_config("Development")})
-    control_plane.promote(
-        "dev", control_plane.commit("main", {"templates/argocd.yaml": BROKEN_ARGOCD})
-    )
+    control_plane.promote("dev", control_plane.commit("main", {"templates/argocd.yaml": argocd}))
 
     outcome = await schedule("dev")
 
@@ -75,7 +71,6 @@ async def test_broken_template_keeps_its_assignments_output_and_the_others_are_w
         "large",
         PERFORMANCE,
     )
-    assert "templates/argocd.yaml" in error.message
     assert data(platform, f"drone/{FUNCTIONAL}/platform-config.yaml")["ENVIRONMENT"] == (
         "Development"
     )
@@ -83,12 +78,25 @@ async def test_broken_template_keeps_its_assignments_output_and_the_others_are_w
     for name in ("namespace.yaml", "platform-config.yaml", "reconciler.yaml"):
         path = f"large/{PERFORMANCE}/{name}"
         assert after[path] == before[path], path
-    assert "render failed; previous output kept" in after["large/README.md"]
     assert platform.changed(first.commit or "", outcome.commit) == [
         ".github/tracking/Promoted_Commit_Id",
         f"drone/{FUNCTIONAL}/platform-config.yaml",
         "large/README.md",
     ]
+    return first, outcome, error
+
+
+async def test_broken_template_keeps_its_assignments_output_and_the_others_are_written(
+    schedule: Schedule,
+    control_plane: ControlPlane,
+    platform: Platform,
+    client: httpx.AsyncClient,
+    read_token: str,
+) -> None:
+    first, outcome, error = await fail_large_with(schedule, control_plane, platform, BROKEN_ARGOCD)
+
+    assert "templates/argocd.yaml" in error.message
+    assert "render failed; previous output kept" in platform.files("dev")["large/README.md"]
 
     errors = await client.get("/api/v1/scheduling/errors", headers=bearer(read_token))
     assignments = await client.get("/api/v1/assignments", headers=bearer(read_token))
@@ -114,41 +122,13 @@ async def test_a_template_over_its_budget_fails_its_assignment_and_the_others_ar
     client: httpx.AsyncClient,
     read_token: str,
 ) -> None:
-    first = await schedule("dev")
-    before = platform.files("dev")
-    control_plane.commit("dev", {DEV_CONFIG: dev_config("Development")})
-    control_plane.promote(
-        "dev", control_plane.commit("main", {"templates/argocd.yaml": SPENDTHRIFT_ARGOCD})
-    )
+    _, _, error = await fail_large_with(schedule, control_plane, platform, SPENDTHRIFT_ARGOCD)
 
-    outcome = await schedule("dev")
-
-    assert outcome.commit is not None
-    assert outcome.failed == 1
-    [error] = outcome.errors
-    assert (error.kind, error.template, error.cluster_type, error.deployment_target) == (
-        "template",
-        "argocd",
-        "large",
-        PERFORMANCE,
-    )
     assert error.message.startswith(
         f"dev, cluster type large, deployment target {PERFORMANCE}: reconciler.yaml: "
         "Template argocd (templates/argocd.yaml) manifests[0] fails: template: argocd/manifests[0]:"
     )
     assert "error calling sortAlpha: exceeded the budget of 1000000 cost units" in error.message
-    assert data(platform, f"drone/{FUNCTIONAL}/platform-config.yaml")["ENVIRONMENT"] == (
-        "Development"
-    )
-    after = platform.files("dev")
-    for name in ("namespace.yaml", "platform-config.yaml", "reconciler.yaml"):
-        path = f"large/{PERFORMANCE}/{name}"
-        assert after[path] == before[path], path
-    assert platform.changed(first.commit or "", outcome.commit) == [
-        ".github/tracking/Promoted_Commit_Id",
-        f"drone/{FUNCTIONAL}/platform-config.yaml",
-        "large/README.md",
-    ]
     errors = await client.get("/api/v1/scheduling/errors", headers=bearer(read_token))
     [served] = errors.json()["items"]
     assert served["message"] == error.message
