@@ -1,8 +1,11 @@
 """Fixtures: a real PostgreSQL, a fresh database per run, a rolled-back transaction per test.
 
 The server is FLEETMARK_TEST_DATABASE_URL when set, otherwise an embedded PostgreSQL in a
-temporary directory. Each run creates its own databases there (unique names, so runs never
-collide), builds the schema with `alembic upgrade head` and drops them at the end.
+temporary directory; with FLEETMARK_TEST_BACKEND=timescaledb that embedded server preloads
+TimescaleDB (built into it by .ci/timescaledb), and tests/test_backend.py checks that the
+store really is on the backend FLEETMARK_TEST_BACKEND names. Each run creates its own
+databases there (unique names, so runs never collide), builds the schema with `alembic
+upgrade head` and drops them at the end.
 
 Every test runs inside one outer transaction that is rolled back afterwards. The app gets
 that connection's session through `dependency_overrides`; the session joins the
@@ -34,13 +37,15 @@ from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
 from hub.database import ReadSession, StatementConnection, Statements, normalise_database_url
 from hub.deps import get_read_session, get_session, get_statements
-from hub.embedded import start_embedded_postgres
+from hub.embedded import TIMESCALEDB_SETTINGS, start_embedded_postgres
 from hub.settings import HubSettings
 from hub.tokens import service as token_service
 from hub.tokens.schemas import Scope, TokenRequest
 from tests.support import Agent, FakeClock, Store
 
 TEST_DATABASE_URL = "FLEETMARK_TEST_DATABASE_URL"
+TEST_BACKEND = "FLEETMARK_TEST_BACKEND"
+BACKENDS = ("postgresql", "timescaledb")
 TOKEN_SECRET = "fleetmark-test-secret-of-at-least-32-characters"
 
 
@@ -77,6 +82,14 @@ class DatabaseServer:
             self.drop_database(url)
 
 
+def expected_backend() -> str | None:
+    """The backend FLEETMARK_TEST_BACKEND says this run is on, if it says one."""
+    backend = os.environ.get(TEST_BACKEND) or None
+    if backend is not None and backend not in BACKENDS:
+        raise pytest.UsageError(f"{TEST_BACKEND}={backend!r}: expected one of {BACKENDS}")
+    return backend
+
+
 @pytest.fixture(scope="session")
 def database_server() -> DatabaseServer:
     configured = os.environ.get(TEST_DATABASE_URL)
@@ -86,7 +99,8 @@ def database_server() -> DatabaseServer:
     # Registered before the server starts: exit handlers run last-in first-out, so the
     # embedded server (which stops itself at exit) is down before its files are removed.
     atexit.register(shutil.rmtree, data_dir, ignore_errors=True)
-    return DatabaseServer(start_embedded_postgres(data_dir / "postgres"))
+    settings = TIMESCALEDB_SETTINGS if expected_backend() == "timescaledb" else None
+    return DatabaseServer(start_embedded_postgres(data_dir / "postgres", settings))
 
 
 @pytest.fixture
