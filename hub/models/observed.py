@@ -136,10 +136,9 @@ status_transition = Table(
     "status_transition",
     Base.metadata,
     Column("observed_at", DateTime(timezone=True), nullable=False),
-    Column("cluster_id", Integer, ForeignKey("cluster.id", ondelete="CASCADE"), nullable=False),
-    Column(
-        "object_id", BigInteger, ForeignKey("object_state.id", ondelete="CASCADE"), nullable=False
-    ),
+    # Both refer to their rows through triggers, not foreign keys (migration 0017).
+    Column("cluster_id", Integer, nullable=False),
+    Column("object_id", BigInteger, nullable=False),
     Column("source_url", String),
     Column("source_ref", String),
     Column("source_path", String),
@@ -182,9 +181,8 @@ class ClusterHeartbeat(Base):
 
     __tablename__ = "cluster_heartbeat"
 
-    cluster_id: Mapped[int] = mapped_column(
-        ForeignKey("cluster.id", ondelete="CASCADE"), primary_key=True
-    )
+    # Refers to its cluster through triggers, not a foreign key (migration 0017).
+    cluster_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     bucket_at: Mapped[datetime] = mapped_column(primary_key=True)
     report_count: Mapped[int] = mapped_column(Integer)
     object_count: Mapped[int] = mapped_column(Integer)

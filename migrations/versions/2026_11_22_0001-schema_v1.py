@@ -1,7 +1,9 @@
 """Schema v1: fleet dimensions, git facts, desired state, observed state.
 
-Transitions and heartbeats become TimescaleDB hypertables (compressed, with retention)
-when the extension can be created; otherwise they stay plain tables with BRIN indexes.
+Transitions and heartbeats become TimescaleDB hypertables when the extension can be created;
+otherwise they stay plain tables with BRIN indexes. How they are compressed is set by
+migration 0017; compression and retention policies are applied by the hub at start
+(hub/store.py), from its settings.
 
 Revision ID: 0001_schema_v1
 Revises:
@@ -21,9 +23,9 @@ depends_on: str | Sequence[str] | None = None
 
 
 HYPERTABLES = {
-    # table: (time column, chunk interval, compress after, segment by, drop after)
-    "status_transition": ("observed_at", "7 days", "14 days", "cluster_id, object_id", "400 days"),
-    "cluster_heartbeat": ("bucket_at", "7 days", "7 days", "cluster_id", "90 days"),
+    # table: (time column, chunk interval)
+    "status_transition": ("observed_at", "7 days"),
+    "cluster_heartbeat": ("bucket_at", "7 days"),
 }
 
 
@@ -604,17 +606,11 @@ def upgrade() -> None:
 
     if timescaledb_available():
         op.execute("CREATE EXTENSION IF NOT EXISTS timescaledb")
-        for table, (column, chunk, compress_after, segment_by, drop_after) in HYPERTABLES.items():
+        for table, (column, chunk) in HYPERTABLES.items():
             op.execute(
-                f"SELECT create_hypertable('{table}', by_range('{column}', INTERVAL '{chunk}'))"
+                f"SELECT create_hypertable('{table}', by_range('{column}', INTERVAL '{chunk}'), "
+                "create_default_indexes => false)"
             )
-            op.execute(
-                f"ALTER TABLE {table} SET (timescaledb.compress, "
-                f"timescaledb.compress_segmentby = '{segment_by}', "
-                f"timescaledb.compress_orderby = '{column} DESC')"
-            )
-            op.execute(f"SELECT add_compression_policy('{table}', INTERVAL '{compress_after}')")
-            op.execute(f"SELECT add_retention_policy('{table}', INTERVAL '{drop_after}')")
     else:
         for table, (column, *_) in HYPERTABLES.items():
             op.create_index(f"ix_{table}_{column}_brin", table, [column], postgresql_using="brin")
