@@ -1,6 +1,7 @@
 """Background jobs of the hub: the periodic harvest (unless turned off), the periodic drift
-evaluation, the periodic summary of what clusters run (for the environment diff) and, when a
-control plane is configured, the periodic scheduling. The only module that imports APScheduler.
+evaluation, the periodic summary of what clusters run (for the environment diff), the
+history's retention (at start, then daily; hub/store.py) and, when a control plane is
+configured, the periodic scheduling. The only module that imports APScheduler.
 
 Every replica runs the scheduler; each job takes a PostgreSQL advisory lock of its own, so one
 replica harvests (schedules) at a time and the others skip that round. A failing run is logged
@@ -15,7 +16,7 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 
 import structlog
 from apscheduler.job import Job
@@ -29,11 +30,14 @@ from hub.envdiff.service import scheduled_refresh
 from hub.harvest.service import Clock, scheduled_harvest
 from hub.scheduling.service import scheduled_schedule
 from hub.settings import HubSettings
+from hub.store import keep_history
 
 HARVEST_JOB = "harvest"
 DRIFT_JOB = "drift"
 ENV_DIFF_JOB = "env_diff"
 SCHEDULE_JOB = "schedule"
+RETENTION_JOB = "retention"
+RETENTION_INTERVAL = timedelta(days=1)
 log = structlog.get_logger("fleetmark.jobs")
 
 
@@ -57,7 +61,10 @@ def _every(
     job: str,
     interval: timedelta,
     run: Callable[[], Awaitable[object]],
+    *,
+    first_run: datetime | None = None,
 ) -> Job:
+    """Run `run` every interval; the first run is one interval away unless `first_run` says."""
     return scheduler.add_job(
         _run,
         IntervalTrigger(seconds=interval.total_seconds(), timezone=UTC),
@@ -67,11 +74,13 @@ def _every(
         max_instances=1,
         coalesce=True,
         misfire_grace_time=None,
+        **({"next_run_time": first_run} if first_run is not None else {}),
     )
 
 
 def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
-    """Start the scheduler on a thread of its own; each job's first run is one interval away."""
+    """Start the scheduler on a thread of its own; each job's first run is one interval away,
+    but for the retention job's, which sets the store's policies at start."""
     loop = asyncio.new_event_loop()
     engine = create_engine(database_url, settings)
     sessions = create_sessionmaker(engine)
@@ -90,6 +99,13 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
         lambda: scheduled_drift(sessions, settings, clock=clock),
     )
     _every(scheduler, ENV_DIFF_JOB, settings.env_diff_interval, lambda: scheduled_refresh(sessions))
+    _every(
+        scheduler,
+        RETENTION_JOB,
+        RETENTION_INTERVAL,
+        lambda: keep_history(sessions, settings, clock()),
+        first_run=datetime.now(UTC),
+    )
     if settings.schedule_control_plane is not None:
         _every(
             scheduler,

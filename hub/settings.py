@@ -143,6 +143,27 @@ class HubSettings(BaseSettings):
             "may be on; unset: any. Repositories the operator configures are not limited."
         ),
     )
+    history_retention: Interval = Field(
+        default=timedelta(days=400),
+        ge=timedelta(days=1),
+        description=(
+            "How long the history of reconciler states is kept (seconds or ISO 8601); older "
+            "transitions are dropped, and DORA ranges reaching further back are refused."
+        ),
+    )
+    heartbeat_retention: Interval = Field(
+        default=timedelta(days=90),
+        ge=timedelta(days=1),
+        description="How long the per-cluster report counts are kept (seconds or ISO 8601).",
+    )
+    compress_after: Interval = Field(
+        default=timedelta(days=14),
+        ge=timedelta(hours=1),
+        description=(
+            "On TimescaleDB, how old history chunks are before they are compressed (seconds "
+            "or ISO 8601)."
+        ),
+    )
     drift_interval: Interval = Field(
         default=timedelta(seconds=30),
         gt=timedelta(0),

@@ -1,0 +1,195 @@
+"""The store's backend, and how long it keeps the history and when it compresses it.
+
+Three backends, told apart at run time:
+
+- plain PostgreSQL: the history tables are plain tables (BRIN on their time column);
+- TimescaleDB: they are hypertables, compressed after FLEETMARK_COMPRESS_AFTER, their
+  chunks dropped after FLEETMARK_HISTORY_RETENTION (heartbeats: FLEETMARK_HEARTBEAT_RETENTION)
+  by TimescaleDB's own policies;
+- TimescaleDB's Apache-licensed build (what several managed services offer): hypertables,
+  but no compression, continuous aggregates or policies.
+
+The `retention` job of the hub (hub/jobs.py) runs at start and then daily. On TimescaleDB it
+sets the policies to the settings (replacing those that differ); elsewhere it drops what is
+older than the retention itself: whole chunks (drop_chunks) on the Apache build, rows in
+batches on plain PostgreSQL. What is dropped is gone: history pages end there, and questions
+over a longer range (DORA) are refused rather than answered from part of it.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+import structlog
+from sqlalchemy import (
+    ColumnElement,
+    CursorResult,
+    Delete,
+    any_,
+    delete,
+    func,
+    literal_column,
+    select,
+    text,
+)
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
+
+from hub.database import exclusive, write_session
+from hub.models import Base
+from hub.settings import HubSettings
+
+log = structlog.get_logger("fleetmark.store")
+
+RETENTION_LOCK = 0x726574656E74
+# Rows deleted per transaction on plain PostgreSQL: short transactions, no long lock on ingest.
+DELETE_BATCH = 50_000
+
+# table: (its time column, the setting that says how long it is kept)
+HISTORY_TABLES = {
+    "status_transition": ("observed_at", "history_retention"),
+    "cluster_heartbeat": ("bucket_at", "heartbeat_retention"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """What the store can do: TimescaleDB's version (None on plain PostgreSQL) and whether
+    its build compresses and keeps continuous aggregates (the Timescale-licensed one)."""
+
+    timescaledb: str | None
+    licensed: bool
+
+    @property
+    def name(self) -> str:
+        if self.timescaledb is None:
+            return "postgresql"
+        return "timescaledb" if self.licensed else "timescaledb-apache"
+
+    @property
+    def compression(self) -> bool:
+        return self.licensed
+
+    @property
+    def continuous_aggregates(self) -> bool:
+        return self.licensed
+
+
+async def backend(connection: AsyncConnection | AsyncSession) -> Backend:
+    version, licensed = (
+        await connection.execute(
+            text(
+                "SELECT (SELECT extversion FROM pg_extension WHERE extname = 'timescaledb'), "
+                "current_setting('timescaledb.license', true) = 'timescale'"
+            )
+        )
+    ).one()
+    return Backend(str(version) if version else None, bool(version and licensed))
+
+
+def _retention(settings: HubSettings, table: str) -> timedelta:
+    retention: timedelta = getattr(settings, HISTORY_TABLES[table][1])
+    return retention
+
+
+async def apply_policies(session: AsyncSession, settings: HubSettings) -> dict[str, str]:
+    """TimescaleDB's retention and compression policies, set to the settings: what changed."""
+    changed: dict[str, str] = {}
+    wanted = {
+        ("policy_retention", table): ("drop_after", _retention(settings, table))
+        for table in HISTORY_TABLES
+    } | {
+        ("policy_compression", table): ("compress_after", settings.compress_after)
+        for table in HISTORY_TABLES
+    }
+    jobs = await session.execute(
+        text(
+            "SELECT proc_name, hypertable_name, config FROM timescaledb_information.jobs "
+            "WHERE proc_name IN ('policy_retention', 'policy_compression')"
+        )
+    )
+    current: dict[tuple[str, str], Any] = {
+        (str(proc), str(table)): config for proc, table, config in jobs
+    }
+    for (proc, table), (key, interval) in wanted.items():
+        config = current.get((proc, table))
+        if config is not None and config.get(key) == _postgres_interval(interval):
+            continue
+        remove, add = (
+            ("remove_retention_policy", "add_retention_policy")
+            if proc == "policy_retention"
+            else ("remove_compression_policy", "add_compression_policy")
+        )
+        await session.execute(
+            text(f"SELECT {remove}(CAST(:table AS regclass), if_exists => true)"),
+            {"table": table},
+        )
+        await session.execute(
+            text(f"SELECT {add}(CAST(:table AS regclass), CAST(:interval AS interval))"),
+            {"table": table, "interval": interval},
+        )
+        changed[f"{table} {key}"] = _postgres_interval(interval)
+    return changed
+
+
+def _postgres_interval(interval: timedelta) -> str:
+    """How TimescaleDB writes an interval into a job's config (PostgreSQL's interval output)."""
+    days, seconds = interval.days, interval.seconds
+    parts = [f"{days} day{'s' if days != 1 else ''}"] if days else []
+    if seconds or not parts:
+        hours, rest = divmod(seconds, 3600)
+        minutes, seconds = divmod(rest, 60)
+        parts.append(f"{hours:02d}:{minutes:02d}:{seconds:02d}")
+    return " ".join(parts)
+
+
+async def drop_expired(
+    sessions: async_sessionmaker[AsyncSession], settings: HubSettings, found: Backend, now: datetime
+) -> dict[str, int]:
+    """Drop what is older than the retention, where no policy does: chunks or rows dropped."""
+    dropped: dict[str, int] = {}
+    for table, (column, _) in HISTORY_TABLES.items():
+        before = now - _retention(settings, table)
+        if found.timescaledb is not None:
+            async with write_session(sessions) as session:
+                chunks = await session.scalars(
+                    text("SELECT drop_chunks(CAST(:table AS regclass), older_than => :before)"),
+                    {"table": table, "before": before},
+                )
+                dropped[table] = len(list(chunks))
+            continue
+        total = 0
+        while True:
+            async with write_session(sessions) as session:
+                deleted = await session.execute(_delete_batch(table, column, before))
+                count = cast(CursorResult[Any], deleted).rowcount
+            total += count
+            if count < DELETE_BATCH:
+                break
+        dropped[table] = total
+    return dropped
+
+
+def _delete_batch(table: str, column: str, before: datetime) -> Delete:
+    """DELETE of the first DELETE_BATCH rows older than `before`, found by their ctid."""
+    rows = Base.metadata.tables[table]
+    ctid: ColumnElement[Any] = literal_column("ctid")
+    batch = select(ctid).select_from(rows).where(rows.c[column] < before).limit(DELETE_BATCH)
+    return delete(rows).where(ctid == any_(func.array(batch.scalar_subquery())))
+
+
+async def keep_history(
+    sessions: async_sessionmaker[AsyncSession], settings: HubSettings, now: datetime
+) -> None:
+    """The retention job's run: policies on TimescaleDB, the dropping itself elsewhere."""
+    async with exclusive(sessions, RETENTION_LOCK) as acquired:
+        if not acquired:
+            log.info("history retention skipped: another replica holds the lock")
+            return
+        async with write_session(sessions) as session:
+            found = await backend(session)
+            if found.licensed:
+                changed = await apply_policies(session, settings)
+                log.info("history policies", backend=found.name, changed=changed)
+                return
+        dropped = await drop_expired(sessions, settings, found, now)
+        log.info("history dropped", backend=found.name, dropped=dropped)

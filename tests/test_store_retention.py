@@ -1,0 +1,181 @@
+"""The history is kept as long as the settings say, on each backend: TimescaleDB's policies
+(replaced when the settings change), chunks dropped on its Apache-licensed build, rows deleted
+on plain PostgreSQL."""
+
+import atexit
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, create_async_engine
+
+from hub import migrate, store
+from hub.clusters import service as cluster_service
+from hub.clusters.schemas import ClusterRegistration
+from hub.database import create_sessionmaker
+from hub.embedded import TIMESCALEDB_SETTINGS, start_embedded_postgres
+from tests.conftest import TEST_BACKEND, TOKEN_SECRET, DatabaseServer, hub_settings
+
+NOW = datetime.now(UTC)
+AGES = [timedelta(days=days) for days in (200, 100, 40, 1)]
+
+
+@pytest.fixture
+def own_database(database_server: DatabaseServer) -> Iterator[str]:
+    with database_server.migrated_database() as url:
+        yield url
+
+
+@asynccontextmanager
+async def connected(url: str) -> AsyncIterator[AsyncConnection]:
+    engine = create_async_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as connection:
+            yield connection
+    finally:
+        await engine.dispose()
+
+
+async def fill(admin: AsyncConnection) -> None:
+    """One cluster with one object, a transition and a heartbeat at each of AGES ago."""
+    await cluster_service.register(
+        AsyncSession(bind=admin),
+        ClusterRegistration(name="drone-01", environment="dev", cluster_type="drone"),
+        token_secret=TOKEN_SECRET,
+    )
+    await admin.execute(
+        text(
+            "INSERT INTO object_state (cluster_id, reconciler, kind, namespace, name, "
+            "changed_at, first_seen_at, applied_since) "
+            "SELECT id, 'flux', 'Kustomization', 'flux-system', 'app', now(), now(), now() "
+            "FROM cluster"
+        )
+    )
+    for age in AGES:
+        await admin.execute(
+            text(
+                "INSERT INTO status_transition (observed_at, cluster_id, object_id, drifted, "
+                "suspended) SELECT :at, cluster_id, id, false, false FROM object_state"
+            ),
+            {"at": NOW - age},
+        )
+        await admin.execute(
+            text(
+                "INSERT INTO cluster_heartbeat (cluster_id, bucket_at, report_count, "
+                "object_count) SELECT id, :at, 1, 1 FROM cluster"
+            ),
+            {"at": NOW - age},
+        )
+
+
+async def ages(admin: AsyncConnection, table: str, column: str) -> list[int]:
+    rows = await admin.scalars(
+        text(f"SELECT round(extract(epoch FROM :now - {column}) / 86400) FROM {table} ORDER BY 1"),
+        {"now": NOW},
+    )
+    return [int(days) for days in rows]
+
+
+async def keep(url: str, **settings: timedelta) -> None:
+    engine = create_async_engine(url)
+    try:
+        await store.keep_history(create_sessionmaker(engine), hub_settings(**settings), NOW)
+    finally:
+        await engine.dispose()
+
+
+async def run_retention_policies(admin: AsyncConnection) -> None:
+    jobs = await admin.scalars(
+        text("SELECT job_id FROM timescaledb_information.jobs WHERE proc_name = 'policy_retention'")
+    )
+    for job in list(jobs):
+        await admin.execute(text("CALL run_job(:job)"), {"job": job})
+
+
+async def test_history_older_than_its_retention_is_dropped(own_database: str) -> None:
+    async with connected(own_database) as admin:
+        await fill(admin)
+        found = await store.backend(admin)
+        await keep(
+            own_database,
+            history_retention=timedelta(days=60),
+            heartbeat_retention=timedelta(days=20),
+        )
+        if found.licensed:
+            await run_retention_policies(admin)
+        # Chunks are dropped whole: a 7-day chunk goes once all of it is past the retention.
+        assert await ages(admin, "status_transition", "observed_at") == [1, 40]
+        assert await ages(admin, "cluster_heartbeat", "bucket_at") == [1]
+
+
+async def test_timescaledb_policies_follow_the_settings(own_database: str) -> None:
+    async with connected(own_database) as admin:
+        if not (await store.backend(admin)).licensed:
+            pytest.skip("policies are the Timescale-licensed TimescaleDB's")
+
+        async def policies(admin: AsyncConnection = admin) -> dict[tuple[str, str], str]:
+            rows = await admin.execute(
+                text(
+                    "SELECT hypertable_name, proc_name, "
+                    "COALESCE(config->>'drop_after', config->>'compress_after') "
+                    "FROM timescaledb_information.jobs "
+                    "WHERE proc_name IN ('policy_retention', 'policy_compression')"
+                )
+            )
+            return {(table, proc): value for table, proc, value in rows}
+
+        await keep(own_database)
+        assert await policies() == {
+            ("status_transition", "policy_retention"): "400 days",
+            ("status_transition", "policy_compression"): "14 days",
+            ("cluster_heartbeat", "policy_retention"): "90 days",
+            ("cluster_heartbeat", "policy_compression"): "14 days",
+        }
+        await keep(
+            own_database, history_retention=timedelta(days=30), compress_after=timedelta(hours=36)
+        )
+        assert await policies() == {
+            ("status_transition", "policy_retention"): "30 days",
+            ("status_transition", "policy_compression"): "1 day 12:00:00",
+            ("cluster_heartbeat", "policy_retention"): "90 days",
+            ("cluster_heartbeat", "policy_compression"): "1 day 12:00:00",
+        }
+
+
+@pytest.fixture(scope="module")
+def apache_timescaledb() -> Iterator[str]:
+    """A server of the Apache-licensed TimescaleDB build: hypertables without compression,
+    continuous aggregates or policies, as managed services offer it."""
+    if os.environ.get(TEST_BACKEND) != "timescaledb":
+        pytest.skip(f"needs TimescaleDB installed ({TEST_BACKEND}=timescaledb)")
+    data_dir = Path(tempfile.mkdtemp(prefix="fleetmark-apache-"))
+    # As the test server's: removed at exit, after the server (which stops itself then).
+    atexit.register(shutil.rmtree, data_dir, ignore_errors=True)
+    url = start_embedded_postgres(
+        data_dir / "postgres", {**TIMESCALEDB_SETTINGS, "timescaledb.license": "apache"}
+    )
+    with DatabaseServer(url).migrated_database() as database:
+        yield database
+
+
+async def test_the_apache_timescaledb_build_keeps_hypertables_and_drops_chunks_itself(
+    apache_timescaledb: str,
+) -> None:
+    assert migrate.current_revision(apache_timescaledb) == migrate.head_revision()
+    async with connected(apache_timescaledb) as admin:
+        found = await store.backend(admin)
+        assert (found.name, found.compression, found.continuous_aggregates) == (
+            "timescaledb-apache",
+            False,
+            False,
+        )
+        await fill(admin)
+        await keep(apache_timescaledb, history_retention=timedelta(days=60))
+        assert await ages(admin, "status_transition", "observed_at") == [1, 40]
+        assert await ages(admin, "cluster_heartbeat", "bucket_at") == [1, 40]
