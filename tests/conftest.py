@@ -37,7 +37,7 @@ from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
 from hub.database import ReadSession, StatementConnection, Statements, normalise_database_url
 from hub.deps import get_read_session, get_session, get_statements
-from hub.embedded import TIMESCALEDB_SETTINGS, start_embedded_postgres
+from hub.embedded import TIMESCALEDB_SETTINGS, start_embedded_postgres, timescaledb_installed
 from hub.settings import HubSettings
 from hub.tokens import service as token_service
 from hub.tokens.schemas import Scope, TokenRequest
@@ -99,7 +99,14 @@ def database_server() -> DatabaseServer:
     # Registered before the server starts: exit handlers run last-in first-out, so the
     # embedded server (which stops itself at exit) is down before its files are removed.
     atexit.register(shutil.rmtree, data_dir, ignore_errors=True)
-    settings = TIMESCALEDB_SETTINGS if expected_backend() == "timescaledb" else None
+    settings = None
+    if expected_backend() == "timescaledb":
+        if not timescaledb_installed():
+            raise pytest.UsageError(
+                f"{TEST_BACKEND}=timescaledb, but TimescaleDB is not installed in the embedded "
+                "PostgreSQL: run `bash .ci/timescaledb`"
+            )
+        settings = TIMESCALEDB_SETTINGS
     return DatabaseServer(start_embedded_postgres(data_dir / "postgres", settings))
 
 
