@@ -1,7 +1,8 @@
 """Background jobs of the hub: the periodic harvest (unless turned off), the periodic drift
 evaluation, the periodic summary of what clusters run (for the environment diff), the
-history's retention (at start, then daily; hub/store.py) and, when a control plane is
-configured, the periodic scheduling. The only module that imports APScheduler.
+history's retention (at start, then daily) and rollups (where the store does not keep them
+itself; hub/store.py) and, when a control plane is configured, the periodic scheduling. The
+only module that imports APScheduler.
 
 Every replica runs the scheduler; each job takes a PostgreSQL advisory lock of its own, so one
 replica harvests (schedules) at a time and the others skip that round. A failing run is logged
@@ -30,7 +31,7 @@ from hub.envdiff.service import scheduled_refresh
 from hub.harvest.service import Clock, scheduled_harvest
 from hub.scheduling.service import scheduled_schedule
 from hub.settings import HubSettings
-from hub.store import keep_history
+from hub.store import keep_history, refresh_rollups
 
 HARVEST_JOB = "harvest"
 DRIFT_JOB = "drift"
@@ -38,6 +39,8 @@ ENV_DIFF_JOB = "env_diff"
 SCHEDULE_JOB = "schedule"
 RETENTION_JOB = "retention"
 RETENTION_INTERVAL = timedelta(days=1)
+ROLLUP_JOB = "rollup"
+ROLLUP_INTERVAL = timedelta(minutes=10)
 log = structlog.get_logger("fleetmark.jobs")
 
 
@@ -106,6 +109,7 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
         lambda: keep_history(sessions, settings, clock()),
         first_run=datetime.now(UTC),
     )
+    _every(scheduler, ROLLUP_JOB, ROLLUP_INTERVAL, lambda: refresh_rollups(sessions, clock()))
     if settings.schedule_control_plane is not None:
         _every(
             scheduler,

@@ -9,6 +9,10 @@ Three backends, told apart at run time:
 - TimescaleDB's Apache-licensed build (what several managed services offer): hypertables,
   but no compression, continuous aggregates or policies.
 
+The hourly rollups of the history (`heartbeat_hourly`, `transition_hourly`; migration 0018)
+are continuous aggregates on TimescaleDB; elsewhere the `rollup` job keeps their tables
+(refresh_rollups).
+
 The `retention` job of the hub (hub/jobs.py) runs at start and then daily. On TimescaleDB it
 sets the policies to the settings (replacing those that differ); elsewhere it drops what is
 older than the retention itself: whole chunks (drop_chunks) on the Apache build, rows in
@@ -41,6 +45,12 @@ from hub.settings import HubSettings
 log = structlog.get_logger("fleetmark.store")
 
 RETENTION_LOCK = 0x726574656E74
+ROLLUP_LOCK = 0x726F6C6C7570
+# As the continuous aggregates' policies (migration 0018): hours are rolled up once an hour
+# old, and the last ROLLUP_REFRESHED of them again at each run, for rows that came in late.
+ROLLUP_LAG = timedelta(hours=1)
+ROLLUP_REFRESHED = timedelta(days=3)
+ROLLUP_VIEWS = ("heartbeat_hourly", "transition_hourly")
 # Rows deleted per transaction on plain PostgreSQL: short transactions, no long lock on ingest.
 DELETE_BATCH = 50_000
 
@@ -193,3 +203,57 @@ async def keep_history(
                 return
         dropped = await drop_expired(sessions, settings, found, now)
         log.info("history dropped", backend=found.name, dropped=dropped)
+
+
+async def refresh_rollups(
+    sessions: async_sessionmaker[AsyncSession], now: datetime
+) -> dict[str, int] | None:
+    """The rollup job's run, where the rollups are tables (plain PostgreSQL, TimescaleDB's
+    Apache build): each view's hours from ROLLUP_REFRESHED before its watermark (from the
+    start, the first time) up to an hour ago are computed again, by the view itself, and the
+    watermark moves on. Hours rolled up per view; None when there is nothing to do here
+    (continuous aggregates do it, or another replica is at it)."""
+    async with exclusive(sessions, ROLLUP_LOCK) as acquired:
+        if not acquired:
+            return None
+        async with write_session(sessions) as session:
+            if (await backend(session)).continuous_aggregates:
+                return None
+            until = (now - ROLLUP_LAG).replace(minute=0, second=0, microsecond=0)
+            refreshed = {}
+            for view in ROLLUP_VIEWS:
+                watermark = await session.scalar(
+                    text("SELECT materialized_until FROM rollup_watermark WHERE name = :view"),
+                    {"view": view},
+                )
+                since = None if watermark is None else min(watermark, until) - ROLLUP_REFRESHED
+                refreshed[view] = await _refresh(session, view, since, until)
+        return refreshed
+
+
+async def _refresh(
+    session: AsyncSession, view: str, since: datetime | None, until: datetime
+) -> int:
+    """Recompute `view`'s hours in [since, until) into its table: its watermark is set back to
+    `since` so that the view reads those hours from the raw rows, then on to `until`. Readers
+    see the rows of before until the commit."""
+    bounds = {"view": view, "since": since, "until": until}
+    await session.execute(
+        text("UPDATE rollup_watermark SET materialized_until = :since WHERE name = :view"), bounds
+    )
+    # The names are ROLLUP_VIEWS', not input.
+    await session.execute(
+        text(f"DELETE FROM {view}_rollup WHERE hour >= :since OR :since IS NULL"),  # noqa: S608
+        bounds,
+    )
+    inserted = await session.execute(
+        text(
+            f"INSERT INTO {view}_rollup SELECT * FROM {view} "  # noqa: S608
+            "WHERE (hour >= :since OR :since IS NULL) AND hour < :until"
+        ),
+        bounds,
+    )
+    await session.execute(
+        text("UPDATE rollup_watermark SET materialized_until = :until WHERE name = :view"), bounds
+    )
+    return cast(CursorResult[Any], inserted).rowcount

@@ -11,8 +11,10 @@ from hub import migrate
 from hub.models import Base
 
 FLEETMARK_TABLES = set(Base.metadata.tables)
-# Added by the migration only when TimescaleDB is absent; the models do not declare them.
+# Added by the migrations only when TimescaleDB is absent (or, for the rollups, cannot keep
+# continuous aggregates); the models do not declare them.
 BRIN_INDEXES = {"ix_status_transition_observed_at_brin", "ix_cluster_heartbeat_bucket_at_brin"}
+ROLLUP_TABLES = {"rollup_watermark", "heartbeat_hourly_rollup", "transition_hourly_rollup"}
 
 
 def table_names(url: str) -> set[str]:
@@ -37,8 +39,16 @@ def schema_differences(url: str) -> list[object]:
         for difference in differences
         if not (
             isinstance(difference, tuple)
-            and difference[0] == "remove_index"
-            and difference[1].name in BRIN_INDEXES
+            and (
+                (
+                    difference[0] == "remove_index"
+                    and (
+                        difference[1].name in BRIN_INDEXES
+                        or difference[1].table.name in ROLLUP_TABLES
+                    )
+                )
+                or (difference[0] == "remove_table" and difference[1].name in ROLLUP_TABLES)
+            )
         )
     ]
 

@@ -179,3 +179,10 @@ async def test_the_apache_timescaledb_build_keeps_hypertables_and_drops_chunks_i
         await keep(apache_timescaledb, history_retention=timedelta(days=60))
         assert await ages(admin, "status_transition", "observed_at") == [1, 40]
         assert await ages(admin, "cluster_heartbeat", "bucket_at") == [1, 40]
+        # No continuous aggregates: the hub's job keeps the rollups, as on plain PostgreSQL.
+        engine = create_async_engine(apache_timescaledb)
+        try:
+            refreshed = await store.refresh_rollups(create_sessionmaker(engine), NOW)
+        finally:
+            await engine.dispose()
+        assert refreshed == {"heartbeat_hourly": 2, "transition_hourly": 2}

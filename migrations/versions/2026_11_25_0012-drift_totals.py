@@ -76,7 +76,7 @@ def upgrade() -> None:
                {", ".join(f"sum(d.{reason})" for reason in REASONS)}
         FROM cluster_drift d JOIN cluster c ON c.id = d.cluster_id
         GROUP BY c.environment_id, c.cluster_type_id
-        """  # noqa: S608 - composed from constants
+        """
     )
 
 

@@ -68,7 +68,7 @@ def upgrade() -> None:
             o.source_ref)
         WHERE o.source_ref IS NOT NULL
           AND NOT (o.reconciler = 'flux' AND o.kind IN {SOURCE_KINDS})
-    """)  # noqa: S608 - constants only
+    """)
     op.drop_index("ix_object_state_source", table_name="object_state")
     op.create_index("ix_object_state_source", "object_state", ["source_url", "url_ref"])
     op.drop_index("ix_object_state_followers", table_name="object_state")

@@ -1,0 +1,191 @@
+"""The hourly rollups answer what aggregating the raw history answers: before they are
+refreshed, after, and after rows arrive late into hours already rolled up. On TimescaleDB they
+are continuous aggregates (refreshed as their policy does); elsewhere tables the hub's rollup
+job keeps."""
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, create_async_engine
+
+from hub import store
+from hub.app import create_app
+from hub.clusters import service as cluster_service
+from hub.clusters.schemas import ClusterRegistration
+from hub.database import create_sessionmaker
+from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
+from tests.support import SHA_A, SHA_B, SHA_C, START, FakeClock, bearer, kustomization, report
+
+RAW = {
+    "heartbeat_hourly": """
+        SELECT cluster_id, date_bin(INTERVAL '1 hour', bucket_at, TIMESTAMPTZ '2000-01-01 UTC'),
+               sum(report_count), max(object_count)
+        FROM cluster_heartbeat GROUP BY 1, 2""",
+    "transition_hourly": """
+        SELECT cluster_id, date_bin(INTERVAL '1 hour', observed_at, TIMESTAMPTZ '2000-01-01 UTC'),
+               count(*),
+               count(*) FILTER (WHERE applied_sha IS NOT NULL OR applied_version IS NOT NULL),
+               count(*) FILTER (WHERE ready IS FALSE), count(*) FILTER (WHERE drifted)
+        FROM status_transition GROUP BY 1, 2""",
+}
+VIEWS = {
+    "heartbeat_hourly": "SELECT cluster_id, hour, reports, objects FROM heartbeat_hourly",
+    "transition_hourly": (
+        "SELECT cluster_id, hour, transitions, applied, not_ready, drifted FROM transition_hourly"
+    ),
+}
+# Three days back from now, so that the refresh (up to an hour ago) materializes them.
+DAY0 = START.replace(minute=0, second=0, microsecond=0) - timedelta(days=3)
+
+
+@pytest.fixture
+def own_database(database_server: DatabaseServer) -> Iterator[str]:
+    with database_server.migrated_database() as url:
+        yield url
+
+
+@pytest.fixture
+async def admin(own_database: str) -> AsyncIterator[AsyncConnection]:
+    engine = create_async_engine(own_database, isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as connection:
+            yield connection
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(DAY0)
+
+
+@pytest.fixture
+async def hub(own_database: str, clock: FakeClock) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(hub_settings(), own_database, clock=clock)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://hub.test") as client:
+            yield client
+
+
+async def rows(admin: AsyncConnection, query: str) -> list[tuple[object, ...]]:
+    return sorted(tuple(row) for row in await admin.execute(text(query)))
+
+
+async def assert_rollups_equal_the_raw_history(admin: AsyncConnection) -> None:
+    for view, query in VIEWS.items():
+        expected = await rows(admin, RAW[view])
+        assert expected, f"no history behind {view}"
+        assert await rows(admin, query) == expected, view
+
+
+async def refresh(admin: AsyncConnection, own_database: str, clock: FakeClock) -> None:
+    """What keeps the rollups, run now: the continuous aggregates' policy, or the hub's job."""
+    if (await store.backend(admin)).continuous_aggregates:
+        for view in VIEWS:
+            await admin.execute(
+                text(
+                    f"CALL refresh_continuous_aggregate('{view}', NULL, now() - INTERVAL '1 hour')"
+                )
+            )
+        return
+    engine = create_async_engine(own_database)
+    try:
+        refreshed = await store.refresh_rollups(create_sessionmaker(engine), clock())
+    finally:
+        await engine.dispose()
+    assert refreshed is not None
+    assert all(count > 0 for count in refreshed.values()), refreshed
+
+
+async def test_the_hourly_rollups_answer_as_the_raw_history_does(
+    admin: AsyncConnection, hub: httpx.AsyncClient, own_database: str, clock: FakeClock
+) -> None:
+    tokens = {}
+    for name in ("drone-01", "drone-02"):
+        registered = await cluster_service.register(
+            AsyncSession(bind=admin),
+            ClusterRegistration(name=name, environment="dev", cluster_type="drone"),
+            token_secret=TOKEN_SECRET,
+        )
+        tokens[name] = registered.token
+
+    sequence = 0
+
+    async def send(cluster: str, at: timedelta, revision: str, **fields: object) -> None:
+        nonlocal sequence
+        sequence += 1
+        clock.now = DAY0 + at
+        body = report(
+            cluster,
+            sequence=sequence,
+            observed_at=DAY0 + at,
+            objects=[kustomization("app", f"dev@sha1:{revision}", **fields)],
+        )
+        reply = await hub.post("/api/v1/reports", json=body, headers=bearer(tokens[cluster]))
+        assert reply.status_code == 200, reply.text
+
+    # Two days of reports: deployments, a failure, a drift, and reports that change nothing.
+    for hour in range(0, 48, 3):
+        revision = (SHA_A, SHA_B, SHA_C)[hour // 12 % 3]
+        await send("drone-01", timedelta(hours=hour), revision)
+        await send("drone-01", timedelta(hours=hour, minutes=20), revision)
+        await send(
+            "drone-02",
+            timedelta(hours=hour, minutes=40),
+            revision,
+            ready=hour % 9 != 0,
+            drifted=hour % 7 == 0,
+        )
+
+    await assert_rollups_equal_the_raw_history(admin)
+    clock.now = DAY0 + timedelta(days=3)
+    await refresh(admin, own_database, clock)
+    await assert_rollups_equal_the_raw_history(admin)
+
+    # A spool delivers late: a transition into an hour rolled up already, which the next
+    # refresh takes in.
+    await send("drone-02", timedelta(hours=47, minutes=50), SHA_A, ready=False)
+    clock.now = DAY0 + timedelta(days=3)
+    await refresh(admin, own_database, clock)
+    await assert_rollups_equal_the_raw_history(admin)
+
+
+async def test_drift_minutes_per_hour_add_up_the_drift_periods(admin: AsyncConnection) -> None:
+    registered = await cluster_service.register(
+        AsyncSession(bind=admin),
+        ClusterRegistration(name="drone-01", environment="dev", cluster_type="drone"),
+        token_secret=TOKEN_SECRET,
+    )
+    assert registered.token
+    cluster = await admin.scalar(text("SELECT id FROM cluster"))
+    hour = DAY0
+    # Drifted 10:15-12:00, again 12:30-12:45 (an hour split between two periods), and from
+    # 14:50 until now (open); an object's own period is not the cluster's.
+    periods = [
+        (None, hour + timedelta(minutes=15), hour + timedelta(hours=2)),
+        (None, hour + timedelta(hours=2, minutes=30), hour + timedelta(hours=2, minutes=45)),
+        (None, hour + timedelta(hours=4, minutes=50), None),
+    ]
+    for object_id, started, ended in periods:
+        await admin.execute(
+            text(
+                "INSERT INTO drift_period (cluster_id, object_id, started_at, ended_at) "
+                "VALUES (:cluster, :object, :started, :ended)"
+            ),
+            {"cluster": cluster, "object": object_id, "started": started, "ended": ended},
+        )
+    found = await admin.execute(
+        text("SELECT hour, minutes FROM drift_hourly WHERE hour < :until ORDER BY hour"),
+        {"until": hour + timedelta(hours=6)},
+    )
+    assert [(at - hour, float(minutes)) for at, minutes in found] == [
+        (timedelta(hours=0), 45.0),
+        (timedelta(hours=1), 60.0),
+        (timedelta(hours=2), 15.0),
+        (timedelta(hours=4), 10.0),
+        (timedelta(hours=5), 60.0),
+    ]
