@@ -1,4 +1,5 @@
-"""Schema migrations (Alembic), run by `fleetmark migrate` and at hub start-up.
+"""Schema migrations (Alembic), run by `fleetmark migrate` and at hub start-up, and the move of
+a plain-PostgreSQL store onto TimescaleDB (`fleetmark migrate --to-timescaledb`).
 
 Upgrades hold a PostgreSQL advisory lock, so replicas starting together migrate once.
 """
@@ -57,3 +58,69 @@ def current_revision(url: str) -> str | None:
             return MigrationContext.configure(connection).get_current_revision()
     finally:
         engine.dispose()
+
+
+class ConversionError(RuntimeError):
+    """The store cannot be moved onto TimescaleDB as it is; the message says why."""
+
+
+# The newest revision whose schema does not depend on the backend: the migrations after it lay
+# the store out for TimescaleDB or for plain PostgreSQL, whichever they find.
+BACKEND_NEUTRAL = "0016_unknown_revision_forms"
+# The history tables, as migration 0001 makes them hypertables: (time column, chunk interval).
+HYPERTABLES = {
+    "status_transition": ("observed_at", "7 days"),
+    "cluster_heartbeat": ("bucket_at", "7 days"),
+}
+
+
+def to_timescaledb(url: str) -> None:
+    """Move a store made on plain PostgreSQL onto TimescaleDB, keeping every row.
+
+    The server must preload TimescaleDB. The migrations laid out for plain PostgreSQL are
+    undone down to BACKEND_NEUTRAL (what they hold is derived: rollups, recomputed), the
+    history tables become hypertables with their rows (create_hypertable's migrate_data, which
+    locks them while it copies), and the migrations are done again, now for TimescaleDB.
+    Hubs should be stopped meanwhile.
+    """
+    engine = create_engine(url, poolclass=pool.NullPool)
+    try:
+        with engine.connect() as connection:
+            preloaded = connection.execute(
+                text(
+                    "SELECT EXISTS (SELECT 1 FROM pg_available_extensions "
+                    "WHERE name = 'timescaledb') AND current_setting('shared_preload_libraries') "
+                    "LIKE '%timescaledb%'"
+                )
+            ).scalar()
+            installed = connection.execute(
+                text("SELECT 1 FROM pg_extension WHERE extname = 'timescaledb'")
+            ).scalar()
+    finally:
+        engine.dispose()
+    if not preloaded:
+        raise ConversionError(
+            "this PostgreSQL server does not preload TimescaleDB: install it, add timescaledb "
+            "to shared_preload_libraries and restart the server"
+        )
+    if installed:
+        raise ConversionError("the store is on TimescaleDB already")
+    upgrade(url, BACKEND_NEUTRAL)
+    downgrade(url, BACKEND_NEUTRAL)
+    engine = create_engine(url, poolclass=pool.NullPool)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE EXTENSION timescaledb"))
+            for table, (column, chunk) in HYPERTABLES.items():
+                connection.execute(text(f"DROP INDEX IF EXISTS ix_{table}_{column}_brin"))
+                connection.execute(
+                    text(
+                        "SELECT create_hypertable(CAST(:table AS regclass), "
+                        "by_range(:column, CAST(:chunk AS interval)), "
+                        "create_default_indexes => false, migrate_data => true)"
+                    ),
+                    {"table": table, "column": column, "chunk": chunk},
+                )
+    finally:
+        engine.dispose()
+    upgrade(url)

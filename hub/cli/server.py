@@ -12,7 +12,14 @@ from sqlalchemy.engine import make_url
 
 import hub
 from hub import migrate
-from hub.cli.common import DataDirOption, console, database_url, load_settings, open_database
+from hub.cli.common import (
+    DataDirOption,
+    console,
+    database_url,
+    fail,
+    load_settings,
+    open_database,
+)
 from hub.http import DeadlineHttpToolsProtocol
 
 
@@ -76,12 +83,29 @@ def migrate_command(
     down: Annotated[
         bool, typer.Option("--down", help="Downgrade to REVISION (e.g. base).")
     ] = False,
+    to_timescaledb: Annotated[
+        bool,
+        typer.Option(
+            "--to-timescaledb",
+            help="Move a store made on plain PostgreSQL onto TimescaleDB (the server must "
+            "preload it), keeping every row; stop the hubs first.",
+        ),
+    ] = False,
     data_dir: DataDirOption = None,
 ) -> None:
     """Upgrade the schema to the newest revision (or downgrade with --down)."""
     settings = load_settings(data_dir)
     url = database_url(settings)
-    if down:
+    if to_timescaledb:
+        if down or revision != "head":
+            raise fail(
+                "--to-timescaledb moves the store to the newest revision: no REVISION or --down"
+            )
+        try:
+            migrate.to_timescaledb(url)
+        except migrate.ConversionError as exc:
+            raise fail(str(exc)) from exc
+    elif down:
         migrate.downgrade(url, revision)
     else:
         migrate.upgrade(url, revision)
