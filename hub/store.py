@@ -39,6 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
 from hub.database import exclusive, write_session
+from hub.migrate import HYPERTABLES
 from hub.models import Base
 from hub.settings import HubSettings
 
@@ -53,12 +54,6 @@ ROLLUP_REFRESHED = timedelta(days=3)
 ROLLUP_VIEWS = ("heartbeat_hourly", "transition_hourly")
 # Rows deleted per transaction on plain PostgreSQL: short transactions, no long lock on ingest.
 DELETE_BATCH = 50_000
-
-# table: (its time column, the setting that says how long it is kept)
-HISTORY_TABLES = {
-    "status_transition": ("observed_at", "history_retention"),
-    "cluster_heartbeat": ("bucket_at", "heartbeat_retention"),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +92,10 @@ async def backend(connection: AsyncConnection | AsyncSession) -> Backend:
 
 
 def _retention(settings: HubSettings, table: str) -> timedelta:
-    retention: timedelta = getattr(settings, HISTORY_TABLES[table][1])
-    return retention
+    """How long the history table is kept."""
+    return (
+        settings.history_retention if table == "status_transition" else settings.heartbeat_retention
+    )
 
 
 async def apply_policies(session: AsyncSession, settings: HubSettings) -> dict[str, str]:
@@ -106,10 +103,10 @@ async def apply_policies(session: AsyncSession, settings: HubSettings) -> dict[s
     changed: dict[str, str] = {}
     wanted = {
         ("policy_retention", table): ("drop_after", _retention(settings, table))
-        for table in HISTORY_TABLES
+        for table in HYPERTABLES
     } | {
         ("policy_compression", table): ("compress_after", settings.compress_after)
-        for table in HISTORY_TABLES
+        for table in HYPERTABLES
     }
     jobs = await session.execute(
         text(
@@ -157,7 +154,7 @@ async def drop_expired(
 ) -> dict[str, int]:
     """Drop what is older than the retention, where no policy does: chunks or rows dropped."""
     dropped: dict[str, int] = {}
-    for table, (column, _) in HISTORY_TABLES.items():
+    for table, (column, _) in HYPERTABLES.items():
         before = now - _retention(settings, table)
         if found.timescaledb is not None:
             async with write_session(sessions) as session:
