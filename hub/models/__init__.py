@@ -23,6 +23,7 @@ from hub.models.git import BranchCommit, GitBranch, GitCommit, Repository
 from hub.models.observed import (
     AgentSession,
     ClusterHeartbeat,
+    ClusterObjectCount,
     ObjectState,
     SnapshotPart,
     deployed_part,
@@ -41,6 +42,7 @@ __all__ = [
     "ClusterDrift",
     "ClusterDriftReasons",
     "ClusterHeartbeat",
+    "ClusterObjectCount",
     "ClusterType",
     "DeploymentTarget",
     "DriftEvaluation",

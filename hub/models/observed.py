@@ -91,6 +91,9 @@ class ObjectState(Base):
         # apply a repository's branch (migrations 0011 and 0013; the first says why it is not
         # partial on removed_at).
         Index("ix_object_state_source", "source_url", "url_ref"),
+        # Deployment history by object name: the ids of the objects of a name, read from the
+        # index alone (migration 0019).
+        Index("ix_object_state_name", "name", "id"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -174,6 +177,26 @@ status_transition = Table(
         postgresql_where=text(APPLIED_REVISION),
     ),
 )
+
+
+class ClusterObjectCount(Base):
+    """A cluster's live objects counted by state, as fleet_cluster_state shows them.
+
+    Kept by triggers on object_state (migration 0019), so that the fleet's counts add up
+    10,000 rows rather than count every object per request.
+    """
+
+    __tablename__ = "cluster_object_count"
+
+    cluster_id: Mapped[int] = mapped_column(
+        ForeignKey("cluster.id", ondelete="CASCADE"), primary_key=True
+    )
+    objects: Mapped[int] = mapped_column(BigInteger)
+    ready: Mapped[int] = mapped_column(BigInteger)
+    failing: Mapped[int] = mapped_column(BigInteger)
+    progressing: Mapped[int] = mapped_column(BigInteger)
+    suspended: Mapped[int] = mapped_column(BigInteger)
+    drifted: Mapped[int] = mapped_column(BigInteger)
 
 
 class ClusterHeartbeat(Base):

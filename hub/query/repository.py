@@ -224,9 +224,13 @@ class HistoryFilter:
     until: datetime | None = None
 
 
-def _history_filters(criteria: HistoryFilter) -> list[ColumnElement[bool]]:
-    """Filters on the clusters and objects as id lists the planner resolves first, so they
-    apply to the transitions the view walks newest first, before any join or lookup."""
+async def _history_filters(
+    session: AsyncSession, criteria: HistoryFilter
+) -> list[ColumnElement[bool]]:
+    """Filters on the clusters and objects as lists of ids, looked up first: the history
+    statement is planned with the lists in hand (see history_page), so the planner can tell
+    one cluster (walk its transitions) from a whole environment or an object name found on
+    thousands of clusters (walk the newest transitions of all, keeping theirs)."""
     view = deployment_history
     filters = []
     cluster_ids = select(Cluster.id)
@@ -240,10 +244,12 @@ def _history_filters(criteria: HistoryFilter) -> list[ColumnElement[bool]]:
     if criteria.cluster is not None:
         cluster_ids = cluster_ids.where(Cluster.name == criteria.cluster)
     if cluster_ids.whereclause is not None:
-        filters.append(view.c.cluster_id == func.any(func.array(cluster_ids.scalar_subquery())))
+        ids = list(await session.scalars(cluster_ids))
+        filters.append(view.c.cluster_id == any_(cast(ids, ARRAY(Integer))))
     if criteria.object_name is not None:
         object_ids = select(ObjectState.id).where(ObjectState.name == criteria.object_name)
-        filters.append(view.c.object_id == func.any(func.array(object_ids.scalar_subquery())))
+        ids = list(await session.scalars(object_ids))
+        filters.append(view.c.object_id == any_(cast(ids, ARRAY(BigInteger))))
     if criteria.since is not None:
         filters.append(view.c.deployed_at >= criteria.since)
     if criteria.until is not None:
@@ -278,11 +284,19 @@ async def history_page(
     session: AsyncSession, criteria: HistoryFilter, *, limit: int, offset: int
 ) -> Sequence[RowMapping]:
     """Newest changes first; up to `limit` rows from `offset` (the caller asks for one more
-    than it shows, to know whether another page follows)."""
+    than it shows, to know whether another page follows).
+
+    Which walk is fast depends on the values filtered by (how many clusters or objects, how
+    far back), so the statement is planned for each request's values: a plan prepared for
+    any values, as psycopg's prepared statements come to use, walks every transition since
+    `since` to find one cluster's.
+    """
     view = deployment_history
+    filters = await _history_filters(session, criteria)
+    await session.execute(select(func.set_config("plan_cache_mode", "force_custom_plan", True)))
     statement = (
         select(*(view.c[name] for name in HISTORY_COLUMNS))
-        .where(and_(True, *_history_filters(criteria)))
+        .where(and_(True, *filters))
         # Every key column, so a page boundary never falls between rows of equal sort key.
         .order_by(
             view.c.deployed_at.desc(),
