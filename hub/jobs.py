@@ -1,6 +1,7 @@
 """Background jobs of the hub: the periodic harvest (unless turned off), the periodic drift
-evaluation, the periodic summary of what clusters run (for the environment diff) and, when a
-control plane is configured, the periodic scheduling. The only module that imports APScheduler.
+evaluation, the periodic summary of what clusters run (for the environment diff), the periodic
+refresh of the DORA rollup and, when a control plane is configured, the periodic scheduling.
+The only module that imports APScheduler.
 
 Every replica runs the scheduler; each job takes a PostgreSQL advisory lock of its own, so one
 replica harvests (schedules) at a time and the others skip that round. A failing run is logged
@@ -24,6 +25,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hub.database import create_engine, create_sessionmaker
+from hub.dora.service import scheduled_dora
 from hub.drift.service import scheduled_drift
 from hub.envdiff.service import scheduled_refresh
 from hub.harvest.service import Clock, scheduled_harvest
@@ -33,6 +35,7 @@ from hub.settings import HubSettings
 HARVEST_JOB = "harvest"
 DRIFT_JOB = "drift"
 ENV_DIFF_JOB = "env_diff"
+DORA_JOB = "dora"
 SCHEDULE_JOB = "schedule"
 log = structlog.get_logger("fleetmark.jobs")
 
@@ -90,6 +93,12 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
         lambda: scheduled_drift(sessions, settings, clock=clock),
     )
     _every(scheduler, ENV_DIFF_JOB, settings.env_diff_interval, lambda: scheduled_refresh(sessions))
+    _every(
+        scheduler,
+        DORA_JOB,
+        settings.dora_interval,
+        lambda: scheduled_dora(sessions, settings, clock=clock),
+    )
     if settings.schedule_control_plane is not None:
         _every(
             scheduler,

@@ -3,6 +3,7 @@
 from hub.models.auth import ApiToken
 from hub.models.base import Base
 from hub.models.desired import Assignment, AssignmentRevision, HarvestError, ManifestRevision
+from hub.models.dora import DoraRefresh, DoraRollup
 from hub.models.drift import (
     ClusterDrift,
     ClusterDriftReasons,
@@ -43,6 +44,8 @@ __all__ = [
     "ClusterHeartbeat",
     "ClusterType",
     "DeploymentTarget",
+    "DoraRefresh",
+    "DoraRollup",
     "DriftEvaluation",
     "DriftPeriod",
     "DriftTotal",

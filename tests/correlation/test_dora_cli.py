@@ -15,6 +15,7 @@ from tests.correlation.dora_history import (
     Timeline,
     commit_platform,
     play_platform,
+    refresh_dora,
 )
 from tests.harvest import scenario
 
@@ -41,6 +42,7 @@ async def served(served_fleet: ServedFleet) -> Served:
             await simulated[name].report()
         await play_platform(timeline, simulated, commits, simulated[LATE_CLUSTER[0]])
     timeline.go(180)
+    await refresh_dora(live.sessions, timeline.clock.now)
     return Served(live, timeline)
 
 
