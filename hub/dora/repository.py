@@ -95,10 +95,13 @@ WHERE NOT {_settled("dora_rollup")}
   AND ROW({_judged("dora_rollup")}) IS DISTINCT FROM ROW({_judged("excluded")})
 """)  # noqa: S608 - constants only
 
-# The workloads the environment diff knows, which the DORA function can be asked for.
+# The workloads the current assignments are of, by their Namespace's label, the scheduler's
+# record or the declared workloads; those the DORA function finds assignments of by name.
 _WORKLOADS = text(
-    "SELECT DISTINCT workload FROM desired_version "
-    "WHERE starts_with(deployment_target, workload || '-') ORDER BY workload"
+    "SELECT DISTINCT n.name FROM (SELECT workload AS name FROM desired_version "
+    "UNION SELECT name FROM workload) n "
+    "WHERE EXISTS (SELECT FROM desired_version d "
+    "WHERE starts_with(d.deployment_target, n.name || '-')) ORDER BY n.name"
 )
 
 

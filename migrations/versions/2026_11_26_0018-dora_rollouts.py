@@ -249,9 +249,10 @@ FROM dora_judgement(environments, workload, window_start, as_of) j
 $function$
 """  # noqa: S608 - constants only
 
-# A stored time at or after the cut has not happened yet. The sorted per-cluster times are read
-# only for a rollout the cut falls into, unfinished (clusters reached) or failed and unfinished
-# (clusters failed) by then.
+# A stored time at or after the cut has not happened yet. A row is as of the last refresh (a
+# row left as it was is unchanged since), so with the cut there the stored counts hold; the
+# sorted per-cluster times are read only for a rollout an earlier cut falls into, unfinished
+# (clusters reached) or failed and unfinished (clusters failed) by then.
 DORA_ROLLED_UP = f"""
 CREATE FUNCTION dora_rolled_up(
     environments text[],
@@ -265,12 +266,12 @@ LANGUAGE sql STABLE
 AS $function$
 SELECT r.environment, r.environment_position, r.repository, r.branch, r.revision, r.commit_sha,
        r.committed_at, r.started_at, r.expected_clusters,
-       CASE WHEN r.completed_at < c.cut THEN r.expected_clusters
+       CASE WHEN r.completed_at < c.cut OR c.cut = s.refreshed_at THEN r.reached_clusters
             ELSE (SELECT count(*) FROM unnest(r.reached_times) t WHERE t < c.cut) END,
        CASE WHEN r.completed_at < c.cut THEN r.completed_at END,
        CASE WHEN r.failed_at < c.cut THEN r.failed_at END,
        CASE WHEN r.failed_at IS NULL OR r.failed_at >= c.cut THEN 0
-            WHEN r.completed_at < c.cut THEN r.failed_clusters
+            WHEN r.completed_at < c.cut OR c.cut = s.refreshed_at THEN r.failed_clusters
             ELSE (SELECT count(*) FROM unnest(r.failure_times) t WHERE t < c.cut) END,
        CASE WHEN r.failed_at < c.cut THEN r.failed_cluster END,
        CASE WHEN r.failed_at < c.cut THEN r.failure_reason END,
