@@ -32,8 +32,9 @@ events in a `bench` schema, a day of events at a time in time order (as ingest a
 them), with the transition table's indexes built once at the end, in the schema of
 GENERATED_REVISION; the store is then upgraded to the newest schema, as a hub's start-up would
 upgrade it, and vacuumed and analysed, as autovacuum would have left it. Before the hub
-starts, the drift job and the env diff refresh run once (their tables are what the drift and
-diff endpoints read); the hub's own jobs are set not to run while requests are measured.
+starts, the drift job and the env diff refresh run once, and the DORA rollup is built from
+scratch and then refreshed once more (their tables are what the drift, diff and DORA
+endpoints read); the hub's own jobs are set not to run while requests are measured.
 
     .venv/bin/python benchmarks/query.py                      # generate, measure, drop
     .venv/bin/python benchmarks/query.py --keep               # keep the store for next time
@@ -91,10 +92,12 @@ from ingest import (
     with_database,
 )
 from psycopg import sql
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from hub import migrate
-from hub.database import create_sessionmaker, normalise_database_url
+from hub.database import create_sessionmaker, normalise_database_url, write_session
+from hub.dora.service import refresh_rollup
 from hub.drift.service import scheduled_drift
 from hub.envdiff.service import refresh_deployed
 from hub.gate.policy import format_duration
@@ -976,6 +979,13 @@ def endpoints(f: Facts) -> list[Endpoint]:
         ask("env diff, dev stage", DIFF, TARGET_MS, environment=["dev", "stage"]),
         ask("env diff, dev stage prod", DIFF, TARGET_MS, environment=["dev", "stage", "prod"]),
         ask("dora, all environments", DORA, TARGET_MS),
+        ask("dora, prod, 30 days to 30 days ago", DORA, TARGET_MS, environment="prod",
+            since=(f.latest - timedelta(days=60)).isoformat(),
+            until=(f.latest - timedelta(days=30)).isoformat()),
+        ask(f"dora, workload {f.workloads['prod'][0]}", DORA, TARGET_MS,
+            workload=f.workloads["prod"][0]),
+        ask("dora deployments, first page", f"{DORA}/deployments", TARGET_MS),
+        ask("dora deployments, CSV", f"{DORA}/deployments.csv", TARGET_MS),
     ]  # fmt: skip
 
 
@@ -1017,12 +1027,34 @@ def measure(client: httpx.Client, endpoint: Endpoint, args: argparse.Namespace) 
     return found
 
 
-def run_jobs(url: str) -> tuple[float, float]:
-    """One run of the hub's drift job and one of its deployed-summary refresh, as a hub runs
-    them every --drift-interval and --env-diff-interval: their tables are what GET
-    /api/v1/drift and GET /api/v1/diff read. The seconds each took."""
+@dataclass
+class Jobs:
+    """Seconds one run of each job took."""
 
-    async def run() -> tuple[float, float]:
+    drift: float
+    env_diff: float
+    # The DORA rollup built from an empty one, then brought up to date once more.
+    dora_full: float
+    dora_incremental: float
+
+
+def run_jobs(url: str) -> Jobs:
+    """One run of the hub's drift job and one of its deployed-summary refresh, as a hub runs
+    them every --drift-interval and --env-diff-interval, and two of its DORA refresh: from an
+    empty rollup (as a hub's first), then again (as every later one, each --dora-interval).
+    Their tables are what GET /api/v1/drift, /api/v1/diff and /api/v1/dora read."""
+
+    async def refresh_dora(sessions: Any) -> float:
+        started = time.perf_counter()
+        async with write_session(sessions) as session:
+            await refresh_rollup(
+                session,
+                now=datetime.now(UTC),
+                settle=HubSettings.model_fields["dora_settle_after"].default,
+            )
+        return time.perf_counter() - started
+
+    async def run() -> Jobs:
         engine = create_async_engine(normalise_database_url(url))
         sessions = create_sessionmaker(engine)
         try:
@@ -1032,10 +1064,16 @@ def run_jobs(url: str) -> tuple[float, float]:
             started = time.perf_counter()
             await refresh_deployed(sessions)
             refreshed = time.perf_counter() - started
+            async with write_session(sessions) as session:
+                # A kept store holds the rollup of an earlier run.
+                await session.execute(text("DELETE FROM dora_rollup"))
+                await session.execute(text("DELETE FROM dora_refresh"))
+            dora_full = await refresh_dora(sessions)
+            dora_incremental = await refresh_dora(sessions)
         finally:
             await engine.dispose()
         assert evaluation is not None, "another hub is evaluating drift on this store"
-        return evaluation.seconds, refreshed
+        return Jobs(evaluation.seconds, refreshed, dora_full, dora_incremental)
 
     return asyncio.run(run())
 
@@ -1162,11 +1200,12 @@ def served(args: argparse.Namespace, url: str, workdir: Path) -> Iterator[Hub]:
     env |= {
         "FLEETMARK_DATA_DIR": str(workdir / "data"),
         "FLEETMARK_DATABASE_URL": url,
-        # The generated repositories cannot be fetched: no harvest. The drift and env diff
-        # jobs ran once before the hub started; they do not run while requests are measured.
+        # The generated repositories cannot be fetched: no harvest. The drift, env diff and
+        # DORA jobs ran before the hub started; they do not run while requests are measured.
         "FLEETMARK_HARVEST_INTERVAL": "86400",
         "FLEETMARK_DRIFT_INTERVAL": "86400",
         "FLEETMARK_ENV_DIFF_INTERVAL": "86400",
+        "FLEETMARK_DORA_INTERVAL": "86400",
     }
     for pair in args.hub_env:
         key, separator, value = pair.partition("=")
@@ -1274,8 +1313,7 @@ class Backend:
     label: str
     server: Any
     store: Store
-    drift_seconds: float
-    refresh_seconds: float
+    jobs: Jobs
     compression: list[Compressed]
     run: Run
 
@@ -1348,14 +1386,17 @@ def measure_backend(
             "compressing the chunks older than FLEETMARK_COMPRESS_AFTER, as the policy does"
         ):
             compression = compress(url)
-    with phase("evaluating drift and summing up what clusters run, as the hub's jobs do"):
-        drift_seconds, refresh_seconds = run_jobs(url)
+    with phase(
+        "evaluating drift, summing up what clusters run and rolling up DORA rollouts, "
+        "as the hub's jobs do"
+    ):
+        jobs = run_jobs(url)
     with psycopg.connect(url) as connection:
         facts = pick_facts(connection)
         store = describe(connection, generated)
         server = server_facts(connection)
     run = run_requests(args, url, facts, workdir)
-    return Backend(label, server, store, drift_seconds, refresh_seconds, compression, run)
+    return Backend(label, server, store, jobs, compression, run)
 
 
 def main() -> None:
@@ -1395,7 +1436,7 @@ def main() -> None:
 
 
 def print_backend(args: argparse.Namespace, backend: Backend) -> None:
-    server, store, run = backend.server, backend.store, backend.run
+    server, store, run, jobs = backend.server, backend.store, backend.run, backend.jobs
     print()
     print(f"{backend.label}")
     row("PostgreSQL", f"{server.version}; TimescaleDB: {server.timescaledb}")
@@ -1405,13 +1446,17 @@ def print_backend(args: argparse.Namespace, backend: Backend) -> None:
     row("CPU while measuring", str(run.cpu))
     row("hub", f"fleetmark serve --workers {args.workers}, one request at a time")
     every = format_duration(HubSettings.model_fields["drift_interval"].default)
-    row(
-        "drift job, one evaluation", f"{backend.drift_seconds:,.1f} s (a hub runs it every {every})"
-    )
+    row("drift job, one evaluation", f"{jobs.drift:,.1f} s (a hub runs it every {every})")
     every = format_duration(HubSettings.model_fields["env_diff_interval"].default)
     row(
         "env diff job, one refresh",
-        f"{backend.refresh_seconds:,.1f} s, paced (a hub runs it every {every})",
+        f"{jobs.env_diff:,.1f} s, paced (a hub runs it every {every})",
+    )
+    every = format_duration(HubSettings.model_fields["dora_interval"].default)
+    row(
+        "DORA job, one refresh",
+        f"{jobs.dora_full:,.1f} s from scratch, {jobs.dora_incremental:,.1f} s then "
+        f"(a hub runs it every {every})",
     )
     per_env = ", ".join(f"{env} {count:,}" for env, count in store.clusters.items())
     row(

@@ -1,8 +1,8 @@
 """Background jobs of the hub: the periodic harvest (unless turned off), the periodic drift
-evaluation, the periodic summary of what clusters run (for the environment diff), the
-history's retention (at start, then daily) and rollups (where the store does not keep them
-itself; hub/store.py) and, when a control plane is configured, the periodic scheduling. The
-only module that imports APScheduler.
+evaluation, the periodic summary of what clusters run (for the environment diff), the periodic
+refresh of the DORA rollup, the history's retention (at start, then daily) and hourly rollups
+(where the store does not keep them itself; hub/store.py) and, when a control plane is
+configured, the periodic scheduling. The only module that imports APScheduler.
 
 Every replica runs the scheduler; each job takes a PostgreSQL advisory lock of its own, so one
 replica harvests (schedules) at a time and the others skip that round. A failing run is logged
@@ -26,6 +26,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hub.database import create_engine, create_sessionmaker
+from hub.dora.service import scheduled_dora
 from hub.drift.service import scheduled_drift
 from hub.envdiff.service import scheduled_refresh
 from hub.harvest.service import Clock, scheduled_harvest
@@ -36,6 +37,7 @@ from hub.store import keep_history, refresh_rollups
 HARVEST_JOB = "harvest"
 DRIFT_JOB = "drift"
 ENV_DIFF_JOB = "env_diff"
+DORA_JOB = "dora"
 SCHEDULE_JOB = "schedule"
 RETENTION_JOB = "retention"
 RETENTION_INTERVAL = timedelta(days=1)
@@ -102,6 +104,12 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
         lambda: scheduled_drift(sessions, settings, clock=clock),
     )
     _every(scheduler, ENV_DIFF_JOB, settings.env_diff_interval, lambda: scheduled_refresh(sessions))
+    _every(
+        scheduler,
+        DORA_JOB,
+        settings.dora_interval,
+        lambda: scheduled_dora(sessions, settings, clock=clock),
+    )
     _every(
         scheduler,
         RETENTION_JOB,

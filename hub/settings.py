@@ -180,6 +180,23 @@ class HubSettings(BaseSettings):
             "(seconds or ISO 8601); its deployed side is at most this old."
         ),
     )
+    dora_interval: Interval = Field(
+        default=timedelta(minutes=5),
+        gt=timedelta(0),
+        description=(
+            "How often the hub brings its rollup of DORA rollouts up to date (seconds or ISO "
+            "8601); DORA answers are at most this old."
+        ),
+    )
+    dora_settle_after: Interval = Field(
+        default=timedelta(days=1),
+        gt=timedelta(0),
+        description=(
+            "How long after a rollout completed (and, had it failed, was restored) the DORA "
+            "job still judges it again, for reports that arrive late (seconds or ISO 8601); "
+            "then its verdict is kept."
+        ),
+    )
     schedule_control_plane: str | None = Field(
         default=None,
         description=(

@@ -12,14 +12,14 @@ import typer
 
 from hub.cli.common import Output, OutputOption, console
 from hub.cli.query import moment
-from hub.cli.remote import DEFAULT_HUB, HubOption, TokenOption, fetch, rows_table, show, when
+from hub.cli.remote import DEFAULT_HUB, HubOption, TokenOption, ago, fetch, rows_table, show, when
 from hub.dora.schemas import DoraReport, EnvironmentDora, Spread
 from hub.gate.policy import format_duration
 
 DORA_PATH = "/api/v1/dora"
-# The figures come from every transition of the range: on a fleet of thousands of clusters
-# the hub takes seconds, tens of seconds for a month of 10,000, where other questions take
-# milliseconds.
+# Until the hub's DORA job first refreshed its rollup, the figures come from every transition
+# of the range: on a fleet of thousands of clusters the hub takes seconds, tens of seconds for
+# a month of 10,000, where other questions take milliseconds.
 DORA_TIMEOUT = 300.0
 
 
@@ -70,6 +70,11 @@ def _rows(figures: EnvironmentDora) -> list[tuple[str, str]]:
 
 def render_dora(report: DoraReport) -> None:
     subject = "platform commits" if report.workload is None else f"versions of {report.workload}"
+    console.print(
+        "judged from the transitions now: the hub's DORA job has not rolled them up yet"
+        if report.evaluated_at is None
+        else f"rolled up {ago(report.now, report.evaluated_at)}"
+    )
     for figures in report.environments:
         console.print(
             rows_table(

@@ -1,8 +1,9 @@
 """DORA figures from rollouts: the pure core of the DORA queries.
 
 The store's function `dora_rollout` (migration 0008_dora) turns reconciler status transitions
-and the harvested git history into one row per rollout; this module takes those rows and a
-time range and returns the figures. Nothing here reads the store or the clock.
+and the harvested git history into one row per rollout, and `dora_rolled_up` (0020) returns the
+same rows from the rollup the DORA job keeps; this module takes those rows and a time range
+and returns the figures. Nothing here reads the store or the clock.
 
 Definitions (per environment; for a workload, over that workload's versions):
 
@@ -85,7 +86,7 @@ class TimeRange:
 
 @dataclass(frozen=True, slots=True)
 class Rollout:
-    """A row of `dora_rollout`."""
+    """A row of `dora_rollout` or `dora_rolled_up`."""
 
     environment: str
     environment_position: int | None

@@ -48,7 +48,12 @@ class EnvironmentDora(BaseModel):
 class DoraReport(BaseModel):
     since: datetime = Field(description="Inclusive.")
     until: datetime = Field(description="Exclusive.")
-    evaluated_at: datetime
+    evaluated_at: datetime | None = Field(
+        description="When the DORA job last refreshed the rollup the rollouts are read from; "
+        "what happened later is not seen yet. None: not refreshed yet, so the rollouts were "
+        "judged from the transitions for this answer, as of now."
+    )
+    now: datetime = Field(description="The hub's time; the range's end defaults to it.")
     subject: Subject
     workload: str | None
     environments: list[EnvironmentDora] = Field(description="In promotion order.")
@@ -89,6 +94,12 @@ class DoraDeploymentPage(BaseModel):
 
     since: datetime
     until: datetime
+    evaluated_at: datetime | None = Field(
+        description="When the DORA job last refreshed the rollup the rollouts are read from; "
+        "what happened later is not seen yet. None: not refreshed yet, so the rollouts were "
+        "judged from the transitions for this answer, as of now."
+    )
+    now: datetime = Field(description="The hub's time; the range's end defaults to it.")
     subject: Subject
     workload: str | None
     items: list[DoraDeployment]

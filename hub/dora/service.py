@@ -1,20 +1,35 @@
 """DORA queries: environments, a workload and a time range in; figures per environment and the
-rollouts behind them out.
+rollouts behind them out; and the DORA job, which keeps the rollup they are read from.
 
-Data flow: the range is settled against the hub's clock -> `dora_rollout` in the store returns
-the rollouts of the asked environments that started from the lookback before the range to its
-end (or now) -> the pure calculation (hub/dora/calculation.py, which defines the figures)
-counts them per environment -> the wire shapes (hub/dora/schemas.py).
+Data flow: the DORA job (hub/jobs.py, every `dora_interval`) judges the rollouts of the
+platform commits and of each workload's versions from the transitions (`dora_judgement`)
+into `dora_rollup` -> a question's range is settled against the hub's clock ->
+`dora_rolled_up` returns the rollouts of the asked environments committed from the lookback
+before the range on, as of the range's end, now or the last refresh, whichever is first ->
+the pure calculation (hub/dora/calculation.py, which defines the figures) counts them per
+environment -> the wire shapes (hub/dora/schemas.py), saying as of when (`evaluated_at`).
+
+Why a job and a rollup: judging the rollouts of 30 days of 10,000 clusters from the
+transitions takes seconds; reading their verdicts, milliseconds. A refresh judges again only
+the rollouts committed since the oldest one whose outcome can still change (not completed;
+failed and not restored; completed or restored less than `dora_settle_after` ago, for reports
+that arrive late) and since `dora_settle_after` before the last refresh (for new ones); the
+settled rollouts keep their rows. Until the job first refreshed the rollouts asked about
+(a workload it does not know, a hub that just started), they are judged from the transitions
+for the question, as of now (`evaluated_at` None).
 """
 
 import csv
 import io
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from hub.database import exclusive, write_session
 from hub.dora import repository
 from hub.dora.calculation import Counted, Rollout, Spread, TimeRange, behind_figures, figures
 from hub.dora.schemas import (
@@ -27,16 +42,23 @@ from hub.dora.schemas import (
 from hub.dora.schemas import Spread as WireSpread
 from hub.errors import InvalidInput
 from hub.gate.service import UnknownEnvironment, UnknownWorkload
+from hub.models.dora import PLATFORM_COMMITS
+from hub.settings import HubSettings
 
 __all__ = [
     "DEFAULT_RANGE",
     "LOOKBACK",
     "MAX_RANGE",
     "DoraQuery",
+    "Refresh",
     "dora_deployments",
     "dora_deployments_csv",
     "dora_report",
+    "refresh_rollup",
+    "scheduled_dora",
 ]
+
+log = structlog.get_logger("fleetmark.dora")
 
 DEFAULT_RANGE = timedelta(days=30)
 # Bounds the transitions one question reads.
@@ -78,7 +100,9 @@ class _Question:
     environments: list[tuple[str, int | None]]
     workload: str | None
     period: TimeRange
-    evaluated_at: datetime
+    # The rollup's refresh the answer is as of; None: judged from the transitions.
+    evaluated_at: datetime | None
+    now: datetime
 
     @property
     def subject(self) -> Subject:
@@ -112,15 +136,19 @@ async def _ask(
         if not assigned & {name for name, _ in asked}:
             where = ", ".join(name for name, _ in asked) or "any environment"
             raise UnknownWorkload(f"workload {workload!r} has no assignment in {where}")
-    question = _Question(asked, workload, period, now)
+    refreshed_at = await repository.refreshed_at(
+        session, PLATFORM_COMMITS if workload is None else workload
+    )
+    as_of = min(period.until, now)
     found = await repository.rollouts(
         session,
         environments=[name for name, _ in asked],
         workload=workload,
         window_start=period.since - LOOKBACK,
-        as_of=min(period.until, now),
+        as_of=as_of if refreshed_at is None else min(as_of, refreshed_at),
+        rolled_up=refreshed_at is not None,
     )
-    return question, found
+    return _Question(asked, workload, period, refreshed_at, now), found
 
 
 def _seconds(duration: timedelta | None) -> float | None:
@@ -168,6 +196,7 @@ async def dora_report(
         since=question.period.since,
         until=question.period.until,
         evaluated_at=question.evaluated_at,
+        now=question.now,
         subject=question.subject,
         workload=query.workload,
         environments=reports,
@@ -230,6 +259,8 @@ async def dora_deployments(
     return DoraDeploymentPage(
         since=question.period.since,
         until=question.period.until,
+        evaluated_at=question.evaluated_at,
+        now=question.now,
         subject=question.subject,
         workload=query.workload,
         items=items[offset : offset + limit],
@@ -261,3 +292,70 @@ async def dora_deployments_csv(
         row = item.model_dump(mode="json")
         writer.writerow({name: _cell(value) for name, value in row.items()})
     return out.getvalue()
+
+
+# --- the job ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Refresh:
+    refreshed_at: datetime
+    # The platform commits and each workload.
+    subjects: int
+    # Of those, judged from the start: never refreshed before.
+    judged_in_full: int
+    # Rollouts written: new ones, and unsettled ones whose verdict changed.
+    written: int
+    seconds: float
+
+
+async def refresh_rollup(session: AsyncSession, *, now: datetime, settle: timedelta) -> Refresh:
+    """Judge the rollouts of the platform commits and of each workload's versions whose
+    outcome can still change, as of `now`, into the rollup; the caller commits."""
+    started = time.perf_counter()
+    settled_before = now - settle
+    subjects = [PLATFORM_COMMITS, *await repository.rolled_up_workloads(session)]
+    in_full = written = 0
+    for subject in subjects:
+        previous = await repository.refreshed_at(session, subject)
+        window_start = None
+        if previous is None:
+            in_full += 1
+        else:
+            unsettled = await repository.unsettled_from(
+                session, subject, settled_before=settled_before
+            )
+            window_start = previous - settle
+            if unsettled is not None:
+                window_start = min(window_start, unsettled)
+        written += await repository.refresh(
+            session,
+            subject,
+            window_start=window_start,
+            as_of=now,
+            settled_before=settled_before,
+        )
+    return Refresh(now, len(subjects), in_full, written, time.perf_counter() - started)
+
+
+async def scheduled_dora(
+    sessions: async_sessionmaker[AsyncSession],
+    settings: HubSettings,
+    *,
+    clock: Callable[[], datetime],
+) -> Refresh | None:
+    """The periodic job: a refresh unless another replica is at it (then None)."""
+    async with exclusive(sessions, repository.REFRESH_LOCK) as acquired:
+        if not acquired:
+            log.info("DORA refresh skipped: another replica is refreshing")
+            return None
+        async with write_session(sessions) as session:
+            refresh = await refresh_rollup(session, now=clock(), settle=settings.dora_settle_after)
+    log.info(
+        "DORA rollup refreshed",
+        subjects=refresh.subjects,
+        judged_in_full=refresh.judged_in_full,
+        written=refresh.written,
+        seconds=round(refresh.seconds, 3),
+    )
+    return refresh

@@ -3,6 +3,7 @@
 from hub.models.auth import ApiToken
 from hub.models.base import Base
 from hub.models.desired import Assignment, AssignmentRevision, HarvestError, ManifestRevision
+from hub.models.dora import DoraRefresh, DoraRollup
 from hub.models.drift import (
     ClusterDrift,
     ClusterDriftReasons,
@@ -45,6 +46,8 @@ __all__ = [
     "ClusterObjectCount",
     "ClusterType",
     "DeploymentTarget",
+    "DoraRefresh",
+    "DoraRollup",
     "DriftEvaluation",
     "DriftPeriod",
     "DriftTotal",

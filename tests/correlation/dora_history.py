@@ -11,6 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from hub.database import write_session
+from hub.dora.service import Refresh, refresh_rollup
 from tests.correlation.fleet import SimCluster
 from tests.harvest import scenario
 from tests.harvest.gitrepo import WorkRepo
@@ -32,6 +36,18 @@ def commit_at(
     sha = repo.head()
     repo.checkout("dev")
     return sha
+
+
+# Long enough that nothing of a timeline settles unless a test says otherwise.
+SETTLE = timedelta(days=1)
+
+
+async def refresh_dora(
+    sessions: async_sessionmaker[AsyncSession], now: datetime, settle: timedelta = SETTLE
+) -> Refresh:
+    """The DORA job's refresh of its rollup as of `now`, committed."""
+    async with write_session(sessions) as session:
+        return await refresh_rollup(session, now=now, settle=settle)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.harvest.urls import normalise_repository_url
 from tests.correlation.dora_history import (
@@ -23,6 +24,7 @@ from tests.correlation.dora_history import (
     commit_releases,
     play_platform,
     play_releases,
+    refresh_dora,
     run_everything,
 )
 from tests.correlation.fleet import Fleet
@@ -77,22 +79,29 @@ def timeline(clock: FakeClock) -> Timeline:
     return Timeline(clock, clock.now)
 
 
-def played(
+async def played(
     timeline: Timeline,
     commits: dict[str, str],
     fleet: Fleet,
     client: httpx.AsyncClient,
     read_token: str,
+    sessions: async_sessionmaker[AsyncSession],
 ) -> History:
-    """The history once the timeline is at B+180, the client asking with the read token."""
+    """The history once the timeline is at B+180 and the DORA job has refreshed its rollup,
+    the client asking with the read token."""
     timeline.go(180)
+    await refresh_dora(sessions, timeline.clock.now)
     client.headers["Authorization"] = f"Bearer {read_token}"
     return History(timeline, commits, fleet)
 
 
 @pytest.fixture
 async def platform(
-    fleet: Fleet, timeline: Timeline, client: httpx.AsyncClient, read_token: str
+    fleet: Fleet,
+    timeline: Timeline,
+    client: httpx.AsyncClient,
+    read_token: str,
+    sessions: async_sessionmaker[AsyncSession],
 ) -> History:
     """The platform timeline of tests/correlation/dora_history.py, played up to B+180."""
     for name, cluster_type in PLATFORM_CLUSTERS.items():
@@ -104,7 +113,7 @@ async def platform(
     await fleet.harvest()
     late = await fleet.add(*LATE_CLUSTER)
     await play_platform(timeline, fleet.clusters, commits, late)
-    return played(timeline, commits, fleet, client, read_token)
+    return await played(timeline, commits, fleet, client, read_token, sessions)
 
 
 async def test_figures_match_the_ones_worked_out_by_hand(
@@ -367,7 +376,11 @@ async def test_unknown_names_and_missing_tokens(
 
 @pytest.fixture
 async def releases(
-    fleet: Fleet, timeline: Timeline, client: httpx.AsyncClient, read_token: str
+    fleet: Fleet,
+    timeline: Timeline,
+    client: httpx.AsyncClient,
+    read_token: str,
+    sessions: async_sessionmaker[AsyncSession],
 ) -> History:
     """The release timeline of tests/correlation/dora_history.py, played up to B+180."""
     for name, cluster_type in WORKLOAD_CLUSTERS.items():
@@ -377,7 +390,7 @@ async def releases(
     commits = {"1.0.0": fleet.app_heads["dev"]} | commit_releases(fleet.app, timeline)
     await fleet.harvest()
     await play_releases(timeline, fleet.clusters, commits)
-    return played(timeline, commits, fleet, client, read_token)
+    return await played(timeline, commits, fleet, client, read_token, sessions)
 
 
 async def test_figures_of_a_workloads_versions(
@@ -420,7 +433,11 @@ async def test_figures_of_a_workloads_versions(
 
 
 async def test_superseded_commits_and_commits_no_cluster_tried(
-    fleet: Fleet, clock: FakeClock, client: httpx.AsyncClient, read_token: str
+    fleet: Fleet,
+    clock: FakeClock,
+    client: httpx.AsyncClient,
+    read_token: str,
+    sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     """Commits c1 (B+10), c2 (B+12), c3 (B+30), c4 (B+31); drone-01 runs c1 at 15 and c2 at
     20; drone-02 and large-01 go straight to c2 at 22 and 24. c1 is reached by a descendant
@@ -454,6 +471,7 @@ async def test_superseded_commits_and_commits_no_cluster_tried(
         fleet.clusters[name].run_platform(commits[commit])
         await fleet.clusters[name].report()
     timeline.go(60)
+    await refresh_dora(sessions, clock.now)
     client.headers["Authorization"] = f"Bearer {read_token}"
     window = {
         "environment": "dev",

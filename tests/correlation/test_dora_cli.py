@@ -15,6 +15,7 @@ from tests.correlation.dora_history import (
     Timeline,
     commit_platform,
     play_platform,
+    refresh_dora,
 )
 from tests.harvest import scenario
 
@@ -41,6 +42,7 @@ async def served(served_fleet: ServedFleet) -> Served:
             await simulated[name].report()
         await play_platform(timeline, simulated, commits, simulated[LATE_CLUSTER[0]])
     timeline.go(180)
+    await refresh_dora(live.sessions, timeline.clock.now)
     return Served(live, timeline)
 
 
@@ -57,6 +59,7 @@ async def test_a_table_per_environment_and_json_for_scripts(served: Served) -> N
 
     assert table.exit_code == 0, table.output
     shown = words(table.stdout)
+    assert "rolled up 0s ago" in shown
     assert "dev: platform commits, 2026-11-22 12:07:30 to 2026-11-23 12:07:30" in shown
     assert "deployments 3 (3.00 per day)" in shown
     # 900, 2100 and 1300 seconds.
