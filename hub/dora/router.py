@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from hub.deps import ClockDep, ReadAccess, ReadSessionDep
+from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep
 from hub.dora import service
 from hub.dora.schemas import DoraDeploymentPage, DoraReport
 from hub.dora.service import DoraQuery
@@ -55,22 +55,32 @@ QueryDep = Annotated[DoraQuery, Depends(_query)]
 
 
 @router.get("", response_model=DoraReport, responses=_NOT_FOUND)
-async def dora(session: ReadSessionDep, clock: ClockDep, query: QueryDep) -> DoraReport:
+async def dora(
+    session: ReadSessionDep, clock: ClockDep, settings: SettingsDep, query: QueryDep
+) -> DoraReport:
     """Deployment frequency, lead time, change failure rate and time to restore per
     environment, of its platform commits or of a workload's versions."""
-    return await service.dora_report(session, query, now=clock())
+    return await service.dora_report(session, query, now=clock(), kept=settings.history_retention)
 
 
 @router.get("/deployments", response_model=DoraDeploymentPage, responses=_NOT_FOUND)
 async def dora_deployments(
     session: ReadSessionDep,
     clock: ClockDep,
+    settings: SettingsDep,
     query: QueryDep,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> DoraDeploymentPage:
     """The rollouts the figures count, per environment, newest first."""
-    return await service.dora_deployments(session, query, limit=limit, offset=offset, now=clock())
+    return await service.dora_deployments(
+        session,
+        query,
+        limit=limit,
+        offset=offset,
+        now=clock(),
+        kept=settings.history_retention,
+    )
 
 
 @router.get(
@@ -79,10 +89,12 @@ async def dora_deployments(
     responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}}, **_NOT_FOUND},
 )
 async def dora_deployments_csv(
-    session: ReadSessionDep, clock: ClockDep, query: QueryDep
+    session: ReadSessionDep, clock: ClockDep, settings: SettingsDep, query: QueryDep
 ) -> Response:
     """Every rollout the figures count, as CSV (the columns of /dora/deployments' items)."""
-    body = await service.dora_deployments_csv(session, query, now=clock())
+    body = await service.dora_deployments_csv(
+        session, query, now=clock(), kept=settings.history_retention
+    )
     return Response(
         body,
         media_type="text/csv; charset=utf-8",

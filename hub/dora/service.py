@@ -41,6 +41,7 @@ from hub.dora.schemas import (
 )
 from hub.dora.schemas import Spread as WireSpread
 from hub.errors import InvalidInput
+from hub.gate.policy import format_duration
 from hub.gate.service import UnknownEnvironment, UnknownWorkload
 from hub.models.dora import PLATFORM_COMMITS
 from hub.settings import HubSettings
@@ -68,8 +69,12 @@ MAX_RANGE = timedelta(days=366)
 LOOKBACK = timedelta(days=7)
 
 
-def _time_range(since: datetime | None, until: datetime | None, now: datetime) -> TimeRange:
-    """[since, until), each defaulting from the other, until from now: the last 30 days."""
+def _time_range(
+    since: datetime | None, until: datetime | None, now: datetime, kept: timedelta
+) -> TimeRange:
+    """[since, until), each defaulting from the other, until from now: the last 30 days. A
+    range that needs history older than the `kept` (FLEETMARK_HISTORY_RETENTION) before now
+    is refused: what is dropped cannot be counted."""
     end = now if until is None else until
     start = end - DEFAULT_RANGE if since is None else since
     if start >= end:
@@ -80,6 +85,15 @@ def _time_range(since: datetime | None, until: datetime | None, now: datetime) -
         raise InvalidInput(
             f"since: the range from {start.isoformat()} to {end.isoformat()} is longer than "
             f"{MAX_RANGE.days} days"
+        )
+    oldest = now - kept
+    if start - LOOKBACK < oldest:
+        raise InvalidInput(
+            f"since: {start.isoformat()} is too early: the history is kept for "
+            f"{format_duration(kept)} (FLEETMARK_HISTORY_RETENTION), so transitions before "
+            f"{oldest.isoformat()} are dropped, and a range must start {LOOKBACK.days} days "
+            f"after them (revisions are looked for that long before it): from "
+            f"{(oldest + LOOKBACK).isoformat()}"
         )
     return TimeRange(start, end)
 
@@ -126,9 +140,9 @@ async def _environments(
 
 
 async def _ask(
-    session: AsyncSession, query: DoraQuery, now: datetime
+    session: AsyncSession, query: DoraQuery, now: datetime, kept: timedelta
 ) -> tuple[_Question, list[Rollout]]:
-    period = _time_range(query.since, query.until, now)
+    period = _time_range(query.since, query.until, now, kept)
     asked = await _environments(session, query.environments)
     workload = query.workload
     if workload is not None:
@@ -168,9 +182,10 @@ async def dora_report(
     query: DoraQuery,
     *,
     now: datetime,
+    kept: timedelta,
 ) -> DoraReport:
     """The figures per environment: of its platform commits, or of the workload's versions."""
-    question, found = await _ask(session, query, now)
+    question, found = await _ask(session, query, now, kept)
     reports = []
     for name, position in question.environments:
         counted = figures(
@@ -252,9 +267,10 @@ async def dora_deployments(
     limit: int,
     offset: int,
     now: datetime,
+    kept: timedelta,
 ) -> DoraDeploymentPage:
     """A page of the rollouts the figures of the range count."""
-    question, found = await _ask(session, query, now)
+    question, found = await _ask(session, query, now, kept)
     items = _newest_first(question, found)
     return DoraDeploymentPage(
         since=question.period.since,
@@ -281,10 +297,11 @@ async def dora_deployments_csv(
     query: DoraQuery,
     *,
     now: datetime,
+    kept: timedelta,
 ) -> str:
     """Every rollout the figures of the range count, as CSV with a header row: the columns of
     DoraDeployment, times in ISO 8601, empty cells for nothing."""
-    question, found = await _ask(session, query, now)
+    question, found = await _ask(session, query, now, kept)
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(DoraDeployment.model_fields))
     writer.writeheader()

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.harvest.urls import normalise_repository_url
+from tests.conftest import MakeClient
 from tests.correlation.dora_history import (
     FAILURE,
     LATE_CLUSTER,
@@ -352,6 +353,26 @@ async def test_bad_ranges_are_refused_naming_the_parameter(
     assert response.status_code == 422, response.text
     assert response.json()["error"] == "invalid_input"
     assert response.json()["detail"].startswith(detail)
+
+
+@pytest.mark.parametrize("url", [DORA, DEPLOYMENTS, CSV])
+async def test_a_range_reaching_before_the_history_kept_is_refused(
+    make_client: MakeClient, read_token: str, clock: FakeClock, url: str
+) -> None:
+    client = await make_client(history_retention=timedelta(days=60))
+    kept = {"since": (clock() - timedelta(days=53)).isoformat()}
+    early = {"since": (clock() - timedelta(days=54)).isoformat()}
+
+    assert (await client.get(url, params=kept, headers=bearer(read_token))).status_code == 200
+    refused = await client.get(url, params=early, headers=bearer(read_token))
+    assert refused.status_code == 422, refused.text
+    oldest = clock() - timedelta(days=60)
+    assert refused.json()["detail"] == (
+        f"since: {early['since']} is too early: the history is kept for 60d "
+        f"(FLEETMARK_HISTORY_RETENTION), so transitions before {oldest.isoformat()} are dropped, "
+        "and a range must start 7 days after them (revisions are looked for that long before "
+        f"it): from {(oldest + timedelta(days=7)).isoformat()}"
+    )
 
 
 async def test_unknown_names_and_missing_tokens(
