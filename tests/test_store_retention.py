@@ -2,6 +2,7 @@
 (replaced when the settings change), chunks dropped on its Apache-licensed build, rows deleted
 on plain PostgreSQL."""
 
+import asyncio
 import atexit
 import os
 import shutil
@@ -16,6 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, create_async_engine
 
 from hub import migrate, store
+from hub.app import create_app
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
 from hub.database import create_sessionmaker
@@ -186,3 +188,22 @@ async def test_the_apache_timescaledb_build_keeps_hypertables_and_drops_chunks_i
         finally:
             await engine.dispose()
         assert refreshed == {"heartbeat_hourly": 2, "transition_hourly": 2}
+
+
+async def test_the_hub_applies_the_retention_at_start(own_database: str) -> None:
+    app = create_app(hub_settings(history_retention=timedelta(days=30)), own_database)
+    async with connected(own_database) as admin, app.router.lifespan_context(app):
+        job = app.state.jobs.scheduler.get_job("retention")
+        assert job.trigger.interval == timedelta(days=1)
+        if not (await store.backend(admin)).licensed:
+            return
+        # The policies are set to the settings by the run at start.
+        query = text(
+            "SELECT config->>'drop_after' FROM timescaledb_information.jobs "
+            "WHERE proc_name = 'policy_retention' AND hypertable_name = 'status_transition'"
+        )
+        async with asyncio.timeout(30):
+            while True:
+                if await admin.scalar(query) == "30 days":
+                    break
+                await asyncio.sleep(0.05)
