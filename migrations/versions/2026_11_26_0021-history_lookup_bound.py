@@ -13,111 +13,34 @@ Create Date: 2026-11-26 03:00:00
 """
 
 from collections.abc import Sequence
+from types import ModuleType
 
-from alembic import op
+from alembic import context, op
+from alembic.script import ScriptDirectory
 
 revision: str = "0021_history_lookup_bound"
 down_revision: str | None = "0020_dora_rollouts"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-DEPLOYMENT_HISTORY = """
-CREATE OR REPLACE VIEW deployment_history AS
-SELECT
-    t.observed_at AS deployed_at,
-    t.cluster_id,
-    c.name AS cluster,
-    c.environment_id,
-    e.name AS environment,
-    e.position AS environment_position,
-    c.cluster_type_id,
-    ct.name AS cluster_type,
-    t.object_id,
-    o.reconciler,
-    o.kind,
-    o.namespace,
-    o.name,
-    t.source_url,
-    t.source_ref,
-    t.source_path,
-    t.applied_revision,
-    t.applied_sha,
-    t.applied_version,
-    p.applied_revision AS previous_revision,
-    p.applied_sha::varchar AS previous_sha,
-    p.applied_version AS previous_version,
-    t.ready,
-    t.reason
-FROM status_transition t
-JOIN cluster c ON c.id = t.cluster_id
-JOIN object_state o ON o.id = t.object_id
-LEFT JOIN environment e ON e.id = c.environment_id
-LEFT JOIN cluster_type ct ON ct.id = c.cluster_type_id
-LEFT JOIN LATERAL (
-    SELECT s.applied_revision, s.applied_sha, s.applied_version
-    FROM status_transition s
-    WHERE s.object_id = t.object_id
-      AND (s.applied_sha IS NOT NULL OR s.applied_version IS NOT NULL)
-      AND s.observed_at <= t.observed_at
-      AND (s.observed_at, s.received_at) < (t.observed_at, t.received_at)
-    ORDER BY s.observed_at DESC, s.received_at DESC
-    LIMIT 1
-) p ON true
-WHERE (t.applied_sha IS NOT NULL OR t.applied_version IS NOT NULL)
-  AND (t.applied_sha, t.applied_version) IS DISTINCT FROM (p.applied_sha, p.applied_version)
-"""
+PAIR = "      AND (s.observed_at, s.received_at) < (t.observed_at, t.received_at)\n"
 
-# 0009's definition, restated: a migration is a fixed step, not code shared with later ones.
-PAIR_ONLY_DEPLOYMENT_HISTORY = """
-CREATE OR REPLACE VIEW deployment_history AS
-SELECT
-    t.observed_at AS deployed_at,
-    t.cluster_id,
-    c.name AS cluster,
-    c.environment_id,
-    e.name AS environment,
-    e.position AS environment_position,
-    c.cluster_type_id,
-    ct.name AS cluster_type,
-    t.object_id,
-    o.reconciler,
-    o.kind,
-    o.namespace,
-    o.name,
-    t.source_url,
-    t.source_ref,
-    t.source_path,
-    t.applied_revision,
-    t.applied_sha,
-    t.applied_version,
-    p.applied_revision AS previous_revision,
-    p.applied_sha::varchar AS previous_sha,
-    p.applied_version AS previous_version,
-    t.ready,
-    t.reason
-FROM status_transition t
-JOIN cluster c ON c.id = t.cluster_id
-JOIN object_state o ON o.id = t.object_id
-LEFT JOIN environment e ON e.id = c.environment_id
-LEFT JOIN cluster_type ct ON ct.id = c.cluster_type_id
-LEFT JOIN LATERAL (
-    SELECT s.applied_revision, s.applied_sha, s.applied_version
-    FROM status_transition s
-    WHERE s.object_id = t.object_id
-      AND (s.applied_sha IS NOT NULL OR s.applied_version IS NOT NULL)
-      AND (s.observed_at, s.received_at) < (t.observed_at, t.received_at)
-    ORDER BY s.observed_at DESC, s.received_at DESC
-    LIMIT 1
-) p ON true
-WHERE (t.applied_sha IS NOT NULL OR t.applied_version IS NOT NULL)
-  AND (t.applied_sha, t.applied_version) IS DISTINCT FROM (p.applied_sha, p.applied_version)
-"""
+
+def _deployment_history_0009() -> str:
+    """0009's view, as that migration defines it."""
+    script = ScriptDirectory.from_config(context.config).get_revision("0009_history_lookup")
+    assert script is not None
+    module: ModuleType = script.module
+    view = str(module.DEPLOYMENT_HISTORY)
+    assert view.count(PAIR) == 1
+    return view
 
 
 def upgrade() -> None:
     # Replaced in place, so the comment and any grants to dashboard readers stay.
-    op.execute(DEPLOYMENT_HISTORY)
+    bound = "      AND s.observed_at <= t.observed_at\n" + PAIR
+    op.execute(_deployment_history_0009().replace(PAIR, bound))
 
 
 def downgrade() -> None:
-    op.execute(PAIR_ONLY_DEPLOYMENT_HISTORY)
+    op.execute(_deployment_history_0009())
