@@ -142,6 +142,12 @@ class DriftPeriod(Base):
             "object_id",
             postgresql_where=text("ended_at IS NULL"),
         ),
+        # The open periods of the objects a drift page shows (migration 0022).
+        Index(
+            "ix_drift_period_open_object_id",
+            "object_id",
+            postgresql_where=text("ended_at IS NULL AND object_id IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

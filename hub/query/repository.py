@@ -27,6 +27,7 @@ from sqlalchemy import (
     literal,
     select,
     table,
+    true,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -215,6 +216,10 @@ async def cluster_page(
     return (await session.execute(statement)).mappings().all()
 
 
+# Objects of one name, at most, that a history statement lists by id (see _history_filters).
+_LISTED_OBJECTS = 1000
+
+
 @dataclass(frozen=True, slots=True)
 class HistoryFilter:
     placement: Placement
@@ -230,7 +235,12 @@ async def _history_filters(
     """Filters on the clusters and objects as lists of ids, looked up first: the history
     statement is planned with the lists in hand (see history_page), so the planner can tell
     one cluster (walk its transitions) from a whole environment or an object name found on
-    thousands of clusters (walk the newest transitions of all, keeping theirs)."""
+    thousands of clusters (walk the newest transitions of all, keeping theirs).
+
+    An object name found on more than _LISTED_OBJECTS objects is walked that way in any case,
+    and its ids stay in the database: sent back as a list of ten thousand, they cost more to
+    fetch, send and plan with than the walk itself. `IS TRUE` keeps the IN a filter that
+    hashes the ids once; as a join, PostgreSQL looks each walked transition's object up."""
     view = deployment_history
     filters = []
     cluster_ids = select(Cluster.id)
@@ -248,8 +258,11 @@ async def _history_filters(
         filters.append(view.c.cluster_id == any_(cast(ids, ARRAY(Integer))))
     if criteria.object_name is not None:
         object_ids = select(ObjectState.id).where(ObjectState.name == criteria.object_name)
-        ids = list(await session.scalars(object_ids))
-        filters.append(view.c.object_id == any_(cast(ids, ARRAY(BigInteger))))
+        ids = list(await session.scalars(object_ids.limit(_LISTED_OBJECTS + 1)))
+        if len(ids) <= _LISTED_OBJECTS:
+            filters.append(view.c.object_id == any_(cast(ids, ARRAY(BigInteger))))
+        else:
+            filters.append(view.c.object_id.in_(object_ids).is_(true()))
     if criteria.since is not None:
         filters.append(view.c.deployed_at >= criteria.since)
     if criteria.until is not None:

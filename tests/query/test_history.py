@@ -6,6 +6,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hub.query import repository
 from tests.conftest import MakeAgent
 from tests.support import (
     PLATFORM_REPO,
@@ -147,6 +148,23 @@ async def test_filters(
     expected: list[tuple[Any, ...]],
 ) -> None:
     assert summary(await history(client, read_token, **params)) == expected
+
+
+@pytest.mark.usefixtures("deployments")
+@pytest.mark.parametrize("listed", [0, 1])
+async def test_an_object_name_on_many_objects_filters_alike(
+    client: httpx.AsyncClient, read_token: str, monkeypatch: pytest.MonkeyPatch, listed: int
+) -> None:
+    # Past the number of objects listed by id, the name's ids stay in the database.
+    monkeypatch.setattr(repository, "_LISTED_OBJECTS", listed)
+    assert summary(await history(client, read_token, object=APP)) == [
+        EVERYTHING[0],
+        EVERYTHING[2],
+        EVERYTHING[4],
+    ]
+    page = await history(client, read_token, object=APP, cluster="drone-dev-1", limit=1, offset=1)
+    assert summary(page) == [EVERYTHING[4]]
+    assert summary(await history(client, read_token, object="no-such-object")) == []
 
 
 @pytest.mark.usefixtures("deployments")
