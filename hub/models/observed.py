@@ -91,9 +91,6 @@ class ObjectState(Base):
         # apply a repository's branch (migrations 0011 and 0013; the first says why it is not
         # partial on removed_at).
         Index("ix_object_state_source", "source_url", "url_ref"),
-        # Deployment history by object name: the ids of the objects of a name, read from the
-        # index alone (migration 0019).
-        Index("ix_object_state_name", "name", "id"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
