@@ -86,13 +86,16 @@ VIEWS = {
         FROM drift_period x {_PLACED}
         LEFT JOIN object_state o ON o.id = x.object_id
     """,
-    "drift_hourly": f"SELECT x.hour, {_NAMES}, x.minutes FROM drift_hourly x {_PLACED}",
+    "drift_hourly": f"""
+        SELECT x.cluster_id, x.hour, {_NAMES}, x.minutes FROM drift_hourly x {_PLACED}
+    """,
     "transition_hourly": f"""
-        SELECT x.hour, {_NAMES}, x.transitions, x.applied, x.not_ready, x.drifted
+        SELECT x.cluster_id, x.hour, {_NAMES}, x.transitions, x.applied, x.not_ready, x.drifted
         FROM transition_hourly x {_PLACED}
     """,
     "heartbeat_hourly": f"""
-        SELECT x.hour, {_NAMES}, x.reports, x.objects FROM heartbeat_hourly x {_PLACED}
+        SELECT x.cluster_id, x.hour, {_NAMES}, x.reports, x.objects
+        FROM heartbeat_hourly x {_PLACED}
     """,
     "rollout": """
         SELECT workload, environment, environment_position, revision, commit_sha, committed_at,
