@@ -2,7 +2,19 @@
 
 import typer
 
-from hub.cli import admin, agent, diff, dora, drift, gate, harvest, query, schedule, server
+from hub.cli import (
+    admin,
+    agent,
+    dashboards,
+    diff,
+    dora,
+    drift,
+    gate,
+    harvest,
+    query,
+    schedule,
+    server,
+)
 
 app = typer.Typer(
     name="fleetmark",
@@ -21,6 +33,7 @@ drift.register(app)
 diff.register(app)
 schedule.register(app)
 query.register(app)
+dashboards.register(app)
 
 
 def main() -> None:
