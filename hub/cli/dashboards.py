@@ -23,7 +23,7 @@ from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import typer
 from grafana_client.api import GrafanaApi
@@ -356,6 +356,11 @@ class Grafana:
 # --- the push ---------------------------------------------------------------------------------
 
 
+def _say(text: str) -> None:
+    """A line of progress, unwrapped so that a URL stays whole, and no markup read into it."""
+    console.print(text, highlight=False, soft_wrap=True, markup=False)
+
+
 def check_version(url: str, version: str | None) -> None:
     if version is None:
         return
@@ -387,7 +392,7 @@ def push(
     matter only when the data source is missing."""
     version = grafana.version()
     check_version(grafana.url, version)
-    console.print(f"Grafana {version or '(version not shown)'} at {grafana.url}", highlight=False)
+    _say(f"Grafana {version or '(version not shown)'} at {grafana.url}")
 
     existing = grafana.datasource()
     if existing is None and connection is None:
@@ -406,29 +411,22 @@ def push(
     if existing is None:
         assert connection is not None
         grafana.create_datasource(connection)
-        console.print(
-            f"data source {DATASOURCE_NAME!r}: created ({connection.describe()})", highlight=False
-        )
+        _say(f"data source {DATASOURCE_NAME!r}: created ({connection.describe()})")
     else:
-        console.print(
+        _say(
             f"data source {DATASOURCE_NAME!r}: exists ({existing.url or existing.type}), "
-            "left as it is",
-            highlight=False,
+            "left as it is"
         )
 
     found = grafana.find_folder(folder)
     target = found or grafana.create_folder(folder)
-    console.print(
-        f"folder {folder!r}: {'exists' if found else 'created'} (uid {target.uid})",
-        highlight=False,
-    )
+    _say(f"folder {folder!r}: {'exists' if found else 'created'} (uid {target.uid})")
 
     for dashboard in dashboards:
         saved = grafana.store(dashboard, target.uid)
-        console.print(
+        _say(
             f"dashboard {dashboard.uid} ({dashboard.title}): version {saved.version}, "
-            f"{urljoin(grafana.url, saved.url)}",
-            highlight=False,
+            f"{urljoin(grafana.url, saved.url)}"
         )
     return len(dashboards)
 
@@ -443,7 +441,8 @@ def _grafana_url(url: str) -> str:
             f"--grafana-url must be Grafana's http(s) URL, such as https://grafana.example.com, "
             f"got {url!r}"
         )
-    return url if url.endswith("/") else f"{url}/"
+    # grafana-client puts `api/` right after the path: Grafana under a sub-path needs its slash.
+    return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/"))
 
 
 dashboards_app = typer.Typer(help="fleetmark's Grafana dashboards.", no_args_is_help=True)
@@ -499,7 +498,8 @@ def push_command(
         str | None,
         typer.Option(
             envvar="FLEETMARK_GRAFANA_DB_PASSWORD",
-            help="That role's password; Grafana keeps it encrypted.",
+            help="That role's password, which Grafana keeps encrypted; better given by the "
+            "variable, as other users of the machine can see a command line.",
             show_default=False,
         ),
     ] = None,
@@ -529,19 +529,12 @@ def push_command(
         "--db-user (FLEETMARK_GRAFANA_DB_USER)": db_user,
         "--db-password (FLEETMARK_GRAFANA_DB_PASSWORD)": db_password,
     }
-    missing = [option for option, value in options.items() if not value]
     connection = (
-        None
-        if missing
-        else Connection(
-            host=db_host or "",
-            database=db_name or "",
-            user=db_user or "",
-            password=db_password or "",
-            sslmode=db_sslmode,
-            timescaledb=timescaledb,
-        )
+        Connection(db_host, db_name, db_user, db_password, db_sslmode, timescaledb)
+        if db_host and db_name and db_user and db_password
+        else None
     )
+    missing = [option for option, value in options.items() if not value]
     try:
         dashboards = load_dashboards(packaged_dashboards() if source is None else source)
         count = push(
@@ -549,7 +542,7 @@ def push_command(
         )
     except PushRefused as exc:
         raise fail(str(exc)) from None
-    console.print(f"pushed {count} dashboards into the folder {folder!r}", highlight=False)
+    _say(f"pushed {count} dashboards into the folder {folder!r}")
 
 
 def register(app: typer.Typer) -> None:
