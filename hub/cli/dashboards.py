@@ -104,6 +104,7 @@ class Dashboard:
     uid: str
     title: str
     model: dict[str, Any]
+    file: str
 
 
 # --- Grafana's answers, as its HTTP API documentation describes them ------------------------
@@ -183,7 +184,7 @@ def load_dashboards(source: Traversable) -> list[Dashboard]:
             raise PushRefused(f"{file} is not a dashboard: it needs a `uid` and a `title`")
         if uid in dashboards:
             raise PushRefused(f"{file} has the uid {uid!r} of another dashboard in {source}")
-        dashboards[uid] = Dashboard(uid, title, model)
+        dashboards[uid] = Dashboard(uid, title, model, str(file))
     return list(dashboards.values())
 
 
@@ -206,7 +207,14 @@ class Grafana:
         self._api = GrafanaApi.from_url(url, credential=token, timeout=TIMEOUT_SECONDS)
 
     @contextmanager
-    def _asking(self, action: str, *, forbidden: str = "") -> Iterator[None]:
+    def _asking(
+        self,
+        action: str,
+        *,
+        forbidden: str = "",
+        refused: str = ": fix what Grafana objects to and push again",
+    ) -> Iterator[None]:
+        """`forbidden` and `refused` say what to do about a 403 and about any other 4xx."""
         at = f"Grafana at {self.url}"
         try:
             yield
@@ -234,7 +242,7 @@ class Grafana:
                     f"(403 Forbidden: {_message(exc)}){forbidden}"
                 ) from None
             raise PushRefused(
-                f"{at} refused to {action} (HTTP {exc.status_code}: {_message(exc)})"
+                f"{at} refused to {action} (HTTP {exc.status_code}: {_message(exc)}){refused}"
             ) from None
         except ValueError:  # before OSError: the HTTP library's JSON errors are both
             raise PushRefused(
@@ -278,6 +286,7 @@ class Grafana:
         with self._asking(
             f"create the folder {title!r}",
             forbidden=": give it the Editor role, or create the folder in Grafana and push again",
+            refused=": choose another --folder, or fix what Grafana objects to and push again",
         ):
             answer = self._api.folder.create_folder(title)
         return _read(_Folder, answer, self.url, "POST /api/folders")
@@ -321,6 +330,8 @@ class Grafana:
         with self._asking(
             f"store the dashboard {dashboard.uid!r}",
             forbidden=": give it the Editor role (or edit rights on the folder)",
+            refused=f": the dashboard comes from {dashboard.file}; rebuild it (`python -m "
+            "dashboards build`) or fix it, and push again",
         ):
             try:
                 answer = self._api.dashboard.update_dashboard(body)

@@ -10,7 +10,8 @@ a real port, answering with the status codes and bodies of Grafana's HTTP API do
   not found`; the created data source with its secrets listed in `secureJsonFields`, never
   answered back; 409 when one of that name or uid exists.
 - `POST /api/dashboards/db` (Dashboard API): `{"id", "uid", "url", "status", "version",
-  "slug"}`, the version counted up on every save; 400 without a title or with an unknown folder;
+  "slug"}`, the version counted up on every save; 400 without a title, with a uid over 40
+  characters or with an unknown folder;
   412 `{"message", "status"}`: `version-mismatch` when `overwrite` is false and the version sent
   is not the stored one, `name-exists` when the folder holds another dashboard of that title.
 
@@ -231,6 +232,8 @@ class FakeGrafana:
         if folder_uid and folder_uid not in self.folders:
             return 400, {"message": "folder not found"}
         uid = dashboard.get("uid") or f"u{next(self._ids):08d}"
+        if len(uid) > 40:
+            return 400, {"message": "Dashboard UID too long"}
         existing = self.dashboards.get(uid)
         overwrite = bool(body.get("overwrite"))
         if existing and not overwrite and dashboard.get("version") != existing["version"]:

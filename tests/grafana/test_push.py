@@ -112,6 +112,11 @@ def push(url: str, source: Path, *args: str, token: str = ADMIN_TOKEN, **env: st
     )
 
 
+def unwrapped(text: str) -> str:
+    """Without any white space: rich breaks a long path where the line ends, even inside it."""
+    return "".join(text.split())
+
+
 def folder_titled(grafana: FakeGrafana, title: str) -> dict[str, Any]:
     (folder,) = (f for f in grafana.folders.values() if f["title"] == title)
     return folder
@@ -469,18 +474,34 @@ def test_dashboards_that_cannot_be_pushed(grafana: FakeGrafana, url: str, tmp_pa
     }
 
     assert {result.exit_code for result in results.values()} == {1}
-    assert (
+    assert unwrapped(
         f"no dashboard JSON files in {empty}: build them with `python -m dashboards build`, or "
         "point --from at a directory of dashboard JSON files"
-    ) in words(results["empty"].stderr)
-    assert f"{broken / 'a.json'} is not JSON: Expecting value" in words(results["broken"].stderr)
-    assert f"{untitled / 'b.json'} is not a dashboard: it needs a `uid` and a `title`" in words(
-        results["untitled"].stderr
+    ) in unwrapped(results["empty"].stderr)
+    assert unwrapped(f"{broken / 'a.json'} is not JSON: Expecting value") in unwrapped(
+        results["broken"].stderr
     )
-    assert f"{twice / 'd.json'} has the uid 'same' of another dashboard in {twice}" in words(
-        results["twice"].stderr
-    )
+    assert unwrapped(
+        f"{untitled / 'b.json'} is not a dashboard: it needs a `uid` and a `title`"
+    ) in unwrapped(results["untitled"].stderr)
+    assert unwrapped(
+        f"{twice / 'd.json'} has the uid 'same' of another dashboard in {twice}"
+    ) in unwrapped(results["twice"].stderr)
     assert grafana.requests == []
+
+
+def test_a_dashboard_grafana_does_not_take(grafana: FakeGrafana, url: str, built: Path) -> None:
+    uid = "fleetmark-drift-" + "x" * 30  # Grafana's uids are at most 40 characters
+    (built / "fleetmark-drift.json").write_text(json.dumps(dashboard(uid, "Drift")))
+
+    result = push(url, built, *CONNECTION)
+
+    assert result.exit_code == 1
+    assert unwrapped(
+        f"Grafana at {url}/ refused to store the dashboard '{uid}' (HTTP 400: Dashboard UID too "
+        f"long): the dashboard comes from {built}/fleetmark-drift.json; rebuild it (`python -m "
+        "dashboards build`) or fix it, and push again"
+    ) in unwrapped(result.stderr)
 
 
 def test_a_data_source_of_another_kind_under_the_uid(
