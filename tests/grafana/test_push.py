@@ -2,6 +2,7 @@
 lands in Grafana, pushing again, and what the command says when Grafana refuses."""
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -14,6 +15,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from hub.cli import app as cli
+from hub.cli import dashboards
 from hub.cli.dashboards import DATASOURCE_TYPE
 from tests.agent.conftest import free_port
 from tests.correlation.conftest import words
@@ -418,6 +420,21 @@ def test_grafana_unreachable(built: Path) -> None:
     assert "check --grafana-url (or FLEETMARK_GRAFANA_URL) and that Grafana is running" in words(
         result.stderr
     )
+
+
+def test_grafana_that_does_not_answer(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A port that takes the connection and never answers (a hung Grafana, a black-holing
+    proxy); the wait is cut to a second here."""
+    monkeypatch.setattr(dashboards, "TIMEOUT_SECONDS", 1.0)
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        result = push(url, built, *CONNECTION)
+
+    assert result.exit_code == 1
+    assert (
+        f"Grafana at {url}/ did not answer within 1 s when asked to tell its version: check "
+        "that it is running and --grafana-url is right, then push again"
+    ) in words(result.stderr)
 
 
 def test_a_url_that_is_not_grafana(url: str, built: Path, tmp_path: Path) -> None:
