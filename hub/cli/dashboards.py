@@ -553,7 +553,7 @@ def push_command(
         )
     except PushRefused as exc:
         raise fail(str(exc)) from None
-    _say(f"pushed {count} dashboards into the folder {folder!r}")
+    _say(f"pushed {count} dashboard{'' if count == 1 else 's'} into the folder {folder!r}")
 
 
 def register(app: typer.Typer) -> None:
