@@ -1,5 +1,6 @@
-"""The background jobs' rounds kept in the store: recorded by the replica that did them,
-shown by /metrics on any replica, and only the newest of each job and outcome kept.
+"""What /metrics reads from the store: the background jobs' rounds, recorded by the replica
+that did them, shown on any replica, only the newest of each job and outcome kept; and the
+last snapshot served while the store cannot be read.
 
 These tests use a database of their own: the jobs commit, as they do in production."""
 
@@ -13,17 +14,21 @@ import httpx
 import pytest
 from apscheduler.events import EVENT_JOB_EXECUTED, JobExecutionEvent
 from fastapi import FastAPI
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from hub.app import create_app
+from hub.clusters import service as cluster_service
+from hub.clusters.schemas import ClusterRegistration
 from hub.database import create_sessionmaker, exclusive
 from hub.drift.repository import DRIFT_LOCK
 from hub.models import JobRun
 from hub.monitoring.repository import KEPT_RUNS
 from hub.monitoring.service import record_job_run
-from tests.conftest import DatabaseServer, hub_settings
+from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
 from tests.support import FakeClock, samples
+
+JOBS = "fleetmark_job_"
 
 
 @pytest.fixture
@@ -67,14 +72,15 @@ async def run_now(app: FastAPI, job: str) -> JobExecutionEvent:
         scheduler.remove_listener(listener)
 
 
-async def job_samples(client: httpx.AsyncClient) -> dict[tuple[str, ...], float]:
-    """The job gauges of a scrape: by (metric, job[, outcome]), label values by label name."""
+async def scrape(client: httpx.AsyncClient, prefix: str) -> dict[tuple[str, ...], float]:
+    """The samples of a scrape whose names start with `prefix`: by (metric, label values in
+    the order of the labels' names)."""
     response = await client.get("/metrics")
     assert response.status_code == 200
     return {
         (name, *(value for _, value in sorted(labels))): found
         for (name, labels), found in samples(response.text).items()
-        if name.startswith("fleetmark_job_")
+        if name.startswith(prefix)
     }
 
 
@@ -92,12 +98,12 @@ async def test_a_round_shows_on_every_replica(job_database: str, tmp_path: Path)
             async with exclusive(sessions, DRIFT_LOCK) as held:  # a third replica's round
                 ran_by.advance(minutes=1)
                 skipped = await run_now(first, "drift")
-            skipped_only = await job_samples(second)
+            skipped_only = await scrape(second, JOBS)
             ran_by.advance(minutes=1)
             succeeded = await run_now(first, "drift")
         finally:
             await engine.dispose()
-        after = await job_samples(second)
+        after = await scrape(second, JOBS)
 
     assert held
     assert (skipped.exception, succeeded.exception) == (None, None)
@@ -123,7 +129,7 @@ async def test_a_failed_round_keeps_its_error(job_database: str, tmp_path: Path)
     clock = FakeClock()
     async with replica(job_database, tmp_path, clock, repositories_file=broken) as (app, client):
         event = await run_now(app, "harvest")
-        samples = await job_samples(client)
+        samples = await scrape(client, JOBS)
     engine = create_async_engine(job_database)
     try:
         async with engine.connect() as connection:
@@ -172,3 +178,36 @@ async def test_only_the_newest_rounds_are_kept(job_database: str) -> None:
         ("skipped", KEPT_RUNS, start + timedelta(minutes=6)),
         ("succeeded", 1, start),
     ]
+
+
+async def test_the_last_snapshot_is_served_while_the_store_cannot_be_read(
+    job_database: str, tmp_path: Path
+) -> None:
+    clock = FakeClock()
+    engine = create_async_engine(job_database)
+    never_reported = ("fleetmark_clusters", "drone", "dev", "never_reported")
+    taken = ("fleetmark_fleet_snapshot_timestamp_seconds",)
+    try:
+        async with create_sessionmaker(engine)() as session:
+            registration = ClusterRegistration(
+                name="drone-dev", environment="dev", cluster_type="drone"
+            )
+            await cluster_service.register(session, registration, token_secret=TOKEN_SECRET)
+            await session.commit()
+        async with replica(job_database, tmp_path, clock) as (_, client):
+            before = await scrape(client, "fleetmark_")
+            async with engine.begin() as connection:  # the clusters out of reach
+                await connection.execute(text("ALTER TABLE cluster RENAME TO cluster_away"))
+            clock.advance(minutes=1)
+            during = await scrape(client, "fleetmark_")
+            async with engine.begin() as connection:
+                await connection.execute(text("ALTER TABLE cluster_away RENAME TO cluster"))
+            clock.advance(minutes=1)
+            after = await scrape(client, "fleetmark_")
+    finally:
+        await engine.dispose()
+
+    assert (before[never_reported], during[never_reported], after[never_reported]) == (1, 1, 1)
+    # The snapshot served while the store could not be read is the one taken before.
+    assert during[taken] == before[taken] == (clock.now - timedelta(minutes=2)).timestamp()
+    assert after[taken] == clock.now.timestamp()
