@@ -16,14 +16,16 @@ and its duration are those of the replica that ran.
 
 The jobs run on a thread and event loop of their own, with an engine of their own: a job's
 Python work (judging every object for drift, reading a repository) never holds up the event
-loop that answers requests, which keeps report latency flat while a job runs.
+loop that answers requests, which keeps report latency flat while a job runs. /metrics reads its
+fleet snapshot there too (`beside_jobs`).
 """
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
 
 import structlog
 from apscheduler.job import Job
@@ -53,6 +55,7 @@ ROLLUP_JOB = "rollup"
 ROLLUP_INTERVAL = timedelta(minutes=10)
 log = structlog.get_logger("fleetmark.jobs")
 Sessions = async_sessionmaker[AsyncSession]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,7 @@ class Jobs:
     loop: asyncio.AbstractEventLoop
     thread: threading.Thread
     engine: AsyncEngine
+    sessions: Sessions
 
 
 async def _run(
@@ -167,7 +171,15 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
     thread = threading.Thread(target=loop.run_forever, name="fleetmark-jobs", daemon=True)
     thread.start()
     asyncio.run_coroutine_threadsafe(_start(scheduler), loop).result()
-    return Jobs(scheduler, loop, thread, engine)
+    return Jobs(scheduler, loop, thread, engine, sessions)
+
+
+async def beside_jobs(jobs: Jobs, work: Callable[[Sessions], Coroutine[Any, Any, T]]) -> T:
+    """`work` run on the jobs' thread and loop, with their sessions, as a job is: its Python
+    work (thousands of rows made into values) holds up no request (/metrics' snapshot)."""
+    return await asyncio.wrap_future(
+        asyncio.run_coroutine_threadsafe(work(jobs.sessions), jobs.loop)
+    )
 
 
 async def stop_jobs(jobs: Jobs) -> None:

@@ -9,8 +9,10 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from hub.health import service
 from hub.health.schemas import Health, Readiness
+from hub.jobs import Sessions, beside_jobs
 from hub.metrics import HubMetrics
 from hub.monitoring import service as monitoring
+from hub.monitoring.service import FleetSnapshot
 from hub.settings import HubSettings
 
 router = APIRouter(tags=["health"])
@@ -36,19 +38,21 @@ async def readyz(request: Request) -> JSONResponse:
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request) -> Response:
-    """The fleet gauges are read from the store when their snapshot is due; the text is
-    written on a worker thread (thousands of lines with per-cluster series), off the event
-    loop that answers reports."""
+    """The fleet gauges are read from the store when their snapshot is due, on the jobs'
+    thread; the text is written on a worker thread (thousands of lines with per-cluster
+    series): neither holds up the event loop that answers reports."""
     settings: HubSettings = request.app.state.settings
     clock = request.app.state.clock
     hub_metrics: HubMetrics = request.app.state.metrics
-    await hub_metrics.fleet.refresh(
-        lambda: monitoring.fleet_snapshot(
-            request.app.state.sessionmaker,
+
+    async def snapshot(sessions: Sessions) -> FleetSnapshot:
+        return await monitoring.fleet_snapshot(
+            sessions,
             now=clock(),
             stale_after=timedelta(seconds=settings.stale_after_seconds),
             per_cluster=settings.metrics_per_cluster,
         )
-    )
+
+    await hub_metrics.fleet.refresh(lambda: beside_jobs(request.app.state.jobs, snapshot))
     body = await asyncio.to_thread(hub_metrics.render)
     return Response(body, media_type=CONTENT_TYPE_LATEST)
