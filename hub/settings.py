@@ -164,6 +164,21 @@ class HubSettings(BaseSettings):
             "or ISO 8601)."
         ),
     )
+    metrics_refresh_interval: Interval = Field(
+        default=timedelta(seconds=15),
+        ge=timedelta(0),
+        description=(
+            "How old the fleet gauges of /metrics may get before a scrape reads them from the "
+            "store again (seconds or ISO 8601); scrapes in between cost no query."
+        ),
+    )
+    metrics_per_cluster: bool = Field(
+        default=False,
+        description=(
+            "Add series per cluster to /metrics (agent state, last report, objects by "
+            "state): a label value per cluster, so off by default."
+        ),
+    )
     drift_interval: Interval = Field(
         default=timedelta(seconds=30),
         gt=timedelta(0),
