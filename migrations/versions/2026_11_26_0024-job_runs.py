@@ -10,7 +10,7 @@ it writes), so the table stays a few hundred rows however long the hub runs, and
 success survives any number of skipped rounds.
 
 Revision ID: 0024_job_runs
-Revises: 0022_open_drift_by_object
+Revises: 0023_dashboard_views
 Create Date: 2026-11-26 14:00:00
 """
 
@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0024_job_runs"
-down_revision: str | None = "0022_open_drift_by_object"
+down_revision: str | None = "0023_dashboard_views"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
