@@ -156,6 +156,14 @@ class HubSettings(BaseSettings):
         ge=timedelta(days=1),
         description="How long the per-cluster report counts are kept (seconds or ISO 8601).",
     )
+    rollup_retention: Interval = Field(
+        default=timedelta(days=730),
+        ge=timedelta(days=1),
+        description=(
+            "How long the hourly rollups of the history (reports and state changes per cluster "
+            "and hour) are kept (seconds or ISO 8601); they outlive the history they sum."
+        ),
+    )
     compress_after: Interval = Field(
         default=timedelta(days=14),
         ge=timedelta(hours=1),
