@@ -21,6 +21,7 @@ from hub.models.fleet import (
     Workspace,
 )
 from hub.models.git import BranchCommit, GitBranch, GitCommit, Repository
+from hub.models.jobs import JobRun
 from hub.models.observed import (
     AgentSession,
     ClusterHeartbeat,
@@ -55,6 +56,7 @@ __all__ = [
     "GitBranch",
     "GitCommit",
     "HarvestError",
+    "JobRun",
     "ManifestRevision",
     "ObjectDrift",
     "ObjectState",
