@@ -61,6 +61,22 @@ def test_every_secret_is_required_from_env_with_no_default() -> None:
     assert secrets <= example
 
 
+def test_no_read_only_service_is_given_a_secret_compose_copies_in() -> None:
+    # Compose copies a secret that is not a file into the container, which it refuses to do
+    # (and says so) for a read-only root file system (docker/compose#12531).
+    document = compose()
+    copied = {name for name, source in document["secrets"].items() if "file" not in source}
+    given = {
+        name: service
+        for name, service in document["services"].items()
+        if copied & {s if isinstance(s, str) else s["source"] for s in service.get("secrets", [])}
+    }
+
+    assert set(given) == {"hub", "simulate"}
+    assert [name for name, service in given.items() if service.get("read_only")] == []
+    assert document["services"]["grafana-grant"]["read_only"] is True
+
+
 def test_the_services_start_in_order() -> None:
     services = compose()["services"]
 
