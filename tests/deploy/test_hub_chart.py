@@ -155,6 +155,9 @@ def test_the_repositories_file_and_its_git_credentials_are_where_the_hub_looks()
     repositories = parse_repositories(config["data"][key], key)
     assert volume == "config"
     secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+    # ssh refuses a key its own user owns that others may read: root's, the group's to read.
+    modes = {v["secret"].get("defaultMode") for v in pod["volumes"] if "secret" in v}
+    assert (pod["securityContext"]["fsGroup"], modes) == (65532, {0o440})
     for repository in repositories.repositories:
         assert repository.credentials is not None
         file = repository.credentials.token_file or repository.credentials.ssh_key_file
