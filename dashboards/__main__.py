@@ -12,7 +12,7 @@ app = typer.Typer(no_args_is_help=True, pretty_exceptions_show_locals=False)
 
 @app.command("build")
 def build_command() -> None:
-    """Write the dashboards' JSON (and every other generated file) under dashboards/."""
+    """Write the dashboards' JSON under dashboards/ and its copies in the hub's chart."""
     for path in build.write():
         typer.echo(f"wrote {path.relative_to(build.ROOT.parent)}")
 
@@ -29,7 +29,7 @@ def check_command() -> None:
         )
     if stale:
         raise typer.Exit(1)
-    typer.echo(f"{len(build.render())} generated files are up to date")
+    typer.echo(f"{len(build.generated())} generated files are up to date")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 `DASHBOARDS` lists one builder module per dashboard; each has `UID`, `TITLE` and `build()`
 returning the dashboard without links. `render()` adds to every dashboard a link to each of
 the others (by uid, with the variables and time range carried over) and returns every file
-that `python -m dashboards build` writes, by path, with its text; `python -m dashboards
-check` compares the committed files with it.
+as `python -m dashboards build` writes it, by path, with its text. `generated()` adds the
+copies the hub's Helm chart ships (a chart can read only files inside it): every file that
+`python -m dashboards build` writes, which `python -m dashboards check` compares with the
+committed ones.
 """
 
 import json
@@ -18,10 +20,12 @@ from grafana_foundation_sdk.models.dashboard import DashboardLinkType
 from dashboards import cluster, drift, fleet, history
 from dashboards.common import dashboard_url
 
-__all__ = ["DASHBOARDS", "ROOT", "check", "render", "write"]
+__all__ = ["CHART_DASHBOARDS", "DASHBOARDS", "ROOT", "check", "generated", "render", "write"]
 
 ROOT = Path(__file__).resolve().parent
 DASHBOARDS: tuple[ModuleType, ...] = (fleet, drift, history, cluster)
+# charts/fleetmark-hub/dashboards/ of a checkout: the JSON the chart puts in ConfigMaps.
+CHART_DASHBOARDS = ROOT.parent / "charts" / "fleetmark-hub" / "dashboards"
 
 
 def _links(current: str) -> list[DashboardLink]:
@@ -45,9 +49,15 @@ def render() -> dict[Path, str]:
     return files
 
 
+def generated() -> dict[Path, str]:
+    """Every file `python -m dashboards build` writes: the dashboards and the chart's copies."""
+    files = render()
+    return files | {CHART_DASHBOARDS / path.name: text for path, text in files.items()}
+
+
 def write() -> list[Path]:
     written = []
-    for path, text in render().items():
+    for path, text in generated().items():
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
@@ -59,6 +69,6 @@ def check() -> list[Path]:
     """The files that differ from a fresh build (or are missing)."""
     return [
         path
-        for path, text in render().items()
+        for path, text in generated().items()
         if not path.exists() or path.read_text(encoding="utf-8") != text
     ]

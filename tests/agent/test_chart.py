@@ -1,6 +1,7 @@
-"""The agent's Helm chart, rendered and linted by Helm's own SDK with each set of CI values:
-a locked-down DaemonSet that passes every setting a pod needs, read-only RBAC on exactly the
-watched kinds, and clear refusals of values that cannot work."""
+"""The agent's Helm chart, rendered by Helm's own SDK with each set of CI values: a
+locked-down DaemonSet that passes every setting a pod needs, read-only RBAC on exactly the
+watched kinds, and clear refusals of values that cannot work. (Lint and the Kubernetes
+schemas: tests/deploy/test_charts_valid.py.)"""
 
 import os
 import subprocess
@@ -14,31 +15,22 @@ import yaml
 
 from agent.settings import AgentSettings
 from agent.sources import WATCHED_KINDS
+from tests.deploy import charts
+from tests.deploy.charts import helm
 
-helm = pytest.importorskip("helm_python", reason="Helm's SDK wheel exists for Linux x86-64 only")
-
-CHART = Path(__file__).resolve().parents[2] / "charts" / "fleetmark-agent"
-CI_VALUES = sorted((CHART / "ci").glob("*.yaml"))
+CHART = charts.CHARTS / "fleetmark-agent"
+CI_VALUES = charts.ci_values(CHART)
 # Settings for running outside a cluster (a state file, a kubeconfig or a bare API host);
 # the chart passes every other one.
 NOT_IN_A_POD = {"state_file", "state_file_max_age", "kubeconfig", "kube_context", "kube_host"}
-WARNING = 2  # Helm lint severities: 1 info, 2 warning, 4 error
 
 
 def values(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((CHART / "ci" / name).read_text())
-    return loaded
+    return charts.load_values(CHART / "ci" / name)
 
 
 def render(chart_values: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every manifest `helm template` would print, parsed."""
-    with helm.Chart.load(CHART) as chart:
-        rendered = chart.render(chart_values, name="fleetmark-agent", namespace="fleetmark")
-    documents = []
-    for path, text in rendered.items():
-        if path.endswith(".yaml"):
-            documents.extend(doc for doc in yaml.safe_load_all(text) if doc)
-    return documents
+    return charts.render(CHART, chart_values)
 
 
 def only(documents: list[dict[str, Any]], kind: str) -> Iterator[dict[str, Any]]:
@@ -50,14 +42,6 @@ def agent_container(documents: list[dict[str, Any]]) -> dict[str, Any]:
     (container,) = daemonset["spec"]["template"]["spec"]["containers"]
     assert isinstance(container, dict)
     return container
-
-
-@pytest.mark.parametrize("path", CI_VALUES, ids=lambda path: path.name)
-def test_the_chart_lints_without_warnings(path: Path) -> None:
-    result = helm.lint(CHART, yaml.safe_load(path.read_text()), namespace="fleetmark")
-
-    assert result["errors"] == []
-    assert [m for m in result["messages"] if m["severity"] >= WARNING] == []
 
 
 def test_the_daemonset_runs_the_agent_locked_down() -> None:
