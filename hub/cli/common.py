@@ -91,7 +91,13 @@ async def _unit_of_work(url: str, settings: HubSettings) -> AsyncIterator[AsyncS
 
 def run_in_session(settings: HubSettings, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
     """Run one service call in a committed unit of work; domain errors become clean exits."""
-    url = open_database(settings, upgrade=False)
+    return run_in_database(open_database(settings, upgrade=False), settings, work)
+
+
+def run_in_database(
+    url: str, settings: HubSettings, work: Callable[[AsyncSession], Awaitable[T]]
+) -> T:
+    """`run_in_session` on a database already opened."""
 
     async def go() -> T:
         async with _unit_of_work(url, settings) as session:
@@ -101,6 +107,15 @@ def run_in_session(settings: HubSettings, work: Callable[[AsyncSession], Awaitab
         return asyncio.run(go())
     except FleetmarkError as exc:
         raise fail(exc.detail) from exc
+
+
+def show_token(name: str, token: str, what: str) -> None:
+    console.print(
+        f"{what} [bold]{name}[/]. Its token, shown only this once:",
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.print(token, style="bold green", highlight=False, soft_wrap=True)
 
 
 def print_json(value: BaseModel | list[BaseModel]) -> None:
