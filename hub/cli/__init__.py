@@ -15,6 +15,7 @@ from hub.cli import (
     query,
     schedule,
     server,
+    simulate,
 )
 
 app = typer.Typer(
@@ -36,6 +37,7 @@ diff.register(app)
 schedule.register(app)
 query.register(app)
 dashboards.register(app)
+simulate.register(app)
 
 
 def main() -> None:
