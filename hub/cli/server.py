@@ -159,7 +159,28 @@ def version() -> None:
     console.print(f"fleetmark {hub.__version__}", highlight=False)
 
 
+def _version_option(given: bool) -> None:
+    if given:
+        version()
+        raise typer.Exit()
+
+
+def options(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version_option,
+            is_eager=True,
+            help="Print the fleetmark version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Deployment observability hub for GitOps fleets."""
+
+
 def register(app: typer.Typer) -> None:
+    app.callback()(options)
     app.command()(serve)
     app.command("migrate")(migrate_command)
     app.command()(version)
