@@ -6,17 +6,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from hub.cli.common import (
-    DataDirOption,
-    Output,
-    OutputOption,
-    console,
-    fail,
-    load_settings,
-    print_json,
-    run_in_session,
-    show_token,
-)
+from hub.cli.common import DataDirOption, load_settings, run_in_session
+from hub.cli.output import Output, OutputOption, console, fail, print_json, show_token
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
 from hub.tokens import service as token_service
@@ -194,3 +185,8 @@ def list_tokens(output: OutputOption = Output.table, data_dir: DataDirOption = N
             item.revoked_at.isoformat(timespec="seconds") if item.revoked_at else "-",
         )
     console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(clusters, name="clusters")
+    app.add_typer(tokens, name="tokens")

@@ -1,19 +1,17 @@
-"""What every subcommand shares: settings, the database, output and error reporting."""
+"""What the hub's subcommands share: settings and the database (the hub's extra)."""
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import BaseModel, ValidationError
-from rich.console import Console
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub import migrate
+from hub.cli.output import fail
 from hub.database import create_engine, create_sessionmaker, resolve_database_url, write_session
 from hub.embedded import EmbeddedDatabaseError
 from hub.errors import FleetmarkError
@@ -21,9 +19,6 @@ from hub.logs import configure_logging
 from hub.settings import HubSettings
 
 T = TypeVar("T")
-
-console = Console()
-errors = Console(stderr=True)
 
 DataDirOption = Annotated[
     Path | None,
@@ -34,21 +29,6 @@ DataDirOption = Annotated[
         show_default=False,
     ),
 ]
-
-
-class Output(StrEnum):
-    table = "table"
-    json = "json"
-
-
-OutputOption = Annotated[
-    Output, typer.Option("--output", "-o", help="table for people, json for scripts.")
-]
-
-
-def fail(message: str) -> typer.Exit:
-    errors.print(f"[bold red]error:[/] {message}", highlight=False)
-    return typer.Exit(code=1)
 
 
 def load_settings(data_dir: Path | None = None) -> HubSettings:
@@ -107,21 +87,3 @@ def run_in_database(
         return asyncio.run(go())
     except FleetmarkError as exc:
         raise fail(exc.detail) from exc
-
-
-def show_token(name: str, token: str, what: str) -> None:
-    console.print(
-        f"{what} [bold]{name}[/]. Its token, shown only this once:",
-        highlight=False,
-        soft_wrap=True,
-    )
-    console.print(token, style="bold green", highlight=False, soft_wrap=True)
-
-
-def print_json(value: BaseModel | list[BaseModel]) -> None:
-    data: object = (
-        [item.model_dump(mode="json") for item in value]
-        if isinstance(value, list)
-        else value.model_dump(mode="json")
-    )
-    console.print_json(json.dumps(data))

@@ -1,4 +1,4 @@
-"""`fleetmark serve`, `fleetmark migrate`, `fleetmark version`."""
+"""`fleetmark serve`, `fleetmark migrate`."""
 
 import os
 import signal
@@ -15,14 +15,12 @@ import hub
 from hub import migrate
 from hub.cli.common import (
     DataDirOption,
-    console,
     database_url,
-    fail,
     load_settings,
     open_database,
     run_in_database,
-    show_token,
 )
+from hub.cli.output import console, fail, show_token
 from hub.http import DeadlineHttpToolsProtocol
 from hub.security import API_TOKEN_FORMAT, API_TOKEN_PREFIX
 from hub.settings import HubSettings
@@ -154,33 +152,6 @@ def migrate_command(
     console.print(f"schema at revision {migrate.current_revision(url) or 'base'}", highlight=False)
 
 
-def version() -> None:
-    """Print the fleetmark version."""
-    console.print(f"fleetmark {hub.__version__}", highlight=False)
-
-
-def _version_option(given: bool) -> None:
-    if given:
-        version()
-        raise typer.Exit()
-
-
-def options(
-    show_version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            callback=_version_option,
-            is_eager=True,
-            help="Print the fleetmark version and exit.",
-        ),
-    ] = False,
-) -> None:
-    """Deployment observability hub for GitOps fleets."""
-
-
 def register(app: typer.Typer) -> None:
-    app.callback()(options)
     app.command()(serve)
     app.command("migrate")(migrate_command)
-    app.command()(version)

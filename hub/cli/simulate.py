@@ -16,7 +16,7 @@ from typing import Annotated
 import httpx
 import typer
 
-from hub.cli.common import console, errors, fail
+from hub.cli.output import console, errors, fail
 from hub.cli.remote import DEFAULT_HUB, HubOption, bearer, error_of
 from hub.simulation import SimulatedCluster, Simulation
 
