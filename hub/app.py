@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi_offline import FastAPIOffline
 
 import hub
 from hub.clusters.router import router as clusters_router
@@ -63,11 +64,14 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
             await statements.close()
             await engine.dispose()
 
-    app = FastAPI(
+    # /docs and /redoc load Swagger UI and ReDoc from the hub, so they render air-gapped too.
+    app = FastAPIOffline(
         title="fleetmark",
         version=hub.__version__,
         summary="Deployment observability hub for GitOps fleets.",
         lifespan=lifespan,
+        # Swagger UI would ask an online validator about the document.
+        swagger_ui_parameters={"validatorUrl": None},
     )
     app.state.settings = settings
     app.state.clock = clock

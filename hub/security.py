@@ -2,10 +2,13 @@
 
 import hashlib
 import hmac
+import re
 import secrets
 
 CLUSTER_TOKEN_PREFIX = "fmc_"  # noqa: S105 - a prefix, not a secret
 API_TOKEN_PREFIX = "fma_"  # noqa: S105 - a prefix, not a secret
+# What new_token(API_TOKEN_PREFIX) makes: the prefix and 32 random bytes, base64url unpadded.
+API_TOKEN_FORMAT = re.compile(r"fma_[A-Za-z0-9_-]{43}")
 
 
 def new_token(prefix: str) -> str:

@@ -41,6 +41,13 @@ class HubSettings(BaseSettings):
     )
     data_dir: Path = Field(default_factory=default_data_dir)
     token_secret: SecretStr = SecretStr(DEVELOPMENT_TOKEN_SECRET)
+    admin_token_file: Path | None = Field(
+        default=None,
+        description=(
+            "A file holding the admin token the hub creates, named admin, when it starts and no "
+            "admin token exists; unset, it makes one and prints it once."
+        ),
+    )
     host: str = "127.0.0.1"
     port: int = 8080
     max_report_bytes: int = Field(default=4 * 1024 * 1024, gt=0)

@@ -217,8 +217,9 @@ def test_migrate_prints_the_revision(
     assert "cluster" not in _tables(url)
 
 
-def test_version() -> None:
-    result = fleetmark("version")
+@pytest.mark.parametrize("args", [["version"], ["--version"], ["--version", "clusters", "list"]])
+def test_version(args: list[str]) -> None:
+    result = fleetmark(*args)
 
     assert result.exit_code == 0
     assert result.stdout.strip() == "fleetmark 0.1.0"

@@ -6,16 +6,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from hub.cli.common import (
-    DataDirOption,
-    Output,
-    OutputOption,
-    console,
-    fail,
-    load_settings,
-    print_json,
-    run_in_session,
-)
+from hub.cli.common import DataDirOption, load_settings, run_in_session
+from hub.cli.output import Output, OutputOption, console, fail, print_json, show_token
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
 from hub.tokens import service as token_service
@@ -35,11 +27,6 @@ def _labels(pairs: list[str]) -> dict[str, str]:
             raise fail(f"--label {pair!r}: expected KEY=VALUE")
         labels[key] = value
     return labels
-
-
-def _show_token(name: str, token: str, what: str) -> None:
-    console.print(f"{what} [bold]{name}[/]. Its token, shown only this once:", highlight=False)
-    console.print(token, style="bold green", highlight=False, soft_wrap=True)
 
 
 @clusters.command("register")
@@ -66,7 +53,7 @@ def register_cluster(
             session, registration, token_secret=settings.token_secret.get_secret_value()
         ),
     )
-    _show_token(registered.name, registered.token, "Registered cluster")
+    show_token(registered.name, registered.token, "Registered cluster")
 
 
 @clusters.command("rotate")
@@ -82,7 +69,7 @@ def rotate_cluster_token(name: str, data_dir: DataDirOption = None) -> None:
             now=datetime.now(UTC),
         ),
     )
-    _show_token(rotated.name, rotated.token, "New token for cluster")
+    show_token(rotated.name, rotated.token, "New token for cluster")
 
 
 @clusters.command("revoke")
@@ -168,7 +155,7 @@ def create_token(
             session, request, token_secret=settings.token_secret.get_secret_value()
         ),
     )
-    _show_token(created.name, created.token, f"Created {created.scope} token")
+    show_token(created.name, created.token, f"Created {created.scope} token")
 
 
 @tokens.command("revoke")
@@ -198,3 +185,8 @@ def list_tokens(output: OutputOption = Output.table, data_dir: DataDirOption = N
             item.revoked_at.isoformat(timespec="seconds") if item.revoked_at else "-",
         )
     console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(clusters, name="clusters")
+    app.add_typer(tokens, name="tokens")

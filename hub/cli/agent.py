@@ -6,6 +6,8 @@ imported when the command runs, so other subcommands do not load the Kubernetes 
 
 import typer
 
+from hub.cli.output import missing_extra
+
 agent = typer.Typer(
     help="The cluster agent (configured by FLEETMARK_AGENT_* variables).", no_args_is_help=True
 )
@@ -14,7 +16,10 @@ agent = typer.Typer(
 @agent.command("run")
 def run() -> None:
     """Run the agent in the foreground until SIGTERM or Ctrl-C, as `python -m agent` does."""
-    from agent.runner import main
+    try:
+        from agent.runner import main
+    except ModuleNotFoundError as exc:
+        raise missing_extra("agent run", "agent", exc) from exc
 
     raise typer.Exit(code=main())
 

@@ -1,19 +1,17 @@
-"""What every subcommand shares: settings, the database, output and error reporting."""
+"""What the hub's subcommands share: settings and the database (the hub's extra)."""
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import BaseModel, ValidationError
-from rich.console import Console
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub import migrate
+from hub.cli.output import fail
 from hub.database import create_engine, create_sessionmaker, resolve_database_url, write_session
 from hub.embedded import EmbeddedDatabaseError
 from hub.errors import FleetmarkError
@@ -21,9 +19,6 @@ from hub.logs import configure_logging
 from hub.settings import HubSettings
 
 T = TypeVar("T")
-
-console = Console()
-errors = Console(stderr=True)
 
 DataDirOption = Annotated[
     Path | None,
@@ -34,21 +29,6 @@ DataDirOption = Annotated[
         show_default=False,
     ),
 ]
-
-
-class Output(StrEnum):
-    table = "table"
-    json = "json"
-
-
-OutputOption = Annotated[
-    Output, typer.Option("--output", "-o", help="table for people, json for scripts.")
-]
-
-
-def fail(message: str) -> typer.Exit:
-    errors.print(f"[bold red]error:[/] {message}", highlight=False)
-    return typer.Exit(code=1)
 
 
 def load_settings(data_dir: Path | None = None) -> HubSettings:
@@ -91,7 +71,13 @@ async def _unit_of_work(url: str, settings: HubSettings) -> AsyncIterator[AsyncS
 
 def run_in_session(settings: HubSettings, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
     """Run one service call in a committed unit of work; domain errors become clean exits."""
-    url = open_database(settings, upgrade=False)
+    return run_in_database(open_database(settings, upgrade=False), settings, work)
+
+
+def run_in_database(
+    url: str, settings: HubSettings, work: Callable[[AsyncSession], Awaitable[T]]
+) -> T:
+    """`run_in_session` on a database already opened."""
 
     async def go() -> T:
         async with _unit_of_work(url, settings) as session:
@@ -101,12 +87,3 @@ def run_in_session(settings: HubSettings, work: Callable[[AsyncSession], Awaitab
         return asyncio.run(go())
     except FleetmarkError as exc:
         raise fail(exc.detail) from exc
-
-
-def print_json(value: BaseModel | list[BaseModel]) -> None:
-    data: object = (
-        [item.model_dump(mode="json") for item in value]
-        if isinstance(value, list)
-        else value.model_dump(mode="json")
-    )
-    console.print_json(json.dumps(data))

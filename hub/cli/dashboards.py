@@ -36,7 +36,7 @@ from grafana_client.client import (
 )
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hub.cli.common import console, fail
+from hub.cli.output import console, fail
 
 # The names every dashboard and alert rule refers to (see dashboards/provisioning/).
 DATASOURCE_UID = "fleetmark"

@@ -5,7 +5,8 @@ from typing import Annotated
 import typer
 
 from hub import store
-from hub.cli.common import DataDirOption, console, load_settings, run_in_session
+from hub.cli.common import DataDirOption, load_settings, run_in_session
+from hub.cli.output import console
 
 db = typer.Typer(
     help="Administer the store (directly on the hub's database).", no_args_is_help=True
@@ -25,3 +26,7 @@ def grant_readonly(
         f"{role} may read schema {store.DASHBOARD_SCHEMA} (its views, and those added later)",
         highlight=False,
     )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(db, name="db")

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from hub.cli.common import Output, OutputOption, console
+from hub.cli.output import Output, OutputOption, console
 from hub.cli.remote import (
     DEFAULT_HUB,
     ClusterTypeFilter,

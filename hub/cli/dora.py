@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from hub.cli.common import Output, OutputOption, console
+from hub.cli.output import Output, OutputOption, console
 from hub.cli.query import moment
 from hub.cli.remote import DEFAULT_HUB, HubOption, TokenOption, ago, fetch, rows_table, show, when
 from hub.dora.schemas import DoraReport, EnvironmentDora, Spread

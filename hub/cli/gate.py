@@ -28,7 +28,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from hub.cli.common import Output, OutputOption, console, errors, print_json
+from hub.cli.output import Output, OutputOption, console, errors, print_json
 from hub.cli.remote import (
     DEFAULT_HUB,
     HubOption,

@@ -15,17 +15,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hub.cli.common import (
-    DataDirOption,
-    Output,
-    OutputOption,
-    console,
-    errors,
-    fail,
-    load_settings,
-    open_database,
-    print_json,
-)
+from hub.cli.common import DataDirOption, load_settings, open_database
+from hub.cli.output import Output, OutputOption, console, errors, fail, print_json
 from hub.database import create_engine, create_sessionmaker
 from hub.errors import FleetmarkError
 from hub.harvest import service

@@ -12,7 +12,7 @@ import typer
 from pydantic import TypeAdapter, ValidationError
 from rich.text import Text
 
-from hub.cli.common import Output, OutputOption, console, fail
+from hub.cli.output import Output, OutputOption, console, fail
 from hub.cli.remote import (
     DEFAULT_HUB,
     ClusterTypeFilter,

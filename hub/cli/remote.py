@@ -17,7 +17,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from hub.cli.common import Output, console, fail, print_json
+from hub.cli.output import Output, console, fail, print_json
 from hub.gate.policy import format_duration
 
 M = TypeVar("M", bound=BaseModel)

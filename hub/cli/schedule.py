@@ -11,16 +11,8 @@ from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
 
-from hub.cli.common import (
-    DataDirOption,
-    Output,
-    OutputOption,
-    console,
-    fail,
-    load_settings,
-    open_database,
-    print_json,
-)
+from hub.cli.common import DataDirOption, load_settings, open_database
+from hub.cli.output import Output, OutputOption, console, fail, print_json
 from hub.database import create_engine, create_sessionmaker
 from hub.errors import FleetmarkError, describe_validation_error
 from hub.scheduling import service

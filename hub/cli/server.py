@@ -1,7 +1,8 @@
-"""`fleetmark serve`, `fleetmark migrate`, `fleetmark version`."""
+"""`fleetmark serve`, `fleetmark migrate`."""
 
 import os
 import signal
+from pathlib import Path
 from types import FrameType
 from typing import Annotated
 from urllib.parse import unquote
@@ -14,13 +15,16 @@ import hub
 from hub import migrate
 from hub.cli.common import (
     DataDirOption,
-    console,
     database_url,
-    fail,
     load_settings,
     open_database,
+    run_in_database,
 )
+from hub.cli.output import console, fail, show_token
 from hub.http import DeadlineHttpToolsProtocol
+from hub.security import API_TOKEN_FORMAT, API_TOKEN_PREFIX
+from hub.settings import HubSettings
+from hub.tokens import service as token_service
 
 
 def serve(
@@ -42,6 +46,7 @@ def serve(
     host = host or settings.host
     port = port or settings.port
     url = open_database(settings, upgrade=run_migrations)
+    _create_first_admin_token(settings, url)
     where = (
         f"embedded PostgreSQL in {settings.embedded_data_dir}"
         if settings.database_url is None
@@ -66,6 +71,41 @@ def serve(
         access_log=False,
         proxy_headers=True,
     )
+
+
+def _create_first_admin_token(settings: HubSettings, url: str) -> None:
+    """The admin token from FLEETMARK_ADMIN_TOKEN_FILE, or a new one printed once."""
+    path = settings.admin_token_file
+    token = None if path is None else _read_admin_token(path)
+    created = run_in_database(
+        url,
+        settings,
+        lambda session: token_service.create_first_admin(
+            session, token=token, token_secret=settings.token_secret.get_secret_value()
+        ),
+    )
+    if created is None:
+        return
+    name = token_service.FIRST_ADMIN_TOKEN_NAME
+    if path is not None:
+        console.print(
+            f"admin token [bold]{name}[/] created from {path}", highlight=False, soft_wrap=True
+        )
+        return
+    show_token(name, created, "No admin token existed: created admin token")
+
+
+def _read_admin_token(path: Path) -> str:
+    try:
+        token = path.read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail(f"FLEETMARK_ADMIN_TOKEN_FILE {path}: cannot be read ({exc})") from exc
+    if not API_TOKEN_FORMAT.fullmatch(token):
+        raise fail(
+            f"FLEETMARK_ADMIN_TOKEN_FILE {path}: does not hold a fleetmark API token "
+            f"({API_TOKEN_PREFIX} and 43 characters of A-Z a-z 0-9 _ -, one line)"
+        )
+    return token
 
 
 def _exit_normally(signum: int, frame: FrameType | None) -> None:
@@ -112,12 +152,6 @@ def migrate_command(
     console.print(f"schema at revision {migrate.current_revision(url) or 'base'}", highlight=False)
 
 
-def version() -> None:
-    """Print the fleetmark version."""
-    console.print(f"fleetmark {hub.__version__}", highlight=False)
-
-
 def register(app: typer.Typer) -> None:
     app.command()(serve)
     app.command("migrate")(migrate_command)
-    app.command()(version)

@@ -37,5 +37,10 @@ async def scope_of(session: AsyncSession, token_hash: str) -> str | None:
     return (await session.execute(statement)).scalar_one_or_none()
 
 
+async def admin_exists(session: AsyncSession) -> bool:
+    statement = select(ApiToken.id).where(ApiToken.scope == "admin", ApiToken.revoked_at.is_(None))
+    return (await session.execute(statement.limit(1))).first() is not None
+
+
 async def list_tokens(session: AsyncSession) -> list[ApiToken]:
     return list(await session.scalars(select(ApiToken).order_by(ApiToken.name)))

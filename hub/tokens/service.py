@@ -9,6 +9,8 @@ from hub.security import API_TOKEN_PREFIX, hash_token, new_token
 from hub.tokens import repository
 from hub.tokens.schemas import CreatedToken, Scope, TokenInfo, TokenRequest
 
+FIRST_ADMIN_TOKEN_NAME = "admin"  # noqa: S105 - a name, not a secret
+
 # A scope and every scope it includes.
 _GRANTS: dict[str, set[Scope]] = {"admin": {"admin", "read"}, "read": {"read"}}
 
@@ -23,6 +25,26 @@ async def create(
     if not created:
         raise AlreadyExists(f"an API token named {request.name!r} exists already")
     return CreatedToken(name=request.name, scope=request.scope, token=token)
+
+
+async def create_first_admin(
+    session: AsyncSession, *, token: str | None, token_secret: str
+) -> str | None:
+    """An admin token named "admin" when no active admin token exists: `token`, else a new one.
+
+    Returns the token made, None when there was an admin token already (or another replica
+    starting at the same moment made it), so a hub can be administered through the API alone.
+    """
+    if await repository.admin_exists(session):
+        return None
+    token = token or new_token(API_TOKEN_PREFIX)
+    created = await repository.create(
+        session,
+        name=FIRST_ADMIN_TOKEN_NAME,
+        scope="admin",
+        token_hash=hash_token(token_secret, token),
+    )
+    return token if created else None
 
 
 async def revoke(session: AsyncSession, name: str, *, now: datetime) -> None:

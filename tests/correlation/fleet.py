@@ -14,90 +14,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hub.simulation import ARGO_ROOT, RECONCILERS, ROOT, folder, records, spelled
 from tests.conftest import MakeAgent
 from tests.harvest import scenario
 from tests.harvest.conftest import Harvest
 from tests.harvest.gitrepo import WorkRepo
 from tests.support import Agent
-
-ROOT = "flux-system"
-ARGO_ROOT = "platform"
-RECONCILERS = {"drone": "flux", "large": "argocd", "small": "flux", "command-center": "flux"}
-
-
-def _spelled(url: str, reconciler: str) -> str:
-    """Flux users write `.git`, Argo CD users a trailing slash: one repository either way."""
-    return f"{url}.git" if reconciler == "flux" else f"{url}/"
-
-
-def _records(
-    reconciler: str,
-    name: str,
-    *,
-    url: str,
-    branch: str,
-    path: str,
-    applied: str | None,
-    attempted: str | None,
-    ready: bool | None,
-    reason: str | None,
-    message: str | None,
-) -> list[dict[str, Any]]:
-    """What the agent reports for one reconciler following `url` at `branch`/`path`."""
-    health = {True: "Healthy", False: "Degraded", None: "Progressing"}[ready]
-    if reconciler == "argocd":
-        return [
-            {
-                "reconciler": "argocd",
-                "kind": "Application",
-                "namespace": "argocd",
-                "name": name,
-                "source": {"url": url, "ref": branch, "path": path},
-                "applied_revision": applied,
-                "attempted_revision": attempted,
-                "ready": ready,
-                "reason": reason,
-                "message": message,
-                "health": health,
-            }
-        ]
-
-    def revision(sha: str | None) -> str | None:
-        return None if sha is None else f"{branch}@sha1:{sha}"
-
-    return [
-        # The source object fetched the attempted revision; it never applies anything.
-        {
-            "reconciler": "flux",
-            "kind": "GitRepository",
-            "namespace": "flux-system",
-            "name": name,
-            "source": {"url": url, "ref": branch},
-            "attempted_revision": revision(attempted),
-            "ready": True,
-            "reason": "Succeeded",
-            "health": "Healthy",
-        },
-        {
-            "reconciler": "flux",
-            "kind": "Kustomization",
-            "namespace": "flux-system",
-            "name": name,
-            # As the agent links them: the GitRepository's URL and branch.
-            "source": {
-                "url": url,
-                "ref": f"GitRepository/flux-system/{name}",
-                "path": path,
-                "url_ref": branch,
-            },
-            "applied_revision": revision(applied),
-            "attempted_revision": revision(attempted),
-            "ready": ready,
-            "reason": reason,
-            "message": message,
-            "health": health,
-        },
-    ]
 
 
 @dataclass
@@ -130,12 +52,12 @@ class SimCluster:
         """The root reconciler: applied `applied`, last attempted `attempted` (default: the
         same), Ready as given."""
         name = ROOT if self.reconciler == "flux" else ARGO_ROOT
-        self.objects[name] = _records(
+        self.objects[name] = records(
             self.reconciler,
             name,
-            url=_spelled(self.platform_url, self.reconciler),
+            url=spelled(self.platform_url, self.reconciler),
             branch=self.environment,
-            path=f"./{self.cluster_type}" if self.reconciler == "flux" else self.cluster_type,
+            path=folder(self.reconciler, self.cluster_type),
             applied=applied,
             attempted=applied if attempted is None else attempted,
             ready=ready,
@@ -157,12 +79,12 @@ class SimCluster:
         """The reconciler of deployment target `target` (e.g. functional-test), following its
         app-gitops folder on the environment's branch (or at `ref`, a pinned revision)."""
         name = scenario.target_name(target)
-        self.objects[name] = _records(
+        self.objects[name] = records(
             self.reconciler,
             name,
-            url=_spelled(self.app_url, self.reconciler),
+            url=spelled(self.app_url, self.reconciler),
             branch=ref or self.environment,
-            path=f"./{target}" if self.reconciler == "flux" else target,
+            path=folder(self.reconciler, target),
             applied=applied,
             attempted=applied if attempted is None else attempted,
             ready=ready,

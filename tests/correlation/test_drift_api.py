@@ -6,8 +6,9 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.drift.schemas import Reason
+from hub.simulation import ARGO_ROOT, ROOT
 from tests.correlation.drifting import evaluate
-from tests.correlation.fleet import ARGO_ROOT, ROOT, Fleet
+from tests.correlation.fleet import Fleet
 from tests.support import FakeClock, bearer
 
 

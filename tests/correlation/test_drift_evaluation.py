@@ -9,8 +9,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.drift.schemas import Reason
 from hub.fleet import repository as fleet_repository
+from hub.simulation import ARGO_ROOT, ROOT
 from tests.correlation.drifting import committed_at, drift, evaluate, reasons, rows
-from tests.correlation.fleet import ARGO_ROOT, ROOT, Fleet
+from tests.correlation.fleet import Fleet
 from tests.harvest import scenario
 from tests.support import FakeClock
 

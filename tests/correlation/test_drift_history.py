@@ -10,8 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.drift import service
 from hub.drift.schemas import DriftHistory, Reason
 from hub.errors import InvalidInput
+from hub.simulation import ROOT
 from tests.correlation.drifting import evaluate
-from tests.correlation.fleet import ROOT, Fleet
+from tests.correlation.fleet import Fleet
 from tests.support import FakeClock
 
 

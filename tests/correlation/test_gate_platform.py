@@ -13,8 +13,9 @@ from hub.gate.policy import ClusterState, Verdict
 from hub.gate.schemas import GateCluster, GateResult
 from hub.models import Cluster
 from hub.revisions import UNKNOWN_FORM
+from hub.simulation import ROOT
 from tests.correlation.drifting import drift, evaluate, rows
-from tests.correlation.fleet import ROOT, Fleet
+from tests.correlation.fleet import Fleet
 from tests.support import FakeClock
 
 SOAK = timedelta(minutes=10)

@@ -1,0 +1,117 @@
+"""`fleetmark simulate`: a small simulated fleet registered with a hub and reporting to it.
+
+It goes through the hub's API as real clusters do: registration with an admin token
+(`POST /api/v1/clusters`; a cluster registered by an earlier run gets a new token), then a
+full snapshot from each cluster every interval on `POST /api/v1/reports`, until stopped
+(Ctrl-C or SIGTERM). A hub that does not answer a round is said so and tried again the next.
+"""
+
+import signal
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import httpx
+import typer
+
+from hub.cli.output import console, errors, fail
+from hub.cli.remote import DEFAULT_HUB, HubOption, bearer, error_of
+from hub.simulation import SimulatedCluster, Simulation
+
+TIMEOUT = 10.0
+
+
+def simulate(
+    token_file: Annotated[
+        Path, typer.Option(help="A file holding an API token with admin scope.", show_default=False)
+    ],
+    hub: HubOption = DEFAULT_HUB,
+    clusters_per_type: Annotated[
+        int, typer.Option(min=1, max=100, help="Clusters of each cluster type per environment.")
+    ] = 2,
+    interval: Annotated[
+        float, typer.Option(min=0.1, help="Seconds between two reports of a cluster.")
+    ] = 30.0,
+) -> None:
+    """Register a small simulated fleet and keep it reporting until stopped."""
+    admin_token = _read_token(token_file)
+    simulation = Simulation(clusters_per_type)
+    stopping = threading.Event()
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    with httpx.Client(base_url=hub, timeout=TIMEOUT) as client:
+        tokens = {
+            cluster.name: _register(client, admin_token, cluster) for cluster in simulation.clusters
+        }
+        console.print(
+            f"simulating {len(tokens)} clusters at {hub}, reporting every {interval:g} s",
+            highlight=False,
+            soft_wrap=True,
+        )
+        while not stopping.is_set():
+            _report_round(client, simulation, tokens)
+            stopping.wait(interval)
+            simulation.step()
+    console.print(f"stopped after {simulation.rounds} rounds", highlight=False)
+
+
+def _read_token(path: Path) -> str:
+    try:
+        token = path.read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail(f"--token-file {path}: cannot be read ({exc})") from exc
+    if not token:
+        raise fail(f"--token-file {path}: is empty")
+    return token
+
+
+def _register(client: httpx.Client, admin_token: str, cluster: SimulatedCluster) -> str:
+    """The cluster's token: registered now, or a new one for a cluster registered before."""
+    headers = bearer(admin_token)
+    try:
+        response = client.post("/api/v1/clusters", json=cluster.registration(), headers=headers)
+        if response.status_code == 409:
+            response = client.post(f"/api/v1/clusters/{cluster.name}/token", headers=headers)
+    except httpx.HTTPError as exc:
+        raise fail(f"the hub at {client.base_url} is unreachable: {exc}") from None
+    if response.status_code not in (200, 201):
+        _, detail = error_of(response)
+        raise fail(f"registering cluster {cluster.name}: {detail} (HTTP {response.status_code})")
+    token: str = response.json()["token"]
+    return token
+
+
+def _report_round(client: httpx.Client, simulation: Simulation, tokens: dict[str, str]) -> None:
+    for cluster in simulation.clusters:
+        body = simulation.report(cluster, datetime.now(UTC))
+        try:
+            response = client.post(
+                "/api/v1/reports", json=body, headers=bearer(tokens[cluster.name])
+            )
+        except httpx.HTTPError as exc:
+            errors.print(
+                f"the hub at {client.base_url} is unreachable ({exc}); trying again next round",
+                highlight=False,
+                soft_wrap=True,
+            )
+            return
+        if response.status_code in (401, 403):
+            _, detail = error_of(response)
+            raise fail(f"cluster {cluster.name}'s report was refused: {detail}")
+        if response.status_code != 200:
+            _, detail = error_of(response)
+            errors.print(
+                f"cluster {cluster.name}'s report: {detail} (HTTP {response.status_code})",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(simulate)

@@ -1,0 +1,105 @@
+"""The first admin token: a hub installed by Helm or compose is administered through the API."""
+
+import secrets
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import DatabaseServer
+from tests.served import FLEETMARK, hub_environment, served_hub
+from tests.support import bearer
+
+
+@pytest.fixture
+def hub_database(database_server: DatabaseServer) -> Iterator[str]:
+    with database_server.migrated_database() as url:
+        yield url
+
+
+def token_file(path: Path) -> Path:
+    path.write_text("fma_" + secrets.token_urlsafe(32) + "\n")
+    return path
+
+
+def tokens(url: str, token: str) -> httpx.Response:
+    return httpx.get(f"{url}/api/v1/tokens", headers=bearer(token), timeout=10.0)
+
+
+def test_the_hub_creates_the_admin_token_from_the_file_once(
+    hub_database: str, tmp_path: Path
+) -> None:
+    secret = token_file(tmp_path / "admin-token")
+    environment = hub_environment(hub_database, tmp_path, FLEETMARK_ADMIN_TOKEN_FILE=str(secret))
+    token = secret.read_text().strip()
+
+    with served_hub(environment, tmp_path / "first.log") as hub:
+        first = tokens(hub.url, token)
+        created = httpx.post(
+            f"{hub.url}/api/v1/tokens",
+            json={"name": "ci", "scope": "read"},
+            headers=bearer(token),
+            timeout=10.0,
+        )
+    with served_hub(environment, tmp_path / "second.log") as hub:
+        second = tokens(hub.url, token)
+
+    assert first.status_code == 200, first.text
+    assert [(t["name"], t["scope"]) for t in first.json()] == [("admin", "admin")]
+    assert created.status_code == 201, created.text
+    assert f"created from {secret}" in (tmp_path / "first.log").read_text()
+    assert [(t["name"], t["scope"]) for t in second.json()] == [
+        ("admin", "admin"),
+        ("ci", "read"),
+    ]
+    assert "admin token" not in (tmp_path / "second.log").read_text()
+
+
+def test_without_a_file_the_token_is_printed_once(hub_database: str, tmp_path: Path) -> None:
+    environment = hub_environment(hub_database, tmp_path)
+
+    with served_hub(environment, tmp_path / "first.log") as hub:
+        printed = hub.output().split("shown only this once:\n", 1)[1].split("\n", 1)[0]
+        answer = tokens(hub.url, printed)
+    with served_hub(environment, tmp_path / "second.log") as hub:
+        again = tokens(hub.url, printed)
+
+    assert printed.startswith("fma_")
+    assert answer.status_code == 200, answer.text
+    assert [t["name"] for t in answer.json()] == ["admin"]
+    assert [t["name"] for t in again.json()] == ["admin"]
+    assert printed not in (tmp_path / "second.log").read_text()
+    assert "shown only this once" not in (tmp_path / "second.log").read_text()
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("not-a-token\n", "does not hold a fleetmark API token"),
+        ("fma_short", "does not hold a fleetmark API token"),
+        ("fmc_" + "a" * 43, "does not hold a fleetmark API token"),
+        ("fma_" + "a" * 43 + "\nmore", "does not hold a fleetmark API token"),
+        (None, "cannot be read"),
+    ],
+)
+def test_a_bad_token_file_stops_the_start_naming_it(
+    hub_database: str, tmp_path: Path, content: str | None, problem: str
+) -> None:
+    secret = tmp_path / "admin-token"
+    if content is not None:
+        secret.write_text(content)
+    environment = hub_environment(hub_database, tmp_path, FLEETMARK_ADMIN_TOKEN_FILE=str(secret))
+
+    result = subprocess.run(
+        [FLEETMARK, "serve", "--no-migrate", "--port", "1"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 1
+    assert f"FLEETMARK_ADMIN_TOKEN_FILE {secret}: {problem}" in " ".join(result.stderr.split())
