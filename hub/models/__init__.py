@@ -20,6 +20,7 @@ from hub.models.fleet import (
     Workload,
     Workspace,
 )
+from hub.models.gate import GateAnswer
 from hub.models.git import BranchCommit, GitBranch, GitCommit, Repository
 from hub.models.observed import (
     AgentSession,
@@ -52,6 +53,7 @@ __all__ = [
     "DriftPeriod",
     "DriftTotal",
     "Environment",
+    "GateAnswer",
     "GitBranch",
     "GitCommit",
     "HarvestError",
