@@ -106,7 +106,12 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
         settings.drift_interval,
         lambda: scheduled_drift(sessions, settings, clock=clock),
     )
-    _every(scheduler, ENV_DIFF_JOB, settings.env_diff_interval, lambda: scheduled_refresh(sessions))
+    _every(
+        scheduler,
+        ENV_DIFF_JOB,
+        settings.env_diff_interval,
+        lambda: scheduled_refresh(sessions, clock=clock),
+    )
     _every(
         scheduler,
         DORA_JOB,

@@ -12,6 +12,7 @@ from hub.models.drift import (
     DriftTotal,
     ObjectDrift,
 )
+from hub.models.envdiff import EnvironmentDiffCell, EnvironmentDiffConfig
 from hub.models.fleet import (
     Cluster,
     ClusterType,
@@ -53,6 +54,8 @@ __all__ = [
     "DriftPeriod",
     "DriftTotal",
     "Environment",
+    "EnvironmentDiffCell",
+    "EnvironmentDiffConfig",
     "GateAnswer",
     "GitBranch",
     "GitCommit",

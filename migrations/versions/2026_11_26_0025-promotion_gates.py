@@ -1,10 +1,20 @@
-"""Promotion gate answers kept in the store, for dashboards and alert rules.
+"""Promotion gate answers and the environment diff kept in the store, for dashboards and alert
+rules.
 
 The gate's policy is Python (hub/gate/policy.py): no SQL view can answer it. The promotion job
 (hub/promotion/service.py, every `gate_answers_interval`) asks the gate, by the code the
 endpoint runs, about the newest platform commits and workload versions of each environment and
 keeps the answers in `gate_answer`, one row per commit or version: the verdict, the counts and
-the clusters that block it. What Grafana reads of it is in views of schema `grafana`.
+the clusters that block it.
+
+Why a difference between environments is there (awaiting promotion, pinned, diverged, failed,
+drifted) is also decided in Python (hub/envdiff/compare.py, versions compared as dotted
+numbers). The environment diff job, after summing up what clusters run, keeps the diff of all
+environments in promotion order as GET /api/v1/diff answers it: `environment_diff_cell`, one
+row per workload, cluster type and environment, and `environment_diff_config`, one per value of
+a config key that differs.
+
+What Grafana reads of them is in views of schema `grafana`.
 
 Revision ID: 0025_promotion_gates
 Revises: 0022_open_drift_by_object
@@ -21,6 +31,15 @@ revision: str = "0025_promotion_gates"
 down_revision: str | None = "0022_open_drift_by_object"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+
+def _row_columns() -> list[sa.Column[str]]:
+    """What names a diff row."""
+    return [
+        sa.Column("workload", sa.String(), nullable=False),
+        sa.Column("cluster_type", sa.String(), nullable=False),
+        sa.Column("paired_target", sa.String(), nullable=True),
+    ]
 
 
 def upgrade() -> None:
@@ -52,6 +71,42 @@ def upgrade() -> None:
         ),
     )
 
+    op.create_table(
+        "environment_diff_cell",
+        sa.Column("id", sa.Integer(), nullable=False),
+        *_row_columns(),
+        sa.Column("environment", sa.String(), nullable=False),
+        sa.Column("environment_position", sa.Integer(), nullable=True),
+        sa.Column("environment_order", sa.Integer(), nullable=False),
+        sa.Column("state", sa.String(), nullable=False),
+        sa.Column("assigned", sa.Boolean(), nullable=False),
+        sa.Column("deployment_target", sa.String(), nullable=True),
+        sa.Column("desired_version", sa.String(), nullable=True),
+        sa.Column("pinned_ref", sa.String(), nullable=True),
+        sa.Column("clusters", sa.Integer(), nullable=False),
+        sa.Column("in_sync", sa.Integer(), nullable=False),
+        sa.Column("drifted", sa.Integer(), nullable=False),
+        sa.Column("failing", sa.Integer(), nullable=False),
+        sa.Column("not_reporting", sa.Integer(), nullable=False),
+        sa.Column("deployed", postgresql.JSONB(astext_type=sa.Text()), nullable=False),
+        sa.Column("reasons", postgresql.ARRAY(sa.String()), nullable=False),
+        sa.Column("details", postgresql.ARRAY(sa.String()), nullable=False),
+        sa.Column("evaluated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_environment_diff_cell")),
+    )
+    op.create_table(
+        "environment_diff_config",
+        sa.Column("id", sa.Integer(), nullable=False),
+        *_row_columns(),
+        sa.Column("key", sa.String(), nullable=False),
+        sa.Column("environment", sa.String(), nullable=False),
+        sa.Column("environment_order", sa.Integer(), nullable=False),
+        sa.Column("value", sa.String(), nullable=True),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_environment_diff_config")),
+    )
+
 
 def downgrade() -> None:
+    op.drop_table("environment_diff_config")
+    op.drop_table("environment_diff_cell")
     op.drop_table("gate_answer")
