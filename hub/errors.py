@@ -90,6 +90,11 @@ class UnknownRepository(FleetmarkError):
     error = "unknown_repository"
 
 
+class UnknownRole(FleetmarkError):
+    status_code = 404
+    error = "unknown_role"
+
+
 class AlreadyExists(FleetmarkError):
     status_code = 409
     error = "already_exists"

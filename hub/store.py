@@ -39,6 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
 from hub.database import exclusive, write_session
+from hub.errors import UnknownRole
 from hub.migrate import HYPERTABLES
 from hub.models import Base
 from hub.settings import HubSettings
@@ -254,3 +255,28 @@ async def _refresh(
         text("UPDATE rollup_watermark SET materialized_until = :until WHERE name = :view"), bounds
     )
     return cast(CursorResult[Any], inserted).rowcount
+
+
+# The schema of the views the dashboards read (migration 0023).
+DASHBOARD_SCHEMA = "grafana"
+
+
+async def grant_readonly(session: AsyncSession, role: str) -> None:
+    """Let `role` read the dashboards' views, those of today and those later migrations add
+    (created by this same user), and nothing else. Grants only: the role must exist (roles
+    are the server's, not the store's), and granting twice changes nothing."""
+    exists = await session.scalar(
+        text("SELECT 1 FROM pg_roles WHERE rolname = :role"), {"role": role}
+    )
+    if exists is None:
+        raise UnknownRole(
+            f"no role {role!r} on this PostgreSQL server: create it first "
+            f"(e.g. CREATE ROLE {role} LOGIN PASSWORD '…'), then grant"
+        )
+    quoted = session.get_bind().dialect.identifier_preparer.quote(role)
+    for statement in (
+        f"GRANT USAGE ON SCHEMA {DASHBOARD_SCHEMA} TO {quoted}",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA {DASHBOARD_SCHEMA} TO {quoted}",
+        f"ALTER DEFAULT PRIVILEGES IN SCHEMA {DASHBOARD_SCHEMA} GRANT SELECT ON TABLES TO {quoted}",
+    ):
+        await session.execute(text(statement))

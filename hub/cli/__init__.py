@@ -2,7 +2,7 @@
 
 import typer
 
-from hub.cli import admin, agent, diff, dora, drift, gate, harvest, query, schedule, server
+from hub.cli import admin, agent, db, diff, dora, drift, gate, harvest, query, schedule, server
 
 app = typer.Typer(
     name="fleetmark",
@@ -13,6 +13,7 @@ app = typer.Typer(
 server.register(app)
 app.add_typer(admin.clusters, name="clusters")
 app.add_typer(admin.tokens, name="tokens")
+app.add_typer(db.db, name="db")
 agent.register(app)
 harvest.register(app)
 gate.register(app)

@@ -1,0 +1,224 @@
+"""What every dashboard shares: the datasource, the variables, the filters they make, panels.
+
+A dashboard module builds one `Dashboard` with `dashboard(...)` and panels made by `table`,
+`stat`, `timeseries` and `state_timeline`, each given one SQL query over the `grafana` views
+(migration 0023). Its SQL narrows the rows to what the variables choose with `scope()`, which
+every view with `environment`, `cluster_type` and `cluster` columns takes, and to the time
+picker's range with Grafana's macros (`$__timeFilter(column)`, `$__timeGroupAlias(column,
+$__interval)`); `stale(column)` says whether a cluster's last report is older than the
+dashboards' staleness threshold. Links between dashboards are added by `dashboards.build`;
+`dashboard_url(uid)` is a link to another dashboard by uid that carries the variables and the
+time range over, for data links in tables.
+
+The variables (`VARIABLES`) are the same on every dashboard: multi-value, with "All" whose
+value is `ALL` (a literal no name can equal), so `chosen()` reads "All" as "no filter"
+without Grafana listing every value into the query. A workload or workspace chooses the
+clusters whose environment and cluster type carry it (grafana.placement).
+"""
+
+from typing import TypeVar
+
+from grafana_foundation_sdk.builders import dashboard as dashboard_builders
+from grafana_foundation_sdk.builders import stat as stat_builders
+from grafana_foundation_sdk.builders import statetimeline as statetimeline_builders
+from grafana_foundation_sdk.builders import table as table_builders
+from grafana_foundation_sdk.builders import timeseries as timeseries_builders
+from grafana_foundation_sdk.cog import builder as cogbuilder
+from grafana_foundation_sdk.models import dashboard as model
+
+from dashboards.postgres import DATASOURCE_TYPE, SQL, Format
+
+__all__ = [
+    "ALL",
+    "DATASOURCE",
+    "STALE_AFTER",
+    "VARIABLES",
+    "chosen",
+    "dashboard",
+    "dashboard_url",
+    "link_clusters",
+    "scope",
+    "stale",
+    "stat",
+    "state_timeline",
+    "table",
+    "timeseries",
+    "variables",
+]
+
+DATASOURCE = model.DataSourceRef(type_val=DATASOURCE_TYPE, uid="fleetmark")
+VARIABLES = ("environment", "workspace", "workload", "cluster_type", "cluster")
+# The "All" value of every variable, put into the SQL as it is (Grafana does not format a
+# custom all value): a quoted string no environment, cluster or workload name can be.
+ALL = "'*'"
+# Seconds without a report after which a cluster is stale; the hub's default
+# (FLEETMARK_STALE_AFTER_SECONDS). A constant variable, so provisioning can change it.
+STALE_AFTER = "stale_after"
+STALE_AFTER_DEFAULT = "600"
+# Rollups are hourly: a bucket is never finer.
+HOURLY = "1h"
+
+
+def chosen(variable: str, column: str) -> str:
+    """SQL: `column` is among the values chosen for `variable`, or "All" is chosen."""
+    values = f"${{{variable}:sqlstring}}"
+    return f"({ALL} IN ({values}) OR {column} IN ({values}))"
+
+
+def placed(environment: str, cluster_type: str) -> str:
+    """SQL: the environment's cluster type carries a chosen workload of a chosen workspace."""
+    every = f"{ALL} IN (${{workload:sqlstring}}) AND {ALL} IN (${{workspace:sqlstring}})"
+    return (
+        f"(({every}) OR EXISTS (SELECT FROM grafana.placement p "
+        f"WHERE p.environment = {environment} AND p.cluster_type = {cluster_type} "
+        f"AND {chosen('workload', 'p.workload')} AND {chosen('workspace', 'p.workspace')}))"
+    )
+
+
+def scope(alias: str = "") -> str:
+    """SQL: the row's cluster is one the five variables choose (columns environment,
+    cluster_type and cluster, of the table or view `alias` if given)."""
+    prefix = f"{alias}." if alias else ""
+    environment, cluster_type = f"{prefix}environment", f"{prefix}cluster_type"
+    return " AND ".join(
+        (
+            chosen("environment", environment),
+            chosen("cluster_type", cluster_type),
+            chosen("cluster", f"{prefix}cluster"),
+            placed(environment, cluster_type),
+        )
+    )
+
+
+def stale(last_seen_at: str) -> str:
+    """SQL: a cluster that reported, but not within the staleness threshold."""
+    return f"{last_seen_at} < now() - make_interval(secs => ${{{STALE_AFTER}}})"
+
+
+def variables() -> list[cogbuilder.Builder[model.VariableModel]]:
+    """The five variables, each narrowed by those before it, and the staleness threshold."""
+    queries = {
+        "environment": (
+            "Environment",
+            "SELECT name FROM grafana.environment ORDER BY position NULLS LAST, name",
+        ),
+        "workspace": ("Workspace", "SELECT name FROM grafana.workspace ORDER BY name"),
+        "workload": (
+            "Workload",
+            "SELECT DISTINCT workload FROM grafana.placement "
+            f"WHERE {chosen('workspace', 'workspace')} AND {chosen('environment', 'environment')} "
+            "ORDER BY 1",
+        ),
+        "cluster_type": (
+            "Cluster type",
+            "SELECT DISTINCT cluster_type FROM grafana.cluster "
+            f"WHERE cluster_type IS NOT NULL AND {chosen('environment', 'environment')} "
+            "ORDER BY 1",
+        ),
+        "cluster": (
+            "Cluster",
+            f"SELECT cluster FROM grafana.cluster WHERE {chosen('environment', 'environment')} "
+            f"AND {chosen('cluster_type', 'cluster_type')} "
+            f"AND {placed('environment', 'cluster_type')} ORDER BY 1",
+        ),
+    }
+    built: list[cogbuilder.Builder[model.VariableModel]] = [
+        dashboard_builders.QueryVariable(name)
+        .label(label)
+        .datasource(DATASOURCE)
+        .query(query)
+        .multi(True)
+        .include_all(True)
+        .all_value(ALL)
+        .current(model.VariableOption(selected=True, text=["All"], value=["$__all"]))
+        .refresh(model.VariableRefresh.ON_DASHBOARD_LOAD)
+        .sort(model.VariableSort.DISABLED)
+        for name, (label, query) in queries.items()
+    ]
+    built.append(
+        dashboard_builders.ConstantVariable(STALE_AFTER)
+        .label("Stale after (seconds)")
+        .value(STALE_AFTER_DEFAULT)
+    )
+    return built
+
+
+def dashboard_url(uid: str, **fixed: str) -> str:
+    """A relative link to dashboard `uid` with the time range and the variables carried
+    over; `fixed` sets variables instead (`cluster="${__data.fields.cluster}"`)."""
+    carried = [f"var-{name}={value}" for name, value in fixed.items()]
+    carried += [f"${{{name}:queryparam}}" for name in VARIABLES if name not in fixed]
+    return f"/d/{uid}?" + "&".join(["${__url_time_range}", *carried])
+
+
+def dashboard(uid: str, title: str, description: str) -> dashboard_builders.Dashboard:
+    return (
+        dashboard_builders.Dashboard(title)
+        .uid(uid)
+        .description(description)
+        .tags(["fleetmark"])
+        .editable()
+        .time("now-24h", "now")
+        .refresh("1m")
+        .timezone("browser")
+        .tooltip(model.DashboardCursorSync.CROSSHAIR)
+        .variables(variables())
+    )
+
+
+P = TypeVar(
+    "P",
+    table_builders.Panel,
+    stat_builders.Panel,
+    timeseries_builders.Panel,
+    statetimeline_builders.Panel,
+)
+
+
+def _panel(panel: P, title: str, sql: SQL, description: str, height: int, span: int) -> P:
+    return (
+        panel.title(title)
+        .description(description)
+        .datasource(DATASOURCE)
+        .with_target(sql)
+        .height(height)
+        .span(span)
+    )
+
+
+def _hourly(panel: P, title: str, sql: str, description: str, height: int, span: int) -> P:
+    series = SQL(sql).format(Format.TIME_SERIES)
+    return _panel(panel.interval(HOURLY), title, series, description, height, span)
+
+
+def table(
+    title: str, sql: str, *, description: str = "", height: int = 8, span: int = 24
+) -> table_builders.Panel:
+    return _panel(table_builders.Panel(), title, SQL(sql), description, height, span)
+
+
+def stat(
+    title: str, sql: str, *, description: str = "", height: int = 4, span: int = 24
+) -> stat_builders.Panel:
+    return _panel(stat_builders.Panel(), title, SQL(sql), description, height, span)
+
+
+def timeseries(
+    title: str, sql: str, *, description: str = "", height: int = 8, span: int = 24
+) -> timeseries_builders.Panel:
+    """A time series over hourly rollups: buckets of an hour at least."""
+    return _hourly(timeseries_builders.Panel(), title, sql, description, height, span)
+
+
+def state_timeline(
+    title: str, sql: str, *, description: str = "", height: int = 10, span: int = 24
+) -> statetimeline_builders.Panel:
+    """A state timeline over hourly rollups: buckets of an hour at least."""
+    return _hourly(statetimeline_builders.Panel(), title, sql, description, height, span)
+
+
+def link_clusters(panel: table_builders.Panel, column: str = "Cluster") -> table_builders.Panel:
+    """A table whose `column` of cluster names links to each cluster's detail."""
+    url = dashboard_url("fleetmark-cluster", cluster=f"${{__data.fields.{column}}}")
+    links = [{"title": "Cluster detail", "url": url}]
+    return panel.override_by_name(column, [model.DynamicConfigValue(id_val="links", value=links)])

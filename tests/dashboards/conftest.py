@@ -1,0 +1,200 @@
+"""Fixtures of the dashboard tests: the built dashboards' panel queries, run as Grafana runs
+them (macros and variables expanded, tests/dashboards/grafana_sql.py) as a role granted by
+`fleetmark db grant-readonly`, on a fleet simulated as in the correlation tests.
+
+The panels compare with the database's `now()` (staleness, open drift periods), so the
+fleet's clock starts at the real time, less a moment: the transaction's `now()` is taken at
+its first statement, after the clock was set.
+"""
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from grafana_foundation_sdk.models.dashboard import Dashboard, Panel
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from dashboards import build, postgres
+from hub import store
+from tests.correlation.conftest import (
+    configure,
+    fleet,
+    harvest,
+    harvest_settings,
+    make_repo,
+    sessions,
+)
+from tests.correlation.drifting import evaluate
+from tests.correlation.fleet import Fleet
+from tests.dashboards.grafana_sql import Variable, expand
+from tests.support import FakeClock
+
+__all__ = ["configure", "fleet", "harvest", "harvest_settings", "make_repo", "sessions"]
+
+
+def built_dashboards() -> list[Dashboard]:
+    """Every dashboard `python -m dashboards build` writes, read back into the SDK's models."""
+    postgres.register()
+    return [
+        Dashboard.from_json(json.loads(content))
+        for path, content in build.render().items()
+        if path.suffix == ".json"
+    ]
+
+
+@dataclass(frozen=True)
+class PanelQuery:
+    dashboard: Dashboard
+    panel: Panel
+    query: postgres.PostgresQuery
+
+    @property
+    def key(self) -> str:
+        return f"{self.dashboard.uid}: {self.panel.title}"
+
+
+def panel_queries() -> list[PanelQuery]:
+    found = []
+    for dashboard in built_dashboards():
+        for panel in dashboard.panels or []:
+            assert isinstance(panel, Panel), panel
+            for target in panel.targets or []:
+                assert isinstance(target, postgres.PostgresQuery), (panel.title, target)
+                found.append(PanelQuery(dashboard, panel, target))
+    return found
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=5))
+
+
+class ReadOnly:
+    """Runs SQL as Grafana's read-only role, in a savepoint of the test's transaction."""
+
+    def __init__(self, session: AsyncSession, role: str, timescaledb: bool) -> None:
+        self.session, self.role, self.timescaledb = session, role, timescaledb
+
+    async def rows(self, sql: str) -> list[dict[str, Any]]:
+        # A statement that fails rolls the savepoint back, and SET ROLE with it.
+        async with self.session.begin_nested():
+            await self.session.execute(text(f'SET ROLE "{self.role}"'))
+            result = await self.session.execute(text(sql).execution_options(no_parameters=True))
+            rows = [dict(row) for row in result.mappings()]
+            await self.session.execute(text("RESET ROLE"))
+        return rows
+
+    async def variables(
+        self, dashboard: Dashboard, chosen: Mapping[str, Sequence[str]] = {}
+    ) -> dict[str, Variable]:
+        """The dashboard's variables, each query variable's options asked as Grafana asks
+        them (in order, each with the values chosen for those before it); "All" unless
+        `chosen` names values."""
+        variables: dict[str, Variable] = {}
+        assert dashboard.templating is not None
+        assert dashboard.templating.list_val is not None
+        for model in dashboard.templating.list_val:
+            if model.type_val == "constant":
+                assert isinstance(model.query, str)
+                variables[model.name] = Variable([model.query], multi=False, include_all=False)
+                continue
+            assert isinstance(model.query, str)
+            now = datetime.now(UTC)
+            options = [
+                str(next(iter(row.values())))
+                for row in await self.rows(
+                    expand(model.query, variables=variables, time_from=now, time_to=now)
+                )
+            ]
+            variables[model.name] = Variable(
+                chosen.get(model.name),
+                multi=bool(model.multi),
+                include_all=bool(model.include_all),
+                all_value=model.all_value,
+                options=options,
+            )
+        return variables
+
+    async def panel(
+        self,
+        query: PanelQuery,
+        variables: Mapping[str, Variable],
+        time_from: datetime,
+        time_to: datetime,
+        timescaledb: bool = False,
+    ) -> list[dict[str, Any]]:
+        sql = expand(
+            query.query.raw_sql,
+            variables=variables,
+            time_from=time_from,
+            time_to=time_to,
+            min_interval=query.panel.interval,
+            timescaledb=timescaledb,
+        )
+        return await self.rows(sql)
+
+
+@pytest.fixture
+async def readonly(session: AsyncSession) -> ReadOnly:
+    """A role of its own (rolled back with the test), granted as `fleetmark db
+    grant-readonly` grants."""
+    role = f"grafana_test_{uuid.uuid4().hex[:12]}"
+    await session.execute(text(f'CREATE ROLE "{role}" NOLOGIN'))
+    await store.grant_readonly(session, role)
+    backend = await store.backend(session)
+    return ReadOnly(session, role, backend.timescaledb is not None)
+
+
+@dataclass
+class Seeded:
+    fleet: Fleet
+    first: str
+    second: str
+    now: datetime
+
+
+@pytest.fixture
+async def seeded(fleet: Fleet, session: AsyncSession, clock: FakeClock) -> Seeded:
+    """dev got a second platform commit. Three hours ago, on dev, drone-01 and drone-02 ran
+    the first, large-01 the second with its performance-test failing; stage's drone ran
+    stage's head; stage's large never reported. Now drone-01 has applied the second commit,
+    drone-02 is still behind, large-01 still failing, and the stage drone is silent. The drift
+    job judged the fleet both times."""
+    now = clock.now
+    first = fleet.platform_heads["dev"]
+    second = fleet.promote("Promote dev: drone config", {"drone/README.md": "edge\n"})
+    await fleet.harvest()
+    clock.now = now - timedelta(hours=3)
+    placements = [
+        ("drone-01", "drone", "dev", first),
+        ("drone-02", "drone", "dev", first),
+        ("large-01", "large", "dev", second),
+        ("stage-drone-01", "drone", "stage", fleet.platform_heads["stage"]),
+        ("stage-large-01", "large", "stage", None),
+    ]
+    for name, cluster_type, environment, platform in placements:
+        cluster = await fleet.add(name, cluster_type, environment)
+        cluster.run_platform(platform)
+    for name in ("drone-01", "drone-02"):
+        fleet.clusters[name].run_app("functional-test", fleet.app_heads["dev"])
+    fleet.clusters["large-01"].run_app(
+        "performance-test",
+        fleet.app_heads["dev"],
+        ready=False,
+        reason="HealthCheckFailed",
+        message="Deployment/hello-world not ready",
+    )
+    fleet.clusters["stage-drone-01"].run_app("uat-test", fleet.app_heads["stage"])
+    await fleet.report("drone-01", "drone-02", "large-01", "stage-drone-01")
+    await evaluate(session, clock)
+
+    clock.now = now
+    fleet.clusters["drone-01"].run_platform(second)
+    await fleet.report("drone-01", "drone-02", "large-01")
+    await evaluate(session, clock)
+    return Seeded(fleet, first, second, now)
