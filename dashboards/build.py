@@ -3,8 +3,9 @@
 `DASHBOARDS` lists one builder module per dashboard; each has `UID`, `TITLE` and `build()`
 returning the dashboard without links. `render()` adds to every dashboard a link to each of
 the others (by uid, with the variables and time range carried over) and returns every file
-that `python -m dashboards build` writes, by path, with its text; `python -m dashboards
-check` compares the committed files with it.
+that `python -m dashboards build` writes, by path, with its text: the dashboards' JSON and the
+alert rules' provisioning file (dashboards/alerts.py); `python -m dashboards check` compares
+the committed files with it.
 """
 
 import json
@@ -15,13 +16,14 @@ from grafana_foundation_sdk.builders.dashboard import DashboardLink
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import DashboardLinkType
 
-from dashboards import cluster, drift, fleet, history
+from dashboards import alerts, cluster, dora, drift, envdiff, fleet, history, promotion
 from dashboards.common import dashboard_url
 
-__all__ = ["DASHBOARDS", "ROOT", "check", "render", "write"]
+__all__ = ["ALERT_RULES", "DASHBOARDS", "ROOT", "check", "render", "write"]
 
 ROOT = Path(__file__).resolve().parent
-DASHBOARDS: tuple[ModuleType, ...] = (fleet, drift, history, cluster)
+DASHBOARDS: tuple[ModuleType, ...] = (fleet, drift, envdiff, history, dora, promotion, cluster)
+ALERT_RULES = ROOT / "provisioning" / "alerting" / "fleetmark.yaml"
 
 
 def _links(current: str) -> list[DashboardLink]:
@@ -42,6 +44,7 @@ def render() -> dict[Path, str]:
         built.links = [link.build() for link in _links(module.UID)]
         text = json.dumps(built, cls=JSONEncoder, indent=2, sort_keys=True, ensure_ascii=False)
         files[ROOT / "json" / f"{module.UID}.json"] = text + "\n"
+    files[ALERT_RULES] = alerts.render()
     return files
 
 
