@@ -9,6 +9,8 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.app import create_app
+from hub.jobs import GATE_ANSWERS_JOB
 from hub.models import GateAnswer
 from hub.promotion import service
 from hub.promotion.repository import ANSWERS_LOCK
@@ -200,3 +202,14 @@ async def test_one_replica_keeps_the_answers_at_a_time(served_fleet: ServedFleet
         ("dev", WORKLOAD),
         ("stage", WORKLOAD),
     }
+
+
+async def test_the_hub_keeps_the_answers_every_interval(
+    database_url: str, clock: FakeClock
+) -> None:
+    app = create_app(hub_settings(gate_answers_interval="90"), database_url, clock=clock)
+
+    async with app.router.lifespan_context(app):
+        job = app.state.jobs.scheduler.get_job(GATE_ANSWERS_JOB)
+
+    assert job.trigger.interval == timedelta(seconds=90)
