@@ -75,35 +75,27 @@ GROUP BY workload, environment, environment_position
 ORDER BY workload, environment_position NULLS LAST, environment
 """
 
-# Trends per day and environment, of the platform commits.
-DEPLOYMENTS_PER_DAY = f"""
-SELECT $__timeGroupAlias(completed_at, '1d'), environment AS metric, count(*) AS value
+
+def _per_day(column: str, value: str) -> str:
+    """A trend per day and environment of the platform commits' rollouts, by `column`'s day,
+    of those the range's figures look for and the rollup's last refresh has seen."""
+    return f"""
+SELECT $__timeGroupAlias({column}, '1d'), environment AS metric, {value} AS value
 FROM grafana.dora_rollout
-WHERE workload IS NULL AND $__timeFilter(completed_at) AND completed_at < refreshed_at
-  AND {_ENVIRONMENT}
+WHERE workload IS NULL AND $__timeFilter({column}) AND {column} < refreshed_at
+  AND committed_at >= {_SINCE} - {_LOOKBACK} AND {_ENVIRONMENT}
 GROUP BY 1, 2
 ORDER BY 1
 """
 
-LEAD_TIME_PER_DAY = f"""
-SELECT $__timeGroupAlias(completed_at, '1d'), environment AS metric,
-       percentile_cont(0.5) WITHIN GROUP (ORDER BY lead_time_seconds) AS value
-FROM grafana.dora_rollout
-WHERE workload IS NULL AND $__timeFilter(completed_at) AND completed_at < refreshed_at
-  AND {_ENVIRONMENT}
-GROUP BY 1, 2
-ORDER BY 1
-"""
 
-FAILURE_RATE_PER_DAY = f"""
-SELECT $__timeGroupAlias(started_at, '1d'), environment AS metric,
-       avg(CASE WHEN failed_at < refreshed_at THEN 1.0 ELSE 0.0 END) AS value
-FROM grafana.dora_rollout
-WHERE workload IS NULL AND $__timeFilter(started_at) AND started_at < refreshed_at
-  AND {_ENVIRONMENT}
-GROUP BY 1, 2
-ORDER BY 1
-"""
+DEPLOYMENTS_PER_DAY = _per_day("completed_at", "count(*)")
+LEAD_TIME_PER_DAY = _per_day(
+    "completed_at", "percentile_cont(0.5) WITHIN GROUP (ORDER BY lead_time_seconds)"
+)
+FAILURE_RATE_PER_DAY = _per_day(
+    "started_at", "avg(CASE WHEN failed_at < refreshed_at THEN 1.0 ELSE 0.0 END)"
+)
 
 APPLIED_PER_HOUR = f"""
 SELECT $__timeGroupAlias(hour, $__interval), environment AS metric, sum(applied) AS value

@@ -115,3 +115,31 @@ async def test_the_environment_variable_narrows_the_figures(
 
     assert "dev" in {row["Environment"] for row in every}
     assert {row["Environment"] for row in stage} <= {"stage"}
+
+
+async def test_the_deployments_per_day_add_up_to_the_deployments(
+    played: Played,
+    readonly: ReadOnly,
+    session: AsyncSession,
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    at = played.timeline.at
+    await refresh_dora(sessions, at(180))
+    answer = await service.dora_report(
+        session,
+        service.DoraQuery(since=at(-60), until=at(180)),
+        now=played.timeline.clock.now,
+        kept=hub_settings().history_retention,
+    )
+    query = PANELS["fleetmark-dora: Deployments per day"]
+
+    rows = await readonly.panel(
+        query, await readonly.variables(query.dashboard), at(-60), at(180), readonly.timescaledb
+    )
+
+    per_environment: dict[str, int] = {}
+    for row in rows:
+        per_environment[row["metric"]] = per_environment.get(row["metric"], 0) + row["value"]
+    assert per_environment == {
+        item.environment: item.deployments for item in answer.environments if item.deployments
+    }
