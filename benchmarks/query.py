@@ -1081,12 +1081,8 @@ def run_jobs(url: str) -> Jobs:
 # --- the run ----------------------------------------------------------------------------------
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="benchmarks/query.py",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+def add_store_options(parser: argparse.ArgumentParser, database_url: str) -> None:
+    """The options that say which store to generate, where, and whether to keep it."""
     store = parser.add_argument_group("store")
     store.add_argument("--clusters", type=int, default=10_000)
     store.add_argument("--days", type=int, default=90, help="Days of history.")
@@ -1101,7 +1097,7 @@ def parse_args() -> argparse.Namespace:
     )
     store.add_argument(
         "--database-url",
-        default=DEFAULT_DATABASE_URL,
+        default=database_url,
         help="A scratch database: created for the run and dropped afterwards (its server's "
         "`postgres` database is used to do so).",
     )
@@ -1109,19 +1105,6 @@ def parse_args() -> argparse.Namespace:
         "--keep",
         action="store_true",
         help="Keep the store afterwards, and reuse a kept one generated with the same options.",
-    )
-    run = parser.add_argument_group("measurement")
-    run.add_argument("--requests", type=int, default=200, help="Measured requests per endpoint.")
-    run.add_argument("--warmup", type=int, default=3, help="Unmeasured requests per endpoint.")
-    run.add_argument(
-        "--budget",
-        type=float,
-        default=30.0,
-        help="Seconds per endpoint at most (one measured request at least).",
-    )
-    run.add_argument("--timeout", type=float, default=300.0, help="Seconds one request may take.")
-    run.add_argument(
-        "--only", action="append", default=[], help="Only endpoints whose label has this text."
     )
     store.add_argument(
         "--timescaledb",
@@ -1135,6 +1118,28 @@ def parse_args() -> argparse.Namespace:
         default=None,
         help="Where that server keeps its files (default: a temporary directory); name one "
         "with --keep to keep its store too.",
+    )
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/query.py",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_store_options(parser, DEFAULT_DATABASE_URL)
+    run = parser.add_argument_group("measurement")
+    run.add_argument("--requests", type=int, default=200, help="Measured requests per endpoint.")
+    run.add_argument("--warmup", type=int, default=3, help="Unmeasured requests per endpoint.")
+    run.add_argument(
+        "--budget",
+        type=float,
+        default=30.0,
+        help="Seconds per endpoint at most (one measured request at least).",
+    )
+    run.add_argument("--timeout", type=float, default=300.0, help="Seconds one request may take.")
+    run.add_argument(
+        "--only", action="append", default=[], help="Only endpoints whose label has this text."
     )
     hub = parser.add_argument_group("hub")
     hub.add_argument("--workers", type=int, default=1, help="`fleetmark serve --workers`.")
@@ -1352,10 +1357,11 @@ def compress(url: str) -> list[Compressed]:
     return found
 
 
-def measure_backend(
-    args: argparse.Namespace, label: str, url: str, timescaledb: bool, workdir: Path
-) -> Backend:
-    """Generate the store in `url` (or reuse a kept one), run the jobs, measure the requests."""
+def prepare_store(
+    args: argparse.Namespace, label: str, url: str, timescaledb: bool
+) -> tuple[str, list[Compressed], Jobs]:
+    """Generate the store in `url` (or reuse a kept one) and run the hub's jobs on it: how it
+    was generated, what compression did, what the jobs took."""
     generated_at = kept_store(url, args) if args.keep else None
     if generated_at is not None:
         reusing = f"reusing the store in {database_name(url)!r} (generated {generated_at:%c})"
@@ -1391,6 +1397,14 @@ def measure_backend(
         "as the hub's jobs do"
     ):
         jobs = run_jobs(url)
+    return generated, compression, jobs
+
+
+def measure_backend(
+    args: argparse.Namespace, label: str, url: str, timescaledb: bool, workdir: Path
+) -> Backend:
+    """Generate the store in `url` (or reuse a kept one), run the jobs, measure the requests."""
+    generated, compression, jobs = prepare_store(args, label, url, timescaledb)
     with psycopg.connect(url) as connection:
         facts = pick_facts(connection)
         store = describe(connection, generated)
@@ -1399,36 +1413,46 @@ def measure_backend(
     return Backend(label, server, store, jobs, compression, run)
 
 
+def stores(args: argparse.Namespace, workdir: Path) -> Iterator[tuple[str, str, bool]]:
+    """The stores asked for, one after the other: (label, URL, on TimescaleDB) for plain
+    PostgreSQL at --database-url, then with --timescaledb the same database on an embedded
+    TimescaleDB; each dropped after its turn unless --keep."""
+    found = [("PostgreSQL", args.database_url, False)]
+    if args.timescaledb:
+        data_dir = args.timescaledb_data_dir or workdir / "timescaledb"
+        server = timescaledb_server(Path(data_dir))
+        found.append(("TimescaleDB", with_database(server, database_name(args.database_url)), True))
+    for label, url, timescaledb in found:
+        try:
+            yield label, url, timescaledb
+        finally:
+            if not args.keep:
+                with phase(f"dropping database {database_name(url)!r}"):
+                    drop(url)
+
+
+def header(title: str, load_at_start: str) -> None:
+    print()
+    print(title)
+    print("  command: " + " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]))
+    row("machine", f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    row("load average at start (1, 5, 15 min)", load_at_start)
+
+
 def main() -> None:
     args = parse_args()
     # Stopped from outside: still stop the hub and drop the store on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     load_at_start = load()
     workdir = Path(tempfile.mkdtemp(prefix="fleetmark-query-bench-"))
-    stores = [("PostgreSQL", args.database_url, False)]
     backends = []
     try:
-        if args.timescaledb:
-            data_dir = args.timescaledb_data_dir or workdir / "timescaledb"
-            server = timescaledb_server(Path(data_dir))
-            stores.append(
-                ("TimescaleDB", with_database(server, database_name(args.database_url)), True)
-            )
-        for label, url, timescaledb in stores:
-            try:
-                backends.append(measure_backend(args, label, url, timescaledb, workdir))
-            finally:
-                if not args.keep:
-                    with phase(f"dropping database {database_name(url)!r}"):
-                        drop(url)
+        for label, url, timescaledb in stores(args, workdir):
+            backends.append(measure_backend(args, label, url, timescaledb, workdir))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
-    print()
-    print("fleetmark query benchmark")
-    print("  command: " + " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]))
-    row("machine", f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
-    row("load average at start (1, 5, 15 min)", load_at_start)
+    header("fleetmark query benchmark", load_at_start)
     for backend in backends:
         print_backend(args, backend)
     if len(backends) > 1:

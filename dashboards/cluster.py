@@ -18,12 +18,13 @@ SELECT cluster AS "Cluster", environment AS "Environment", cluster_type AS "Clus
        ready AS "Ready", failing AS "Failing", progressing AS "Progressing",
        suspended AS "Suspended", drifted_objects AS "Drifted objects",
        drifted_since AS "Drifted since"
-FROM grafana.cluster
-WHERE {scope()}
+FROM grafana.cluster x
+WHERE {scope("x")}
 ORDER BY environment_position NULLS LAST, environment, cluster_type, cluster
 LIMIT 500
 """
 
+# In the order of the objects' unique index: the first rows of a fleet are found, not sorted.
 OBJECTS = f"""
 SELECT cluster AS "Cluster", kind || '/' || namespace || '/' || name AS "Object",
        concat_ws(' ', source_url, source_ref, source_path) AS "Source",
@@ -31,18 +32,18 @@ SELECT cluster AS "Cluster", kind || '/' || namespace || '/' || name AS "Object"
        left(head_sha, 12) AS "Desired", commits_behind AS "Commits behind", state AS "State",
        ready AS "Ready", reason AS "Reason", message AS "Message",
        array_to_string(drift_reasons, ', ') AS "Drift", changed_at AS "Changed"
-FROM grafana.object
-WHERE {scope()}
-ORDER BY cluster, kind, namespace, name
+FROM grafana.object x
+WHERE {scope("x")}
+ORDER BY cluster_id, reconciler, kind, namespace, name
 LIMIT 2000
 """
 
 REPORTS = f"""
 SELECT $__timeGroupAlias(hour, $__interval), cluster AS metric, sum(reports) AS value
-FROM grafana.heartbeat_hourly
-WHERE $__timeFilter(hour) AND {scope()}
+FROM grafana.heartbeat_hourly x
+WHERE $__timeFilter(hour) AND {scope("x")}
 GROUP BY 1, 2
-ORDER BY 1
+ORDER BY 1, 2
 """
 
 HISTORY = f"""
@@ -50,9 +51,9 @@ SELECT deployed_at AS "Time", cluster AS "Cluster", kind || '/' || name AS "Obje
        COALESCE(previous_version, left(previous_sha, 12)) AS "From",
        COALESCE(applied_version, left(applied_sha, 12)) AS "To",
        applied_revision AS "Revision", ready AS "Ready", reason AS "Reason"
-FROM grafana.deployment
-WHERE $__timeFilter(deployed_at) AND {scope()}
-ORDER BY deployed_at DESC
+FROM grafana.deployment x
+WHERE $__timeFilter(deployed_at) AND {scope("x")}
+ORDER BY deployed_at DESC, cluster, kind, namespace, name
 LIMIT 500
 """
 

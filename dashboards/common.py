@@ -2,8 +2,8 @@
 
 A dashboard module builds one `Dashboard` with `dashboard(...)` and panels made by `table`,
 `stat`, `timeseries` and `state_timeline`, each given one SQL query over the `grafana` views
-(migration 0023). Its SQL narrows the rows to what the variables choose with `scope()`, which
-every view with `environment`, `cluster_type` and `cluster` columns takes, and to the time
+(migration 0023). Its SQL narrows the rows to what the variables choose with `scope(alias)`,
+which every view with `environment`, `cluster_type` and `cluster` columns takes, and to the time
 picker's range with Grafana's macros (`$__timeFilter(column)`, `$__timeGroupAlias(column,
 $__interval)`); `stale(column)` says whether a cluster's last report is older than the
 dashboards' staleness threshold. Links between dashboards are added by `dashboards.build`;
@@ -13,7 +13,8 @@ time range over, for data links in tables.
 The variables (`VARIABLES`) are the same on every dashboard: multi-value, with "All" whose
 value is `ALL` (a literal no name can equal), so `chosen()` reads "All" as "no filter"
 without Grafana listing every value into the query. A workload or workspace chooses the
-clusters whose environment and cluster type carry it (grafana.placement).
+clusters whose environment and cluster type carry it (grafana.placement); "All" of them
+chooses every cluster, those that carry no workload too.
 """
 
 from typing import TypeVar
@@ -69,22 +70,23 @@ def placed(environment: str, cluster_type: str) -> str:
     """SQL: the environment's cluster type carries a chosen workload of a chosen workspace."""
     every = f"{ALL} IN (${{workload:sqlstring}}) AND {ALL} IN (${{workspace:sqlstring}})"
     return (
-        f"(({every}) OR EXISTS (SELECT FROM grafana.placement p "
-        f"WHERE p.environment = {environment} AND p.cluster_type = {cluster_type} "
-        f"AND {chosen('workload', 'p.workload')} AND {chosen('workspace', 'p.workspace')}))"
+        f"(({every}) OR EXISTS (SELECT FROM grafana.placement placed "
+        f"WHERE placed.environment = {environment} AND placed.cluster_type = {cluster_type} "
+        f"AND {chosen('workload', 'placed.workload')} "
+        f"AND {chosen('workspace', 'placed.workspace')}))"
     )
 
 
-def scope(alias: str = "") -> str:
-    """SQL: the row's cluster is one the five variables choose (columns environment,
-    cluster_type and cluster, of the table or view `alias` if given)."""
-    prefix = f"{alias}." if alias else ""
-    environment, cluster_type = f"{prefix}environment", f"{prefix}cluster_type"
+def scope(alias: str) -> str:
+    """SQL: the row's cluster is one the five variables choose, from the columns
+    environment, cluster_type and cluster of the view the query names `alias` (named, so
+    that no column of grafana.placement, which the workload filter reads, stands in)."""
+    environment, cluster_type = f"{alias}.environment", f"{alias}.cluster_type"
     return " AND ".join(
         (
             chosen("environment", environment),
             chosen("cluster_type", cluster_type),
-            chosen("cluster", f"{prefix}cluster"),
+            chosen("cluster", f"{alias}.cluster"),
             placed(environment, cluster_type),
         )
     )
@@ -117,9 +119,10 @@ def variables() -> list[cogbuilder.Builder[model.VariableModel]]:
         ),
         "cluster": (
             "Cluster",
-            f"SELECT cluster FROM grafana.cluster WHERE {chosen('environment', 'environment')} "
-            f"AND {chosen('cluster_type', 'cluster_type')} "
-            f"AND {placed('environment', 'cluster_type')} ORDER BY 1",
+            f"SELECT c.cluster FROM grafana.cluster c "
+            f"WHERE {chosen('environment', 'c.environment')} "
+            f"AND {chosen('cluster_type', 'c.cluster_type')} "
+            f"AND {placed('c.environment', 'c.cluster_type')} ORDER BY 1",
         ),
     }
     built: list[cogbuilder.Builder[model.VariableModel]] = [

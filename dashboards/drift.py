@@ -25,8 +25,8 @@ TOTALS = f"""
 SELECT count(*) FILTER (WHERE drifted_objects > 0 OR {_STALE}) AS "Drifted clusters",
        COALESCE(sum(drifted_objects), 0) AS "Drifted objects",
        count(*) FILTER (WHERE {_STALE}) AS "Stale clusters"
-FROM grafana.cluster
-WHERE {scope()}
+FROM grafana.cluster x
+WHERE {scope("x")}
 """
 
 # A stale agent makes every row of its cluster drifted for that reason too (as the API
@@ -51,16 +51,16 @@ WHERE {scope("d")}
   AND (c.drifted_objects > 0 OR {_STALE.replace("last_seen_at", "c.last_seen_at")})
   AND (cardinality(d.reasons) > 0 OR {_STALE.replace("last_seen_at", "d.last_seen_at")})
 ORDER BY d.environment_position NULLS LAST, d.environment, d.cluster_type, d.cluster, d.kind,
-         d.name
+         d.namespace, d.name
 LIMIT 1000
 """
 
 MINUTES = f"""
 SELECT $__timeGroupAlias(hour, $__interval), environment AS metric, sum(minutes) AS value
-FROM grafana.drift_hourly
-WHERE $__timeFilter(hour) AND {scope()}
+FROM grafana.drift_hourly x
+WHERE $__timeFilter(hour) AND {scope("x")}
 GROUP BY 1, 2
-ORDER BY 1
+ORDER BY 1, 2
 """
 
 PERIODS = f"""
@@ -69,10 +69,10 @@ SELECT cluster AS "Cluster", environment AS "Environment", cluster_type AS "Clus
        started_at AS "Started", ended_at AS "Ended",
        round(extract(epoch FROM COALESCE(ended_at, now()) - started_at) / 60) AS "Minutes",
        array_to_string(reasons, ', ') AS "Reasons"
-FROM grafana.drift_period
+FROM grafana.drift_period x
 WHERE started_at <= $__timeTo() AND (ended_at IS NULL OR ended_at >= $__timeFrom())
-  AND {scope()}
-ORDER BY started_at DESC
+  AND {scope("x")}
+ORDER BY started_at DESC, cluster, kind NULLS FIRST, namespace, name
 LIMIT 1000
 """
 

@@ -20,12 +20,12 @@ COUNTS = """
     count(*) FILTER (WHERE failing > 0) AS "Failing"
 """.format(stale=stale("last_seen_at"))
 
-TOTALS = f"SELECT {COUNTS} FROM grafana.cluster WHERE {scope()}"
+TOTALS = f"SELECT {COUNTS} FROM grafana.cluster x WHERE {scope('x')}"
 
 PER_CLUSTER_TYPE = f"""
 SELECT environment AS "Environment", cluster_type AS "Cluster type", {COUNTS}
-FROM grafana.cluster
-WHERE {scope()}
+FROM grafana.cluster x
+WHERE {scope("x")}
 GROUP BY environment, cluster_type
 ORDER BY min(environment_position) NULLS LAST, environment, cluster_type
 """
@@ -38,8 +38,8 @@ SELECT cluster AS "Cluster", environment AS "Environment", cluster_type AS "Clus
             ELSE 'drifted' END AS "State",
        last_seen_at AS "Last report", failing AS "Failing objects",
        drifted_objects AS "Drifted objects", drifted_since AS "Drifted since"
-FROM grafana.cluster
-WHERE {scope()}
+FROM grafana.cluster x
+WHERE {scope("x")}
   AND (last_seen_at IS NULL OR {stale("last_seen_at")} OR failing > 0 OR drifted_objects > 0)
 ORDER BY environment_position NULLS LAST, environment, cluster_type, cluster
 LIMIT 500

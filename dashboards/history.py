@@ -1,39 +1,42 @@
-"""Deployment history: a state timeline per cluster, changes per workload over time, and
-every change of an applied revision (what changed when, from which version to which)."""
+"""Deployment history: a state timeline per cluster and one per workload (its rollouts in each
+environment), and every change of an applied revision (what changed when, from which version
+to which)."""
 
 from grafana_foundation_sdk.models.dashboard import Dashboard, ValueMap, ValueMappingResult
 
-from dashboards.common import dashboard, scope, state_timeline, table, timeseries
+from dashboards.common import chosen, dashboard, scope, state_timeline, table, timeseries
 
-__all__ = ["STATES", "TITLE", "UID", "build"]
+__all__ = ["CLUSTER_STATES", "ROLLOUT_STATES", "TITLE", "UID", "build"]
 
 UID = "fleetmark-history"
 TITLE = "fleetmark: Deployment history"
 
-# The state timeline's values: the worst that happened to a cluster in a bucket.
-STATES = {
+# The state timelines' values. Per cluster, the worst that happened to it in a bucket:
+# reconciled, a revision applied, drifted, failing. Per workload: done, rolling out, failed.
+CLUSTER_STATES = {
     0: ("reconciled", "blue"),
     1: ("applied", "green"),
     2: ("drifted", "orange"),
     3: ("failing", "red"),
 }
+ROLLOUT_STATES = {0: ("done", "green"), 1: ("rolling out", "blue"), 2: ("failed", "red")}
 
 PER_CLUSTER = f"""
 SELECT $__timeGroupAlias(hour, $__interval), cluster AS metric,
        max(CASE WHEN not_ready > 0 THEN 3 WHEN drifted > 0 THEN 2 WHEN applied > 0 THEN 1
                 ELSE 0 END) AS value
-FROM grafana.transition_hourly
-WHERE $__timeFilter(hour) AND {scope()}
+FROM grafana.transition_hourly x
+WHERE $__timeFilter(hour) AND {scope("x")}
 GROUP BY 1, 2
-ORDER BY 1
+ORDER BY 1, 2
 """
 
 CHANGES = f"""
 SELECT $__timeGroupAlias(hour, $__interval), environment AS metric, sum(applied) AS value
-FROM grafana.transition_hourly
-WHERE $__timeFilter(hour) AND {scope()}
+FROM grafana.transition_hourly x
+WHERE $__timeFilter(hour) AND {scope("x")}
 GROUP BY 1, 2
-ORDER BY 1
+ORDER BY 1, 2
 """
 
 # An object's workload: the assignment its name (the deployment target) stands for in its
@@ -46,15 +49,26 @@ LEFT JOIN LATERAL (
 ) w ON true
 """
 
+# A rollout's events as states of its workload in its environment: rolling out from its
+# start; failed from its first failure until restored; done once complete and, had it failed,
+# restored. The platform commits are the workload `platform`. Events at one time in the order
+# they happen.
 PER_WORKLOAD = f"""
-SELECT $__timeGroupAlias(d.deployed_at, $__interval), COALESCE(w.workload, d.name) AS metric,
-       count(*) AS value
-FROM grafana.deployment d
-{_WORKLOAD}
-WHERE $__timeFilter(d.deployed_at) AND {scope("d")}
-GROUP BY 1, 2
-ORDER BY 1
+SELECT e.time, COALESCE(NULLIF(x.workload, ''), 'platform') || ' on ' || x.environment AS metric,
+       e.value
+FROM grafana.rollout x
+CROSS JOIN LATERAL (VALUES
+    (x.started_at, 1, 1),
+    (x.failed_at, 2, 2),
+    (x.restored_at, CASE WHEN x.completed_at <= x.restored_at THEN 0 ELSE 1 END, 3),
+    (x.completed_at, CASE WHEN x.restored_at IS NULL AND x.failed_at IS NOT NULL
+                            OR x.restored_at > x.completed_at THEN 2 ELSE 0 END, 4)
+) AS e (time, value, step)
+WHERE e.time IS NOT NULL AND $__timeFilter(e.time)
+  AND {chosen("environment", "x.environment")} AND {chosen("workload", "x.workload")}
+ORDER BY e.time, metric, x.committed_at, e.step
 """
+
 
 CHANGED = f"""
 SELECT d.deployed_at AS "Time", d.environment AS "Environment",
@@ -66,18 +80,21 @@ SELECT d.deployed_at AS "Time", d.environment AS "Environment",
 FROM grafana.deployment d
 {_WORKLOAD}
 WHERE $__timeFilter(d.deployed_at) AND {scope("d")}
-ORDER BY d.deployed_at DESC
+ORDER BY d.deployed_at DESC, d.cluster, d.kind, d.namespace, d.name
 LIMIT 1000
 """
 
 
-def build() -> Dashboard:
-    mapping = ValueMap(
+def _mapping(states: dict[int, tuple[str, str]]) -> ValueMap:
+    return ValueMap(
         options={
             str(value): ValueMappingResult(text=text, color=color, index=value)
-            for value, (text, color) in STATES.items()
+            for value, (text, color) in states.items()
         }
     )
+
+
+def build() -> Dashboard:
     return (
         dashboard(UID, TITLE, "What changed where and when, per cluster and per workload.")
         .with_panel(
@@ -86,21 +103,22 @@ def build() -> Dashboard:
                 PER_CLUSTER,
                 description="Per bucket, the worst state change a cluster reported: failing, "
                 "drifted, a revision applied, or reconciled.",
-            ).mappings([mapping])
+            ).mappings([_mapping(CLUSTER_STATES)])
         )
         .with_panel(
-            timeseries(
-                "Changes per workload",
+            state_timeline(
+                "Rollouts per workload",
                 PER_WORKLOAD,
-                description="Objects that applied a new revision, per workload.",
-                span=12,
-            )
+                description="Each workload (and the platform commits) per environment: rolling "
+                "out a revision, failed, or done (every expected cluster Ready with it), as the "
+                "DORA job judges the rollouts.",
+                height=8,
+            ).mappings([_mapping(ROLLOUT_STATES)])
         )
         .with_panel(
             timeseries(
                 "Reports with an applied revision per environment",
                 CHANGES,
-                span=12,
             )
         )
         .with_panel(table("What changed when", CHANGED, height=12))

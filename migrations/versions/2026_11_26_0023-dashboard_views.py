@@ -25,6 +25,9 @@ takes "now" or a staleness threshold; the panels do, as the API does.
 - drift, deployment: drift_object and deployment_history as they are;
 - drift_period: drift periods with placement and object names;
 - drift_hourly, transition_hourly, heartbeat_hourly: the hourly rollups with placement names;
+- rollout: the DORA job's rollups, one row per rollout of a platform commit or a workload
+  version in an environment (started, completed, failed, restored): what changed when per
+  workload, a row per change of the fleet rather than per cluster;
 - repository: per GitOps repository, its URL and role and how its harvest goes (last fetch,
   its error, newest harvested commit, errors recorded), never its clone URL or credentials.
 
@@ -90,6 +93,12 @@ VIEWS = {
     """,
     "heartbeat_hourly": f"""
         SELECT x.hour, {_NAMES}, x.reports, x.objects FROM heartbeat_hourly x {_PLACED}
+    """,
+    "rollout": """
+        SELECT workload, environment, environment_position, revision, commit_sha, committed_at,
+               started_at, completed_at, failed_at, restored_at, expected_clusters,
+               reached_clusters, failed_clusters, failed_cluster, failure_reason
+        FROM dora_rollup
     """,
     "repository": """
         SELECT r.url, r.role, r.source, r.enabled, r.fetched_at, r.fetch_error,

@@ -3,11 +3,9 @@ them (macros and variables expanded, tests/dashboards/grafana_sql.py) as a role 
 `fleetmark db grant-readonly`, on a fleet simulated as in the correlation tests.
 
 The panels compare with the database's `now()` (staleness, open drift periods), so the
-fleet's clock starts at the real time, less a moment: the transaction's `now()` is taken at
-its first statement, after the clock was set.
+fleet's clock is the test transaction's `now()`.
 """
 
-import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -15,12 +13,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from grafana_foundation_sdk.models.dashboard import Dashboard, Panel
+from grafana_foundation_sdk.models.dashboard import Dashboard
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from dashboards import build, postgres
 from hub import store
+from hub.dora.service import refresh_rollup
 from tests.correlation.conftest import (
     configure,
     fleet,
@@ -32,46 +30,31 @@ from tests.correlation.conftest import (
 from tests.correlation.drifting import evaluate
 from tests.correlation.fleet import Fleet
 from tests.dashboards.grafana_sql import Variable, expand
+from tests.dashboards.panels import PanelQuery, built_dashboards, panel_queries
 from tests.support import FakeClock
 
-__all__ = ["configure", "fleet", "harvest", "harvest_settings", "make_repo", "sessions"]
+__all__ = [
+    "PanelQuery",
+    "built_dashboards",
+    "configure",
+    "fleet",
+    "harvest",
+    "harvest_settings",
+    "make_repo",
+    "panel_queries",
+    "sessions",
+]
 
 
-def built_dashboards() -> list[Dashboard]:
-    """Every dashboard `python -m dashboards build` writes, read back into the SDK's models."""
-    postgres.register()
-    return [
-        Dashboard.from_json(json.loads(content))
-        for path, content in build.render().items()
-        if path.suffix == ".json"
-    ]
-
-
-@dataclass(frozen=True)
-class PanelQuery:
-    dashboard: Dashboard
-    panel: Panel
-    query: postgres.PostgresQuery
-
-    @property
-    def key(self) -> str:
-        return f"{self.dashboard.uid}: {self.panel.title}"
-
-
-def panel_queries() -> list[PanelQuery]:
-    found = []
-    for dashboard in built_dashboards():
-        for panel in dashboard.panels or []:
-            assert isinstance(panel, Panel), panel
-            for target in panel.targets or []:
-                assert isinstance(target, postgres.PostgresQuery), (panel.title, target)
-                found.append(PanelQuery(dashboard, panel, target))
-    return found
+async def transaction_time(session: AsyncSession) -> datetime:
+    now = await session.scalar(text("SELECT now()"))
+    assert isinstance(now, datetime)
+    return now
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=5))
+async def clock(session: AsyncSession) -> FakeClock:
+    return FakeClock(await transaction_time(session))
 
 
 class ReadOnly:
@@ -161,11 +144,12 @@ class Seeded:
 @pytest.fixture
 async def seeded(fleet: Fleet, session: AsyncSession, clock: FakeClock) -> Seeded:
     """dev got a second platform commit. Three hours ago, on dev, drone-01 and drone-02 ran
-    the first, large-01 the second with its performance-test failing; stage's drone ran
-    stage's head; stage's large never reported. Now drone-01 has applied the second commit,
-    drone-02 is still behind, large-01 still failing, and the stage drone is silent. The drift
-    job judged the fleet both times."""
-    now = clock.now
+    the first, large-01 the second with its performance-test failing, small-01 (no
+    assignment) the second; stage's drone ran stage's head; stage's large never reported.
+    Now drone-01 has applied the second commit, drone-02 is still behind, large-01 still
+    failing, and the stage drone is silent. The drift job judged the fleet both times, the
+    DORA job its rollouts now."""
+    now = await transaction_time(session)  # each harvest moved the clock on a little
     first = fleet.platform_heads["dev"]
     second = fleet.promote("Promote dev: drone config", {"drone/README.md": "edge\n"})
     await fleet.harvest()
@@ -174,6 +158,7 @@ async def seeded(fleet: Fleet, session: AsyncSession, clock: FakeClock) -> Seede
         ("drone-01", "drone", "dev", first),
         ("drone-02", "drone", "dev", first),
         ("large-01", "large", "dev", second),
+        ("small-01", "small", "dev", second),
         ("stage-drone-01", "drone", "stage", fleet.platform_heads["stage"]),
         ("stage-large-01", "large", "stage", None),
     ]
@@ -190,11 +175,13 @@ async def seeded(fleet: Fleet, session: AsyncSession, clock: FakeClock) -> Seede
         message="Deployment/hello-world not ready",
     )
     fleet.clusters["stage-drone-01"].run_app("uat-test", fleet.app_heads["stage"])
-    await fleet.report("drone-01", "drone-02", "large-01", "stage-drone-01")
+    await fleet.report("drone-01", "drone-02", "large-01", "small-01", "stage-drone-01")
     await evaluate(session, clock)
 
     clock.now = now
     fleet.clusters["drone-01"].run_platform(second)
-    await fleet.report("drone-01", "drone-02", "large-01")
+    await fleet.report("drone-01", "drone-02", "large-01", "small-01")
     await evaluate(session, clock)
+    await refresh_rollup(session, now=now, settle=timedelta(days=1))
+    await session.commit()
     return Seeded(fleet, first, second, now)

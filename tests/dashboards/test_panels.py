@@ -2,7 +2,8 @@
 expanded) as the read-only role on a simulated fleet; the dashboards' own panels checked on
 the rows they show."""
 
-from datetime import timedelta
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -50,3 +51,233 @@ async def test_every_panel_runs_as_the_read_only_role(
         for timescaledb in {False, readonly.timescaledb}:
             for span in (timedelta(days=1), timedelta(days=30)):
                 await readonly.panel(query, variables, now - span, now, timescaledb)
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=[query.key for query in QUERIES])
+async def test_all_is_every_value(query: PanelQuery, readonly: ReadOnly, seeded: Seeded) -> None:
+    """Grafana's "All", as the dashboards' custom all value, shows what choosing every value
+    shows and what Grafana's own "All" (every value listed) shows. Not for a workload or a
+    workspace: choosing them all leaves out the clusters that carry none, "All" does not."""
+    now = seeded.now
+    every = await readonly.variables(query.dashboard)
+    listed, chosen = dict(every), dict(every)
+    for name in ("environment", "cluster_type", "cluster"):
+        listed[name] = replace(every[name], all_value=None)
+        chosen[name] = replace(every[name], values=every[name].options)
+    shown = [
+        await readonly.panel(query, variables, now - timedelta(days=1), now)
+        for variables in (every, listed, chosen)
+    ]
+    assert shown[0] == shown[1] == shown[2]
+
+
+def times(rows: list[dict[str, Any]]) -> list[tuple[float, str, float]]:
+    """(bucket as epoch seconds, series, value): either form of $__timeGroup alike."""
+    converted = []
+    for row in rows:
+        moment = row["time"]
+        epoch = moment.timestamp() if isinstance(moment, datetime) else float(moment)
+        converted.append((epoch, row["metric"], float(row["value"])))
+    return converted
+
+
+async def series(
+    readonly: ReadOnly, seeded: Seeded, key: str, **chosen: list[str]
+) -> list[tuple[float, str, float]]:
+    """A time series panel's points, the same whether $__timeGroup is time_bucket or not."""
+    shown = times(await show(readonly, seeded, key, **chosen))
+    if readonly.timescaledb:
+        assert times(await show(readonly, seeded, key, timescaledb=True, **chosen)) == shown
+    return shown
+
+
+def bucket(moment: datetime) -> float:
+    return moment.replace(minute=0, second=0, microsecond=0).timestamp()
+
+
+async def test_variables_offer_the_fleet_narrowed_by_those_before(
+    readonly: ReadOnly, seeded: Seeded
+) -> None:
+    dashboard = PANELS["fleetmark-fleet: Clusters"].dashboard
+    every = await readonly.variables(dashboard)
+    stage = await readonly.variables(dashboard, {"environment": ["stage"]})
+    large = await readonly.variables(dashboard, {"cluster_type": ["large"]})
+    placed = await readonly.variables(
+        dashboard, {"environment": ["dev"], "workload": ["hello-world-app"]}
+    )
+
+    assert every["environment"].options == ["dev", "stage"]
+    assert every["workload"].options == ["hello-world-app"]
+    assert every["cluster_type"].options == ["drone", "large", "small"]
+    assert every["cluster"].options == [
+        "drone-01", "drone-02", "large-01", "small-01", "stage-drone-01", "stage-large-01"
+    ]  # fmt: skip
+    assert stage["cluster_type"].options == ["drone", "large"]
+    assert stage["cluster"].options == ["stage-drone-01", "stage-large-01"]
+    assert large["cluster"].options == ["large-01", "stage-large-01"]
+    # small carries no assignment on dev: none of hello-world-app's clusters.
+    assert placed["cluster"].options == ["drone-01", "drone-02", "large-01"]
+
+
+async def test_fleet_overview(readonly: ReadOnly, seeded: Seeded) -> None:
+    [totals] = await show(readonly, seeded, "fleetmark-fleet: Clusters")
+    [stage] = await show(readonly, seeded, "fleetmark-fleet: Clusters", environment=["stage"])
+    [placed] = await show(
+        readonly, seeded, "fleetmark-fleet: Clusters", workload=["hello-world-app"]
+    )
+    per_type = await show(
+        readonly, seeded, "fleetmark-fleet: Clusters per environment and cluster type"
+    )
+    attention = await show(readonly, seeded, "fleetmark-fleet: Clusters that need attention")
+    harvest = await show(readonly, seeded, "fleetmark-fleet: Harvest per repository")
+
+    counts = ("Clusters", "Reporting", "Stale", "Never reported", "Drifted", "Failing")
+    assert [totals[name] for name in counts] == [6, 4, 1, 1, 2, 1]
+    assert [stage[name] for name in counts] == [2, 0, 1, 1, 0, 0]
+    assert placed["Clusters"] == 5
+    assert [
+        (row["Environment"], row["Cluster type"], *(row[name] for name in counts))
+        for row in per_type
+    ] == [
+        ("dev", "drone", 2, 2, 0, 0, 1, 0),
+        ("dev", "large", 1, 1, 0, 0, 1, 1),
+        ("dev", "small", 1, 1, 0, 0, 0, 0),
+        ("stage", "drone", 1, 0, 1, 0, 0, 0),
+        ("stage", "large", 1, 0, 0, 1, 0, 0),
+    ]
+    assert {(row["Cluster"], row["State"]) for row in attention} == {
+        ("drone-02", "drifted"),
+        ("large-01", "failing"),
+        ("stage-drone-01", "stale"),
+        ("stage-large-01", "never reported"),
+    }
+    drifted = next(row for row in attention if row["Cluster"] == "drone-02")
+    assert drifted["Drifted since"] == seeded.now - timedelta(hours=3)
+    assert {(row["Repository"].rsplit("/", 1)[-1], row["Role"]) for row in harvest} == {
+        ("platform-gitops", "platform"),
+        ("app-gitops", "app"),
+    }
+    assert all(row["Errors recorded"] == 0 and row["Fetch error"] is None for row in harvest)
+    assert all(row["Last harvest"] is not None for row in harvest)
+
+
+async def test_drift(readonly: ReadOnly, seeded: Seeded) -> None:
+    first, second, now = seeded.first, seeded.second, seeded.now
+    [totals] = await show(readonly, seeded, "fleetmark-drift: Drift now")
+    drifted = await show(readonly, seeded, "fleetmark-drift: Drifted")
+    one = await show(readonly, seeded, "fleetmark-drift: Drifted", cluster=["drone-02"])
+    minutes = await series(readonly, seeded, "fleetmark-drift: Drift minutes per environment")
+    periods = await show(readonly, seeded, "fleetmark-drift: Drift periods")
+
+    assert (totals["Drifted clusters"], totals["Drifted objects"], totals["Stale clusters"]) == (
+        4,
+        2,
+        2,
+    )
+    assert {(row["Cluster"], row["Object"]): row["Reasons"] for row in drifted} == {
+        ("drone-02", "Kustomization/flux-system"): "behind",
+        ("large-01", f"Application/{PERFORMANCE}"): "failing",
+        ("stage-drone-01", "Kustomization/flux-system"): "stale",
+        ("stage-drone-01", "Kustomization/hello-world-app-uat-test"): "stale",
+        ("stage-large-01", None): "stale",
+    }
+    [behind] = one
+    assert behind["Object"] == "Kustomization/flux-system"
+    assert (behind["Applied"], behind["Desired"]) == (first[:12], second[:12])
+    assert behind["Commits behind"] == 1
+    assert behind["Drifted since"] == now - timedelta(hours=3)
+    assert behind["Time behind"] > 3 * 3600
+    failing = next(row for row in drifted if row["Reasons"] == "failing")
+    assert failing["Message"] == "Deployment/hello-world not ready"
+    assert failing["Condition"] == "HealthCheckFailed"
+    # Three dev clusters drifted for three hours (drone-01 until it caught up now); on stage
+    # the cluster that never reported.
+    per_environment: dict[str, float] = {}
+    for _, environment, value in minutes:
+        per_environment[environment] = per_environment.get(environment, 0) + value
+    assert per_environment == pytest.approx({"dev": 540, "stage": 180})
+    assert {moment for moment, _, _ in minutes} == {
+        bucket(now - timedelta(hours=hours)) for hours in (3, 2, 1, 0)
+    }
+    caught_up = [row for row in periods if row["Cluster"] == "drone-01"]
+    assert {(row["Object"], row["Ended"], row["Minutes"]) for row in caught_up} == {
+        ("(cluster)", now, 180),
+        ("Kustomization/flux-system", now, 180),
+    }
+    assert {row["Cluster"] for row in periods if row["Ended"] is None} == {
+        "drone-02",
+        "large-01",
+        "stage-drone-01",
+        "stage-large-01",
+    }
+
+
+async def test_deployment_history(readonly: ReadOnly, seeded: Seeded) -> None:
+    first, second, now = seeded.first, seeded.second, seeded.now
+    changed = await show(readonly, seeded, "fleetmark-history: What changed when")
+    states = await series(readonly, seeded, "fleetmark-history: State per cluster")
+    rollouts = await show(readonly, seeded, "fleetmark-history: Rollouts per workload")
+    dev = await show(
+        readonly, seeded, "fleetmark-history: What changed when", environment=["stage"]
+    )
+
+    newest = changed[0]
+    assert (newest["Time"], newest["Cluster"], newest["Object"]) == (
+        now,
+        "drone-01",
+        "Kustomization/flux-system",
+    )
+    assert (newest["From"], newest["To"]) == (first[:12], second[:12])
+    assert len(changed) == 10
+    assert {row["Workload"] for row in changed if "hello-world" in row["Object"]} == {
+        "hello-world-app"
+    }
+    assert {row["Cluster"] for row in dev} == {"stage-drone-01"}
+    earlier = bucket(now - timedelta(hours=3))
+    assert {(cluster, value) for moment, cluster, value in states if moment == earlier} == {
+        ("drone-01", 1),
+        ("drone-02", 1),
+        ("large-01", 3),
+        ("small-01", 1),
+        ("stage-drone-01", 1),
+    }
+    assert [(cluster, value) for moment, cluster, value in states if moment == bucket(now)] == [
+        ("drone-01", 1)
+    ]
+    # The newest state of each workload in each environment: dev's second platform commit
+    # is rolling out (drone-02 behind), its version failed on large-01.
+    assert {row["metric"]: row["value"] for row in rollouts} == {
+        "platform on dev": 1,
+        "platform on stage": 0,
+        "hello-world-app on dev": 2,
+        "hello-world-app on stage": 0,
+    }
+
+
+async def test_cluster_detail(readonly: ReadOnly, seeded: Seeded) -> None:
+    first, second, now = seeded.first, seeded.second, seeded.now
+    [cluster] = await show(readonly, seeded, "fleetmark-cluster: Cluster", cluster=["drone-02"])
+    objects = await show(readonly, seeded, "fleetmark-cluster: Objects", cluster=["drone-02"])
+    reports = await series(
+        readonly, seeded, "fleetmark-cluster: Reports per hour", cluster=["drone-02"]
+    )
+    history = await show(readonly, seeded, "fleetmark-cluster: History", cluster=["drone-01"])
+
+    assert (cluster["Agent"], cluster["Objects"], cluster["Drifted objects"]) == (
+        "reporting",
+        4,
+        1,
+    )
+    assert cluster["Last report"] == now
+    root = next(row for row in objects if row["Object"] == "Kustomization/flux-system/flux-system")
+    assert root["Applied revision"] == f"dev@sha1:{first}"
+    assert (root["Desired"], root["Commits behind"], root["Drift"]) == (second[:12], 1, "behind")
+    assert {row["Cluster"] for row in objects} == {"drone-02"}
+    assert reports == [
+        (bucket(now - timedelta(hours=3)), "drone-02", 1),
+        (bucket(now), "drone-02", 1),
+    ]
+    assert [(row["From"], row["To"]) for row in history if "flux-system" in row["Object"]] == [
+        (first[:12], second[:12]),
+        (None, first[:12]),
+    ]

@@ -1,0 +1,61 @@
+"""The panels of the built dashboards, read back from their JSON into the SDK's models, and
+the variables as a dashboard opens with them ("All"): what the tests and
+benchmarks/dashboards.py run."""
+
+import json
+from dataclasses import dataclass
+
+from grafana_foundation_sdk.models.dashboard import Dashboard, Panel
+
+from dashboards import build, postgres
+from tests.dashboards.grafana_sql import Variable
+
+__all__ = ["PanelQuery", "built_dashboards", "opened", "panel_queries"]
+
+
+def built_dashboards() -> list[Dashboard]:
+    """Every dashboard `python -m dashboards build` writes, read back into the SDK's models."""
+    postgres.register()
+    return [
+        Dashboard.from_json(json.loads(content))
+        for path, content in build.render().items()
+        if path.suffix == ".json"
+    ]
+
+
+@dataclass(frozen=True)
+class PanelQuery:
+    dashboard: Dashboard
+    panel: Panel
+    query: postgres.PostgresQuery
+
+    @property
+    def key(self) -> str:
+        return f"{self.dashboard.uid}: {self.panel.title}"
+
+
+def panel_queries() -> list[PanelQuery]:
+    found = []
+    for dashboard in built_dashboards():
+        for panel in dashboard.panels or []:
+            assert isinstance(panel, Panel), panel
+            for target in panel.targets or []:
+                assert isinstance(target, postgres.PostgresQuery), (panel.title, target)
+                found.append(PanelQuery(dashboard, panel, target))
+    return found
+
+
+def opened(dashboard: Dashboard) -> dict[str, Variable]:
+    """The variables of a dashboard as it opens: "All" (the variable's custom all value, so no
+    option list is needed), a constant its value."""
+    assert dashboard.templating is not None
+    assert dashboard.templating.list_val is not None
+    variables = {}
+    for model in dashboard.templating.list_val:
+        if model.type_val == "constant":
+            assert isinstance(model.query, str)
+            variables[model.name] = Variable([model.query], multi=False, include_all=False)
+        else:
+            assert model.all_value is not None, f"{model.name} has no custom all value"
+            variables[model.name] = Variable(None, all_value=model.all_value)
+    return variables
