@@ -1,6 +1,7 @@
 """DORA: deployment frequency, lead time (median, p90), change failure rate and time to
 restore, per environment (of its platform commits) and per workload (of its versions) over
-the time picker's range, with their trends per day, and the revisions applied per hour.
+the time picker's range, with their trends per day, and the failing reconciler states per
+hour behind the failure rate.
 
 Read from the DORA job's rollup (migration 0020, grafana.dora_rollout) and the hourly rollup
 of transitions (0018), never the raw history. A range is counted as GET /api/v1/dora counts
@@ -97,12 +98,12 @@ FAILURE_RATE_PER_DAY = _per_day(
     "started_at", "avg(CASE WHEN failed_at < refreshed_at THEN 1.0 ELSE 0.0 END)"
 )
 
-APPLIED_PER_HOUR = f"""
-SELECT $__timeGroupAlias(hour, $__interval), environment AS metric, sum(applied) AS value
-FROM grafana.transition_hourly
-WHERE $__timeFilter(hour) AND {scope()}
+FAILING_PER_HOUR = f"""
+SELECT $__timeGroupAlias(hour, $__interval), environment AS metric, sum(not_ready) AS value
+FROM grafana.transition_hourly x
+WHERE $__timeFilter(hour) AND {scope("x")}
 GROUP BY 1, 2
-ORDER BY 1
+ORDER BY 1, 2
 """
 
 _SECONDS = [DynamicConfigValue(id_val="unit", value="s")]
@@ -167,10 +168,10 @@ def build() -> Dashboard:
         )
         .with_panel(
             timeseries(
-                "Revisions applied per hour",
-                APPLIED_PER_HOUR,
-                description="Reconciler state changes with an applied revision, per "
-                "environment: the deployment activity behind the figures.",
+                "Reconcilers turning not ready per hour",
+                FAILING_PER_HOUR,
+                description="State changes to Ready false, per environment: the failures "
+                "behind the change failure rate and what time to restore ends.",
             )
         )
         .build()

@@ -13,7 +13,7 @@ from hub.dora import service
 from tests.conftest import hub_settings
 from tests.correlation.dora_history import refresh_dora
 from tests.correlation.test_dora_rollup import RANGES, Played, played
-from tests.dashboards.conftest import ReadOnly
+from tests.dashboards.conftest import ReadOnly, Seeded
 from tests.dashboards.test_panels import PANELS
 
 __all__ = ["played"]
@@ -143,3 +143,18 @@ async def test_the_deployments_per_day_add_up_to_the_deployments(
     assert per_environment == {
         item.environment: item.deployments for item in answer.environments if item.deployments
     }
+
+
+async def test_the_reconcilers_turning_not_ready_per_hour(
+    seeded: Seeded, readonly: ReadOnly
+) -> None:
+    query = PANELS["fleetmark-dora: Reconcilers turning not ready per hour"]
+    variables = await readonly.variables(query.dashboard)
+
+    rows = await readonly.panel(
+        query, variables, seeded.now - timedelta(days=1), seeded.now, readonly.timescaledb
+    )
+
+    # large-01's performance-test turned not ready three hours ago; nothing else did.
+    assert [(row["metric"], row["value"]) for row in rows if row["value"]] == [("dev", 1)]
+    assert {row["metric"] for row in rows} == {"dev", "stage"}
