@@ -836,17 +836,20 @@ def mark(url: str, args: argparse.Namespace, generated_at: datetime, seconds: fl
         )
 
 
-def catch_up(connection: psycopg.Connection[Any], generated_at: datetime) -> None:
-    """A kept store's agents 'reported' when it was generated; move their last reports to
-    now, so the stale ones are the same ones as in a fresh store."""
+def catch_up(connection: psycopg.Connection[Any]) -> None:
+    """Move the agents' last reports forward to now, as if they had kept reporting: the
+    generated agents reported last within four minutes before the store's end, and ten minutes
+    later (FLEETMARK_STALE_AFTER_SECONDS) every one of them would be stale, not the 1 % that
+    went silent. Run before each endpoint is measured, so every endpoint meets the same fleet
+    (a kept store's too), however long the jobs and the other endpoints took."""
     connection.execute(
-        "UPDATE cluster SET last_seen_at = last_seen_at + (now() - %s) "
-        "WHERE last_seen_at IS NOT NULL",
-        (generated_at,),
+        "WITH shift AS (SELECT now() - max(last_seen_at) AS by FROM cluster) "
+        "UPDATE cluster SET last_seen_at = last_seen_at + shift.by FROM shift "
+        "WHERE last_seen_at IS NOT NULL"
     )
     connection.execute(
-        "UPDATE agent_session SET last_report_at = last_report_at + (now() - %s)",
-        (generated_at,),
+        "WITH shift AS (SELECT now() - max(last_report_at) AS by FROM agent_session) "
+        "UPDATE agent_session SET last_report_at = last_report_at + shift.by FROM shift"
     )
     connection.commit()
 
@@ -1285,6 +1288,7 @@ def run_requests(args: argparse.Namespace, url: str, facts: Facts, workdir: Path
                 if endpoint.route not in routes:
                     skipped.append(endpoint)
                     continue
+                catch_up(database)
                 with phase(f"measuring {endpoint.label}"):
                     results.append(measure(client, endpoint, args))
                 peak = max(peak, rss_bytes(hub.processes()))
@@ -1364,9 +1368,7 @@ def prepare_store(
     was generated, what compression did, what the jobs took."""
     generated_at = kept_store(url, args) if args.keep else None
     if generated_at is not None:
-        reusing = f"reusing the store in {database_name(url)!r} (generated {generated_at:%c})"
-        with phase(reusing), psycopg.connect(url) as connection:
-            catch_up(connection, generated_at)
+        print(f"… reusing the store in {database_name(url)!r} (generated {generated_at:%c})")
         generated = f"kept from {generated_at:%Y-%m-%d %H:%M} UTC"
     else:
         with phase(f"{label}: creating database {database_name(url)!r} and migrating it"):

@@ -3,7 +3,15 @@ readiness and drift, the reports per hour, and the history of what it applied.""
 
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
-from dashboards.common import dashboard, scope, stale, table, timeseries
+from dashboards.common import (
+    SHOWN_CLUSTERS,
+    dashboard,
+    scope,
+    shown_clusters,
+    stale,
+    table,
+    timeseries,
+)
 
 __all__ = ["TITLE", "UID", "build"]
 
@@ -39,9 +47,9 @@ LIMIT 2000
 """
 
 REPORTS = f"""
-SELECT $__timeGroupAlias(hour, $__interval), cluster AS metric, sum(reports) AS value
+SELECT $__timeGroupAlias(x.hour, $__interval), x.cluster AS metric, sum(x.reports) AS value
 FROM grafana.heartbeat_hourly x
-WHERE $__timeFilter(hour) AND {scope("x")}
+WHERE x.cluster_id IN ({shown_clusters()}) AND $__timeFilter(x.hour)
 GROUP BY 1, 2
 ORDER BY 1, 2
 """
@@ -63,7 +71,14 @@ def build() -> Dashboard:
         dashboard(UID, TITLE, "One cluster (or the chosen ones): objects, revisions, history.")
         .with_panel(table("Cluster", CLUSTERS, height=5))
         .with_panel(table("Objects", OBJECTS, height=12))
-        .with_panel(timeseries("Reports per hour", REPORTS))
+        .with_panel(
+            timeseries(
+                "Reports per hour",
+                REPORTS,
+                description=f"{SHOWN_CLUSTERS} of the chosen clusters at most: those failing "
+                "now first, then those drifted.",
+            )
+        )
         .with_panel(table("History", HISTORY, height=10))
         .build()
     )

@@ -39,6 +39,7 @@ __all__ = [
     "dashboard_url",
     "link_clusters",
     "scope",
+    "shown_clusters",
     "stale",
     "stat",
     "state_timeline",
@@ -89,6 +90,21 @@ def scope(alias: str) -> str:
             chosen("cluster", f"{alias}.cluster"),
             placed(environment, cluster_type),
         )
+    )
+
+
+# Clusters one timeline or chart shows at most: a line per cluster is read for a few.
+SHOWN_CLUSTERS = 50
+
+
+def shown_clusters() -> str:
+    """SQL: the ids of the chosen clusters a per-cluster panel shows, at most SHOWN_CLUSTERS:
+    those failing first, then those drifted, then by name. From the clusters' current state,
+    so a panel then reads the rollups of those clusters only, not of the whole fleet."""
+    return (
+        f"SELECT c.cluster_id FROM grafana.cluster c WHERE {scope('c')} "
+        "ORDER BY c.failing > 0 DESC, c.drifted_objects > 0 DESC, c.cluster "
+        f"LIMIT {SHOWN_CLUSTERS}"
     )
 
 

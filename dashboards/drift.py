@@ -58,7 +58,9 @@ LIMIT 1000
 MINUTES = f"""
 SELECT $__timeGroupAlias(hour, $__interval), environment AS metric, sum(minutes) AS value
 FROM grafana.drift_hourly x
-WHERE $__timeFilter(hour) AND {scope("x")}
+WHERE (x.ended_at IS NULL OR x.ended_at >= $__timeFrom()) AND x.started_at <= $__timeTo()
+  AND $__timeFilter(hour)
+  AND {scope("x")}
 GROUP BY 1, 2
 ORDER BY 1, 2
 """
@@ -70,7 +72,7 @@ SELECT cluster AS "Cluster", environment AS "Environment", cluster_type AS "Clus
        round(extract(epoch FROM COALESCE(ended_at, now()) - started_at) / 60) AS "Minutes",
        array_to_string(reasons, ', ') AS "Reasons"
 FROM grafana.drift_period x
-WHERE started_at <= $__timeTo() AND (ended_at IS NULL OR ended_at >= $__timeFrom())
+WHERE (ended_at IS NULL OR ended_at >= $__timeFrom()) AND started_at <= $__timeTo()
   AND {scope("x")}
 ORDER BY started_at DESC, cluster, kind NULLS FIRST, namespace, name
 LIMIT 1000

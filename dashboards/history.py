@@ -4,7 +4,15 @@ to which)."""
 
 from grafana_foundation_sdk.models.dashboard import Dashboard, ValueMap, ValueMappingResult
 
-from dashboards.common import chosen, dashboard, scope, state_timeline, table, timeseries
+from dashboards.common import (
+    SHOWN_CLUSTERS,
+    chosen,
+    dashboard,
+    scope,
+    shown_clusters,
+    state_timeline,
+    table,
+)
 
 __all__ = ["CLUSTER_STATES", "ROLLOUT_STATES", "TITLE", "UID", "build"]
 
@@ -22,19 +30,11 @@ CLUSTER_STATES = {
 ROLLOUT_STATES = {0: ("done", "green"), 1: ("rolling out", "blue"), 2: ("failed", "red")}
 
 PER_CLUSTER = f"""
-SELECT $__timeGroupAlias(hour, $__interval), cluster AS metric,
-       max(CASE WHEN not_ready > 0 THEN 3 WHEN drifted > 0 THEN 2 WHEN applied > 0 THEN 1
+SELECT $__timeGroupAlias(x.hour, $__interval), x.cluster AS metric,
+       max(CASE WHEN x.not_ready > 0 THEN 3 WHEN x.drifted > 0 THEN 2 WHEN x.applied > 0 THEN 1
                 ELSE 0 END) AS value
 FROM grafana.transition_hourly x
-WHERE $__timeFilter(hour) AND {scope("x")}
-GROUP BY 1, 2
-ORDER BY 1, 2
-"""
-
-CHANGES = f"""
-SELECT $__timeGroupAlias(hour, $__interval), environment AS metric, sum(applied) AS value
-FROM grafana.transition_hourly x
-WHERE $__timeFilter(hour) AND {scope("x")}
+WHERE x.cluster_id IN ({shown_clusters()}) AND $__timeFilter(x.hour)
 GROUP BY 1, 2
 ORDER BY 1, 2
 """
@@ -102,7 +102,8 @@ def build() -> Dashboard:
                 "State per cluster",
                 PER_CLUSTER,
                 description="Per bucket, the worst state change a cluster reported: failing, "
-                "drifted, a revision applied, or reconciled.",
+                f"drifted, a revision applied, or reconciled. {SHOWN_CLUSTERS} of the chosen "
+                "clusters at most: those failing now first, then those drifted.",
             ).mappings([_mapping(CLUSTER_STATES)])
         )
         .with_panel(
@@ -114,12 +115,6 @@ def build() -> Dashboard:
                 "DORA job judges the rollouts.",
                 height=8,
             ).mappings([_mapping(ROLLOUT_STATES)])
-        )
-        .with_panel(
-            timeseries(
-                "Reports with an applied revision per environment",
-                CHANGES,
-            )
         )
         .with_panel(table("What changed when", CHANGED, height=12))
         .build()

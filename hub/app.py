@@ -71,7 +71,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
     )
     app.state.settings = settings
     app.state.clock = clock
-    app.state.metrics = HubMetrics()
+    app.state.metrics = HubMetrics(fleet_max_age=settings.metrics_refresh_interval, clock=clock)
     install_error_handlers(app, busy=STORE_BUSY_ERRORS, unavailable=STORE_UNAVAILABLE_ERRORS)
     for router in (
         health_router,

@@ -9,8 +9,9 @@ is one: it runs on `Statements`, autocommit connections from a pool of plain psy
 connections, in one round trip without BEGIN, COMMIT or the ORM around it.
 """
 
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from typing import Any, NewType, Protocol
 
 import psycopg
@@ -149,6 +150,22 @@ async def write_session(
         await session.commit()
 
 
+# The advisory locks `exclusive` found held elsewhere, while a job's round runs (in its task):
+# how the jobs' wrapper (hub/jobs.py) tells a skipped round from one that ran.
+_refused: ContextVar[list[int] | None] = ContextVar("refused_locks", default=None)
+
+
+@contextmanager
+def refused_locks() -> Iterator[list[int]]:
+    """The keys of the locks `exclusive` is refused in the block (in this task), as it goes."""
+    refused: list[int] = []
+    token = _refused.set(refused)
+    try:
+        yield refused
+    finally:
+        _refused.reset(token)
+
+
 @asynccontextmanager
 async def exclusive(
     sessionmaker: async_sessionmaker[AsyncSession], key: int
@@ -158,6 +175,9 @@ async def exclusive(
     async with sessionmaker() as session:
         connection = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
         acquired = bool(await connection.scalar(select(func.pg_try_advisory_lock(key))))
+        refused = _refused.get()
+        if not acquired and refused is not None:
+            refused.append(key)
         try:
             yield acquired
         finally:

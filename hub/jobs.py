@@ -9,28 +9,38 @@ Every replica runs the scheduler; each job takes a PostgreSQL advisory lock of i
 replica harvests (schedules) at a time and the others skip that round. A failing run is logged
 and the job keeps its schedule.
 
+Each round is written to the store (`job_run`, hub/monitoring) by the replica that did it, so
+that /metrics on any replica tells when each job last succeeded: `succeeded` (it ran, or had
+nothing to do), `failed` (it raised; the error kept), or `skipped` (another replica held the
+job's lock, so that round was that replica's). A skipped round is not a run: the last success
+and its duration are those of the replica that ran.
+
 The jobs run on a thread and event loop of their own, with an engine of their own: a job's
 Python work (judging every object for drift, reading a repository) never holds up the event
-loop that answers requests, which keeps report latency flat while a job runs.
+loop that answers requests, which keeps report latency flat while a job runs. /metrics reads its
+fleet snapshot there too (`beside_jobs`).
 """
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
 
 import structlog
 from apscheduler.job import Job
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from hub.database import create_engine, create_sessionmaker
+from hub.database import create_engine, create_sessionmaker, refused_locks
 from hub.dora.service import scheduled_dora
 from hub.drift.service import scheduled_drift
 from hub.envdiff.service import scheduled_refresh
 from hub.harvest.service import Clock, scheduled_harvest
+from hub.monitoring.service import Outcome, record_job_run
 from hub.promotion.service import scheduled_answers
 from hub.scheduling.service import scheduled_schedule
 from hub.settings import HubSettings
@@ -47,6 +57,8 @@ RETENTION_INTERVAL = timedelta(days=1)
 ROLLUP_JOB = "rollup"
 ROLLUP_INTERVAL = timedelta(minutes=10)
 log = structlog.get_logger("fleetmark.jobs")
+Sessions = async_sessionmaker[AsyncSession]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,17 +67,47 @@ class Jobs:
     loop: asyncio.AbstractEventLoop
     thread: threading.Thread
     engine: AsyncEngine
+    sessions: Sessions
 
 
-async def _run(job: str, run: Callable[[], Awaitable[object]]) -> None:
+async def _run(
+    job: str, run: Callable[[], Awaitable[object]], sessions: Sessions, clock: Clock
+) -> None:
+    started_at = clock()
+    outcome: Outcome = "succeeded"
+    error = None
+    with refused_locks() as refused:
+        try:
+            await run()
+        except Exception as exc:
+            log.exception("job failed; it runs again at the next interval", job=job)
+            outcome, error = "failed", f"{type(exc).__name__}: {exc}"
+        else:
+            if refused:
+                outcome = "skipped"
     try:
-        await run()
-    except Exception:
-        log.exception("job failed; it runs again at the next interval", job=job)
+        await record_job_run(
+            sessions,
+            job=job,
+            started_at=started_at,
+            finished_at=clock(),
+            outcome=outcome,
+            error=error,
+        )
+    except (SQLAlchemyError, OSError):
+        log.exception("the job's run could not be recorded", job=job, outcome=outcome)
+
+
+@dataclass(frozen=True, slots=True)
+class _Schedule:
+    scheduler: AsyncIOScheduler
+    # Where each round is recorded, and its times taken from.
+    sessions: Sessions
+    clock: Clock
 
 
 def _every(
-    scheduler: AsyncIOScheduler,
+    schedule: _Schedule,
     job: str,
     interval: timedelta,
     run: Callable[[], Awaitable[object]],
@@ -73,11 +115,11 @@ def _every(
     first_run: datetime | None = None,
 ) -> Job:
     """Run `run` every interval; the first run is one interval away unless `first_run` says."""
-    return scheduler.add_job(
+    return schedule.scheduler.add_job(
         _run,
         IntervalTrigger(seconds=interval.total_seconds(), timezone=UTC),
         id=job,
-        args=(job, run),
+        args=(job, run, schedule.sessions, schedule.clock),
         # A run longer than the interval is not started twice, and missed runs collapse.
         max_instances=1,
         coalesce=True,
@@ -93,48 +135,49 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
     engine = create_engine(database_url, settings)
     sessions = create_sessionmaker(engine)
     scheduler = AsyncIOScheduler(timezone=UTC, event_loop=loop)
+    schedule = _Schedule(scheduler, sessions, clock)
     if settings.harvest_enabled:
         _every(
-            scheduler,
+            schedule,
             HARVEST_JOB,
             settings.harvest_interval,
             lambda: scheduled_harvest(sessions, settings, clock=clock),
         )
     _every(
-        scheduler,
+        schedule,
         DRIFT_JOB,
         settings.drift_interval,
         lambda: scheduled_drift(sessions, settings, clock=clock),
     )
     _every(
-        scheduler,
+        schedule,
         ENV_DIFF_JOB,
         settings.env_diff_interval,
         lambda: scheduled_refresh(sessions, clock=clock),
     )
     _every(
-        scheduler,
+        schedule,
         DORA_JOB,
         settings.dora_interval,
         lambda: scheduled_dora(sessions, settings, clock=clock),
     )
     _every(
-        scheduler,
+        schedule,
         GATE_ANSWERS_JOB,
         settings.gate_answers_interval,
         lambda: scheduled_answers(sessions, settings, clock=clock),
     )
     _every(
-        scheduler,
+        schedule,
         RETENTION_JOB,
         RETENTION_INTERVAL,
         lambda: keep_history(sessions, settings, clock()),
         first_run=datetime.now(UTC),
     )
-    _every(scheduler, ROLLUP_JOB, ROLLUP_INTERVAL, lambda: refresh_rollups(sessions, clock()))
+    _every(schedule, ROLLUP_JOB, ROLLUP_INTERVAL, lambda: refresh_rollups(sessions, clock()))
     if settings.schedule_control_plane is not None:
         _every(
-            scheduler,
+            schedule,
             SCHEDULE_JOB,
             settings.schedule_interval,
             lambda: scheduled_schedule(sessions, settings, clock=clock),
@@ -142,7 +185,15 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
     thread = threading.Thread(target=loop.run_forever, name="fleetmark-jobs", daemon=True)
     thread.start()
     asyncio.run_coroutine_threadsafe(_start(scheduler), loop).result()
-    return Jobs(scheduler, loop, thread, engine)
+    return Jobs(scheduler, loop, thread, engine, sessions)
+
+
+async def beside_jobs(jobs: Jobs, work: Callable[[Sessions], Coroutine[Any, Any, T]]) -> T:
+    """`work` run on the jobs' thread and loop, with their sessions, as a job is: its Python
+    work (thousands of rows made into values) holds up no request (/metrics' snapshot)."""
+    return await asyncio.wrap_future(
+        asyncio.run_coroutine_threadsafe(work(jobs.sessions), jobs.loop)
+    )
 
 
 async def stop_jobs(jobs: Jobs) -> None:

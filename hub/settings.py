@@ -156,12 +156,35 @@ class HubSettings(BaseSettings):
         ge=timedelta(days=1),
         description="How long the per-cluster report counts are kept (seconds or ISO 8601).",
     )
+    rollup_retention: Interval = Field(
+        default=timedelta(days=730),
+        ge=timedelta(days=1),
+        description=(
+            "How long the hourly rollups of the history (reports and state changes per cluster "
+            "and hour) are kept (seconds or ISO 8601); they outlive the history they sum."
+        ),
+    )
     compress_after: Interval = Field(
         default=timedelta(days=14),
         ge=timedelta(hours=1),
         description=(
             "On TimescaleDB, how old history chunks are before they are compressed (seconds "
             "or ISO 8601)."
+        ),
+    )
+    metrics_refresh_interval: Interval = Field(
+        default=timedelta(seconds=15),
+        ge=timedelta(0),
+        description=(
+            "How old the fleet gauges of /metrics may get before a scrape reads them from the "
+            "store again (seconds or ISO 8601); scrapes in between cost no query."
+        ),
+    )
+    metrics_per_cluster: bool = Field(
+        default=False,
+        description=(
+            "Add series per cluster to /metrics (agent state, last report, objects by "
+            "state): a label value per cluster, so off by default."
         ),
     )
     drift_interval: Interval = Field(

@@ -11,7 +11,9 @@ Three backends, told apart at run time:
 
 The hourly rollups of the history (`heartbeat_hourly`, `transition_hourly`; migration 0018)
 are continuous aggregates on TimescaleDB; elsewhere the `rollup` job keeps their tables
-(refresh_rollups).
+(refresh_rollups). They outlive the history they sum, and are kept for
+FLEETMARK_ROLLUP_RETENTION: by a retention policy on each continuous aggregate, or by the
+`retention` job.
 
 The `retention` job of the hub (hub/jobs.py) runs at start and then daily. On TimescaleDB it
 sets the policies to the settings (replacing those that differ); elsewhere it drops what is
@@ -99,22 +101,36 @@ def _retention(settings: HubSettings, table: str) -> timedelta:
     )
 
 
+# TimescaleDB's retention and compression policies, each by the hypertable or continuous
+# aggregate it is on (a continuous aggregate's jobs name its materialization hypertable).
+_POLICIES = text("""
+SELECT j.proc_name, COALESCE(a.view_name, j.hypertable_name), j.config
+FROM timescaledb_information.jobs j
+LEFT JOIN timescaledb_information.continuous_aggregates a
+  ON a.materialization_hypertable_schema = j.hypertable_schema
+ AND a.materialization_hypertable_name = j.hypertable_name
+WHERE j.proc_name IN ('policy_retention', 'policy_compression')
+""")
+
+
 async def apply_policies(session: AsyncSession, settings: HubSettings) -> dict[str, str]:
     """TimescaleDB's retention and compression policies, set to the settings: what changed."""
     changed: dict[str, str] = {}
-    wanted = {
-        ("policy_retention", table): ("drop_after", _retention(settings, table))
-        for table in HYPERTABLES
-    } | {
-        ("policy_compression", table): ("compress_after", settings.compress_after)
-        for table in HYPERTABLES
-    }
-    jobs = await session.execute(
-        text(
-            "SELECT proc_name, hypertable_name, config FROM timescaledb_information.jobs "
-            "WHERE proc_name IN ('policy_retention', 'policy_compression')"
-        )
+    wanted = (
+        {
+            ("policy_retention", table): ("drop_after", _retention(settings, table))
+            for table in HYPERTABLES
+        }
+        | {
+            ("policy_retention", view): ("drop_after", settings.rollup_retention)
+            for view in ROLLUP_VIEWS
+        }
+        | {
+            ("policy_compression", table): ("compress_after", settings.compress_after)
+            for table in HYPERTABLES
+        }
     )
+    jobs = await session.execute(_POLICIES)
     current: dict[tuple[str, str], Any] = {
         (str(proc), str(table)): config for proc, table, config in jobs
     }
@@ -174,6 +190,14 @@ async def drop_expired(
             if count < DELETE_BATCH:
                 break
         dropped[table] = total
+    for view in ROLLUP_VIEWS:
+        async with write_session(sessions) as session:
+            # The names are ROLLUP_VIEWS', not input.
+            deleted = await session.execute(
+                text(f"DELETE FROM {view}_rollup WHERE hour < :before"),  # noqa: S608
+                {"before": now - settings.rollup_retention},
+            )
+            dropped[view] = cast(CursorResult[Any], deleted).rowcount
     return dropped
 
 

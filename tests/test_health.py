@@ -1,16 +1,16 @@
 """Operational endpoints (/healthz, /readyz, /metrics) and the OpenAPI document."""
 
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.engine import make_url
 
 from hub.app import create_app
-from tests.conftest import hub_settings
-from tests.support import Agent, kustomization
+from tests.conftest import MakeAgent, hub_settings
+from tests.support import Agent, Samples, kustomization, samples
 
 
 async def test_healthz(client: httpx.AsyncClient) -> None:
@@ -46,11 +46,11 @@ async def test_readyz_when_the_database_is_unreachable(database_url: str) -> Non
     assert alive.status_code == 200
 
 
-def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+def reports(values: Samples) -> dict[str, float]:
     return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
+        dict(labels)["outcome"]: value
+        for (name, labels), value in values.items()
+        if name == "fleetmark_reports_total"
     }
 
 
@@ -58,20 +58,46 @@ async def test_metrics_count_reports(agent: Agent) -> None:
     await agent.send_ok([kustomization("a"), kustomization("b")], sequence=1)
     await agent.send_ok([kustomization("a"), kustomization("b")], sequence=1)
     await agent.send_ok([kustomization("a", ready=False), kustomization("b")], sequence=2)
-    await agent.send([kustomization("a")], sequence=0)
+    assert (await agent.send([kustomization("a")], sequence=0)).status_code == 422
+    unknown_token = dataclasses.replace(agent, token="fm_not-a-token")
+    assert (await unknown_token.send([kustomization("a")])).status_code == 401
+    other_cluster = dataclasses.replace(agent, cluster="drone-dev-2")
+    assert (await other_cluster.send([kustomization("a")])).status_code == 403
 
     response = await agent.client.get("/metrics")
 
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
     values = samples(response.text)
-    assert values[("fleetmark_reports_total", frozenset({("outcome", "accepted")}))] == 2
-    assert values[("fleetmark_reports_total", frozenset({("outcome", "duplicate")}))] == 1
+    # Every outcome is exported from the start, counted or not.
+    assert reports(values) == {
+        "accepted": 2,
+        "duplicate": 1,
+        "invalid": 1,
+        "unauthorized": 1,
+        "forbidden": 1,
+        "too_large": 0,
+        "unavailable": 0,
+        "failed": 0,
+    }
     assert values[("fleetmark_object_changes_total", frozenset())] == 3
     request_count = "fleetmark_http_request_duration_seconds_count"
     route = {("method", "POST"), ("route", "/api/v1/reports")}
     assert values[(request_count, frozenset(route | {("status", "200")}))] == 3
     assert values[(request_count, frozenset(route | {("status", "422")}))] == 1
+    assert values[(request_count, frozenset(route | {("status", "401")}))] == 1
+
+
+async def test_metrics_count_reports_over_the_size_limit(make_agent: MakeAgent) -> None:
+    agent = await make_agent()
+    small = await agent.client.get("/metrics")
+    assert reports(samples(small.text))["too_large"] == 0
+
+    big = [kustomization(f"object-{index}", message="x" * 1000) for index in range(5000)]
+    assert (await agent.send(big)).status_code == 413
+
+    values = samples((await agent.client.get("/metrics")).text)
+    assert reports(values)["too_large"] == 1
 
 
 async def test_metrics_label_unknown_paths_by_one_value(client: httpx.AsyncClient) -> None:

@@ -13,7 +13,13 @@ from hub.models import Base
 FLEETMARK_TABLES = set(Base.metadata.tables)
 # Added by the migrations only when TimescaleDB is absent (or, for the rollups, cannot keep
 # continuous aggregates); the models do not declare them.
-BRIN_INDEXES = {"ix_status_transition_observed_at_brin", "ix_cluster_heartbeat_bucket_at_brin"}
+# Indexes only the migrations state: BRIN ones (plain PostgreSQL only) and one in a collation
+# of its own, which reflection does not report (migration 0026).
+MIGRATION_INDEXES = {
+    "ix_status_transition_observed_at_brin",
+    "ix_cluster_heartbeat_bucket_at_brin",
+    "ix_object_state_name_c",
+}
 ROLLUP_TABLES = {"rollup_watermark", "heartbeat_hourly_rollup", "transition_hourly_rollup"}
 
 
@@ -43,7 +49,7 @@ def schema_differences(url: str) -> list[object]:
                 (
                     difference[0] == "remove_index"
                     and (
-                        difference[1].name in BRIN_INDEXES
+                        difference[1].name in MIGRATION_INDEXES
                         or difference[1].table.name in ROLLUP_TABLES
                     )
                 )

@@ -1,6 +1,6 @@
-"""The history is kept as long as the settings say, on each backend: TimescaleDB's policies
-(replaced when the settings change), chunks dropped on its Apache-licensed build, rows deleted
-on plain PostgreSQL."""
+"""The history and its hourly rollups are kept as long as the settings say, on each backend:
+TimescaleDB's policies (replaced when the settings change), chunks dropped on its
+Apache-licensed build, rows deleted on plain PostgreSQL."""
 
 import asyncio
 import atexit
@@ -116,6 +116,40 @@ async def test_history_older_than_its_retention_is_dropped(own_database: str) ->
         assert await ages(admin, "cluster_heartbeat", "bucket_at") == [1]
 
 
+async def test_rollups_outlive_the_history_for_their_own_retention(own_database: str) -> None:
+    async with connected(own_database) as admin:
+        await fill(admin)
+        found = await store.backend(admin)
+        if found.continuous_aggregates:
+            for view in store.ROLLUP_VIEWS:
+                await admin.execute(
+                    text("CALL refresh_continuous_aggregate(CAST(:view AS regclass), NULL, NULL)"),
+                    {"view": view},
+                )
+        else:
+            engine = create_async_engine(own_database)
+            try:
+                await store.refresh_rollups(create_sessionmaker(engine), NOW)
+            finally:
+                await engine.dispose()
+        await keep(
+            own_database,
+            history_retention=timedelta(days=20),
+            heartbeat_retention=timedelta(days=20),
+            rollup_retention=timedelta(days=60),
+        )
+        if found.licensed:
+            await run_retention_policies(admin)
+        assert await ages(admin, "status_transition", "observed_at") == [1]
+        for view in store.ROLLUP_VIEWS:
+            kept = await ages(admin, view, "hour")
+            if found.continuous_aggregates:
+                # Dropped in whole chunks of the aggregate (ten of its history's: 70 days).
+                assert kept in ([1, 40], [1, 40, 100]), view
+            else:
+                assert kept == [1, 40], view
+
+
 async def test_timescaledb_policies_follow_the_settings(own_database: str) -> None:
     async with connected(own_database) as admin:
         if not (await store.backend(admin)).licensed:
@@ -124,10 +158,12 @@ async def test_timescaledb_policies_follow_the_settings(own_database: str) -> No
         async def policies(admin: AsyncConnection = admin) -> dict[tuple[str, str], str]:
             rows = await admin.execute(
                 text(
-                    "SELECT hypertable_name, proc_name, "
-                    "COALESCE(config->>'drop_after', config->>'compress_after') "
-                    "FROM timescaledb_information.jobs "
-                    "WHERE proc_name IN ('policy_retention', 'policy_compression')"
+                    "SELECT COALESCE(a.view_name, j.hypertable_name), j.proc_name, "
+                    "COALESCE(j.config->>'drop_after', j.config->>'compress_after') "
+                    "FROM timescaledb_information.jobs j "
+                    "LEFT JOIN timescaledb_information.continuous_aggregates a "
+                    "ON a.materialization_hypertable_name = j.hypertable_name "
+                    "WHERE j.proc_name IN ('policy_retention', 'policy_compression')"
                 )
             )
             return {(table, proc): value for table, proc, value in rows}
@@ -138,15 +174,22 @@ async def test_timescaledb_policies_follow_the_settings(own_database: str) -> No
             ("status_transition", "policy_compression"): "14 days",
             ("cluster_heartbeat", "policy_retention"): "90 days",
             ("cluster_heartbeat", "policy_compression"): "14 days",
+            ("heartbeat_hourly", "policy_retention"): "730 days",
+            ("transition_hourly", "policy_retention"): "730 days",
         }
         await keep(
-            own_database, history_retention=timedelta(days=30), compress_after=timedelta(hours=36)
+            own_database,
+            history_retention=timedelta(days=30),
+            rollup_retention=timedelta(days=400),
+            compress_after=timedelta(hours=36),
         )
         assert await policies() == {
             ("status_transition", "policy_retention"): "30 days",
             ("status_transition", "policy_compression"): "1 day 12:00:00",
             ("cluster_heartbeat", "policy_retention"): "90 days",
             ("cluster_heartbeat", "policy_compression"): "1 day 12:00:00",
+            ("heartbeat_hourly", "policy_retention"): "400 days",
+            ("transition_hourly", "policy_retention"): "400 days",
         }
 
 

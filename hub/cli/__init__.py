@@ -2,7 +2,20 @@
 
 import typer
 
-from hub.cli import admin, agent, db, diff, dora, drift, gate, harvest, query, schedule, server
+from hub.cli import (
+    admin,
+    agent,
+    dashboards,
+    db,
+    diff,
+    dora,
+    drift,
+    gate,
+    harvest,
+    query,
+    schedule,
+    server,
+)
 
 app = typer.Typer(
     name="fleetmark",
@@ -22,6 +35,7 @@ drift.register(app)
 diff.register(app)
 schedule.register(app)
 query.register(app)
+dashboards.register(app)
 
 
 def main() -> None:

@@ -391,6 +391,16 @@ def _summary(counted: Sequence[Mapping[str, Any]]) -> DriftSummary:
     )
 
 
+async def drift_summary(
+    session: AsyncSession, *, now: datetime, stale_after: timedelta
+) -> DriftSummary:
+    """The counts of every registered cluster's drift, as `current_drift` without filters
+    counts them (the fleet gauges of /metrics)."""
+    criteria = DriftFilter(scope=Scope(), stale_before=now - stale_after)
+    listing = await repository.drift_listing(session, criteria, limit=0, offset=0)
+    return _summary(listing.counts)
+
+
 async def current_drift(
     session: AsyncSession,
     *,

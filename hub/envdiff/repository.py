@@ -117,10 +117,18 @@ following AS MATERIALIZED (
                ELSE 'in_sync'
            END AS state
     FROM keyed k
-    JOIN deployed_version g
+    -- Each summary row's repository first (OFFSET 0: a subquery of its own). Joined to the
+    -- assignments on it with the rest, the spellings were a filter the planner, guessing one
+    -- row, checked for every pair of a summary row and a spelling: 200,000 of them, 30 ms.
+    JOIN (
+        SELECT g.*, s.repository
+        FROM deployed_version g
+        JOIN spelling s ON s.source_url = g.source_url
+        WHERE g.condition <> 'member'
+        OFFSET 0
+    ) AS g
       ON g.environment_id = k.environment_id AND g.cluster_type = k.cluster_type
-     AND g.source_path = COALESCE(k.app_path, '') AND g.condition <> 'member'
-    JOIN spelling s ON s.source_url = g.source_url AND s.repository = k.app_repository
+     AND g.source_path = COALESCE(k.app_path, '') AND g.repository = k.app_repository
     WHERE CASE WHEN k.ref IS NULL THEN COALESCE(g.source_ref, '') IN ('', 'HEAD')
                ELSE g.source_ref IN (k.ref, 'refs/heads/' || k.ref) END
 ),

@@ -30,7 +30,6 @@ from hub.database import exclusive, write_session
 from hub.errors import (
     AlreadyExists,
     HarvestRunning,
-    InvalidConfiguration,
     InvalidInput,
     ManagedByFile,
     UnknownRepository,
@@ -289,16 +288,13 @@ async def harvest(
 async def scheduled_harvest(
     sessions: Sessions, settings: HubSettings, *, clock: Clock
 ) -> HarvestReport | None:
-    """The periodic job: harvest unless another replica is already at it (then None)."""
+    """The periodic job: harvest unless another replica is already at it (then None). A
+    repositories file that cannot be used fails the run (InvalidConfiguration)."""
     async with exclusive(sessions, repository.HARVEST_LOCK) as acquired:
         if not acquired:
             log.info("harvest skipped: another replica is harvesting")
             return None
-        try:
-            report = await run_harvest(sessions, settings, clock=clock)
-        except InvalidConfiguration as exc:
-            log.error("harvest skipped: the repositories file cannot be used", error=exc.detail)
-            return None
+        report = await run_harvest(sessions, settings, clock=clock)
     log.info(
         "harvest finished",
         repositories=len(report.repositories),

@@ -1,11 +1,19 @@
 """/healthz (process up), /readyz (database reachable), /metrics (Prometheus)."""
 
+import asyncio
+from datetime import timedelta
+
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from hub.health import service
 from hub.health.schemas import Health, Readiness
+from hub.jobs import Sessions, beside_jobs
+from hub.metrics import HubMetrics
+from hub.monitoring import service as monitoring
+from hub.monitoring.service import FleetSnapshot
+from hub.settings import HubSettings
 
 router = APIRouter(tags=["health"])
 
@@ -30,4 +38,21 @@ async def readyz(request: Request) -> JSONResponse:
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request) -> Response:
-    return Response(request.app.state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+    """The fleet gauges are read from the store when their snapshot is due, on the jobs'
+    thread; the text is written on a worker thread (thousands of lines with per-cluster
+    series): neither holds up the event loop that answers reports."""
+    settings: HubSettings = request.app.state.settings
+    clock = request.app.state.clock
+    hub_metrics: HubMetrics = request.app.state.metrics
+
+    async def snapshot(sessions: Sessions) -> FleetSnapshot:
+        return await monitoring.fleet_snapshot(
+            sessions,
+            now=clock(),
+            stale_after=timedelta(seconds=settings.stale_after_seconds),
+            per_cluster=settings.metrics_per_cluster,
+        )
+
+    await hub_metrics.fleet.refresh(lambda: beside_jobs(request.app.state.jobs, snapshot))
+    body = await asyncio.to_thread(hub_metrics.render)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)

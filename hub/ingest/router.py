@@ -1,12 +1,15 @@
 """POST /api/v1/reports: the agent's way in."""
 
 from fastapi import APIRouter, Request, Response
+from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import ValidationError
 
-from hub.deps import BearerDep, ClockDep, SettingsDep, StatementsDep
+from hub.database import Statements
+from hub.deps import BearerDep, Clock, ClockDep, SettingsDep, StatementsDep
 from hub.errors import FleetmarkError, InvalidInput, PayloadTooLarge, error_responses
 from hub.ingest import service
 from hub.ingest.schemas import MAX_REPORT_BYTES_HEADER, Report, ReportReply
+from hub.settings import HubSettings
 
 router = APIRouter(prefix="/api/v1", tags=["ingest"])
 
@@ -61,6 +64,23 @@ async def post_report(
     settings: SettingsDep,
     clock: ClockDep,
 ) -> ReportReply:
+    try:
+        reply = await _ingest(request, credentials, statements, settings, clock)
+    except Exception as exc:
+        request.app.state.metrics.record_refused_report(exc)
+        raise
+    request.app.state.metrics.record_report(reply)
+    response.headers[MAX_REPORT_BYTES_HEADER] = str(settings.max_report_bytes)
+    return reply
+
+
+async def _ingest(
+    request: Request,
+    credentials: HTTPAuthorizationCredentials | None,
+    statements: Statements,
+    settings: HubSettings,
+    clock: Clock,
+) -> ReportReply:
     token = None if credentials is None else credentials.credentials
     token_secret = settings.token_secret.get_secret_value()
     received_at = clock()
@@ -77,7 +97,7 @@ async def post_report(
         # checked inside the ingest statement instead, saving a round trip.
         await service.authenticate(statements, token, token_secret=token_secret)
         raise
-    reply = await service.ingest(
+    return await service.ingest(
         statements,
         token,
         report,
@@ -87,6 +107,3 @@ async def post_report(
         token_secret=token_secret,
         busy_timeout=settings.database_pool_timeout,
     )
-    request.app.state.metrics.record_report(reply)
-    response.headers[MAX_REPORT_BYTES_HEADER] = str(settings.max_report_bytes)
-    return reply

@@ -23,6 +23,7 @@ from hub.models.fleet import (
 )
 from hub.models.gate import GateAnswer
 from hub.models.git import BranchCommit, GitBranch, GitCommit, Repository
+from hub.models.jobs import JobRun
 from hub.models.observed import (
     AgentSession,
     ClusterHeartbeat,
@@ -60,6 +61,7 @@ __all__ = [
     "GitBranch",
     "GitCommit",
     "HarvestError",
+    "JobRun",
     "ManifestRevision",
     "ObjectDrift",
     "ObjectState",

@@ -148,6 +148,8 @@ class DriftPeriod(Base):
             "object_id",
             postgresql_where=text("ended_at IS NULL AND object_id IS NOT NULL"),
         ),
+        # The periods of a dashboard's time range: ended since its start, or open (0023).
+        Index(None, "ended_at"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

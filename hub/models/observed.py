@@ -91,6 +91,8 @@ class ObjectState(Base):
         # apply a repository's branch (migrations 0011 and 0013; the first says why it is not
         # partial on removed_at).
         Index("ix_object_state_source", "source_url", "url_ref"),
+        # Migration 0026 adds ix_object_state_name_c, (name COLLATE "C", id), for deployment
+        # history by object name: a collation of its own, which models cannot state.
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

@@ -257,7 +257,10 @@ async def _history_filters(
         ids = list(await session.scalars(cluster_ids))
         filters.append(view.c.cluster_id == any_(cast(ids, ARRAY(Integer))))
     if criteria.object_name is not None:
-        object_ids = select(ObjectState.id).where(ObjectState.name == criteria.object_name)
+        # In the collation of ix_object_state_name_c, which ingest's statements cannot use.
+        object_ids = select(ObjectState.id).where(
+            ObjectState.name.collate("C") == criteria.object_name
+        )
         ids = list(await session.scalars(object_ids.limit(_LISTED_OBJECTS + 1)))
         if len(ids) <= _LISTED_OBJECTS:
             filters.append(view.c.object_id == any_(cast(ids, ARRAY(BigInteger))))

@@ -7,11 +7,11 @@ the migrating user, so they read the tables for that role; a view answers exactl
 a panel may show.
 
 Each view is a thin layer over what the API already reads (fleet_cluster_state,
-fleet_object_state, drift_object, deployment_history, the hourly rollups of 0018,
-drift_hourly), with the names a panel filters on (environment, cluster_type, cluster): a
+fleet_object_state, drift_object, deployment_history, the hourly rollups of 0018, the DORA
+rollup), with the names a panel filters on (environment, cluster_type, cluster): a
 dashboard's filters are plain comparisons on those columns, and its time filter a range on
 the view's time column, which reaches the rollups' and the history's indexes. Nothing here
-takes "now" or a staleness threshold; the panels do, as the API does.
+takes a staleness threshold; the panels do, as the API does.
 
 - environment, workspace: the values of the dashboards' variables, environments with their
   promotion position;
@@ -23,8 +23,14 @@ takes "now" or a staleness threshold; the panels do, as the API does.
 - object: fleet_object_state with the drift job's verdict (head of the followed branch,
   commits behind, reasons);
 - drift, deployment: drift_object and deployment_history as they are;
-- drift_period: drift periods with placement and object names;
-- drift_hourly, transition_hourly, heartbeat_hourly: the hourly rollups with placement names;
+- drift_period: drift periods with placement and object names. A range's periods are those
+  with `(ended_at IS NULL OR ended_at >= from) AND started_at <= to`: an index on ended_at
+  (new here) finds them instead of a read of every period of the history;
+- drift_hourly: each cluster's drift periods spread over the hours as 0018's drift_hourly
+  spreads them, a row per period and hour, with the period's `started_at` and `ended_at`: a
+  panel's filter on those finds its range's periods by that index before spreading them,
+  where 0018's view spreads every period of the history first;
+- transition_hourly, heartbeat_hourly: the hourly rollups with placement names;
 - rollout: the DORA job's rollups, one row per rollout of a platform commit or a workload
   version in an environment (started, completed, failed, restored): what changed when per
   workload, a row per change of the fleet rather than per cluster;
@@ -86,13 +92,25 @@ VIEWS = {
         FROM drift_period x {_PLACED}
         LEFT JOIN object_state o ON o.id = x.object_id
     """,
-    "drift_hourly": f"SELECT x.hour, {_NAMES}, x.minutes FROM drift_hourly x {_PLACED}",
+    "drift_hourly": f"""
+        SELECT x.cluster_id, h.hour, {_NAMES}, x.started_at, x.ended_at,
+               extract(epoch FROM LEAST(COALESCE(x.ended_at, now()), h.hour + INTERVAL '1 hour')
+                                  - GREATEST(x.started_at, h.hour)) / 60 AS minutes
+        FROM drift_period x {_PLACED}
+        CROSS JOIN LATERAL generate_series(
+            date_bin(INTERVAL '1 hour', x.started_at, TIMESTAMPTZ '2000-01-01 UTC'),
+            COALESCE(x.ended_at, now()),
+            INTERVAL '1 hour'
+        ) AS h (hour)
+        WHERE x.object_id IS NULL AND h.hour < COALESCE(x.ended_at, now())
+    """,
     "transition_hourly": f"""
-        SELECT x.hour, {_NAMES}, x.transitions, x.applied, x.not_ready, x.drifted
+        SELECT x.cluster_id, x.hour, {_NAMES}, x.transitions, x.applied, x.not_ready, x.drifted
         FROM transition_hourly x {_PLACED}
     """,
     "heartbeat_hourly": f"""
-        SELECT x.hour, {_NAMES}, x.reports, x.objects FROM heartbeat_hourly x {_PLACED}
+        SELECT x.cluster_id, x.hour, {_NAMES}, x.reports, x.objects
+        FROM heartbeat_hourly x {_PLACED}
     """,
     "rollout": """
         SELECT workload, environment, environment_position, revision, commit_sha, committed_at,
@@ -124,6 +142,7 @@ COMMENTS = {
 
 
 def upgrade() -> None:
+    op.create_index(op.f("ix_drift_period_ended_at"), "drift_period", ["ended_at"])
     op.execute("CREATE SCHEMA grafana")
     for view, query in VIEWS.items():
         op.execute(f"CREATE VIEW grafana.{view} AS {query}")
@@ -136,3 +155,4 @@ def downgrade() -> None:
     for view in reversed(VIEWS):
         op.execute(f"DROP VIEW grafana.{view}")
     op.execute("DROP SCHEMA grafana")
+    op.drop_index(op.f("ix_drift_period_ended_at"), table_name="drift_period")

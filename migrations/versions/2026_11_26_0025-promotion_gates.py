@@ -29,7 +29,7 @@ What Grafana reads of them, and of the DORA rollup (0020), is in views of schema
 Workloads carry their workspace (workload.workspace_id), which the dashboards filter on.
 
 Revision ID: 0025_promotion_gates
-Revises: 0023_dashboard_views
+Revises: 0026_object_name_lookup
 Create Date: 2026-11-26 14:00:00
 """
 
@@ -40,7 +40,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0025_promotion_gates"
-down_revision: str | None = "0023_dashboard_views"
+down_revision: str | None = "0026_object_name_lookup"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

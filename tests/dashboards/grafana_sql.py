@@ -1,7 +1,9 @@
 """What Grafana does to a panel's SQL before its PostgreSQL datasource runs it, so that tests
 and benchmarks run the very statement Grafana would.
 
-Written from Grafana's documentation:
+Written from Grafana's documentation, its forms checked against what the PostgreSQL
+datasource's macro engine produces (grafana/grafana, pkg/tsdb/grafana-postgresql-datasource,
+macros.go) and what the browser does to variables (public/app/features/templating):
 
 - template variables (Grafana docs, "Variable syntax" and its "Advanced variable format
   options"; the PostgreSQL datasource's "Query editor" page, "Templating"/"Multi-value
@@ -12,7 +14,7 @@ Written from Grafana's documentation:
   commas; `${var:csv}` joins the values by commas; `${var:singlequote}` quotes each value
   ('v', a quote escaped as \\'). "All" stands for every value of the variable, unless the
   variable has a custom all value, which is put into the query as it is, unformatted
-  ("Custom all value": "Grafana does not escape or format it");
+  ("Custom all value": "it is never escaped");
 - the global variables `$__interval` and `$__interval_ms` (docs, "Global variables"): the
   time range divided by the panel's maximum data points, rounded to a round interval and no
   finer than the panel's minimum interval (docs, "Query options");
@@ -20,7 +22,7 @@ Written from Grafana's documentation:
   `col BETWEEN '<from>' AND '<to>'` with the range's ends in UTC, RFC 3339;
   `$__timeFrom()`/`$__timeTo()` → those ends, quoted; `$__timeGroup(col, interval[, fill])`
   → `floor(extract(epoch from col)/<s>)*<s>`, or with the datasource's TimescaleDB option
-  `time_bucket('<s>s', col)` ("If enabled, Grafana uses time_bucket in the $__timeGroup
+  `time_bucket('<s>.000s', col)` ("If enabled, Grafana uses time_bucket in the $__timeGroup
   macro"); the fill argument changes the frames Grafana builds from the rows, not the SQL;
   `$__timeGroupAlias` the same with `AS "time"`. Variables are replaced first (in the
   browser), macros then (by the datasource on the server).
@@ -193,11 +195,12 @@ def expand(
         if name in ("__timeGroup", "__timeGroupAlias"):
             if len(args) not in (2, 3):
                 raise ValueError(f"${name} takes a column, an interval and a fill value")
-            seconds = int(parse_interval(args[1]).total_seconds())
+            seconds = parse_interval(args[1]).total_seconds()
             if timescaledb:
-                grouped = f"time_bucket('{seconds}s',{args[0]})"
+                grouped = f"time_bucket('{seconds:.3f}s',{args[0]})"
             else:
-                grouped = f"floor(extract(epoch from {args[0]})/{seconds})*{seconds}"
+                whole = f"{seconds:g}"
+                grouped = f"floor(extract(epoch from {args[0]})/{whole})*{whole}"
             return grouped + (' AS "time"' if name == "__timeGroupAlias" else "")
         raise ValueError(f"macro not supported here: ${name}")
 

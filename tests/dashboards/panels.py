@@ -4,23 +4,25 @@ benchmarks/dashboards.py run."""
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from grafana_foundation_sdk.models.dashboard import Dashboard, Panel
 
 from dashboards import build, postgres
 from tests.dashboards.grafana_sql import Variable
 
-__all__ = ["PanelQuery", "built_dashboards", "opened", "panel_queries"]
+__all__ = ["PanelQuery", "built_dashboards", "dashboard_files", "opened", "panel_queries"]
+
+
+def dashboard_files() -> dict[Path, str]:
+    """The dashboards' JSON files of a fresh build, by path (the build makes other files too)."""
+    return {path: text for path, text in build.render().items() if path.suffix == ".json"}
 
 
 def built_dashboards() -> list[Dashboard]:
     """Every dashboard `python -m dashboards build` writes, read back into the SDK's models."""
     postgres.register()
-    return [
-        Dashboard.from_json(json.loads(content))
-        for path, content in build.render().items()
-        if path.suffix == ".json"
-    ]
+    return [Dashboard.from_json(json.loads(content)) for content in dashboard_files().values()]
 
 
 @dataclass(frozen=True)

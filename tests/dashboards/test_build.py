@@ -3,7 +3,6 @@ queries, every variable a panel or link uses defined, every link to a dashboard 
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
@@ -11,7 +10,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from dashboards import build
 from dashboards.common import DATASOURCE, VARIABLES
 from dashboards.postgres import DATASOURCE_TYPE, PostgresQuery
-from tests.dashboards.conftest import built_dashboards, panel_queries
+from tests.dashboards.panels import built_dashboards, dashboard_files, panel_queries
 
 # $name, ${name}, ${name:format}; Grafana's own start with two underscores.
 USED = re.compile(r"\$\{?(\w+)")
@@ -26,11 +25,6 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [text for item in value for text in _strings(item)]
     return []
-
-
-def _dashboard_files() -> list[tuple[Path, str]]:
-    """The built dashboards' files (not the alert rules')."""
-    return [(path, content) for path, content in build.render().items() if path.suffix == ".json"]
 
 
 def _within(part: Any, whole: Any) -> bool:
@@ -66,16 +60,14 @@ def test_dashboards_load_back_with_typed_postgres_queries() -> None:
             DATASOURCE_TYPE,
         )
         assert query.query.raw_sql.strip()
-    for dashboard, content in zip(
-        dashboards, [content for _, content in _dashboard_files()], strict=True
-    ):
+    for dashboard, content in zip(dashboards, dashboard_files().values(), strict=True):
         # Written back, a dashboard read from its file has all the file has (and the SDK's
         # defaults for what the file leaves out): nothing was lost on the way.
         assert _within(json.loads(content), json.loads(json.dumps(dashboard, cls=JSONEncoder)))
 
 
 def test_every_variable_used_is_defined() -> None:
-    for path, content in _dashboard_files():
+    for path, content in dashboard_files().items():
         dashboard = json.loads(content)
         defined = {variable["name"] for variable in dashboard["templating"]["list"]}
         assert set(VARIABLES) <= defined, path
@@ -96,7 +88,7 @@ def test_every_variable_used_is_defined() -> None:
 
 def test_every_link_goes_to_a_dashboard_by_uid_carrying_the_variables() -> None:
     uids = {module.UID for module in build.DASHBOARDS}
-    for path, content in _dashboard_files():
+    for path, content in dashboard_files().items():
         dashboard = json.loads(content)
         assert {link["url"].split("?")[0] for link in dashboard["links"]} == {
             f"/d/{uid}" for uid in uids - {dashboard["uid"]}
@@ -111,6 +103,6 @@ def test_every_link_goes_to_a_dashboard_by_uid_carrying_the_variables() -> None:
 
 
 def test_no_environment_or_cluster_is_named() -> None:
-    for path, content in build.render().items():
+    for path, content in dashboard_files().items():
         named = re.findall(r"'(dev|stage|prod|drone-\d+|large-\d+)'", content)
         assert named == [], path

@@ -50,7 +50,7 @@ def test_time_macros() -> None:
     assert run("$__timeGroup(t, '5m')") == "floor(extract(epoch from t)/300)*300"
     assert run("$__timeGroupAlias(t, 5m, NULL)") == 'floor(extract(epoch from t)/300)*300 AS "time"'
     assert run("$__timeGroupAlias(t, '1h')", timescaledb=True) == (
-        "time_bucket('3600s',t) AS \"time\""
+        "time_bucket('3600.000s',t) AS \"time\""
     )
 
 

@@ -1,0 +1,29 @@
+"""Runs of the hub's background jobs (hub/jobs.py), kept in the store so that every replica can
+tell when each job last ran, how it went and how long it took (migration 0024_job_runs)."""
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, CheckConstraint, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from hub.models.base import Base
+
+
+class JobRun(Base):
+    """One round of a job on one replica: it ran and succeeded or failed, or it was skipped
+    because another replica held the job's lock. Only the newest rows of each job and outcome
+    are kept (hub/monitoring/repository.py)."""
+
+    __tablename__ = "job_run"
+    __table_args__ = (
+        CheckConstraint("outcome IN ('succeeded', 'failed', 'skipped')", name="known_outcome"),
+        Index(None, "job", "outcome", "finished_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    job: Mapped[str] = mapped_column(String(32))
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime]
+    outcome: Mapped[str] = mapped_column(String(16))
+    # What failed, for a failed run: the exception's type and message.
+    error: Mapped[str | None] = mapped_column(Text)
