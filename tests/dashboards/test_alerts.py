@@ -3,6 +3,7 @@ row (an alert instance, labelled by its text columns) exactly for what is in tha
 And the provisioning file is Grafana's format: a group of rules, each a query and a reduce and
 threshold expression on it."""
 
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -116,3 +117,9 @@ def test_the_provisioning_file_has_every_rule_as_grafana_reads_it() -> None:
         assert threshold["model"]["conditions"] == [{"evaluator": {"type": "gt", "params": [0]}}]
         assert rule["condition"] == threshold["refId"] == "C"
         assert rule["noDataState"] == "OK"
+
+
+def test_no_environment_or_cluster_is_named_in_a_rule() -> None:
+    text = build.render()[build.ALERT_RULES]
+
+    assert re.findall(r"'(dev|stage|prod|drone-\d+|large-\d+)'", text) == []
