@@ -51,6 +51,9 @@ from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
 
 from hub import store  # noqa: E402
 from hub.database import create_sessionmaker, normalise_database_url, write_session  # noqa: E402
+from hub.envdiff.service import keep_diff  # noqa: E402
+from hub.promotion.service import AnswerOptions, keep_answers  # noqa: E402
+from hub.settings import HubSettings  # noqa: E402
 from tests.dashboards.grafana_sql import expand  # noqa: E402
 from tests.dashboards.panels import PanelQuery, opened, panel_queries  # noqa: E402
 
@@ -94,8 +97,9 @@ def parse_args() -> argparse.Namespace:
 
 def ready(url: str) -> None:
     """The hourly rollups refreshed, as the hub's rollup job keeps them where they are tables
-    (the query benchmark's jobs leave them be); the role Grafana would use made if missing and
-    granted as the command grants."""
+    (the query benchmark's jobs leave them be), and the environment diff and the gate answers
+    kept, as the hub's jobs keep them for the dashboards; the role Grafana would use made if
+    missing and granted as the command grants."""
     with psycopg.connect(url, autocommit=True) as connection:
         exists = connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (ROLE,))
         if exists.fetchone() is None:
@@ -107,6 +111,14 @@ def ready(url: str) -> None:
         try:
             with phase("rolling up the history hourly, as the hub's rollup job does"):
                 await store.refresh_rollups(sessions, datetime.now(UTC))
+            with phase("keeping the environment diff, as the hub's environment diff job does"):
+                async with write_session(sessions) as session:
+                    await keep_diff(session, now=datetime.now(UTC))
+            with phase("keeping the gate answers, as the hub's gate answers job does"):
+                async with write_session(sessions) as session:
+                    await keep_answers(
+                        session, AnswerOptions.of(HubSettings()), now=datetime.now(UTC)
+                    )
             async with write_session(sessions) as session:
                 await store.grant_readonly(session, ROLE)
         finally:

@@ -2,11 +2,11 @@
 
 `DASHBOARDS` lists one builder module per dashboard; each has `UID`, `TITLE` and `build()`
 returning the dashboard without links. `render()` adds to every dashboard a link to each of
-the others (by uid, with the variables and time range carried over) and returns every file
-as `python -m dashboards build` writes it, by path, with its text. `generated()` adds the
-copies the hub's Helm chart ships (a chart can read only files inside it): every file that
-`python -m dashboards build` writes, which `python -m dashboards check` compares with the
-committed ones.
+the others (by uid, with the variables and time range carried over) and returns the files
+under dashboards/, by path, with their text: the dashboards' JSON and the
+alert rules' provisioning file (dashboards/alerts.py). `generated()` adds the copies of the
+dashboards' JSON the hub's Helm chart ships (a chart can read only files inside it);
+`python -m dashboards check` compares every file `build` writes with the committed ones.
 """
 
 import json
@@ -17,13 +17,23 @@ from grafana_foundation_sdk.builders.dashboard import DashboardLink
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import DashboardLinkType
 
-from dashboards import cluster, drift, fleet, history
+from dashboards import alerts, cluster, dora, drift, envdiff, fleet, history, promotion
 from dashboards.common import dashboard_url
 
-__all__ = ["CHART_DASHBOARDS", "DASHBOARDS", "ROOT", "check", "generated", "render", "write"]
+__all__ = [
+    "ALERT_RULES",
+    "CHART_DASHBOARDS",
+    "DASHBOARDS",
+    "ROOT",
+    "check",
+    "generated",
+    "render",
+    "write",
+]
 
 ROOT = Path(__file__).resolve().parent
-DASHBOARDS: tuple[ModuleType, ...] = (fleet, drift, history, cluster)
+DASHBOARDS: tuple[ModuleType, ...] = (fleet, drift, envdiff, history, dora, promotion, cluster)
+ALERT_RULES = ROOT / "provisioning" / "alerting" / "fleetmark.yaml"
 # charts/fleetmark-hub/dashboards/ of a checkout: the JSON the chart puts in ConfigMaps.
 CHART_DASHBOARDS = ROOT.parent / "charts" / "fleetmark-hub" / "dashboards"
 
@@ -46,13 +56,17 @@ def render() -> dict[Path, str]:
         built.links = [link.build() for link in _links(module.UID)]
         text = json.dumps(built, cls=JSONEncoder, indent=2, sort_keys=True, ensure_ascii=False)
         files[ROOT / "json" / f"{module.UID}.json"] = text + "\n"
+    files[ALERT_RULES] = alerts.render()
     return files
 
 
 def generated() -> dict[Path, str]:
-    """Every file `python -m dashboards build` writes: the dashboards and the chart's copies."""
+    """Every file `python -m dashboards build` writes: render()'s and the chart's copies of the
+    dashboards."""
     files = render()
-    return files | {CHART_DASHBOARDS / path.name: text for path, text in files.items()}
+    return files | {
+        CHART_DASHBOARDS / path.name: text for path, text in files.items() if path.suffix == ".json"
+    }
 
 
 def write() -> list[Path]:

@@ -1,6 +1,7 @@
 """Background jobs of the hub: the periodic harvest (unless turned off), the periodic drift
 evaluation, the periodic summary of what clusters run (for the environment diff), the periodic
-refresh of the DORA rollup, the history's retention (at start, then daily) and hourly rollups
+refresh of the DORA rollup, the promotion gate's answers for the newest commits (for dashboards
+and alert rules), the history's retention (at start, then daily) and hourly rollups
 (where the store does not keep them itself; hub/store.py) and, when a control plane is
 configured, the periodic scheduling. The only module that imports APScheduler.
 
@@ -40,6 +41,7 @@ from hub.drift.service import scheduled_drift
 from hub.envdiff.service import scheduled_refresh
 from hub.harvest.service import Clock, scheduled_harvest
 from hub.monitoring.service import Outcome, record_job_run
+from hub.promotion.service import scheduled_answers
 from hub.scheduling.service import scheduled_schedule
 from hub.settings import HubSettings
 from hub.store import keep_history, refresh_rollups
@@ -48,6 +50,7 @@ HARVEST_JOB = "harvest"
 DRIFT_JOB = "drift"
 ENV_DIFF_JOB = "env_diff"
 DORA_JOB = "dora"
+GATE_ANSWERS_JOB = "gate_answers"
 SCHEDULE_JOB = "schedule"
 RETENTION_JOB = "retention"
 RETENTION_INTERVAL = timedelta(days=1)
@@ -146,12 +149,23 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
         settings.drift_interval,
         lambda: scheduled_drift(sessions, settings, clock=clock),
     )
-    _every(schedule, ENV_DIFF_JOB, settings.env_diff_interval, lambda: scheduled_refresh(sessions))
+    _every(
+        schedule,
+        ENV_DIFF_JOB,
+        settings.env_diff_interval,
+        lambda: scheduled_refresh(sessions, clock=clock),
+    )
     _every(
         schedule,
         DORA_JOB,
         settings.dora_interval,
         lambda: scheduled_dora(sessions, settings, clock=clock),
+    )
+    _every(
+        schedule,
+        GATE_ANSWERS_JOB,
+        settings.gate_answers_interval,
+        lambda: scheduled_answers(sessions, settings, clock=clock),
     )
     _every(
         schedule,

@@ -218,6 +218,32 @@ class HubSettings(BaseSettings):
             "8601); DORA answers are at most this old."
         ),
     )
+    gate_answers_interval: Interval = Field(
+        default=timedelta(minutes=1),
+        gt=timedelta(0),
+        description=(
+            "How often the hub judges the gate for the newest platform commits and workload "
+            "versions of each environment and keeps the answers for dashboards and alert rules "
+            "(seconds or ISO 8601); kept answers are at most this old."
+        ),
+    )
+    gate_answers_newest: int = Field(
+        default=5,
+        ge=1,
+        le=50,
+        description=(
+            "How many of the newest platform commits of each environment, and of the newest "
+            "versions of each workload in it, the kept gate answers cover."
+        ),
+    )
+    gate_answers_soak: Interval = Field(
+        default=timedelta(minutes=10),
+        ge=timedelta(0),
+        description=(
+            "The soak the kept gate answers are judged with (seconds or ISO 8601), as the "
+            "endpoint's `soak`."
+        ),
+    )
     dora_settle_after: Interval = Field(
         default=timedelta(days=1),
         gt=timedelta(0),

@@ -1,5 +1,6 @@
 """SQL of the environment diff, over the desired_version view and the deployed_version
-summary (migrations 0007, 0010). The diff itself only reads; `refresh_part` is the job's.
+summary (migrations 0007, 0010). The diff itself only reads; `refresh_part` and `replace_kept`
+(the diff of every environment kept for dashboards, migration 0027) are the job's.
 
 Why a request stays cheap at 10,000 clusters: a diff row stands for every cluster of its
 cluster type in each environment, a hundred or more. Reading those clusters' objects per
@@ -21,11 +22,12 @@ cost follows the number of assignments compared, not clusters, objects or histor
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import RowMapping, select, text
+from sqlalchemy import RowMapping, delete, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.models import Environment
+from hub.models import Environment, EnvironmentDiffCell, EnvironmentDiffConfig
 
 # Held while refreshing the summary ("envdiff" in ASCII): one replica at a time.
 REFRESH_LOCK = 0x656E7664696666
@@ -239,3 +241,15 @@ async def refresh_part(session: AsyncSession, part: int, first: int, end: int) -
 async def drop_parts_from(session: AsyncSession, parts: int) -> None:
     """Forget parts beyond the fleet's last cluster id."""
     await session.execute(text("DELETE FROM deployed_part WHERE part >= :parts"), {"parts": parts})
+
+
+async def replace_kept(
+    session: AsyncSession, cells: Sequence[dict[str, Any]], config: Sequence[dict[str, Any]]
+) -> None:
+    """The kept diff of every environment becomes `cells` and `config` (the columns of
+    EnvironmentDiffCell and EnvironmentDiffConfig), all at once for readers."""
+    for model, rows in ((EnvironmentDiffCell, cells), (EnvironmentDiffConfig, config)):
+        await session.execute(delete(model))
+        if rows:
+            await session.execute(insert(model), list(rows))
+    await session.flush()

@@ -16,11 +16,14 @@ An object follows an assignment when its cluster is in the assignment's environm
 cluster type and its source is the assignment's app repository (URLs compared normalised),
 ref (the pinned revision, else the branch) and path, as the gate matches objects
 (hub/gate/service.py).
+
+The job also keeps the diff of every environment, in promotion order, every row (`keep_diff`,
+migration 0027): the dashboards read its cells and their reasons, which are this module's.
 """
 
 import asyncio
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -30,7 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.database import exclusive, write_session
 from hub.envdiff import compare, repository
-from hub.envdiff.compare import Side
+from hub.envdiff.compare import DifferenceKind, Side
 from hub.envdiff.repository import Filters
 from hub.envdiff.schemas import (
     AppSource,
@@ -50,9 +53,12 @@ from hub.gate import repository as gate_repository
 from hub.gate.service import UnknownEnvironment
 from hub.harvest.urls import spelled_repository
 
-__all__ = ["environment_diff", "refresh_deployed", "scheduled_refresh"]
+__all__ = ["environment_diff", "keep_diff", "refresh_deployed", "scheduled_refresh"]
 
 log = structlog.get_logger("fleetmark.envdiff")
+
+# Rows of the diff the job reads per page while keeping the diff of every environment.
+KEPT_PAGE = 500
 
 
 def _check_names(environments: Sequence[str]) -> None:
@@ -310,10 +316,103 @@ async def refresh_deployed(sessions: async_sessionmaker[AsyncSession]) -> None:
             await repository.refresh_part(session, part, first, end)
 
 
-async def scheduled_refresh(sessions: async_sessionmaker[AsyncSession]) -> None:
-    """The job's run: a refresh unless another replica is at it."""
+def _kept_cells(row: DiffRow, now: datetime) -> list[dict[str, Any]]:
+    """EnvironmentDiffCell's columns for each environment of a row, with the differences
+    that are about it."""
+    cells = []
+    for order, cell in enumerate(row.environments):
+        about = [item for item in row.differences if item.environment == cell.environment]
+        deployed = cell.deployed
+        cells.append(
+            {
+                "workload": row.workload,
+                "cluster_type": row.cluster_type,
+                "paired_target": row.deployment_target,
+                "environment": cell.environment,
+                "environment_order": order,
+                "state": cell.state.value,
+                "assigned": cell.assigned,
+                "deployment_target": cell.deployment_target,
+                "desired_version": None if cell.desired is None else cell.desired.version,
+                "pinned_ref": None if cell.app is None else cell.app.pinned_ref,
+                "clusters": 0 if deployed is None else deployed.clusters,
+                "in_sync": 0 if deployed is None else deployed.in_sync,
+                "drifted": 0 if deployed is None else deployed.drifted,
+                "failing": 0 if deployed is None else deployed.failing,
+                "not_reporting": 0 if deployed is None else deployed.not_reporting,
+                "deployed": []
+                if deployed is None
+                else [item.model_dump() for item in deployed.versions],
+                "reasons": [item.reason.value for item in about],
+                "details": [item.detail for item in about],
+                "evaluated_at": now,
+            }
+        )
+    return cells
+
+
+def _kept_config(row: DiffRow, order: Mapping[str, int]) -> list[dict[str, Any]]:
+    """EnvironmentDiffConfig's columns for each value of each config key that differs."""
+    return [
+        {
+            "workload": row.workload,
+            "cluster_type": row.cluster_type,
+            "paired_target": row.deployment_target,
+            "key": item.key,
+            "environment": environment,
+            "environment_order": order[environment],
+            "value": value,
+        }
+        for item in row.differences
+        if item.kind is DifferenceKind.CONFIG and item.key is not None and item.values
+        for environment, value in item.values.items()
+    ]
+
+
+async def keep_diff(session: AsyncSession, *, now: datetime) -> int:
+    """Keep the diff of every environment, in promotion order, every row with its cells, as
+    GET /api/v1/diff answers it; none with fewer than two environments. The caller commits.
+    Returns how many rows are kept."""
+    names = await gate_repository.environment_names(session)
+    known = await repository.environments(session, names)
+    cells: list[dict[str, Any]] = []
+    config: list[dict[str, Any]] = []
+    kept = 0
+    while len(names) > 1:
+        diff = await environment_diff(
+            session,
+            environments=names,
+            workload=None,
+            cluster_type=None,
+            deployment_target=None,
+            only_differences=False,
+            ignored_keys=[],
+            limit=KEPT_PAGE,
+            offset=kept,
+            now=now,
+        )
+        order = {name: index for index, name in enumerate(diff.environments)}
+        for row in diff.rows.items:
+            cells += _kept_cells(row, now)
+            config += _kept_config(row, order)
+        kept += len(diff.rows.items)
+        if not diff.rows.items or kept >= diff.rows.total:
+            break
+    for cell in cells:
+        cell["environment_position"] = known[cell["environment"]][1]
+    await repository.replace_kept(session, cells, config)
+    return kept
+
+
+async def scheduled_refresh(
+    sessions: async_sessionmaker[AsyncSession], *, clock: Callable[[], datetime]
+) -> None:
+    """The job's run: a refresh, then the diff of every environment kept, unless another
+    replica is at it."""
     async with exclusive(sessions, repository.REFRESH_LOCK) as acquired:
         if not acquired:
             log.info("deployed summary refresh skipped: another replica holds the lock")
             return
         await refresh_deployed(sessions)
+        async with write_session(sessions) as session:
+            await keep_diff(session, now=clock())

@@ -90,6 +90,8 @@ __all__ = [
     "UnknownEnvironment",
     "UnknownVersion",
     "UnknownWorkload",
+    "newest_commits",
+    "newest_versions",
     "promotable",
     "promotion_gate",
 ]
@@ -353,6 +355,29 @@ async def _find_commit(
     return by_id[branch_id], sha, starts
 
 
+async def _newest(
+    session: AsyncSession, branches: Sequence[Branch], count: int
+) -> list[tuple[str, int, Memberships]]:
+    """The newest `count` commits of the branches' first-parent chains, newest first: each
+    branch's chain in its own order, several branches by commit time; (sha, branch id, where
+    it stands)."""
+    chains = []
+    for branch in branches:
+        chain = await repository.recent_chain(session, branch.id, count)
+        chains.append(
+            [(committed_at, sha, branch.id, starts) for sha, committed_at, starts in chain]
+        )
+    walk = heapq.merge(*chains, key=lambda step: step[0], reverse=True)
+    return [(sha, branch_id, starts) for _, sha, branch_id, starts in itertools.islice(walk, count)]
+
+
+async def newest_commits(session: AsyncSession, environment: str, count: int) -> list[str]:
+    """The newest `count` platform commits of the environment's branch, newest first: those
+    `promotable` examines first."""
+    scope = await _scope(session, environment)
+    return [sha for sha, _, _ in await _newest(session, scope.branches, count)]
+
+
 async def _platform_commit_gate(
     session: AsyncSession,
     *,
@@ -415,16 +440,8 @@ async def promotable(
         )
     by_id = {branch.id: branch for branch in branches}
     urls = {branch.id: _spellings(scope.spellings, branch.repository_url) for branch in branches}
-    # Newest first: each branch's chain in its own order, several branches by commit time.
-    chains = []
-    for branch in branches:
-        chain = await repository.recent_chain(session, branch.id, max_commits)
-        chains.append(
-            [(committed_at, sha, branch.id, starts) for sha, committed_at, starts in chain]
-        )
-    walk = heapq.merge(*chains, key=lambda step: step[0], reverse=True)
     examined = 0
-    for _, sha, branch_id, starts in itertools.islice(walk, max_commits):
+    for sha, branch_id, starts in await _newest(session, branches, max_commits):
         examined += 1
         result = await _judge_commit(
             session,
@@ -596,6 +613,27 @@ async def _workload_version_gate(
         assignments=[_wire_assignment(item) for item in assignments],
     )
     return _result(decision, judgement, wire_target, options, list(harvested.values()), page)
+
+
+async def newest_versions(
+    session: AsyncSession, environment: str, workload: str, count: int
+) -> list[str]:
+    """The newest `count` versions the workload's app paths carried in the environment (those
+    its assignments follow at the head of the platform branch), newest first: by where on its
+    app branch each version first appeared."""
+    scope = await _scope(session, environment)
+    assignments = await repository.workload_assignments(
+        session, [branch.id for branch in scope.branches], workload
+    )
+    introduced: dict[str, int] = {}
+    for assignment in assignments:
+        for item in assignment.ranges:
+            if item.version is not None:
+                introduced[item.version] = min(
+                    introduced.get(item.version, item.from_position), item.from_position
+                )
+    newest = sorted(introduced, key=lambda version: (-introduced[version], version))
+    return newest[:count]
 
 
 # --- entry points -----------------------------------------------------------------------------

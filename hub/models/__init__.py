@@ -12,6 +12,7 @@ from hub.models.drift import (
     DriftTotal,
     ObjectDrift,
 )
+from hub.models.envdiff import EnvironmentDiffCell, EnvironmentDiffConfig
 from hub.models.fleet import (
     Cluster,
     ClusterType,
@@ -20,6 +21,7 @@ from hub.models.fleet import (
     Workload,
     Workspace,
 )
+from hub.models.gate import GateAnswer
 from hub.models.git import BranchCommit, GitBranch, GitCommit, Repository
 from hub.models.jobs import JobRun
 from hub.models.observed import (
@@ -53,6 +55,9 @@ __all__ = [
     "DriftPeriod",
     "DriftTotal",
     "Environment",
+    "EnvironmentDiffCell",
+    "EnvironmentDiffConfig",
+    "GateAnswer",
     "GitBranch",
     "GitCommit",
     "HarvestError",

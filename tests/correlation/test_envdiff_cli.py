@@ -39,7 +39,7 @@ async def served(served_fleet: ServedFleet) -> ServedFleet:
             else:
                 cluster.run_app(target, heads[environment])
             await cluster.report()
-    await scheduled_refresh(live.sessions)
+    await scheduled_refresh(live.sessions, clock=live.clock)
     return live
 
 

@@ -1,0 +1,75 @@
+"""The Environment diff dashboard on the seeded fleet, run as Grafana runs it as the read-only
+role, after dev got version 1.1.0: each cell's desired and deployed versions and the reason for
+each difference, from the diff the environment diff job keeps."""
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from hub.envdiff import service
+from tests.dashboards.conftest import ReadOnly, Seeded
+from tests.dashboards.test_panels import PANELS
+from tests.harvest.scenario import WORKLOAD
+
+
+async def show(
+    readonly: ReadOnly, seeded: Seeded, title: str, **chosen: list[str]
+) -> list[dict[str, Any]]:
+    query = PANELS[f"fleetmark-envdiff: {title}"]
+    variables = await readonly.variables(query.dashboard, chosen)
+    return await readonly.panel(
+        query, variables, seeded.now - timedelta(days=1), seeded.now, readonly.timescaledb
+    )
+
+
+@pytest.fixture
+async def released(seeded: Seeded, session: AsyncSession) -> Seeded:
+    """dev's app branch carries 1.1.0 while its clusters still run 1.0.0; the job ran."""
+    seeded.fleet.release("1.1.0")
+    await seeded.fleet.harvest()
+    assert session.bind is not None
+    await service.refresh_deployed(
+        async_sessionmaker(bind=session.bind, join_transaction_mode="create_savepoint")
+    )
+    await service.keep_diff(session, now=seeded.now)
+    return seeded
+
+
+async def test_a_cell_shows_the_versions_side_by_side_and_the_reason(
+    released: Seeded, readonly: ReadOnly
+) -> None:
+    cells = await show(readonly, released, "Versions by environment")
+
+    drone, large = f"{WORKLOAD} on drone", f"{WORKLOAD} on large"
+    # Environments in promotion order, then the rows.
+    assert [(row["Workload"], row["Environment"], row["Cell"]) for row in cells] == [
+        (drone, "dev", "1.1.0 → 1.0.0 on 2 (drifted)"),
+        (large, "dev", "1.1.0 → 1.0.0 on 1 (failed)"),
+        (drone, "stage", "1.0.0 → 1.0.0 on 1 (awaiting_promotion)"),
+        (large, "stage", "1.0.0 → nothing reported (awaiting_promotion)"),
+    ]
+
+
+async def test_the_differences_say_why(released: Seeded, readonly: ReadOnly) -> None:
+    rows = await show(readonly, released, "Differences and why", cluster_type=["large"])
+    stage_only = await show(readonly, released, "Differences and why", environment=["stage"])
+
+    assert [(row["Environment"], row["State"], row["Reasons"]) for row in rows] == [
+        ("dev", "failing", "failed"),
+        ("stage", "not_reporting", "awaiting_promotion"),
+    ]
+    assert rows[0]["Why"] == ("1 of 1 cluster in dev failing: Deployment/hello-world not ready")
+    assert {row["Environment"] for row in stage_only} == {"stage"}
+
+
+async def test_the_config_keys_that_differ(released: Seeded, readonly: ReadOnly) -> None:
+    config = await show(readonly, released, "Config keys that differ", cluster_type=["drone"])
+
+    environment = {
+        row["Environment"]: row["Value"]
+        for row in config
+        if row["Config key"] == f"{WORKLOAD} on drone: ENVIRONMENT"
+    }
+    assert environment == {"dev": "Dev", "stage": "Stage"}
