@@ -54,9 +54,8 @@ LEFT JOIN LATERAL (
 # restored. The platform commits are the workload `platform`. Events at one time in the order
 # they happen.
 PER_WORKLOAD = f"""
-SELECT e.time, COALESCE(NULLIF(x.workload, ''), 'platform') || ' on ' || x.environment AS metric,
-       e.value
-FROM grafana.rollout x
+SELECT e.time, COALESCE(x.workload, 'platform') || ' on ' || x.environment AS metric, e.value
+FROM grafana.dora_rollout x
 CROSS JOIN LATERAL (VALUES
     (x.started_at, 1, 1),
     (x.failed_at, 2, 2),

@@ -31,9 +31,6 @@ takes a staleness threshold; the panels do, as the API does.
   panel's filter on those finds its range's periods by that index before spreading them,
   where 0018's view spreads every period of the history first;
 - transition_hourly, heartbeat_hourly: the hourly rollups with placement names;
-- rollout: the DORA job's rollups, one row per rollout of a platform commit or a workload
-  version in an environment (started, completed, failed, restored): what changed when per
-  workload, a row per change of the fleet rather than per cluster;
 - repository: per GitOps repository, its URL and role and how its harvest goes (last fetch,
   its error, newest harvested commit, errors recorded), never its clone URL or credentials.
 
@@ -111,12 +108,6 @@ VIEWS = {
     "heartbeat_hourly": f"""
         SELECT x.cluster_id, x.hour, {_NAMES}, x.reports, x.objects
         FROM heartbeat_hourly x {_PLACED}
-    """,
-    "rollout": """
-        SELECT workload, environment, environment_position, revision, commit_sha, committed_at,
-               started_at, completed_at, failed_at, restored_at, expected_clusters,
-               reached_clusters, failed_clusters, failed_cluster, failure_reason
-        FROM dora_rollup
     """,
     "repository": """
         SELECT r.url, r.role, r.source, r.enabled, r.fetched_at, r.fetch_error,
