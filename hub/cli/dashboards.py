@@ -31,10 +31,10 @@ from grafana_client.client import (
     GrafanaClientError,
     GrafanaException,
     GrafanaServerError,
-    GrafanaTimeoutError,
     GrafanaUnauthorizedError,
 )
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from requests.exceptions import Timeout
 
 from hub.cli.output import console, fail
 
@@ -230,7 +230,7 @@ class Grafana:
                 "Grafana, or a proxy in front of it, is in trouble; look at its log and push "
                 "again once it answers (a push can be repeated safely)"
             ) from None
-        except GrafanaTimeoutError:
+        except Timeout:
             raise PushRefused(
                 f"{at} did not answer within {TIMEOUT_SECONDS:.0f} s when asked to {action}: "
                 "check that it is running and --grafana-url is right, then push again"

@@ -3,6 +3,7 @@
 import asyncio
 import random
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +265,13 @@ async def test_stopping_ends_the_threads_promptly(
         await _watching(api, 2)
         threads = list(watcher._threads)
     assert not any(thread.is_alive() for thread in threads)
+
+
+def test_the_kubernetes_client_speaks_through_urllib3_itself() -> None:
+    """urllib3-future (which niquests, and so grafana-client 4 and later, bring along) installs
+    itself as `urllib3`: on it, the Kubernetes client's watches did not stop (the test above)."""
+    with pytest.raises(metadata.PackageNotFoundError):
+        metadata.distribution("urllib3-future")
 
 
 async def test_lease_create_read_update_and_conflict(reader: ClusterReader) -> None:
