@@ -32,6 +32,7 @@ from dashboards.postgres import DATASOURCE_TYPE, SQL, Format
 __all__ = [
     "ALL",
     "DATASOURCE",
+    "EVERY_CLUSTER",
     "SHOWN_CLUSTERS",
     "STALE_AFTER",
     "VARIABLES",
@@ -55,6 +56,8 @@ VARIABLES = ("environment", "workspace", "workload", "cluster_type", "cluster")
 # The "All" value of every variable, put into the SQL as it is (Grafana does not format a
 # custom all value): a quoted string no environment, cluster or workload name can be.
 ALL = "'*'"
+# SQL: "All" is chosen for the cluster variable.
+EVERY_CLUSTER = f"({ALL} IN (${{cluster:sqlstring}}))"
 # Seconds without a report after which a cluster is stale; the hub's default
 # (FLEETMARK_STALE_AFTER_SECONDS). A constant variable, so provisioning can change it.
 STALE_AFTER = "stale_after"
