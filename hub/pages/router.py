@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Form, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.routing import APIRoute
+from pydantic import BeforeValidator
 
 from hub.clusters import service as clusters
 from hub.deps import ClockDep, ReadSessionDep, SettingsDep
@@ -71,6 +72,14 @@ router = APIRouter(
 )
 
 PageLimit = Annotated[Limit, Query(description="Rows per page.")]
+
+
+def _blank_is_none(value: object) -> object:
+    return None if value == "" else value
+
+
+# A filter from a form: a field left empty is sent (`?cluster=`) and means no filter.
+Filter = Annotated[Text | None, BeforeValidator(_blank_is_none)]
 
 
 def _stale_after(settings: SettingsDep) -> timedelta:
@@ -141,8 +150,8 @@ async def fleet_overview(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
-    environment: Text | None = None,
-    cluster_type: Text | None = None,
+    environment: Filter = None,
+    cluster_type: Filter = None,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,
 ) -> Response:
@@ -171,9 +180,9 @@ async def drift_page(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
-    environment: Text | None = None,
-    cluster_type: Text | None = None,
-    cluster: Text | None = None,
+    environment: Filter = None,
+    cluster_type: Filter = None,
+    cluster: Filter = None,
     reason: Annotated[list[Reason] | None, Query(max_length=MAX_REPEATED)] = None,
     include_in_sync: bool = False,
     limit: PageLimit = PAGE_SIZE,
@@ -213,8 +222,8 @@ async def environment_diff_page(
     session: ReadSessionDep,
     clock: ClockDep,
     environment: Annotated[list[Text] | None, Query(max_length=MAX_REPEATED)] = None,
-    workload: Text | None = None,
-    cluster_type: Text | None = None,
+    workload: Filter = None,
+    cluster_type: Filter = None,
     only_differences: bool = True,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,
@@ -301,10 +310,10 @@ async def gate_page(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
-    environment: Text | None = None,
-    commit: Text | None = None,
-    workload: Text | None = None,
-    version: Text | None = None,
+    environment: Filter = None,
+    commit: Filter = None,
+    workload: Filter = None,
+    version: Filter = None,
     soak: Annotated[Duration, Query()] = gate.DEFAULT_SOAK,
     allow_stale: bool = False,
     limit: PageLimit = PAGE_SIZE,

@@ -5,7 +5,8 @@ drift job and the environment diff's summary run), and read by the tests without
 dev: drone-01 runs dev's previous platform commit (one behind) and hello-world 1.1.0; large-01
 failed to sync dev's newest platform commit (SyncFailed); drone-03 is registered, labelled with
 markup, and never reported. stage: drone-02 runs stage's head and 1.0.0; large-02 failed to
-apply 1.0.0, with markup in its message.
+apply 1.0.0, with markup in its message. drone-02 also follows a repository whose URL holds a
+password.
 """
 
 from collections.abc import AsyncIterator, Iterator
@@ -16,6 +17,7 @@ import pytest
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
 from hub.envdiff.service import scheduled_refresh
+from hub.simulation import records
 from tests.agent.conftest import LiveHub
 from tests.conftest import TOKEN_SECRET, DatabaseServer
 from tests.correlation.conftest import ServedFleet
@@ -29,14 +31,17 @@ CLUSTERS = [
     ("large-02", "stage", "large"),
 ]
 HOSTILE = '<script>alert("fleet")</script>'
+# A repository drone-02 follows besides the scenario's, as its agent reports it.
+WITH_PASSWORD = "https://deploy:s3cret-password@git.example.com/contoso/tools.git"
 
 
 @dataclass(frozen=True)
 class Scenario:
     live: ServedFleet
-    # Heads of the platform branches, and dev's newest commit that drone-01 has not applied.
+    # Heads of the branches of platform-gitops (dev's: the commit drone-01 has not applied)
+    # and app-gitops.
     platform: dict[str, str]
-    newer: str
+    app: dict[str, str]
 
     @property
     def url(self) -> str:
@@ -83,6 +88,18 @@ async def _build(live: ServedFleet) -> Scenario:
         clusters["large-01"].run_app("performance-test", app["dev"])
         clusters["drone-02"].run_platform(platform["stage"])
         clusters["drone-02"].run_app("uat-test", app["stage"])
+        clusters["drone-02"].objects["tools"] = records(
+            "flux",
+            "tools",
+            url=WITH_PASSWORD,
+            branch="main",
+            path="./tools",
+            applied=None,
+            attempted=None,
+            ready=True,
+            reason="ReconciliationSucceeded",
+            message=None,
+        )
         clusters["large-02"].run_platform(platform["stage"])
         clusters["large-02"].run_app(
             "uat-test", None, attempted=app["stage"], ready=False, message=HOSTILE
@@ -93,7 +110,7 @@ async def _build(live: ServedFleet) -> Scenario:
     async with live.sessions() as session:
         await evaluate(session, live.clock)
     await scheduled_refresh(live.sessions, clock=live.clock)
-    return Scenario(live, platform | {"dev": newer}, newer)
+    return Scenario(live, platform | {"dev": newer}, app)
 
 
 @pytest.fixture(scope="module")

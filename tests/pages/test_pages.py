@@ -93,6 +93,13 @@ def test_outside_input_is_shown_as_text(pages_scenario: Scenario) -> None:
     assert "<script" not in labelled + failing
 
 
+def test_no_password_is_shown(pages_scenario: Scenario) -> None:
+    page = get(pages_scenario, "/clusters/drone-02").text
+
+    assert "https://deploy:***@git.example.com/contoso/tools.git" in page
+    assert "s3cret" not in page
+
+
 def test_what_cannot_be_shown_is_a_page_saying_why(pages_scenario: Scenario) -> None:
     unknown = get(pages_scenario, "/clusters/nowhere")
     bad = get(pages_scenario, "/drift?reason=sideways&limit=0")
