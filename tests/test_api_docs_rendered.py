@@ -2,8 +2,7 @@
 to anywhere but the hub refused, as on an air-gapped network. The screenshots are kept in the
 test's temporary folder.
 
-Chromium is the system's (`apt-get install chromium`), driven by Playwright for Python; where
-it is not installed the test is skipped, saying so (`.ci/run` installs it, so CI runs it).
+Chromium is the system's, driven as every browser test drives it (tests/browser.py).
 """
 
 from collections.abc import Iterator

@@ -5,6 +5,7 @@ API checks it (hub.tokens), on every request: a revoked token stops working at o
 
 from fastapi import Request
 
+from hub.database import ReadSession
 from hub.deps import BearerDep, ReadSessionDep, SettingsDep
 from hub.errors import NotAuthenticated
 from hub.settings import HubSettings
@@ -28,7 +29,7 @@ def local_path(target: str | None) -> str:
     return target
 
 
-async def check_token(session: ReadSessionDep, token: str | None, settings: HubSettings) -> None:
+async def check_token(session: ReadSession, token: str | None, settings: HubSettings) -> None:
     await tokens.require_scope(
         session, token, "read", token_secret=settings.token_secret.get_secret_value()
     )

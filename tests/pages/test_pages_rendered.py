@@ -144,16 +144,21 @@ def test_the_gate_shows_the_clusters_that_block(tab: Page, pages_scenario: Scena
     assert "SyncFailed" in tab.locator("#objects").inner_text()
 
 
-def test_the_repositories_and_their_harvest(tab: Page) -> None:
+def test_the_repositories_and_their_harvest(tab: Page, pages_scenario: Scenario) -> None:
     tab.goto("/repositories")
-    sections = tab.locator("section.repository")
-    text = tab.locator("main").inner_text()
+    platform = tab.locator("section.repository", has_text="platform repository").inner_text()
+    app = tab.locator("section.repository", has_text="app repository").inner_text()
     screenshot(tab, "repositories")
+    tab.locator("section.repository", has_text="app repository").get_by_role(
+        "link", name="stage"
+    ).click()
+    tab.wait_for_url("**/?environment=stage")
 
-    assert sections.count() == 2
-    assert "platform repository" in text
-    assert "app repository" in text
-    assert "stage" in text
+    for branch in ("dev", "stage"):
+        assert pages_scenario.platform[branch][:12] in platform
+        assert pages_scenario.app[branch][:12] in app
+    assert "discovered from the manifests" in app
+    assert set(column(tab, "clusters", 1)) == {"drone-02", "large-02"}
 
 
 def test_signing_in_with_a_read_token(
