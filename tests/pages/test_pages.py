@@ -84,6 +84,15 @@ def test_drift_filters_by_reason_in_the_url(pages_scenario: Scenario) -> None:
     assert "1 commit behind" in text(dev)
 
 
+def test_the_gate_for_a_workload_version(pages_scenario: Scenario) -> None:
+    page = get(pages_scenario, "/gate?environment=stage&workload=hello-world-app&version=1.0.0")
+
+    assert page.status_code == 200, page.text
+    assert rows(page.text, "gate-clusters") == ["large-02", "drone-02"]
+    assert "hello-world-app 1.0.0" in text(page.text)
+    assert "failed" in text(page.text)
+
+
 def test_outside_input_is_shown_as_text(pages_scenario: Scenario) -> None:
     labelled = get(pages_scenario, "/clusters/drone-03").text
     failing = get(pages_scenario, "/clusters/large-02").text
