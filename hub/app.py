@@ -31,6 +31,8 @@ from hub.ingest.router import REPORT_COMPONENTS
 from hub.ingest.router import router as ingest_router
 from hub.jobs import start_jobs, stop_jobs
 from hub.metrics import HubMetrics, RequestMetricsMiddleware
+from hub.pages.router import public as pages_public_router
+from hub.pages.router import router as pages_router
 from hub.query.router import router as query_router
 from hub.scheduling.router import router as scheduling_router
 from hub.settings import HubSettings
@@ -89,6 +91,8 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         envdiff_router,
         repositories_router,
         scheduling_router,
+        pages_public_router,
+        pages_router,
     ):
         app.include_router(router)
     app.add_middleware(RequestMetricsMiddleware, metrics=app.state.metrics)
