@@ -120,16 +120,16 @@ async def test_the_history(served: Served) -> None:
     ]
 
 
-async def test_what_the_hub_refuses_ends_the_command(served: Served) -> None:
+async def test_what_the_hub_refuses_ends_the_command_with_2(served: Served) -> None:
     unknown = await fleetmark(served, "-e", "qa")
     bad_reason = await fleetmark(served, "--reason", "sideways")
     misplaced = await fleetmark(served, "--history", "--reason", "behind")
 
-    assert unknown.exit_code == 1
+    assert unknown.exit_code == 2
     assert "error: environment 'qa' is unknown (known: dev, stage) (HTTP 404)" in words(
         unknown.stderr
     )
     assert bad_reason.exit_code == 2
     assert "'sideways' is not one of" in words(bad_reason.output)
-    assert misplaced.exit_code == 1
+    assert misplaced.exit_code == 2
     assert "error: --reason does not apply with --history" in words(misplaced.stderr)
