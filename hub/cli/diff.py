@@ -14,7 +14,16 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from hub.cli.output import Output, OutputOption, Rows, console, rows_table, show, when
+from hub.cli.output import (
+    Output,
+    OutputOption,
+    Rows,
+    console,
+    rows_table,
+    short_sha,
+    show,
+    when,
+)
 from hub.cli.remote import (
     DEFAULT_HUB,
     ClusterTypeFilter,
@@ -65,7 +74,7 @@ def _desired(cell: EnvironmentCell) -> str:
 def _ran(item: DeployedVersion) -> str:
     if item.version is not None:
         return item.version
-    return "nothing" if item.commit is None else item.commit[:12]
+    return "nothing" if item.commit is None else short_sha(item.commit)
 
 
 def _deployed(cell: EnvironmentCell) -> str:

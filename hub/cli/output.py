@@ -176,31 +176,25 @@ def when(moment: datetime | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """Words for people (`5m ago`), the full value in CSV (the time itself). A `cut` value (a
-    sha to 12 digits) is cut on a terminal only: a pipe or a log has it whole."""
+    """Words for people (`5m ago`), the full value in CSV (the time itself)."""
 
     people: Text | str
     value: object
-    cut: bool = False
 
-    def shown(self, whole: bool) -> Text:
-        if whole and self.cut:
-            return Text(self.written())
-        return self.people if isinstance(self.people, Text) else Text(self.people)
 
-    def written(self) -> str:
-        return _written(self.value)
+def short_sha(sha: str) -> str:
+    """A commit for people: 12 digits on a terminal, whole elsewhere (a pipe, a log)."""
+    return sha[:12] if on_terminal(console.file) else sha
 
 
 def abbreviated(sha: str) -> Cell:
-    """A commit sha: 12 digits on a terminal, whole elsewhere."""
-    return Cell(sha[:12], sha, cut=True)
+    return Cell(short_sha(sha), sha)
 
 
-def _shown(value: object, whole: bool = False) -> Text:
+def _shown(value: object) -> Text:
     """Cells are plain text: a name the hub sends is never read as rich markup."""
     if isinstance(value, Cell):
-        return value.shown(whole)
+        return value.people if isinstance(value.people, Text) else Text(value.people)
     if isinstance(value, Text):
         return value
     if value is None:
@@ -216,7 +210,7 @@ def _shown(value: object, whole: bool = False) -> Text:
 
 def _written(value: object) -> str:
     if isinstance(value, Cell):
-        return value.written()
+        return _written(value.value)
     if isinstance(value, Text):
         return value.plain
     if value is None:
@@ -247,7 +241,6 @@ def rows_table(rows: Rows) -> Table:
     On a narrow terminal the headers of counts give way first (wrapped, then cut); the
     counts themselves, names, times and revisions are kept whole as long as they fit.
     """
-    whole = not on_terminal(console.file)
     table = Table(title=rows.title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     for index, header in enumerate(rows.headers):
         values = [row[index] for row in rows.rows if row[index] is not None]
@@ -259,7 +252,7 @@ def rows_table(rows: Rows) -> Table:
             min_width=max((len(_shown(value)) for value in values), default=1) if counts else None,
         )
     for row in rows.rows:
-        table.add_row(*(_shown(value, whole) for value in row))
+        table.add_row(*(_shown(value) for value in row))
     return table
 
 

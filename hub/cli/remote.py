@@ -14,7 +14,7 @@ import httpx
 import typer
 from pydantic import BaseModel, ValidationError
 
-from hub.cli.output import Cell, console, fail, invalid, option_name
+from hub.cli.output import Cell, console, fail, invalid, option_name, short_sha
 from hub.gate.policy import format_duration
 
 M = TypeVar("M", bound=BaseModel)
@@ -115,11 +115,11 @@ _SHA = re.compile(r"\b[0-9a-f]{40,64}\b")
 
 
 def short_revision(revision: str | None) -> Cell | None:
-    """A revision with its full shas cut to 12 digits for people (`dev@sha1:1f2e3d4c5b6a`); a
-    table outside a terminal and CSV have it whole."""
+    """A revision with its shas cut to 12 digits on a terminal (`dev@sha1:1f2e3d4c5b6a`); a
+    table elsewhere and CSV have it whole."""
     if revision is None:
         return None
-    return Cell(_SHA.sub(lambda found: found[0][:12], revision), revision, cut=True)
+    return Cell(_SHA.sub(lambda found: short_sha(found[0]), revision), revision)
 
 
 def ago(now: datetime, moment: datetime | None) -> str | None:
