@@ -20,11 +20,11 @@ from hub.cli.output import (
     Output,
     OutputOption,
     Rows,
-    abbreviated,
     console,
     errors,
     fail,
     rows_table,
+    short_sha,
     show,
 )
 from hub.database import create_engine, create_sessionmaker
@@ -104,25 +104,28 @@ def harvest(
 def _rows(report: HarvestReport) -> Rows:
     """A row per branch (one for a repository without any), each naming its repository."""
     return Rows(
-        ("repository", "role", "branch", "new commits", "head", "rewritten", "errors"),
+        ("repository", "role", "branch", "new commits", "head", "errors"),
         [
             (
                 outcome.url,
                 outcome.role,
                 None if branch is None else branch.name,
                 None if branch is None else branch.new_commits,
-                None if branch is None or branch.head_sha is None else abbreviated(branch.head_sha),
-                None
-                if branch is None
-                else Text("yes", style="yellow")
-                if branch.rewritten
-                else "no",
+                None if branch is None else _head(branch),
                 Text(str(outcome.errors), style="red" if outcome.errors else ""),
             )
             for outcome in report.repositories
             for branch in _branches(outcome)
         ],
     )
+
+
+def _head(branch: BranchOutcome) -> Text | None:
+    """The branch's head commit, and whether its history was rewritten (a force-push)."""
+    if branch.head_sha is None:
+        return None
+    head = Text(short_sha(branch.head_sha))
+    return head.append(" (rewritten)", style="yellow") if branch.rewritten else head
 
 
 def _branches(outcome: RepositoryOutcome) -> list[BranchOutcome | None]:
