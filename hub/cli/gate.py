@@ -58,8 +58,6 @@ GATE_PATH = "/api/v1/gates/promotion"
 # Hub errors that may go away by waiting: the harvester has not read the commit or version yet.
 _WAIT_ON = {"unknown_commit", "unknown_version"}
 _DURATION = TypeAdapter(Duration)
-# The gate's query parameters given by an option of another name.
-_OPTIONS = {"soak": "--soak", "allow_stale": "--allow-stale"}
 _STATE_STYLES = {
     ClusterState.COMPLIANT: "green",
     ClusterState.SOAKING: "cyan",
@@ -119,7 +117,7 @@ async def _poll(client: httpx.AsyncClient, params: Params, elapsed: float) -> Po
     error, detail = error_of(response)
     if response.status_code >= 500 or error in _WAIT_ON:
         return Poll(elapsed, problem=f"{detail} (HTTP {response.status_code})")
-    raise GateUnusable(refusal(response, _OPTIONS))
+    raise GateUnusable(refusal(response))
 
 
 def _next_look(poll: Poll, interval: float) -> float:
