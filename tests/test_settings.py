@@ -82,3 +82,13 @@ def test_an_unusable_timeout_is_refused_by_name(
     monkeypatch.setenv(f"FLEETMARK_{name.upper()}", value)
     with pytest.raises(ValidationError, match=name):
         HubSettings()
+
+
+def test_the_cli_names_a_bad_setting_and_its_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLEETMARK_MODE", "development")
+    monkeypatch.setenv("FLEETMARK_STALE_AFTER_SECONDS", "0")
+
+    result = CliRunner().invoke(app, ["clusters", "list"])
+
+    assert result.exit_code == 1
+    assert result.stderr.strip() == "error: FLEETMARK_STALE_AFTER_SECONDS: must be greater than 0"

@@ -4,14 +4,27 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from pydantic import ValidationError
+from rich.text import Text
 
 from hub.cli.common import DataDirOption, load_settings, run_in_session
-from hub.cli.output import Output, OutputOption, console, fail, print_json, show_token
+from hub.cli.output import (
+    Cell,
+    Output,
+    OutputOption,
+    Rows,
+    console,
+    fail,
+    rows_table,
+    show,
+    show_token,
+    validation_failure,
+    when,
+)
 from hub.clusters import service as cluster_service
-from hub.clusters.schemas import ClusterRegistration
+from hub.clusters.schemas import ClusterPage, ClusterRegistration
 from hub.tokens import service as token_service
-from hub.tokens.schemas import Scope, TokenRequest
+from hub.tokens.schemas import Scope, TokenInfo, TokenRequest
 
 clusters = typer.Typer(help="Register clusters and manage their tokens.", no_args_is_help=True)
 tokens = typer.Typer(
@@ -45,8 +58,8 @@ def register_cluster(
         registration = ClusterRegistration(
             name=name, environment=environment, cluster_type=cluster_type, labels=_labels(label)
         )
-    except ValueError as exc:
-        raise fail(str(exc)) from exc
+    except ValidationError as exc:
+        raise fail(validation_failure(exc, {"name": "NAME", "labels": "--label"})) from exc
     registered = run_in_session(
         settings,
         lambda session: cluster_service.register(
@@ -106,34 +119,44 @@ def list_clusters(
             stale_after=timedelta(seconds=settings.stale_after_seconds),
         ),
     )
-    if output is Output.json:
-        print_json(page)
-        return
-    table = Table(
-        "cluster",
-        "environment",
-        "cluster type",
-        "last seen",
-        "objects",
-        "ready",
-        "failing",
-        "token",
+    show(page, output, _cluster_rows, _show_clusters)
+
+
+def _cluster_rows(page: ClusterPage) -> Rows:
+    return Rows(
+        (
+            "cluster",
+            "environment",
+            "cluster type",
+            "last seen",
+            "objects",
+            "ready",
+            "failing",
+            "token",
+        ),
+        [
+            (
+                item.name,
+                item.environment,
+                item.cluster_type,
+                Cell(
+                    Text(when(item.last_seen_at), style="yellow" if item.stale else ""),
+                    item.last_seen_at,
+                )
+                if item.last_seen_at
+                else "never",
+                item.objects,
+                item.ready,
+                Text(str(item.failing), style="red" if item.failing else ""),
+                "active" if item.token_active else Text("revoked", style="red"),
+            )
+            for item in page.items
+        ],
     )
-    for item in page.items:
-        last_seen = (
-            item.last_seen_at.isoformat(timespec="seconds") if item.last_seen_at else "never"
-        )
-        table.add_row(
-            item.name,
-            item.environment or "-",
-            item.cluster_type or "-",
-            f"[yellow]{last_seen}[/]" if item.stale else last_seen,
-            str(item.objects),
-            str(item.ready),
-            f"[red]{item.failing}[/]" if item.failing else "0",
-            "active" if item.token_active else "[red]revoked[/]",
-        )
-    console.print(table)
+
+
+def _show_clusters(page: ClusterPage) -> None:
+    console.print(rows_table(_cluster_rows(page)))
     console.print(f"{len(page.items)} of {page.total} clusters", style="dim")
 
 
@@ -147,8 +170,8 @@ def create_token(
     settings = load_settings(data_dir)
     try:
         request = TokenRequest(name=name, scope=scope)
-    except ValueError as exc:
-        raise fail(str(exc)) from exc
+    except ValidationError as exc:
+        raise fail(validation_failure(exc, {"name": "NAME"})) from exc
     created = run_in_session(
         settings,
         lambda session: token_service.create(
@@ -173,18 +196,14 @@ def list_tokens(output: OutputOption = Output.table, data_dir: DataDirOption = N
     """List API tokens (never their values)."""
     settings = load_settings(data_dir)
     items = run_in_session(settings, token_service.list_tokens)
-    if output is Output.json:
-        print_json(list(items))
-        return
-    table = Table("name", "scope", "created", "revoked")
-    for item in items:
-        table.add_row(
-            item.name,
-            item.scope,
-            item.created_at.isoformat(timespec="seconds"),
-            item.revoked_at.isoformat(timespec="seconds") if item.revoked_at else "-",
-        )
-    console.print(table)
+    show(list(items), output, _token_rows)
+
+
+def _token_rows(items: list[TokenInfo]) -> Rows:
+    return Rows(
+        ("name", "scope", "created", "revoked"),
+        [(item.name, item.scope, item.created_at, item.revoked_at) for item in items],
+    )
 
 
 def register(app: typer.Typer) -> None:
