@@ -118,7 +118,8 @@ GATE_STATES = ("failed", "never_reported", "unknown_revision", "not_applied", "n
 FAULTS = {"kill": 0.35, "remote-gone": 0.5, "outage": 0.62}
 SPOOL_BYTES = 4 * 2**20
 ADMIN_CONNECTIONS = 4
-FLUSH_EVERY = 5.0  # seconds between two replays of a spool, as the agent's runner does
+FLUSH_EVERY = 5.0
+DRAIN_SECONDS = 120.0  # seconds between two replays of a spool, as the agent's runner does
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -888,15 +889,22 @@ class Run:
     # -- the end: reconcile the store with the record
 
     async def drain(self) -> None:
+        """Stop the clusters, then let each replay its spool (for two minutes at most)."""
         await self.fleet.stop()
-        for cluster in self.fleet.clusters.values():
+        deadline = time.monotonic() + DRAIN_SECONDS
+
+        async def replayed(cluster: Cluster) -> None:
             assert cluster.reporter is not None
-            deadline = time.monotonic() + 60
             while await cluster.reporter.flush(datetime.now(UTC)):
                 if time.monotonic() > deadline:
-                    self.findings.mismatch(f"{cluster.name}: spool not empty after 60 s")
-                    break
-                await asyncio.sleep(0.5)
+                    self.findings.mismatch(
+                        f"{cluster.name}: {cluster.reporter.pending} reports still spooled "
+                        f"after {DRAIN_SECONDS:.0f} s"
+                    )
+                    return
+                await asyncio.sleep(1.0)
+
+        await asyncio.gather(*(replayed(cluster) for cluster in self.fleet.clusters.values()))
 
     def reconcile(self) -> None:
         record, findings = self.record, self.findings
@@ -1073,16 +1081,16 @@ class Run:
         line("PostgreSQL CPU, peak RSS", f"{pg}, {mib(self.usage.pg_rss)}")
         line("simulator CPU", f"{self.self_cpu:,.1f} s ({self.self_cpu / self.wall:.2f} cores)")
         line("machine busy", f"{self.machine / cores:.0%} of {psutil.cpu_count()} cores")
-        bound = max(
+        busiest = max(
             [("hub", hub_cpu), ("PostgreSQL", self.pg_cpu or 0.0), ("simulator", self.self_cpu)],
             key=lambda item: item[1],
-        )
+        )[0]
+        saturated = self.machine > 0.9 * cores
         line(
-            "bound by",
-            f"{bound[0]}"
-            + (
-                " (machine saturated)" if self.machine > 0.9 * cores else " (machine not saturated)"
-            ),
+            "what bound the run",
+            f"CPU (the machine was saturated); {busiest} used the most"
+            if saturated
+            else f"not CPU (the machine had idle cores); {busiest} used the most",
         )
         grown = self.size_end - self.size_start
         line("store growth", f"{mib(grown)} in the hour")
