@@ -432,6 +432,7 @@ class Cluster:
     ready: bool | None = True
     reporter: Reporter | None = None
     task: asyncio.Task[None] | None = None
+    built: tuple[tuple[str, str, bool | None], list[ObjectRecord]] | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -447,7 +448,15 @@ class Cluster:
         )
 
     def objects(self, platform_url: str) -> list[ObjectRecord]:
-        """The platform root as the script moves it on; the apps steady at one release."""
+        """The platform root as the script moves it on; the apps steady at one release.
+        Built again only when the root moved: the simulator's CPU bounds how big a fleet it
+        drives."""
+        state = (self.applied, self.attempted, self.ready)
+        if self.built is None or self.built[0] != state:
+            self.built = (state, self._objects(platform_url))
+        return self.built[1]
+
+    def _objects(self, platform_url: str) -> list[ObjectRecord]:
         ready = self.ready
         platform = Reconciled(
             self.applied,
