@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import contextlib
 import logging
 import os
@@ -1161,6 +1162,15 @@ def main(argv: list[str] | None = None) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="fleetmark-fleet-"))
     started = time.monotonic()
     failed = True
+
+    def tidy() -> None:
+        if failed:
+            print(f"the run's files (hub log, spools) are kept in {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    # At exit, after the embedded PostgreSQL (registered later, stopped first) has stopped.
+    atexit.register(tidy)
     try:
         with database(args, workdir) as url:
             run = Run(args, workdir, url)
@@ -1174,10 +1184,6 @@ def main(argv: list[str] | None = None) -> None:
             failed = bool(run.findings.mismatches or run.fleet.traffic.unexpected)
     finally:
         print(f"  run took {time.monotonic() - started:.0f} s", file=sys.stderr)
-        if failed:
-            print(f"the run's files (hub log, spools) are kept in {workdir}", file=sys.stderr)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
     if failed:
         print("FLEET RUN FAILED: loss or mismatch, listed above")
         sys.exit(1)
