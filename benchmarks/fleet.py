@@ -99,7 +99,7 @@ from agent.report import ClusterIdentity, ObjectRecord, Report
 from agent.spool import Spool
 from hub.embedded import start_embedded_postgres
 from hub.gate.policy import ClusterState
-from hub.simulation import ARGO_ROOT, RECONCILERS, ROOT, Reconciled, cluster_objects
+from hub.simulation import ARGO_ROOT, RECONCILERS, ROOT, folder, records, spelled
 
 SEED = 20261126
 HOUR = 60.0  # simulated minutes in the run
@@ -113,6 +113,8 @@ ENVIRONMENTS = {
     "prod": (0.7, ("drone", "large", "small")),
 }
 REGIONS = ("east-us", "west-us")
+APP_URL = "https://github.com/contoso/app-gitops"
+TARGETS = ("functional-test", "performance-test")
 APP_RELEASE = "a" * 40  # the app repository's commit every cluster runs (not harvested)
 FAILING_TYPE = "small"
 # Where in the hour each fault strikes.
@@ -458,20 +460,33 @@ class Cluster:
         return self.built[1]
 
     def _objects(self, platform_url: str) -> list[ObjectRecord]:
-        ready = self.ready
-        platform = Reconciled(
-            self.applied,
-            self.attempted or self.applied,
-            ready,
-            {None: "Progressing", True: "ReconciliationSucceeded", False: "BuildFailed"}[ready],
-            "kustomize build failed" if ready is False else None,
-        )
-        app = Reconciled(APP_RELEASE, APP_RELEASE, True, "ReconciliationSucceeded")
+        reconciler, ready = self.reconciler, self.ready
+        # Keyword arguments of hub.simulation.records for each reconciler object by name.
+        followed = {
+            ROOT if reconciler == "flux" else ARGO_ROOT: {
+                "url": spelled(platform_url, reconciler),
+                "path": folder(reconciler, self.cluster_type),
+                "applied": self.applied,
+                "attempted": self.attempted or self.applied,
+                "ready": ready,
+                "reason": {None: "Progressing", True: "Succeeded", False: "BuildFailed"}[ready],
+                "message": "kustomize build failed" if ready is False else None,
+            }
+        }
+        for target in TARGETS:
+            followed[f"hello-world-{target}"] = {
+                "url": spelled(APP_URL, reconciler),
+                "path": folder(reconciler, target),
+                "applied": APP_RELEASE,
+                "attempted": APP_RELEASE,
+                "ready": True,
+                "reason": "Succeeded",
+                "message": None,
+            }
         return [
             ObjectRecord.model_validate(item)
-            for item in cluster_objects(
-                self.cluster_type, self.environment, platform_url, platform, app
-            )
+            for name, state in followed.items()
+            for item in records(reconciler, name, branch=self.environment, **state)
         ]
 
 

@@ -27,10 +27,8 @@ __all__ = [
     "ARGO_ROOT",
     "RECONCILERS",
     "ROOT",
-    "Reconciled",
     "SimulatedCluster",
     "Simulation",
-    "cluster_objects",
     "folder",
     "records",
     "spelled",
@@ -131,45 +129,6 @@ def folder(reconciler: str, name: str) -> str:
     return f"./{name}" if reconciler == "flux" else name
 
 
-@dataclass(frozen=True)
-class Reconciled:
-    """Where a cluster's reconcilers of one repository stand."""
-
-    applied: str | None
-    attempted: str | None
-    ready: bool | None
-    reason: str | None
-    message: str | None = None
-
-
-def cluster_objects(
-    cluster_type: str, branch: str, platform_url: str, platform: Reconciled, app: Reconciled
-) -> list[dict[str, Any]]:
-    """What a cluster's reconcilers run, following `branch`: the platform repository's root
-    (at `platform`), then each deployment target's folder of the app repository (at `app`)."""
-    reconciler = RECONCILERS[cluster_type]
-    followed = [
-        (ROOT if reconciler == "flux" else ARGO_ROOT, platform_url, cluster_type, platform),
-        *((f"{WORKLOAD}-{target}", APP_URL, target, app) for target in TARGETS),
-    ]
-    return [
-        record
-        for name, url, path, state in followed
-        for record in records(
-            reconciler,
-            name,
-            url=spelled(url, reconciler),
-            branch=branch,
-            path=folder(reconciler, path),
-            applied=state.applied,
-            attempted=state.attempted,
-            ready=state.ready,
-            reason=state.reason,
-            message=state.message,
-        )
-    ]
-
-
 @dataclass
 class SimulatedCluster:
     name: str
@@ -244,16 +203,30 @@ class Simulation:
 
     def objects(self, cluster: SimulatedCluster) -> list[dict[str, Any]]:
         """What the cluster's reconcilers run: the platform's root, then each target's."""
+        reconciler = cluster.reconciler
         attempted = cluster.applying or cluster.applied
         ready = None if cluster.applying is not None else True
         reason = "Progressing" if ready is None else "ReconciliationSucceeded"
-        platform, app = (
-            Reconciled(cluster.applied[repository], attempted[repository], ready, reason)
-            for repository in (0, 1)
-        )
-        return cluster_objects(
-            cluster.cluster_type, cluster.environment, PLATFORM_URL, platform, app
-        )
+        followed = [
+            (ROOT if reconciler == "flux" else ARGO_ROOT, PLATFORM_URL, cluster.cluster_type, 0),
+            *((f"{WORKLOAD}-{target}", APP_URL, target, 1) for target in TARGETS),
+        ]
+        return [
+            record
+            for name, url, path, repository in followed
+            for record in records(
+                reconciler,
+                name,
+                url=spelled(url, reconciler),
+                branch=cluster.environment,
+                path=folder(reconciler, path),
+                applied=cluster.applied[repository],
+                attempted=attempted[repository],
+                ready=ready,
+                reason=reason,
+                message=None,
+            )
+        ]
 
     def report(self, cluster: SimulatedCluster, observed_at: datetime) -> dict[str, Any]:
         """The cluster's next report: a full snapshot."""
