@@ -1,0 +1,1209 @@
+"""Fleet run: a simulated fleet lives through a scripted hour against one hub, faults injected,
+and everything it was told is reconciled with the store.
+
+The hub is `fleetmark serve` in a process of its own, on a PostgreSQL the run starts (the
+embedded one, plain or with `--timescaledb`) or on a scratch database (`--database-url`). It
+harvests a platform repository the run creates and commits to throughout: a branch per
+environment, dev, stage and prod.
+
+Every simulated cluster is registered through the API and reports through the agent's own
+delivery path: `agent.delivery.Reporter` numbering reports, `agent.client.HubClient` posting
+them over loopback HTTP, `agent.spool.Spool` keeping them on disk while the hub is away and
+replaying them after. All clusters live in this process as asyncio tasks sharing one
+connection pool; each sends a full snapshot every 5 simulated minutes and a change report as
+soon as its reconciler moves. The hour (compressed into `--minutes`) is scripted:
+
+- promotions: two releases roll through dev, stage and prod, each a commit on the
+  environment's branch that its clusters pick up within minutes (Progressing, then Ready);
+- a failing rollout: a release that fails on one cluster type in dev until a fix follows;
+- drift appearing and healing: clusters behind their branch while a rollout goes on;
+- clusters joining, and (when the hub has the route) decommissioned.
+
+Faults (`--faults`, at fixed points of the hour; all three by default): `kill`, the hub
+killed with SIGKILL and started again; `remote-gone`, the platform repository's remote gone
+for three simulated minutes (the hub must say so and harvest the next release as usual);
+`outage`, the hub stopped for three simulated minutes while agents spool, then started
+again, the time until every spool is empty measured.
+
+Ground truth: the run records every report the hub acknowledged (and every one it may have
+taken without the answer arriving). Every few seconds it asks the promotion gate (soak 0,
+stale clusters allowed) about each environment's head and checks the verdict and the count
+of clusters in each state against what the record says they may be at that moment. At the
+end, after every spool is replayed, it checks that each acknowledged report was stored
+exactly once (the hub's per-cluster report counts and agent sessions), that every state
+change of every object is in history, in order, and that drift says what the record says.
+Any mismatch or loss, or any 5xx that is not a 503 with Retry-After during a fault, makes
+the exit status 1, with a listing of what mismatched.
+
+    .venv/bin/python benchmarks/fleet.py --short             # CI: 300 clusters, two faults
+    .venv/bin/python benchmarks/fleet.py --clusters 2000 --minutes 2
+    .venv/bin/python benchmarks/fleet.py                     # 10,000 clusters, 10 minutes
+    .venv/bin/python benchmarks/fleet.py --timescaledb       # the store on TimescaleDB
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import atexit
+import contextlib
+import logging
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import psycopg
+import structlog
+
+# The ingest benchmark's helpers: the hub as a process, the scratch database, the figures.
+from ingest import (
+    Hub,
+    busy_seconds,
+    cumulative_cpu,
+    fleetmark_executable,
+    free_port,
+    line,
+    mib,
+    ms,
+    percentile,
+    phase,
+    postgres_cpu,
+    recreate_database,
+    rss_bytes,
+    server_facts,
+    timescaledb_server,
+    with_database,
+)
+
+# isort: split
+# This directory's agent.py (the agent benchmark) would shadow the agent package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agent.client import HubClient, Reply
+from agent.delivery import Reporter
+from agent.report import ClusterIdentity, ObjectRecord, Report
+from agent.spool import Spool
+from hub.embedded import start_embedded_postgres
+from hub.gate.policy import ClusterState
+from hub.simulation import ARGO_ROOT, RECONCILERS, ROOT, folder, records, spelled
+
+SEED = 20261126
+HOUR = 60.0  # simulated minutes in the run
+SNAPSHOT_EVERY = 5.0  # simulated minutes between two full snapshots of a cluster
+PROGRESSING = 1.0  # simulated minutes a reconciler takes to apply a commit
+OUTAGE = 3.0  # simulated minutes the hub is away in the outage
+# Share of the fleet in each environment, and its cluster types (the reference scenario's).
+ENVIRONMENTS = {
+    "dev": (0.1, ("drone", "command-center", "large", "small")),
+    "stage": (0.2, ("drone", "large", "small")),
+    "prod": (0.7, ("drone", "large", "small")),
+}
+REGIONS = ("east-us", "west-us")
+APP_URL = "https://github.com/contoso/app-gitops"
+TARGETS = ("functional-test", "performance-test")
+APP_RELEASE = "a" * 40  # the app repository's commit every cluster runs (not harvested)
+FAILING_TYPE = "small"
+# Where in the hour each fault strikes.
+FAULTS = {"kill": 0.35, "remote-gone": 0.5, "outage": 0.62}
+SPOOL_BYTES = 4 * 2**20
+ADMIN_CONNECTIONS = 4
+FLUSH_EVERY = 5.0
+DRAIN_SECONDS = 120.0  # seconds between two replays of a spool, as the agent's runner does
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/fleet.py",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--clusters", type=int, default=10_000)
+    parser.add_argument(
+        "--minutes", type=float, default=10.0, help="Real minutes the hour of fleet life takes."
+    )
+    parser.add_argument(
+        "--faults",
+        default=",".join(FAULTS),
+        help=f"Comma-separated faults to inject, of: {', '.join(FAULTS)} (empty: none).",
+    )
+    parser.add_argument(
+        "--short",
+        action="store_true",
+        help="CI's run: 300 clusters, 2 minutes, faults kill and outage.",
+    )
+    parser.add_argument(
+        "--sample-every", type=float, default=3.0, help="Seconds between two gate samples."
+    )
+    parser.add_argument(
+        "--connections", type=int, default=32, help="Connections the agents share at most."
+    )
+    store = parser.add_argument_group("store")
+    store.add_argument(
+        "--timescaledb",
+        action="store_true",
+        help="The embedded PostgreSQL with TimescaleDB preloaded (`bash .ci/timescaledb`).",
+    )
+    store.add_argument(
+        "--database-url",
+        default=None,
+        help="A scratch database on a server of your own, created afresh for the run.",
+    )
+    parser.add_argument("--fleetmark", default=None, help="The fleetmark executable.")
+    parser.add_argument("--seed", type=int, default=SEED)
+    args = parser.parse_args(argv)
+    if args.short:
+        args.clusters, args.minutes, args.faults = 300, 2.0, "kill,outage"
+    args.faults = [fault for fault in args.faults.split(",") if fault]
+    unknown = sorted(set(args.faults) - set(FAULTS))
+    if unknown:
+        parser.error(f"--faults: unknown {', '.join(unknown)}; known: {', '.join(FAULTS)}")
+    if args.clusters < 20:
+        parser.error("--clusters must be at least 20")
+    if args.minutes <= 0 or args.sample_every <= 0:
+        parser.error("--minutes and --sample-every must be positive")
+    if args.timescaledb and args.database_url:
+        parser.error("give --timescaledb or --database-url, not both")
+    return args
+
+
+# --- the platform repository ------------------------------------------------------------------
+
+
+class PlatformRepo:
+    """A bare repository the hub harvests, and a working copy the run commits from."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.bare = workdir / "platform"
+        self.work = workdir / "platform-work"
+        self.env = os.environ | {
+            "GIT_AUTHOR_NAME": "platform",
+            "GIT_AUTHOR_EMAIL": "platform@example.com",
+            "GIT_COMMITTER_NAME": "platform",
+            "GIT_COMMITTER_EMAIL": "platform@example.com",
+        }
+        self.heads: dict[str, list[str]] = {}  # each branch's commits, oldest first
+        self._git("init", "-q", "--bare", "-b", "main", str(self.bare), cwd=workdir)
+        self._git("clone", "-q", str(self.bare), str(self.work), cwd=workdir)
+        for environment in ENVIRONMENTS:
+            self._git("checkout", "-q", "--orphan", environment)
+            self._git("rm", "-rfq", "--ignore-unmatch", ".")
+            self.commit(environment, "initial", switch=False)
+
+    def _git(self, *args: str, cwd: Path | None = None) -> str:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd or self.work,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"git {' '.join(args)} failed: {done.stderr}")
+        return done.stdout.strip()
+
+    def commit(self, environment: str, release: str, *, switch: bool = True) -> str:
+        """A commit on the environment's branch that sets its release; pushed, its sha."""
+        if switch:
+            self._git("checkout", "-q", environment)
+        (self.work / "release.yaml").write_text(f"environment: {environment}\nrelease: {release}\n")
+        self._git("add", "release.yaml")
+        self._git("commit", "-q", "-m", f"{environment}: {release}")
+        self._git("push", "-q", "origin", environment)
+        sha = self._git("rev-parse", "HEAD")
+        self.heads.setdefault(environment, []).append(sha)
+        return sha
+
+
+# --- what the run observes: HTTP figures -------------------------------------------------------
+
+
+@dataclass
+class Traffic:
+    """Latencies and statuses by endpoint, as the run's HTTP clients saw them."""
+
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    statuses: Counter[tuple[str, str]] = field(default_factory=Counter)
+    unexpected: list[str] = field(default_factory=list)
+    fault: str | None = None  # the fault going on now, if any
+
+
+def endpoint_of(path: str) -> str:
+    for prefix, label in (
+        ("/api/v1/reports", "ingest"),
+        ("/api/v1/gates/", "gate"),
+        ("/api/v1/drift", "drift"),
+        ("/api/v1/diff", "diff"),
+    ):
+        if path.startswith(prefix):
+            return label
+    return "other"
+
+
+class TimedTransport(httpx.AsyncBaseTransport):
+    """The shared connection pool, timing every request and counting its status.
+
+    Requests wait for a connection here, not in the pool: httpcore's pool scans every waiting
+    request on each change, which with thousands of agents waiting costs more CPU than the
+    requests. A request's latency is the hub's: from having a connection to the answer.
+    """
+
+    def __init__(self, traffic: Traffic, connections: int) -> None:
+        self._traffic = traffic
+        self._slots = asyncio.Semaphore(connections)
+        self._inner = httpx.AsyncHTTPTransport(
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        async with self._slots:
+            return await self._timed(request)
+
+    async def _timed(self, request: httpx.Request) -> httpx.Response:
+        endpoint = endpoint_of(request.url.path)
+        started = time.perf_counter()
+        try:
+            response = await self._inner.handle_async_request(request)
+        except httpx.TransportError as exc:
+            self._traffic.statuses[(endpoint, type(exc).__name__)] += 1
+            raise
+        self._traffic.latencies[endpoint].append(time.perf_counter() - started)
+        status = response.status_code
+        self._traffic.statuses[(endpoint, str(status))] += 1
+        expected = status == 503 and "Retry-After" in response.headers and self._traffic.fault
+        if status >= 500 and not expected:
+            self._traffic.unexpected.append(f"{request.method} {request.url.path}: {status}")
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def call(client: httpx.AsyncClient, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    """An admin request, tried again while the hub is away (a fault), for a minute at most."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            response = await client.request(method, path, **kwargs)
+            if response.status_code != 503 or time.monotonic() > deadline:
+                return response
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(0.5)
+
+
+# --- the ground truth --------------------------------------------------------------------------
+
+State = tuple[str | None, str | None, bool | None]  # applied, attempted revision; ready
+
+
+def sha_of(revision: str | None) -> str | None:
+    return None if revision is None else revision.rsplit(":", 1)[-1]
+
+
+@dataclass
+class Sent:
+    """One report as the run built it: what each object was, and the root's commits."""
+
+    observed_at: datetime
+    states: dict[tuple[str, str, str], State]
+    root: State
+
+
+@dataclass
+class Record:
+    """What every simulated cluster sent and the hub acknowledged."""
+
+    acked: dict[str, dict[tuple[str, int], Sent]] = field(default_factory=lambda: defaultdict(dict))
+    # Posted, answer not (yet) seen: the hub may hold these.
+    unanswered: dict[str, dict[tuple[str, int], Sent]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )
+    latest: dict[str, tuple[int, State]] = field(default_factory=dict)
+    registered: dict[str, str] = field(default_factory=dict)  # name -> environment
+    decommissioned: set[str] = field(default_factory=set)
+    duplicates: int = 0
+    last_ack: float = 0.0
+    # Seconds from a cluster applying a commit (Ready on it) to the hub holding that report:
+    # the gate reads the store as committed, so from then on it counts the cluster.
+    apply_lags: list[float] = field(default_factory=list)
+
+    def possible(self, name: str) -> set[State | None]:
+        """The root states the hub may hold for the cluster now (None: no report)."""
+        acked = self.latest.get(name)
+        found: set[State | None] = {acked[1] if acked else None}
+        floor = acked[0] if acked else 0
+        found.update(s.root for (_, seq), s in self.unanswered[name].items() if seq > floor)
+        return found
+
+
+def describe(report: Report) -> Sent:
+    states = {
+        (o.kind, o.namespace, o.name): (o.applied_revision, o.attempted_revision, o.ready)
+        for o in report.objects
+    }
+    root = next(
+        state
+        for (kind, _, name), state in states.items()
+        if (kind, name) in {("Kustomization", ROOT), ("Application", ARGO_ROOT)}
+    )
+    return Sent(report.observed_at, states, root)
+
+
+class RecordingClient(HubClient):
+    """The agent's client, telling the record what the hub acknowledged."""
+
+    def __init__(self, record: Record, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._record = record
+
+    async def send(self, report: Report, **kwargs: Any) -> Reply:
+        name = report.cluster.name
+        key = (report.agent.boot_id, report.sequence)
+        sent = describe(report)
+        self._record.unanswered[name][key] = sent
+        reply = await super().send(report, **kwargs)
+        record = self._record
+        record.unanswered[name].pop(key, None)
+        record.acked[name][key] = sent
+        record.duplicates += reply.duplicate
+        record.last_ack = time.time()
+        previous = record.latest.get(name)
+        if previous is None or report.sequence > previous[0]:
+            if sent.root[2] and (previous is None or previous[1][0] != sent.root[0]):
+                record.apply_lags.append(record.last_ack - sent.observed_at.timestamp())
+            record.latest[name] = (report.sequence, sent.root)
+        return reply
+
+
+def last_sequences(reports: dict[tuple[str, int], Sent]) -> dict[str, int]:
+    """The last sequence number of each boot."""
+    found: dict[str, int] = {}
+    for boot_id, sequence in reports:
+        found[boot_id] = max(found.get(boot_id, 0), sequence)
+    return found
+
+
+def changes(reports: dict[tuple[str, int], Sent]) -> dict[tuple[str, str, str], list[State]]:
+    """Each object's states, in sequence order, each change once: what history should hold."""
+    found: dict[tuple[str, str, str], list[State]] = defaultdict(list)
+    for key in sorted(reports, key=lambda key: key[1]):
+        for ref, state in reports[key].states.items():
+            if not found[ref] or found[ref][-1] != state:
+                found[ref].append(state)
+    return found
+
+
+def gate_state(state: State | None, history: list[str], target: str) -> str:
+    """The gate's rule for one cluster with soak 0 (hub/gate/policy.py), on a linear branch."""
+    if state is None:
+        return "never_reported"
+    applied, attempted, ready = (sha_of(state[0]), sha_of(state[1]), state[2])
+    if attempted == target and ready is False:
+        return "failed"
+    if applied not in history or history.index(applied) < history.index(target):
+        return "not_applied"
+    return "compliant" if ready else "not_ready"
+
+
+# --- the simulated fleet -----------------------------------------------------------------------
+
+
+@dataclass
+class Cluster:
+    name: str
+    environment: str
+    cluster_type: str
+    region: str
+    applied: str
+    attempted: str = ""
+    ready: bool | None = True
+    reporter: Reporter | None = None
+    task: asyncio.Task[None] | None = None
+    built: tuple[tuple[str, str, bool | None], list[ObjectRecord]] | None = None
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def reconciler(self) -> str:
+        return RECONCILERS[self.cluster_type]
+
+    def identity(self) -> ClusterIdentity:
+        return ClusterIdentity(
+            name=self.name,
+            environment=self.environment,
+            cluster_type=self.cluster_type,
+            labels={"region": self.region},
+        )
+
+    def objects(self, platform_url: str) -> list[ObjectRecord]:
+        """The platform root as the script moves it on; the apps steady at one release.
+        Built again only when the root moved: the simulator's CPU bounds how big a fleet it
+        drives."""
+        state = (self.applied, self.attempted, self.ready)
+        if self.built is None or self.built[0] != state:
+            self.built = (state, self._objects(platform_url))
+        return self.built[1]
+
+    def _objects(self, platform_url: str) -> list[ObjectRecord]:
+        reconciler, ready = self.reconciler, self.ready
+        # Keyword arguments of hub.simulation.records for each reconciler object by name.
+        followed = {
+            ROOT if reconciler == "flux" else ARGO_ROOT: {
+                "url": spelled(platform_url, reconciler),
+                "path": folder(reconciler, self.cluster_type),
+                "applied": self.applied,
+                "attempted": self.attempted or self.applied,
+                "ready": ready,
+                "reason": {None: "Progressing", True: "Succeeded", False: "BuildFailed"}[ready],
+                "message": "kustomize build failed" if ready is False else None,
+            }
+        }
+        for target in TARGETS:
+            followed[f"hello-world-{target}"] = {
+                "url": spelled(APP_URL, reconciler),
+                "path": folder(reconciler, target),
+                "applied": APP_RELEASE,
+                "attempted": APP_RELEASE,
+                "ready": True,
+                "reason": "Succeeded",
+                "message": None,
+            }
+        return [
+            ObjectRecord.model_validate(item)
+            for name, state in followed.items()
+            for item in records(reconciler, name, branch=self.environment, **state)
+        ]
+
+
+class Fleet:
+    """The clusters, each an asyncio task reporting through its own Reporter."""
+
+    def __init__(
+        self, args: argparse.Namespace, workdir: Path, base_url: str, repo: PlatformRepo
+    ) -> None:
+        self.args = args
+        self.workdir = workdir
+        self.base_url = base_url
+        self.repo = repo
+        self.platform_url = f"file://{repo.bare}"
+        self.seconds_per_minute = args.minutes * 60 / HOUR
+        self.random = random.Random(args.seed)
+        self.record = Record()
+        self.traffic = Traffic()
+        self.transport = TimedTransport(self.traffic, args.connections)
+        self.clusters: dict[str, Cluster] = {}
+        self.started = time.monotonic()
+        self.stopping = False
+
+    def seconds(self, minutes: float) -> float:
+        return minutes * self.seconds_per_minute
+
+    def new_clusters(self, count: int, first: int) -> list[Cluster]:
+        made = []
+        for index in range(first, first + count):
+            environment = self.random.choices(
+                list(ENVIRONMENTS), weights=[share for share, _ in ENVIRONMENTS.values()]
+            )[0]
+            cluster_type = self.random.choice(ENVIRONMENTS[environment][1])
+            made.append(
+                Cluster(
+                    name=f"{cluster_type}-{environment}-{index:05d}",
+                    environment=environment,
+                    cluster_type=cluster_type,
+                    region=REGIONS[index % len(REGIONS)],
+                    applied=self.repo.heads[environment][-1],
+                )
+            )
+        return made
+
+    async def register(self, admin: httpx.AsyncClient, clusters: list[Cluster]) -> None:
+        queue = iter(clusters)
+
+        async def worker() -> None:
+            for cluster in queue:
+                body = cluster.identity().model_dump(mode="json")
+                response = await call(admin, "POST", "/api/v1/clusters", json=body)
+                if response.status_code != 201:
+                    raise SystemExit(f"registering {cluster.name}: {response.text}")
+                client = RecordingClient(
+                    self.record,
+                    self.base_url,
+                    token=response.json()["token"],
+                    transport=self.transport,
+                    timeout=10.0,
+                )
+                spool = Spool(self.workdir / "spool" / cluster.name, max_bytes=SPOOL_BYTES)
+                cluster.reporter = Reporter(
+                    client,
+                    spool,
+                    cluster=cluster.identity(),
+                    instance=cluster.name,
+                    retry_interval=2.0,
+                    max_retry_interval=30.0,
+                )
+                self.clusters[cluster.name] = cluster
+                self.record.registered[cluster.name] = cluster.environment
+
+        await asyncio.gather(*(worker() for _ in range(8)))
+
+    def start(self, clusters: list[Cluster]) -> None:
+        period = self.seconds(SNAPSHOT_EVERY)
+        for cluster in clusters:
+            offset = self.random.uniform(0, period)
+            cluster.task = asyncio.create_task(self._live(cluster, offset, period))
+
+    async def _submit(self, cluster: Cluster, full: bool) -> None:
+        assert cluster.reporter is not None
+        await cluster.reporter.submit(
+            cluster.objects(self.platform_url), full_snapshot=full, now=datetime.now(UTC)
+        )
+
+    async def _live(self, cluster: Cluster, offset: float, period: float) -> None:
+        """Report a full snapshot every period (the first at once) and each change as it
+        happens; replay the spool while it holds reports."""
+        assert cluster.reporter is not None
+        await self._submit(cluster, full=True)
+        next_snapshot = time.monotonic() + offset
+        while not self.stopping:
+            wait = next_snapshot - time.monotonic()
+            if cluster.reporter.pending:
+                wait = min(wait, FLUSH_EVERY)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(cluster.changed.wait(), max(0.0, wait))
+            if self.stopping:
+                return
+            if cluster.changed.is_set():
+                cluster.changed.clear()
+                await self._submit(cluster, full=False)
+            elif time.monotonic() >= next_snapshot:
+                next_snapshot += period
+                await self._submit(cluster, full=True)
+            else:
+                await cluster.reporter.flush(datetime.now(UTC))
+
+    async def roll_out(self, environment: str, sha: str, spread: float, fails: bool) -> None:
+        """Each cluster of the environment picks `sha` up within `spread` simulated minutes,
+        Progressing for a minute, then Ready (or failed, on the failing cluster type)."""
+
+        async def one(cluster: Cluster, delay: float) -> None:
+            await asyncio.sleep(delay)
+            if self.stopping or cluster.name in self.record.decommissioned:
+                return
+            cluster.attempted, cluster.ready = sha, None
+            cluster.changed.set()
+            await asyncio.sleep(self.seconds(PROGRESSING))
+            if cluster.attempted != sha:
+                return
+            cluster.ready = not (fails and cluster.cluster_type == FAILING_TYPE)
+            if cluster.ready:
+                cluster.applied = sha
+            cluster.changed.set()
+
+        await asyncio.gather(
+            *(
+                one(cluster, self.random.uniform(0, self.seconds(spread)))
+                for cluster in list(self.clusters.values())
+                if cluster.environment == environment
+            )
+        )
+
+    def pending(self) -> int:
+        return sum(c.reporter.pending for c in self.clusters.values() if c.reporter)
+
+    async def stop(self) -> None:
+        self.stopping = True
+        for cluster in self.clusters.values():
+            cluster.changed.set()
+        await asyncio.gather(
+            *(c.task for c in self.clusters.values() if c.task), return_exceptions=True
+        )
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Findings:
+    mismatches: list[str] = field(default_factory=list)
+    gate_samples: int = 0
+    replay_seconds: float | None = None
+    faults: list[str] = field(default_factory=list)
+    decommission: str = ""
+    last_gate: dict[str, str] = field(default_factory=dict)  # environment -> its last answer
+
+    def mismatch(self, text: str) -> None:
+        self.mismatches.append(text)
+        print(f"!!! {text}", file=sys.stderr, flush=True)
+
+
+class Usage:
+    """CPU and memory of the hub (across restarts), PostgreSQL and this process."""
+
+    def __init__(self, hub: Hub, postmaster: psutil.Process | None) -> None:
+        self.hub = hub
+        self.postmaster = postmaster
+        self.hub_cpu: dict[int, float] = {}
+        self.hub_rss = 0
+        self.pg_rss = 0
+        self.pg_start = postgres_cpu(postmaster)
+        self.machine_start = busy_seconds()
+        self.self_start = cumulative_cpu([psutil.Process()])
+        self.wall_start = time.monotonic()
+
+    def sample(self) -> None:
+        processes = self.hub.processes() if self.hub.process else []
+        for process in processes:
+            with contextlib.suppress(psutil.Error):
+                times = process.cpu_times()
+                self.hub_cpu[process.pid] = times.user + times.system
+        self.hub_rss = max(self.hub_rss, rss_bytes(processes))
+        if self.postmaster is not None:
+            with contextlib.suppress(psutil.Error):
+                self.pg_rss = max(
+                    self.pg_rss,
+                    rss_bytes([self.postmaster, *self.postmaster.children(recursive=True)]),
+                )
+
+
+class Run:
+    def __init__(self, args: argparse.Namespace, workdir: Path, database_url: str) -> None:
+        self.args = args
+        self.workdir = workdir
+        self.database_url = database_url
+        self.repo = PlatformRepo(workdir)
+        (workdir / "repositories.yaml").write_text(
+            f"environments: [{', '.join(ENVIRONMENTS)}]\n"
+            f"repositories:\n  - url: {self.repo.bare}\n    role: platform\n"
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FLEETMARK_")}
+        env |= {
+            "FLEETMARK_DATA_DIR": str(workdir / "data"),
+            "FLEETMARK_DATABASE_URL": database_url,
+            "FLEETMARK_REPOSITORIES_FILE": str(workdir / "repositories.yaml"),
+            "FLEETMARK_ALLOW_LOCAL_REPOSITORIES": "true",
+            "FLEETMARK_HARVEST_INTERVAL": "2",
+            "FLEETMARK_DRIFT_INTERVAL": "5",
+            "FLEETMARK_ENV_DIFF_INTERVAL": "10",
+        }
+        self.hub = Hub(fleetmark_executable(args.fleetmark), env, workdir / "data", free_port())
+        self.base_url = f"http://127.0.0.1:{self.hub.port}"
+        self.fleet = Fleet(args, workdir, self.base_url, self.repo)
+        self.findings = Findings()
+        self.harvested: dict[str, list[str]] = {}  # each branch's commits the hub has harvested
+
+    # -- the hub and its faults
+
+    def start_hub(self) -> None:
+        self.hub.start(1)
+        self.hub.wait_ready()
+
+    async def inject(self, fault: str) -> None:
+        if fault == "remote-gone":
+            await self.remote_gone(self.fleet.seconds(OUTAGE))
+        else:
+            await self.restart(fault, self.fleet.seconds(OUTAGE) if fault == "outage" else 1.0)
+
+    async def remote_gone(self, away: float) -> None:
+        """The platform repository's remote disappears for a while: the hub says so in the
+        repository's status and goes on answering; the next release is harvested as usual."""
+        gone = self.repo.bare.with_name("platform-gone")
+        self.repo.bare.rename(gone)
+        said = None
+        deadline = time.monotonic() + away
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                for repository in (await self.admin.get("/api/v1/repositories")).json():
+                    said = said or repository.get("fetch_error")
+            await asyncio.sleep(1.0)
+        gone.rename(self.repo.bare)
+        self.findings.faults.append(
+            f"remote-gone: remote away {away:.1f} s; the hub said "
+            + (repr(said[:80]) if said else "nothing (no harvest ran meanwhile)")
+        )
+
+    async def restart(self, how: str, away: float) -> None:
+        assert self.hub.process is not None
+        self.fleet.traffic.fault = how
+        self.usage.sample()
+        if how == "kill":
+            os.killpg(self.hub.process.pid, signal.SIGKILL)
+            self.hub.process.wait()
+        else:
+            await asyncio.to_thread(self.hub.stop)
+        await asyncio.sleep(away)
+        await asyncio.to_thread(self.start_hub)
+        back = time.monotonic()
+        self.findings.faults.append(f"{how}: hub away {away:.1f} s")
+        if how == "outage":
+            # Agents replay on their own schedule; the spools are polled, not waited on.
+            deadline = back + 300
+            while time.monotonic() < deadline:
+                if not self.fleet.pending():
+                    self.findings.replay_seconds = time.monotonic() - back
+                    break
+                await asyncio.sleep(0.1)
+        await asyncio.sleep(5)
+        self.fleet.traffic.fault = None
+
+    # -- the harvest, as the gate sees it
+
+    async def harvest_seen(self, environment: str, sha: str, limit: float = 60.0) -> None:
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                response = await self.admin.get("/api/v1/repositories")
+                for repository in response.json() if response.status_code == 200 else []:
+                    for branch in repository["branches"]:
+                        if branch["name"] == environment and branch["head_sha"] == sha:
+                            history = self.repo.heads[environment]
+                            self.harvested[environment] = history[: history.index(sha) + 1]
+                            return
+            await asyncio.sleep(0.5)
+        self.findings.mismatch(f"{environment}: commit {sha[:12]} not harvested in {limit:.0f} s")
+
+    async def release(
+        self, environment: str, name: str, spread: float, fails: bool = False
+    ) -> None:
+        sha = await asyncio.to_thread(self.repo.commit, environment, name)
+        await self.harvest_seen(environment, sha)
+        await self.fleet.roll_out(environment, sha, spread, fails)
+
+    # -- the script
+
+    async def at(self, minute: float) -> None:
+        await asyncio.sleep(
+            max(0.0, self.fleet.started + self.fleet.seconds(minute) - time.monotonic())
+        )
+
+    async def script(self) -> None:
+        steps: list[tuple[float, Callable[[], Any]]] = [
+            (3, lambda: self.release("dev", "r1", 6)),
+            (12, lambda: self.release("stage", "r1", 6)),
+            (14, lambda: self.release("dev", "r2-broken", 3, fails=True)),
+            (20, lambda: self.release("dev", "r2", 3)),
+            (24, self.join),
+            (28, lambda: self.release("prod", "r1", 10)),
+            (36, lambda: self.release("stage", "r2", 6)),
+            (44, self.decommission),
+            (46, lambda: self.release("prod", "r2", 10)),
+        ]
+        for fault in self.args.faults:
+            steps.append((FAULTS[fault] * HOUR, lambda fault=fault: self.inject(fault)))
+
+        async def step(minute: float, action: Callable[[], Any]) -> None:
+            await self.at(minute)
+            await action()
+
+        await asyncio.gather(*(step(minute, action) for minute, action in steps))
+        await self.at(HOUR)
+
+    async def join(self) -> None:
+        count = max(2, self.args.clusters // 50)
+        joining = self.fleet.new_clusters(count, self.args.clusters)
+        await self.fleet.register(self.admin, joining)
+        self.fleet.start(joining)
+
+    async def decommission(self) -> None:
+        response = await call(self.admin, "GET", "/openapi.json")
+        route = "/api/v1/clusters/{name}/decommission"
+        if route not in response.json().get("paths", {}):
+            self.findings.decommission = "skipped: this hub has no " + route
+            return
+        leaving = self.fleet.random.sample(
+            sorted(self.fleet.clusters), max(1, self.args.clusters // 100)
+        )
+        for name in leaving:
+            cluster = self.fleet.clusters.pop(name)
+            if cluster.task is not None:
+                cluster.task.cancel()
+            answer = await call(self.admin, "POST", route.format(name=name))
+            if answer.status_code != 200:
+                self.findings.mismatch(f"decommissioning {name}: {answer.status_code}")
+            self.record.decommissioned.add(name)
+        self.findings.decommission = f"{len(leaving)} clusters decommissioned"
+
+    @property
+    def record(self) -> Record:
+        return self.fleet.record
+
+    # -- sampling the gate
+
+    def expected(self, environment: str, target: str) -> dict[str, set[str]]:
+        history = self.harvested[environment]
+        return {
+            name: {gate_state(s, history, target) for s in self.record.possible(name)}
+            for name, env in self.record.registered.items()
+            if env == environment and name not in self.record.decommissioned
+        }
+
+    async def sample(self) -> None:
+        while True:
+            await asyncio.sleep(self.args.sample_every)
+            self.usage.sample()
+            for environment, history in list(self.harvested.items()):
+                await self.check_gate(environment, history[-1])
+            with contextlib.suppress(httpx.HTTPError):
+                await self.admin.get("/api/v1/drift", params={"limit": 50})
+                await self.admin.get("/api/v1/diff", params={"environment": list(ENVIRONMENTS)})
+
+    async def check_gate(self, environment: str, target: str) -> None:
+        before = self.expected(environment, target)
+        try:
+            response = await self.admin.get(
+                "/api/v1/gates/promotion",
+                params={
+                    "environment": environment,
+                    "commit": target,
+                    "soak": "0",
+                    "allow_stale": "true",
+                    "limit": 1,
+                },
+            )
+        except httpx.HTTPError:
+            return  # the hub is away: the fault is counted by the transport
+        if response.status_code != 200:
+            if not self.fleet.traffic.fault:
+                self.findings.mismatch(f"gate {environment}: HTTP {response.status_code}")
+            return
+        after = self.expected(environment, target)
+        # A cluster registered or decommissioned meanwhile may be counted or not.
+        absent = {"absent"}
+        possible = {
+            name: before.get(name, absent) | after.get(name, absent) for name in before | after
+        }
+        body = response.json()
+        counts = body["counts"]
+        self.findings.gate_samples += 1
+        what = f"gate {environment}@{target[:8]}"
+        if not min(len(before), len(after)) <= counts["expected"] <= len(possible):
+            self.findings.mismatch(f"{what}: expected {counts['expected']}, record {len(after)}")
+        # Stale included: with stale clusters allowed, never. Soaking with soak 0 is compliant
+        # from a moment after the gate's `now`: a report observed while it was answering.
+        by_state = counts["by_state"]
+        for state in ClusterState:
+            if state == ClusterState.SOAKING:
+                continue
+            low = sum(1 for states in possible.values() if states == {state})
+            high = sum(1 for states in possible.values() if state in states)
+            got = by_state.get(state, 0)
+            if state == ClusterState.COMPLIANT:
+                got += by_state.get(ClusterState.SOAKING, 0)
+            if not low <= got <= high:
+                self.findings.mismatch(f"{what}: {state} {got}, record {low}..{high}")
+        failed_low = sum(1 for s in possible.values() if s == {"failed"})
+        failed_high = sum(1 for s in possible.values() if "failed" in s)
+        all_compliant = all(s == {"compliant"} for s in possible.values()) and possible
+        verdict = body["verdict"]
+        states = ", ".join(f"{s} {n}" for s, n in by_state.items() if n)
+        self.findings.last_gate[environment] = f"{target[:8]} {verdict} ({states})"
+        if (
+            (failed_low and verdict != "failed")
+            or (not failed_high and verdict == "failed")
+            or (all_compliant and verdict != "passed")
+        ):
+            self.findings.mismatch(f"{what}: verdict {verdict}, record says otherwise")
+
+    # -- the end: reconcile the store with the record
+
+    async def drain(self) -> None:
+        """Stop the clusters, then let each replay its spool (for two minutes at most)."""
+        await self.fleet.stop()
+        deadline = time.monotonic() + DRAIN_SECONDS
+
+        async def replayed(cluster: Cluster) -> None:
+            assert cluster.reporter is not None
+            while await cluster.reporter.flush(datetime.now(UTC)):
+                if time.monotonic() > deadline:
+                    self.findings.mismatch(
+                        f"{cluster.name}: {cluster.reporter.pending} reports still spooled "
+                        f"after {DRAIN_SECONDS:.0f} s"
+                    )
+                    return
+                await asyncio.sleep(1.0)
+
+        await asyncio.gather(*(replayed(cluster) for cluster in self.fleet.clusters.values()))
+
+    def reconcile(self) -> None:
+        record, findings = self.record, self.findings
+        with psycopg.connect(self.database_url) as db:
+            ids = dict(db.execute("SELECT name, id FROM cluster").fetchall())
+            counted = dict(
+                db.execute(
+                    "SELECT cluster_id, sum(report_count) FROM cluster_heartbeat GROUP BY 1"
+                ).fetchall()
+            )
+            sessions = defaultdict(dict)
+            for cluster_id, boot_id, max_sequence in db.execute(
+                "SELECT cluster_id, boot_id, max_sequence FROM agent_session"
+            ):
+                sessions[cluster_id][boot_id] = max_sequence
+            history: dict[tuple[int, tuple[str, str, str]], list[State]] = defaultdict(list)
+            for row in db.execute(
+                "SELECT t.cluster_id, o.kind, o.namespace, o.name, t.applied_revision, "
+                "t.attempted_revision, t.ready FROM status_transition t "
+                "JOIN object_state o ON o.id = t.object_id "
+                "ORDER BY t.cluster_id, t.object_id, t.observed_at"
+            ):
+                history[(row[0], (row[1], row[2], row[3]))].append((row[4], row[5], row[6]))
+        for name in sorted(record.registered):
+            acked = record.acked.get(name, {})
+            cluster_id = ids.get(name)
+            if cluster_id is None:
+                findings.mismatch(f"{name}: registered, not in the store")
+                continue
+            # Posted and never answered: only a decommissioned cluster's last reports (every
+            # other cluster's spool was replayed); the hub may or may not hold them.
+            maybe = acked | record.unanswered.get(name, {})
+            stored = counted.get(cluster_id, 0)
+            if not len(acked) <= stored <= len(maybe):
+                findings.mismatch(f"{name}: {len(acked)} reports acknowledged, {stored} stored")
+            session = sessions.get(cluster_id, {})
+            least, most = last_sequences(acked), last_sequences(maybe)
+            if set(session) != set(least) or any(
+                not least[boot] <= session[boot] <= most[boot] for boot in least
+            ):
+                findings.mismatch(f"{name}: acknowledged up to {least}, agent sessions {session}")
+            sent, possible = changes(acked), changes(maybe)
+            for ref, states in sent.items():
+                held = history.get((cluster_id, ref), [])
+                if not (held[: len(states)] == states and possible[ref][: len(held)] == held):
+                    findings.mismatch(
+                        f"{name} {'/'.join(ref)}: {len(states)} state changes sent, "
+                        f"history holds {len(held)}"
+                        + ("" if len(held) != len(states) else " (different states)")
+                    )
+
+    async def check_drift(self) -> None:
+        """Drift, once evaluated after the last report, against the record's end state: the
+        job runs every few seconds, so it may take one more evaluation to agree (a minute at
+        most)."""
+        expected: Counter[str] = Counter()
+        for name, (_, state) in self.record.latest.items():
+            if name in self.record.decommissioned:
+                continue
+            heads = self.repo.heads[self.record.registered[name]]
+            if state[2] is False:
+                expected["failing"] += 1
+            if sha_of(state[0]) != heads[-1]:
+                expected["behind"] += 1
+        reasons = ("behind", "failing", "diverged", "unknown_revision", "not_applied")
+        last = datetime.fromtimestamp(self.record.last_ack, UTC)
+        deadline = time.monotonic() + 60
+        differences = ["no evaluation after the last report"]
+        while differences and time.monotonic() < deadline:
+            await asyncio.sleep(1)
+            body = (await self.admin.get("/api/v1/drift", params={"limit": 1})).json()
+            evaluated = body.get("evaluated_at")
+            if not evaluated or datetime.fromisoformat(evaluated) <= last:
+                continue
+            got = body["summary"]["reasons"]
+            differences = [
+                f"{got.get(reason, 0)} objects {reason}, record {expected[reason]}"
+                for reason in reasons
+                if got.get(reason, 0) != expected[reason]
+            ]
+        for difference in differences:
+            self.findings.mismatch(f"drift after 60 s: {difference}")
+
+    # -- all of it
+
+    async def main(self) -> None:
+        args = self.args
+        fleet = self.fleet
+        admin_token = self.admin_token()
+        self.admin = httpx.AsyncClient(
+            base_url=self.base_url,
+            # Connections of its own: the gate samples and the script's requests do not queue
+            # behind thousands of agents.
+            transport=TimedTransport(fleet.traffic, ADMIN_CONNECTIONS),
+            headers={"Authorization": f"Bearer {admin_token}"},
+            timeout=30.0,
+        )
+        for environment, history in self.repo.heads.items():
+            await self.harvest_seen(environment, history[-1])
+        with contextlib.closing(psycopg.connect(self.database_url)) as db:
+            self.facts = server_facts(db)
+            self.size_start = db.execute("SELECT pg_database_size(current_database())").fetchone()[
+                0
+            ]
+        clusters = fleet.new_clusters(args.clusters, 0)
+        with phase(f"registering {len(clusters):,} clusters through POST /api/v1/clusters"):
+            await fleet.register(self.admin, clusters)
+        print(
+            f"… the hour of fleet life in {args.minutes:g} minutes, faults: "
+            f"{', '.join(args.faults) or 'none'}",
+            file=sys.stderr,
+            flush=True,
+        )
+        fleet.started = time.monotonic()
+        self.usage = Usage(self.hub, self.facts.postmaster)
+        fleet.start(clusters)
+        sampler = asyncio.create_task(self.sample())
+        await self.script()
+        sampler.cancel()
+        with phase("replaying every spool, then reconciling the store with the record"):
+            await self.drain()
+            self.usage.sample()
+            self.wall = time.monotonic() - self.usage.wall_start
+            self.machine = busy_seconds() - self.usage.machine_start
+            self.self_cpu = cumulative_cpu([psutil.Process()]) - self.usage.self_start
+            pg_end = postgres_cpu(self.facts.postmaster)
+            self.pg_cpu = (
+                None
+                if self.usage.pg_start is None or pg_end is None
+                else (pg_end - self.usage.pg_start)
+            )
+            await self.check_drift()
+            await asyncio.to_thread(self.reconcile)
+        with contextlib.closing(psycopg.connect(self.database_url)) as db:
+            self.size_end = db.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+        await self.admin.aclose()
+        await fleet.transport.aclose()
+
+    def admin_token(self) -> str:
+        output = self.hub.cli("tokens", "create", "fleet-admin", "--scope", "admin")
+        match = re.search(r"\bfma_[A-Za-z0-9_\-]+", output)
+        if match is None:
+            raise SystemExit(f"no token in the output of fleetmark tokens create:\n{output}")
+        return match[0]
+
+    def print_figures(self) -> None:
+        traffic, findings, record = self.fleet.traffic, self.findings, self.record
+        acked = sum(len(reports) for reports in record.acked.values())
+        print(f"\nfleet run: {len(record.registered):,} clusters, {self.args.minutes:g} minutes")
+        line("store", self.facts.timescaledb)
+        line("reports acknowledged", f"{acked:,} ({record.duplicates:,} answered duplicate)")
+        line("reports/s", f"{acked / self.wall:,.1f}")
+        for endpoint in ("ingest", "gate", "drift", "diff"):
+            latencies = sorted(traffic.latencies.get(endpoint, []))
+            line(
+                f"{endpoint} latency (n={len(latencies):,})",
+                f"p50 {ms(percentile(latencies, 0.5))}, p99 {ms(percentile(latencies, 0.99))}, "
+                f"max {ms(latencies[-1] if latencies else float('nan'))}",
+            )
+        errors = {k: v for k, v in traffic.statuses.items() if not k[1].startswith("2")}
+        line(
+            "errors by status",
+            ", ".join(f"{e} {s}: {n:,}" for (e, s), n in sorted(errors.items())) or "none",
+        )
+        hub_cpu = sum(self.usage.hub_cpu.values())
+        cores = 2 * self.wall
+        line(
+            "hub CPU, peak RSS",
+            f"{hub_cpu:,.1f} s ({hub_cpu / self.wall:.2f} cores), {mib(self.usage.hub_rss)}",
+        )
+        pg = (
+            "n/a"
+            if self.pg_cpu is None
+            else f"{self.pg_cpu:,.1f} s ({self.pg_cpu / self.wall:.2f} cores)"
+        )
+        line("PostgreSQL CPU, peak RSS", f"{pg}, {mib(self.usage.pg_rss)}")
+        line("simulator CPU", f"{self.self_cpu:,.1f} s ({self.self_cpu / self.wall:.2f} cores)")
+        line("machine busy", f"{self.machine / cores:.0%} of {psutil.cpu_count()} cores")
+        busiest = max(
+            [("hub", hub_cpu), ("PostgreSQL", self.pg_cpu or 0.0), ("simulator", self.self_cpu)],
+            key=lambda item: item[1],
+        )[0]
+        saturated = self.machine > 0.9 * cores
+        line(
+            "what bound the run",
+            f"CPU (the machine was saturated); {busiest} used the most"
+            if saturated
+            else f"not CPU (the machine had idle cores); {busiest} used the most",
+        )
+        grown = self.size_end - self.size_start
+        line("store growth", f"{mib(grown)} in the hour")
+        line(
+            "replay after the outage",
+            "n/a" if findings.replay_seconds is None else f"{findings.replay_seconds:.1f} s",
+        )
+        lags = sorted(record.apply_lags)
+        line("gate samples checked", f"{findings.gate_samples:,}")
+        line(
+            f"applied -> gate counts it (n={len(lags):,})",
+            f"p50 {ms(percentile(lags, 0.5))}, max {ms(lags[-1] if lags else float('nan'))}",
+        )
+        for environment, answer in findings.last_gate.items():
+            line(f"last gate answer, {environment}", answer)
+        line("faults", "; ".join(findings.faults) or "none")
+        line("decommissioning", findings.decommission or "not reached")
+        problems = findings.mismatches + [f"unexpected {u}" for u in traffic.unexpected]
+        line("mismatches", f"{len(problems)}")
+        for problem in problems[:50]:
+            print(f"    {problem}")
+
+
+@contextlib.contextmanager
+def database(args: argparse.Namespace, workdir: Path) -> Iterator[str]:
+    """The database the hub runs on: a scratch one, or one on a server this run starts."""
+    if args.database_url:
+        recreate_database(args.database_url)
+        yield args.database_url
+        return
+    if args.timescaledb:
+        url = timescaledb_server(workdir)
+    else:
+        with phase("starting an embedded PostgreSQL"):
+            url = start_embedded_postgres(workdir / "postgres").replace(
+                "postgresql+psycopg://", "postgresql://", 1
+            )
+    fleet = with_database(url, "fleetmark_fleet")
+    recreate_database(fleet)
+    yield fleet
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    # Thousands of agents in one process: their warnings (hub unavailable, spooling) are the
+    # faults this run injects on purpose; errors (a report lost, rejected) still show.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
+    # Stopped from outside (CI's timeout): stop the hub and the database on the way out too.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    workdir = Path(tempfile.mkdtemp(prefix="fleetmark-fleet-"))
+    started = time.monotonic()
+    failed = True
+
+    def tidy() -> None:
+        if failed:
+            print(f"the run's files (hub log, spools) are kept in {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    # At exit, after the embedded PostgreSQL (registered later, stopped first) has stopped.
+    atexit.register(tidy)
+    try:
+        with database(args, workdir) as url:
+            run = Run(args, workdir, url)
+            with phase(f"starting fleetmark serve on port {run.hub.port}"):
+                run.start_hub()
+            try:
+                asyncio.run(run.main())
+            finally:
+                run.hub.stop()
+            run.print_figures()
+            failed = bool(run.findings.mismatches or run.fleet.traffic.unexpected)
+    finally:
+        print(f"  run took {time.monotonic() - started:.0f} s", file=sys.stderr)
+    if failed:
+        print("FLEET RUN FAILED: loss or mismatch, listed above")
+        sys.exit(1)
+    print("fleet run: nothing lost, everything reconciled")
+
+
+if __name__ == "__main__":
+    main()
