@@ -1015,6 +1015,7 @@ def endpoints(f: Facts) -> list[Endpoint]:
         ask("fleet, first page", FLEET, TARGET_MS),
         ask("fleet, prod, page 21", FLEET, TARGET_MS, environment="prod", offset="2000"),
         ask("history, first page", HISTORY, TARGET_MS),
+        ask("history, one cluster", HISTORY, TARGET_MS, cluster=f.cluster),
         ask("history, one cluster, 7 days", HISTORY, TARGET_MS, cluster=f.cluster,
             since=week.isoformat()),
         ask("history, stage large, 1 day", HISTORY, TARGET_MS, environment="stage",

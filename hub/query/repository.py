@@ -255,7 +255,13 @@ async def _history_filters(
         cluster_ids = cluster_ids.where(Cluster.name == criteria.cluster)
     if cluster_ids.whereclause is not None:
         ids = list(await session.scalars(cluster_ids))
-        filters.append(view.c.cluster_id == any_(cast(ids, ARRAY(Integer))))
+        # One cluster by equality: each chunk's index on (cluster_id, observed_at) then walks
+        # its newest transitions in order, where `= ANY` has TimescaleDB walk every cluster's.
+        filters.append(
+            view.c.cluster_id == ids[0]
+            if len(ids) == 1
+            else view.c.cluster_id == any_(cast(ids, ARRAY(Integer)))
+        )
     if criteria.object_name is not None:
         # In the collation of ix_object_state_name_c, which ingest's statements cannot use.
         object_ids = select(ObjectState.id).where(
