@@ -104,9 +104,12 @@ from hub.gate.policy import format_duration
 from hub.settings import HubSettings
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/fleetmark_bench_query"
-# What a kept store was generated with, in its database's comment: reused only when equal.
+# What a kept store was generated with, in its database's comment: reused only when equal
+# (and when the migrations it was upgraded with are unchanged).
 MARKER = "fleetmark-query-benchmark"
 TARGET_MS = 50.0
+# The built-in pages: loaded in a second.
+PAGE_TARGET_MS = 1000.0
 TARGET_RSS = 300 * 2**20
 SEED = 20261123
 
@@ -757,19 +760,31 @@ def admin_url(url: str) -> str:
     return with_database(url, "postgres")
 
 
+def migration_digests() -> dict[str, str]:
+    """Each migration file's digest, by file name."""
+    versions = files("migrations") / "versions"
+    return {
+        item.name: hashlib.sha256(item.read_bytes()).hexdigest()[:16]
+        for item in sorted(versions.iterdir(), key=lambda i: i.name)
+        if item.name.endswith(".py") and item.name != "__init__.py"
+    }
+
+
 def generator() -> str:
-    """A digest of what the store is made from (the migrations included), so a kept store
-    made differently is not reused."""
+    """A digest of what the store is generated from (the migrations up to GENERATED_REVISION
+    included), so a kept store generated differently is not reused."""
     parts = [SCHEMA, CLUSTERS, OBJECTS, TRANSITIONS, FINISH, repr(ENVIRONMENTS), repr(TEAMS)]
     parts.append(GENERATED_REVISION)
     parts += [inspect.getsource(f) for f in (build_model, add_object_kinds, add_assignments)]
-    versions = files("migrations") / "versions"
-    parts += [
-        item.read_text()
-        for item in sorted(versions.iterdir(), key=lambda i: i.name)
-        if item.name.endswith(".py")
-    ]
+    digests = migration_digests()
+    generated_with = [name for name in digests if GENERATED_REVISION.split("_")[0] >= _number(name)]
+    parts += [digests[name] for name in generated_with]
     return hashlib.sha256("".join(parts).encode()).hexdigest()[:16]
+
+
+def _number(migration: str) -> str:
+    """A migration file's number: `2026_11_22_0004-query_views.py` -> `0004`."""
+    return migration.split("-")[0].rsplit("_", 1)[1]
 
 
 def store_marker(args: argparse.Namespace) -> dict[str, Any]:
@@ -784,8 +799,18 @@ def store_marker(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def kept_store(url: str, args: argparse.Namespace) -> datetime | None:
-    """When the database holds a complete store generated as asked: when it was generated."""
+def upgradable(found: dict[str, Any]) -> bool:
+    """The migrations the kept store was upgraded with are all here, unchanged: the newer ones
+    upgrade it as they would a hub's store. A migration changed since means a store that no
+    upgrade makes: it is generated again."""
+    now = migration_digests()
+    applied = found.get("migrations", {})
+    return all(now.get(name) == digest for name, digest in applied.items())
+
+
+def kept_store(url: str, args: argparse.Namespace) -> tuple[datetime, float] | None:
+    """When the database holds a complete store generated as asked: when it was generated and
+    how long that took."""
     name = database_name(url)
     with psycopg.connect(admin_url(url), autocommit=True) as admin:
         row = admin.execute(
@@ -800,9 +825,9 @@ def kept_store(url: str, args: argparse.Namespace) -> datetime | None:
         return None
     wanted = store_marker(args)[MARKER]
     found = comment.get(MARKER, {})
-    if {key: found.get(key) for key in wanted} != wanted:
+    if {key: found.get(key) for key in wanted} != wanted or not upgradable(found):
         return None
-    return datetime.fromisoformat(found["generated_at"])
+    return datetime.fromisoformat(found["generated_at"]), found["seconds"]
 
 
 def recreate(url: str) -> None:
@@ -827,7 +852,11 @@ def drop(url: str) -> None:
 
 def mark(url: str, args: argparse.Namespace, generated_at: datetime, seconds: float) -> None:
     marker = store_marker(args)
-    marker[MARKER] |= {"generated_at": generated_at.isoformat(), "seconds": round(seconds)}
+    marker[MARKER] |= {
+        "generated_at": generated_at.isoformat(),
+        "seconds": round(seconds),
+        "migrations": migration_digests(),
+    }
     with psycopg.connect(admin_url(url), autocommit=True) as admin:
         admin.execute(
             sql.SQL("COMMENT ON DATABASE {} IS {}").format(
@@ -841,7 +870,12 @@ def catch_up(connection: psycopg.Connection[Any]) -> None:
     generated agents reported last within four minutes before the store's end, and ten minutes
     later (FLEETMARK_STALE_AFTER_SECONDS) every one of them would be stale, not the 1 % that
     went silent. Run before each endpoint is measured, so every endpoint meets the same fleet
-    (a kept store's too), however long the jobs and the other endpoints took."""
+    (a kept store's too), however long the jobs and the other endpoints took.
+
+    Ingest spreads these updates over the five minutes between snapshots, and autovacuum keeps
+    up with tables this small; done at once, they leave a dead version of every row that the
+    endpoint measured next would walk past. So they are vacuumed away, as autovacuum would
+    within a minute."""
     connection.execute(
         "WITH shift AS (SELECT now() - max(last_seen_at) AS by FROM cluster) "
         "UPDATE cluster SET last_seen_at = last_seen_at + shift.by FROM shift "
@@ -852,6 +886,12 @@ def catch_up(connection: psycopg.Connection[Any]) -> None:
         "UPDATE agent_session SET last_report_at = last_report_at + shift.by FROM shift"
     )
     connection.commit()
+    autocommit = connection.autocommit
+    connection.autocommit = True
+    try:
+        connection.execute("VACUUM cluster, agent_session")
+    finally:
+        connection.autocommit = autocommit
 
 
 # --- what to ask --------------------------------------------------------------------------------
@@ -930,7 +970,7 @@ Params = dict[str, str | list[str]]
 @dataclass(frozen=True)
 class Endpoint:
     label: str
-    route: str  # as the hub's OpenAPI document names it
+    route: str | None  # as the hub's OpenAPI document names it; None: a page, not in it
     path: str
     params: Params
     target_ms: float | None
@@ -944,6 +984,10 @@ def ask(
     **params: str | list[str],
 ) -> Endpoint:
     return Endpoint(label, route, path or route, params, target_ms)
+
+
+def page(label: str, path: str, **params: str) -> Endpoint:
+    return Endpoint(f"page: {label}", None, path, params, PAGE_TARGET_MS)
 
 
 CLUSTER, FLEET, HISTORY = "/api/v1/clusters/{name}", "/api/v1/fleet", "/api/v1/history"
@@ -989,6 +1033,14 @@ def endpoints(f: Facts) -> list[Endpoint]:
             workload=f.workloads["prod"][0]),
         ask("dora deployments, first page", f"{DORA}/deployments", TARGET_MS),
         ask("dora deployments, CSV", f"{DORA}/deployments.csv", TARGET_MS),
+        page("fleet overview", "/"),
+        page("fleet overview, prod, page 41", "/", environment="prod", offset="2000"),
+        page("drift", "/drift"),
+        page("environment diff", "/diff"),
+        page("one cluster", f"/clusters/{f.cluster}"),
+        page("gate, platform commit, prod", "/gate", environment="prod",
+             commit=f.commits["prod"]),
+        page("repositories", "/repositories"),
     ]  # fmt: skip
 
 
@@ -1107,7 +1159,8 @@ def add_store_options(parser: argparse.ArgumentParser, database_url: str) -> Non
     store.add_argument(
         "--keep",
         action="store_true",
-        help="Keep the store afterwards, and reuse a kept one generated with the same options.",
+        help="Keep the store afterwards, and reuse a kept one generated with the same options "
+        "(upgraded by the migrations added since, as a hub's store would be).",
     )
     store.add_argument(
         "--timescaledb",
@@ -1285,7 +1338,7 @@ def run_requests(args: argparse.Namespace, url: str, facts: Facts, workdir: Path
             own = time.process_time()
             results, skipped, peak = [], [], 0
             for endpoint in wanted:
-                if endpoint.route not in routes:
+                if endpoint.route is not None and endpoint.route not in routes:
                     skipped.append(endpoint)
                     continue
                 catch_up(database)
@@ -1366,9 +1419,13 @@ def prepare_store(
 ) -> tuple[str, list[Compressed], Jobs]:
     """Generate the store in `url` (or reuse a kept one) and run the hub's jobs on it: how it
     was generated, what compression did, what the jobs took."""
-    generated_at = kept_store(url, args) if args.keep else None
-    if generated_at is not None:
+    kept = kept_store(url, args) if args.keep else None
+    if kept is not None:
+        generated_at, seconds = kept
         print(f"… reusing the store in {database_name(url)!r} (generated {generated_at:%c})")
+        with phase("upgrading it to the newest schema, as a hub's start-up does"):
+            migrate.upgrade(url)
+        mark(url, args, generated_at, seconds)
         generated = f"kept from {generated_at:%Y-%m-%d %H:%M} UTC"
     else:
         with phase(f"{label}: creating database {database_name(url)!r} and migrating it"):

@@ -32,6 +32,7 @@ from dashboards.postgres import DATASOURCE_TYPE, SQL, Format
 __all__ = [
     "ALL",
     "DATASOURCE",
+    "EVERY_CLUSTER",
     "SHOWN_CLUSTERS",
     "STALE_AFTER",
     "VARIABLES",
@@ -55,6 +56,8 @@ VARIABLES = ("environment", "workspace", "workload", "cluster_type", "cluster")
 # The "All" value of every variable, put into the SQL as it is (Grafana does not format a
 # custom all value): a quoted string no environment, cluster or workload name can be.
 ALL = "'*'"
+# SQL: "All" is chosen for the cluster variable.
+EVERY_CLUSTER = f"({ALL} IN (${{cluster:sqlstring}}))"
 # Seconds without a report after which a cluster is stale; the hub's default
 # (FLEETMARK_STALE_AFTER_SECONDS). A constant variable, so provisioning can change it.
 STALE_AFTER = "stale_after"
@@ -100,11 +103,13 @@ SHOWN_CLUSTERS = 50
 
 
 def shown_clusters() -> str:
-    """SQL: the ids of the chosen clusters a per-cluster panel shows, at most SHOWN_CLUSTERS:
-    those failing first, then those drifted, then by name. From the clusters' current state,
-    so a panel then reads the rollups of those clusters only, not of the whole fleet."""
+    """SQL: the chosen clusters a per-cluster panel shows (`cluster_id`, `cluster`), at most
+    SHOWN_CLUSTERS: those failing first, then those drifted, then by name. From the clusters'
+    current state; a panel joins its rollup to them laterally (`FROM ({shown_clusters()}) s
+    CROSS JOIN LATERAL (... WHERE x.cluster_id = s.cluster_id ...)`), so that it reads the
+    rollup rows of those clusters by index, not the range's rows of the whole fleet."""
     return (
-        f"SELECT c.cluster_id FROM grafana.cluster c WHERE {scope('c')} "
+        f"SELECT c.cluster_id, c.cluster FROM grafana.cluster c WHERE {scope('c')} "
         "ORDER BY c.failing > 0 DESC, c.drifted_objects > 0 DESC, c.cluster "
         f"LIMIT {SHOWN_CLUSTERS}"
     )

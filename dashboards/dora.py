@@ -15,7 +15,15 @@ interpolate between ranks as the API's do (percentile_cont).
 from grafana_foundation_sdk.builders.table import Panel as TablePanel
 from grafana_foundation_sdk.models.dashboard import Dashboard, DynamicConfigValue
 
-from dashboards.common import chosen, dashboard, scope, table, timeseries
+from dashboards.common import (
+    EVERY_CLUSTER,
+    chosen,
+    dashboard,
+    placed,
+    scope,
+    table,
+    timeseries,
+)
 
 __all__ = ["TITLE", "UID", "build"]
 
@@ -98,10 +106,19 @@ FAILURE_RATE_PER_DAY = _per_day(
     "started_at", "avg(CASE WHEN failed_at < refreshed_at THEN 1.0 ELSE 0.0 END)"
 )
 
+# With every cluster chosen, from the sums per environment and cluster type (a few rows an
+# hour); with clusters chosen, from theirs. The branch not taken is pruned when planned.
 FAILING_PER_HOUR = f"""
 SELECT $__timeGroupAlias(hour, $__interval), environment AS metric, sum(not_ready) AS value
-FROM grafana.transition_hourly x
-WHERE $__timeFilter(hour) AND {scope("x")}
+FROM (
+    SELECT x.hour, x.environment, x.not_ready FROM grafana.placement_hourly x
+    WHERE {EVERY_CLUSTER} AND $__timeFilter(x.hour)
+      AND {chosen("environment", "x.environment")} AND {chosen("cluster_type", "x.cluster_type")}
+      AND {placed("x.environment", "x.cluster_type")}
+    UNION ALL
+    SELECT x.hour, x.environment, x.not_ready FROM grafana.transition_hourly x
+    WHERE NOT {EVERY_CLUSTER} AND $__timeFilter(x.hour) AND {scope("x")}
+) x
 GROUP BY 1, 2
 ORDER BY 1, 2
 """

@@ -30,7 +30,8 @@ WHERE {scope("x")}
 """
 
 # A stale agent makes every row of its cluster drifted for that reason too (as the API
-# says it); the drift job's reasons are the others.
+# says it); the drift job's reasons are the others. Read from the clusters drifted or stale,
+# each one's objects by index: those with reasons, and the others only if it is stale.
 DRIFTED = f"""
 SELECT d.cluster AS "Cluster", d.environment AS "Environment", d.cluster_type AS "Cluster type",
        d.kind || '/' || d.name AS "Object",
@@ -44,12 +45,16 @@ SELECT d.cluster AS "Cluster", d.environment AS "Environment", d.cluster_type AS
        d.repository || ' ' || d.branch AS "Follows",
        d.last_seen_at AS "Last report", d.reason AS "Condition", d.message AS "Message",
        d.config_mismatches::text AS "Config differences"
-FROM grafana.drift d
-JOIN grafana.cluster c ON c.cluster_id = d.cluster_id
+FROM grafana.cluster c
+CROSS JOIN LATERAL (
+    SELECT * FROM grafana.drift d WHERE d.cluster_id = c.cluster_id AND cardinality(d.reasons) > 0
+    UNION ALL
+    SELECT * FROM grafana.drift d WHERE d.cluster_id = c.cluster_id AND cardinality(d.reasons) = 0
+      AND {_STALE.replace("last_seen_at", "c.last_seen_at")}
+) d
 LEFT JOIN grafana.drift_period p ON p.object_id = d.object_id AND p.ended_at IS NULL
-WHERE {scope("d")}
+WHERE {scope("c")}
   AND (c.drifted_objects > 0 OR {_STALE.replace("last_seen_at", "c.last_seen_at")})
-  AND (cardinality(d.reasons) > 0 OR {_STALE.replace("last_seen_at", "d.last_seen_at")})
 ORDER BY d.environment_position NULLS LAST, d.environment, d.cluster_type, d.cluster, d.kind,
          d.namespace, d.name
 LIMIT 1000

@@ -30,11 +30,15 @@ CLUSTER_STATES = {
 ROLLOUT_STATES = {0: ("done", "green"), 1: ("rolling out", "blue"), 2: ("failed", "red")}
 
 PER_CLUSTER = f"""
-SELECT $__timeGroupAlias(x.hour, $__interval), x.cluster AS metric,
+SELECT $__timeGroupAlias(x.hour, $__interval), s.cluster AS metric,
        max(CASE WHEN x.not_ready > 0 THEN 3 WHEN x.drifted > 0 THEN 2 WHEN x.applied > 0 THEN 1
                 ELSE 0 END) AS value
-FROM grafana.transition_hourly x
-WHERE x.cluster_id IN ({shown_clusters()}) AND $__timeFilter(x.hour)
+FROM ({shown_clusters()}) s
+CROSS JOIN LATERAL (
+    SELECT x.hour, x.not_ready, x.drifted, x.applied FROM grafana.transition_hourly x
+    WHERE x.cluster_id = s.cluster_id AND $__timeFilter(x.hour)
+    OFFSET 0  -- not flattened into a join: read per shown cluster, by index
+) x
 GROUP BY 1, 2
 ORDER BY 1, 2
 """

@@ -32,6 +32,8 @@ from hub.ingest.router import router as ingest_router
 from hub.jobs import start_jobs, stop_jobs
 from hub.metrics import HubMetrics, RequestMetricsMiddleware
 from hub.monitoring.router import router as runs_router
+from hub.pages.router import public as pages_public_router
+from hub.pages.router import router as pages_router
 from hub.query.router import router as query_router
 from hub.scheduling.router import router as scheduling_router
 from hub.settings import HubSettings
@@ -91,6 +93,8 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         repositories_router,
         scheduling_router,
         runs_router,
+        pages_public_router,
+        pages_router,
     ):
         app.include_router(router)
     app.add_middleware(RequestMetricsMiddleware, metrics=app.state.metrics)

@@ -11,9 +11,10 @@ Three backends, told apart at run time:
 
 The hourly rollups of the history (`heartbeat_hourly`, `transition_hourly`; migration 0018)
 are continuous aggregates on TimescaleDB; elsewhere the `rollup` job keeps their tables
-(refresh_rollups). They outlive the history they sum, and are kept for
-FLEETMARK_ROLLUP_RETENTION: by a retention policy on each continuous aggregate, or by the
-`retention` job.
+(refresh_rollups). `placement_hourly` (0029), summed from `transition_hourly` per environment
+and cluster type, is a table the `rollup` job keeps on every backend. They outlive the history
+they sum, and are kept for FLEETMARK_ROLLUP_RETENTION: by a retention policy on each
+continuous aggregate, or by the `retention` job.
 
 The `retention` job of the hub (hub/jobs.py) runs at start and then daily. On TimescaleDB it
 sets the policies to the settings (replacing those that differ); elsewhere it drops what is
@@ -54,7 +55,10 @@ ROLLUP_LOCK = 0x726F6C6C7570
 # old, and the last ROLLUP_REFRESHED of them again at each run, for rows that came in late.
 ROLLUP_LAG = timedelta(hours=1)
 ROLLUP_REFRESHED = timedelta(days=3)
+# Continuous aggregates on TimescaleDB, tables the rollup job keeps elsewhere.
 ROLLUP_VIEWS = ("heartbeat_hourly", "transition_hourly")
+# Summed from transition_hourly: a table the rollup job keeps on every backend, after those.
+PLACEMENT_ROLLUP = "placement_hourly"
 # Rows deleted per transaction on plain PostgreSQL: short transactions, no long lock on ingest.
 DELETE_BATCH = 50_000
 
@@ -190,9 +194,20 @@ async def drop_expired(
             if count < DELETE_BATCH:
                 break
         dropped[table] = total
-    for view in ROLLUP_VIEWS:
+    return dropped | await _drop_expired_rollups(sessions, settings, (*ROLLUP_VIEWS,), now)
+
+
+async def _drop_expired_rollups(
+    sessions: async_sessionmaker[AsyncSession],
+    settings: HubSettings,
+    views: tuple[str, ...],
+    now: datetime,
+) -> dict[str, int]:
+    """Delete the hours of those rollup tables older than the rollups' retention."""
+    dropped = {}
+    for view in (*views, PLACEMENT_ROLLUP):
         async with write_session(sessions) as session:
-            # The names are ROLLUP_VIEWS', not input.
+            # The names are ROLLUP_VIEWS' and PLACEMENT_ROLLUP, not input.
             deleted = await session.execute(
                 text(f"DELETE FROM {view}_rollup WHERE hour < :before"),  # noqa: S608
                 {"before": now - settings.rollup_retention},
@@ -212,38 +227,39 @@ def _delete_batch(table: str, column: str, before: datetime) -> Delete:
 async def keep_history(
     sessions: async_sessionmaker[AsyncSession], settings: HubSettings, now: datetime
 ) -> None:
-    """The retention job's run: policies on TimescaleDB, the dropping itself elsewhere."""
+    """The retention job's run: policies on TimescaleDB (and the dropping of the placement
+    rollup's hours, which no policy keeps), the dropping itself elsewhere."""
     async with exclusive(sessions, RETENTION_LOCK) as acquired:
         if not acquired:
             log.info("history retention skipped: another replica holds the lock")
             return
         async with write_session(sessions) as session:
             found = await backend(session)
-            if found.licensed:
-                changed = await apply_policies(session, settings)
-                log.info("history policies", backend=found.name, changed=changed)
-                return
-        dropped = await drop_expired(sessions, settings, found, now)
-        log.info("history dropped", backend=found.name, dropped=dropped)
+            changed = await apply_policies(session, settings) if found.licensed else {}
+        if found.licensed:
+            dropped = await _drop_expired_rollups(sessions, settings, (), now)
+            log.info("history policies", backend=found.name, changed=changed, dropped=dropped)
+        else:
+            dropped = await drop_expired(sessions, settings, found, now)
+            log.info("history dropped", backend=found.name, dropped=dropped)
 
 
 async def refresh_rollups(
     sessions: async_sessionmaker[AsyncSession], now: datetime
 ) -> dict[str, int] | None:
-    """The rollup job's run, where the rollups are tables (plain PostgreSQL, TimescaleDB's
-    Apache build): each view's hours from ROLLUP_REFRESHED before its watermark (from the
-    start, the first time) up to an hour ago are computed again, by the view itself, and the
-    watermark moves on. Hours rolled up per view; None when there is nothing to do here
-    (continuous aggregates do it, or another replica is at it)."""
+    """The rollup job's run, for the rollups that are tables (ROLLUP_VIEWS on plain
+    PostgreSQL and TimescaleDB's Apache build, PLACEMENT_ROLLUP everywhere): each view's hours
+    from ROLLUP_REFRESHED before its watermark (from the start, the first time) up to an hour
+    ago are computed again, by the view itself, and the watermark moves on. Hours rolled up
+    per view; None when another replica is at it."""
     async with exclusive(sessions, ROLLUP_LOCK) as acquired:
         if not acquired:
             return None
         async with write_session(sessions) as session:
-            if (await backend(session)).continuous_aggregates:
-                return None
+            tables = () if (await backend(session)).continuous_aggregates else ROLLUP_VIEWS
             until = (now - ROLLUP_LAG).replace(minute=0, second=0, microsecond=0)
             refreshed = {}
-            for view in ROLLUP_VIEWS:
+            for view in (*tables, PLACEMENT_ROLLUP):
                 watermark = await session.scalar(
                     text("SELECT materialized_until FROM rollup_watermark WHERE name = :view"),
                     {"view": view},
@@ -263,7 +279,7 @@ async def _refresh(
     await session.execute(
         text("UPDATE rollup_watermark SET materialized_until = :since WHERE name = :view"), bounds
     )
-    # The names are ROLLUP_VIEWS', not input.
+    # The names are ROLLUP_VIEWS' and PLACEMENT_ROLLUP, not input.
     await session.execute(
         text(f"DELETE FROM {view}_rollup WHERE hour >= :since OR :since IS NULL"),  # noqa: S608
         bounds,

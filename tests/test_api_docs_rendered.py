@@ -2,22 +2,19 @@
 to anywhere but the hub refused, as on an air-gapped network. The screenshots are kept in the
 test's temporary folder.
 
-Chromium is the system's (`apt-get install chromium`), driven by Playwright for Python; where
-it is not installed the test is skipped, saying so (`.ci/run` installs it, so CI runs it).
+Chromium is the system's, driven as every browser test drives it (tests/browser.py).
 """
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Route, sync_playwright
+from playwright.sync_api import Route
 
+from tests.browser import PAGE_TIMEOUT, PNG_SIGNATURE, chromium, needs_chromium
 from tests.conftest import DatabaseServer
 from tests.served import ServedHub, hub_environment, served_hub
 
-CHROMIUM = shutil.which("chromium")
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # ReDoc's menu footer always shows "API docs by Redocly" with a logo from its CDN; refused, the
 # image hides itself (its onError), and nothing else on the page needs it.
 DECORATIVE = {"https://cdn.redoc.ly/redoc/logo-mini.svg"}
@@ -41,7 +38,7 @@ def hub(
 
 
 @pytest.mark.parametrize("page_path", sorted(RENDERED))
-@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here: apt-get install chromium")
+@needs_chromium
 def test_chromium_renders_the_docs_offline(hub: ServedHub, tmp_path: Path, page_path: str) -> None:
     refused: list[str] = []
 
@@ -52,19 +49,15 @@ def test_chromium_renders_the_docs_offline(hub: ServedHub, tmp_path: Path, page_
             refused.append(route.request.url)
             route.abort()
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.route("**/*", only_the_hub)
-            page.goto(hub.url + page_path)
-            title = page.wait_for_selector(RENDERED[page_path], timeout=30_000)
-            assert title is not None
-            heading = title.inner_text()
-            text = page.inner_text("body")
-            screenshot = page.screenshot(path=tmp_path / f"{page_path.strip('/')}.png")
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.route("**/*", only_the_hub)
+        page.goto(hub.url + page_path, timeout=PAGE_TIMEOUT * 1000)
+        title = page.wait_for_selector(RENDERED[page_path], timeout=PAGE_TIMEOUT * 1000)
+        assert title is not None
+        heading = title.inner_text()
+        text = page.inner_text("body")
+        screenshot = page.screenshot(path=tmp_path / f"{page_path.strip('/')}.png")
 
     assert heading.startswith("fleetmark")
     for tag in ("clusters", "tokens", "queries"):

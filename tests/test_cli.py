@@ -1,8 +1,12 @@
 """The `fleetmark` command line against a database of its own (the CLI commits its work)."""
 
 import asyncio
+import csv
+import io
 import json
+import os
 import re
+import subprocess
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -17,6 +21,7 @@ from hub import migrate
 from hub.app import create_app
 from hub.cli import app as cli
 from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
+from tests.served import FLEETMARK
 from tests.support import START, bearer, kustomization, report
 
 
@@ -252,3 +257,71 @@ def test_version(args: list[str]) -> None:
 
     assert result.exit_code == 0
     assert result.stdout.strip() == "fleetmark 0.1.0"
+
+
+@pytest.mark.usefixtures("cli_database")
+def test_register_names_the_option_and_the_rule_it_broke(unique: str) -> None:
+    result = fleetmark("clusters", "register", f"Drone_{unique}", "--environment", "e" * 64)
+
+    assert result.exit_code == 1
+    message = " ".join(result.stderr.split())
+    assert message.startswith("error: NAME: must match pattern")
+    assert "; --environment: must be at most 63 characters" in message
+    assert "pydantic" not in message
+    assert "validation error" not in message
+
+
+@pytest.mark.usefixtures("cli_database")
+def test_clusters_and_tokens_list_as_csv(unique: str) -> None:
+    name = "csv-" + unique + "-" + "x" * 50
+    fleetmark("clusters", "register", name, "--environment", f"env-{unique}", "--label", "a=b")
+    fleetmark("tokens", "create", f"csv-{unique}")
+
+    clusters = fleetmark("clusters", "list", "--environment", f"env-{unique}", "-o", "csv")
+    tokens = fleetmark("tokens", "list", "--output", "csv")
+
+    assert clusters.exit_code == 0, clusters.output
+    [row] = list(csv.DictReader(io.StringIO(clusters.stdout)))
+    assert row == {
+        "cluster": name,
+        "environment": f"env-{unique}",
+        "cluster type": "",
+        "last seen": "never",
+        "objects": "0",
+        "ready": "0",
+        "failing": "0",
+        "token": "active",
+    }
+    assert tokens.exit_code == 0, tokens.output
+    listed = {row["name"]: row for row in csv.DictReader(io.StringIO(tokens.stdout))}
+    assert listed[f"csv-{unique}"]["scope"] == "read"
+    assert listed[f"csv-{unique}"]["revoked"] == ""
+
+
+def completion(shell: str, words: str) -> list[str]:
+    """What the installed `fleetmark` offers to complete `words` in `shell`, as the script
+    that --install-completion installs asks it."""
+    environment = os.environ | {
+        "_FLEETMARK_COMPLETE": f"complete_{shell}",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split(" ")) - 1),
+        "_TYPER_COMPLETE_ARGS": words,
+    }
+    found = subprocess.run([FLEETMARK], capture_output=True, text=True, env=environment)
+    assert found.returncode == 0, found.stderr
+    return found.stdout.split()
+
+
+def test_shell_completion_of_commands_and_option_values() -> None:
+    script = subprocess.run(
+        [FLEETMARK, "--show-completion", "bash"],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"},
+    )
+
+    assert script.returncode == 0, script.stderr
+    assert "complete -o default -F _fleetmark_completion fleetmark" in script.stdout
+    assert completion("bash", "fleetmark dri") == ["drift"]
+    assert completion("bash", "fleetmark drift --output ") == ["table", "json", "csv"]
+    assert "wait" in completion("bash", "fleetmark gate ")

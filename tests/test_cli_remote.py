@@ -132,7 +132,7 @@ def test_tokens_through_the_api(served: Served) -> None:
     assert revoked.exit_code == 0, revoked.output
     assert again.exit_code == 1
     assert "error: no active API token named 'ci' (HTTP 404)" in words(again.stderr)
-    assert re.search(r"│ ci +│ read +│ \S+ +│ 20", table.stdout), table.stdout
+    assert re.search(r"\bci read 20\S+ \S+ 20\S+ \S+", words(table.stdout)), table.stdout
 
 
 def test_repositories_and_a_harvest_the_hub_runs(served: Served) -> None:

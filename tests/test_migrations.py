@@ -12,7 +12,7 @@ from hub.models import Base
 
 FLEETMARK_TABLES = set(Base.metadata.tables)
 # Added by the migrations only when TimescaleDB is absent (or, for the rollups, cannot keep
-# continuous aggregates); the models do not declare them.
+# continuous aggregates; the placement rollup's everywhere); the models do not declare them.
 # Indexes only the migrations state: BRIN ones (plain PostgreSQL only) and one in a collation
 # of its own, which reflection does not report (migration 0026).
 MIGRATION_INDEXES = {
@@ -20,7 +20,12 @@ MIGRATION_INDEXES = {
     "ix_cluster_heartbeat_bucket_at_brin",
     "ix_object_state_name_c",
 }
-ROLLUP_TABLES = {"rollup_watermark", "heartbeat_hourly_rollup", "transition_hourly_rollup"}
+ROLLUP_TABLES = {
+    "rollup_watermark",
+    "heartbeat_hourly_rollup",
+    "transition_hourly_rollup",
+    "placement_hourly_rollup",
+}
 
 
 def table_names(url: str) -> set[str]:

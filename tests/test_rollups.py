@@ -30,11 +30,22 @@ RAW = {
                count(*) FILTER (WHERE applied_sha IS NOT NULL OR applied_version IS NOT NULL),
                count(*) FILTER (WHERE ready IS FALSE), count(*) FILTER (WHERE drifted)
         FROM status_transition GROUP BY 1, 2""",
+    "placement_hourly": """
+        SELECT COALESCE(c.environment_id, 0), COALESCE(c.cluster_type_id, 0),
+               date_bin(INTERVAL '1 hour', t.observed_at, TIMESTAMPTZ '2000-01-01 UTC'),
+               count(*),
+               count(*) FILTER (WHERE t.applied_sha IS NOT NULL OR t.applied_version IS NOT NULL),
+               count(*) FILTER (WHERE t.ready IS FALSE), count(*) FILTER (WHERE t.drifted)
+        FROM status_transition t JOIN cluster c ON c.id = t.cluster_id GROUP BY 1, 2, 3""",
 }
 VIEWS = {
     "heartbeat_hourly": "SELECT cluster_id, hour, reports, objects FROM heartbeat_hourly",
     "transition_hourly": (
         "SELECT cluster_id, hour, transitions, applied, not_ready, drifted FROM transition_hourly"
+    ),
+    "placement_hourly": (
+        "SELECT environment_id, cluster_type_id, hour, transitions, applied, not_ready, drifted "
+        "FROM placement_hourly"
     ),
 }
 # Three days back from now, so that the refresh (up to an hour ago) materializes them.
@@ -83,15 +94,15 @@ async def assert_rollups_equal_the_raw_history(admin: AsyncConnection) -> None:
 
 
 async def refresh(admin: AsyncConnection, own_database: str, clock: FakeClock) -> None:
-    """What keeps the rollups, run now: the continuous aggregates' policy, or the hub's job."""
+    """What keeps the rollups, run now: the continuous aggregates' policy, and the hub's job
+    (for the rollups that are tables)."""
     if (await store.backend(admin)).continuous_aggregates:
-        for view in VIEWS:
+        for view in store.ROLLUP_VIEWS:
             await admin.execute(
                 text(
                     f"CALL refresh_continuous_aggregate('{view}', NULL, now() - INTERVAL '1 hour')"
                 )
             )
-        return
     engine = create_async_engine(own_database)
     try:
         refreshed = await store.refresh_rollups(create_sessionmaker(engine), clock())
@@ -105,10 +116,10 @@ async def test_the_hourly_rollups_answer_as_the_raw_history_does(
     admin: AsyncConnection, hub: httpx.AsyncClient, own_database: str, clock: FakeClock
 ) -> None:
     tokens = {}
-    for name in ("drone-01", "drone-02"):
+    for name, cluster_type in (("drone-01", "drone"), ("drone-02", "large")):
         registered = await cluster_service.register(
             AsyncSession(bind=admin),
-            ClusterRegistration(name=name, environment="dev", cluster_type="drone"),
+            ClusterRegistration(name=name, environment="dev", cluster_type=cluster_type),
             token_secret=TOKEN_SECRET,
         )
         tokens[name] = registered.token
@@ -152,6 +163,18 @@ async def test_the_hourly_rollups_answer_as_the_raw_history_does(
     clock.now = DAY0 + timedelta(days=3)
     await refresh(admin, own_database, clock)
     await assert_rollups_equal_the_raw_history(admin)
+
+    # The environment went through what it went through: hours rolled up stay summed under
+    # the placement of then, a cluster moved or decommissioned since included.
+    before = await rows(admin, VIEWS["placement_hourly"])
+    await admin.execute(
+        text(
+            "UPDATE cluster SET cluster_type_id = NULL, decommissioned_at = :now "
+            "WHERE name = 'drone-02'"
+        ),
+        {"now": clock()},
+    )
+    assert await rows(admin, VIEWS["placement_hourly"]) == before
 
 
 async def test_drift_minutes_per_hour_add_up_the_drift_periods(admin: AsyncConnection) -> None:

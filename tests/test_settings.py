@@ -84,3 +84,16 @@ def test_an_unusable_timeout_is_refused_by_name(
     monkeypatch.setenv(f"FLEETMARK_{name.upper()}", value)
     with pytest.raises(ValidationError, match=name):
         HubSettings()
+
+
+def test_the_cli_names_a_bad_setting_and_its_rule(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("FLEETMARK_MODE", "development")
+    monkeypatch.setenv("FLEETMARK_STALE_AFTER_SECONDS", "0")
+
+    # On the hub's host, on its database: the settings are the hub's.
+    result = CliRunner().invoke(app, ["clusters", "list", "--data-dir", str(tmp_path)])
+
+    assert result.exit_code == 1
+    assert result.stderr.strip() == "error: FLEETMARK_STALE_AFTER_SECONDS: must be greater than 0"

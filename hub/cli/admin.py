@@ -10,13 +10,24 @@ from urllib.parse import quote
 import typer
 from pydantic import ValidationError
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
-from hub.cli.output import Output, OutputOption, console, fail, print_json, show_token
+from hub.cli.output import (
+    Cell,
+    Output,
+    OutputOption,
+    Rows,
+    console,
+    fail,
+    rows_table,
+    show,
+    show_token,
+    validation_failure,
+    when,
+)
 from hub.cli.target import Target, act, administers
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterDetail, ClusterPage, ClusterRegistration, RegisteredCluster
-from hub.errors import describe_validation_error
 from hub.harvest import service as harvest_service
 from hub.harvest.schemas import CredentialsReference, RepositoryConfig, RepositoryStatus, Role
 from hub.settings import HubSettings
@@ -77,7 +88,7 @@ def register_cluster(
             name=name, environment=environment, cluster_type=cluster_type, labels=_labels(label)
         )
     except ValidationError as exc:
-        raise fail(describe_validation_error(exc)) from exc
+        raise fail(validation_failure(exc, {"name": "NAME", "labels": "--label"})) from exc
     registered = act(
         where,
         lambda remote: remote.call(
@@ -143,8 +154,8 @@ def decommission_cluster(
             session, name, now=_now(), stale_after=_stale_after(settings)
         ),
     )
-    if output is Output.json:
-        print_json(detail)
+    if output is not Output.table:
+        show(detail, output, _cluster_row)
         return
     assert detail.decommissioned_at is not None
     console.print(
@@ -191,41 +202,62 @@ def list_clusters(
             stale_after=_stale_after(settings),
         ),
     )
-    if output is Output.json:
-        print_json(page)
-        return
-    table = Table(
-        "cluster",
-        "environment",
-        "cluster type",
-        "last seen",
-        "objects",
-        "ready",
-        "failing",
-        "token",
+    show(page, output, _cluster_rows, _show_clusters)
+
+
+_CLUSTER_HEADERS = (
+    "cluster",
+    "environment",
+    "cluster type",
+    "last seen",
+    "objects",
+    "ready",
+    "failing",
+    "token",
+)
+
+
+def _cluster_rows(page: ClusterPage) -> Rows:
+    return Rows(
+        _CLUSTER_HEADERS,
+        [
+            (
+                item.name,
+                item.environment,
+                item.cluster_type,
+                Cell(
+                    Text(when(item.last_seen_at), style="yellow" if item.stale else ""),
+                    item.last_seen_at,
+                )
+                if item.last_seen_at
+                else "never",
+                item.objects,
+                item.ready,
+                Text(str(item.failing), style="red" if item.failing else ""),
+                _token_state(item.token_active, item.decommissioned_at),
+            )
+            for item in page.items
+        ],
     )
-    for item in page.items:
-        last_seen = (
-            item.last_seen_at.isoformat(timespec="seconds") if item.last_seen_at else "never"
-        )
-        table.add_row(
-            escape(item.name),
-            escape(item.environment or "-"),
-            escape(item.cluster_type or "-"),
-            f"[yellow]{last_seen}[/]" if item.stale else last_seen,
-            str(item.objects),
-            str(item.ready),
-            f"[red]{item.failing}[/]" if item.failing else "0",
-            _token_state(item.token_active, item.decommissioned_at),
-        )
-    console.print(table)
+
+
+def _cluster_row(detail: ClusterDetail) -> Rows:
+    """A decommissioned cluster, for CSV: its name and when it left."""
+    return Rows(("cluster", "decommissioned at"), [(detail.name, detail.decommissioned_at)])
+
+
+def _show_clusters(page: ClusterPage) -> None:
+    console.print(rows_table(_cluster_rows(page)))
     console.print(f"{len(page.items)} of {page.total} clusters", style="dim")
 
 
-def _token_state(active: bool, decommissioned_at: datetime | None) -> str:
+def _token_state(active: bool, decommissioned_at: datetime | None) -> Cell | Text | str:
     if decommissioned_at is not None:
-        return f"[dim]decommissioned {decommissioned_at.isoformat(timespec='seconds')}[/]"
-    return "active" if active else "[red]revoked[/]"
+        return Cell(
+            Text(f"decommissioned {when(decommissioned_at)}", style="dim"),
+            f"decommissioned {decommissioned_at.isoformat()}",
+        )
+    return "active" if active else Text("revoked", style="red")
 
 
 # --- API tokens -------------------------------------------------------------------------------
@@ -243,7 +275,7 @@ def create_token(
     try:
         request = TokenRequest(name=name, scope=scope)
     except ValidationError as exc:
-        raise fail(describe_validation_error(exc)) from exc
+        raise fail(validation_failure(exc, {"name": "NAME"})) from exc
     created = act(
         where,
         lambda remote: remote.call("POST", "/api/v1/tokens", CreatedToken, body=request),
@@ -283,18 +315,14 @@ def list_tokens(
         lambda remote: remote.call("GET", "/api/v1/tokens", list[TokenInfo]),
         lambda _, session: token_service.list_tokens(session),
     )
-    if output is Output.json:
-        print_json(list(items))
-        return
-    table = Table("name", "scope", "created", "revoked")
-    for item in items:
-        table.add_row(
-            escape(item.name),
-            item.scope,
-            item.created_at.isoformat(timespec="seconds"),
-            item.revoked_at.isoformat(timespec="seconds") if item.revoked_at else "-",
-        )
-    console.print(table)
+    show(list(items), output, _token_rows)
+
+
+def _token_rows(items: list[TokenInfo]) -> Rows:
+    return Rows(
+        ("name", "scope", "created", "revoked"),
+        [(item.name, item.scope, item.created_at, item.revoked_at) for item in items],
+    )
 
 
 # --- repositories -----------------------------------------------------------------------------
@@ -332,7 +360,7 @@ def add_repository(
             url=url, role=role, branches=branch or None, credentials=credentials
         )
     except ValidationError as exc:
-        raise fail(describe_validation_error(exc)) from exc
+        raise fail(validation_failure(exc, {"url": "URL", "branches": "--branch"})) from exc
     added = act(
         where,
         lambda remote: remote.call("POST", "/api/v1/repositories", RepositoryStatus, body=config),
@@ -344,8 +372,8 @@ def add_repository(
             now=_now(),
         ),
     )
-    if output is Output.json:
-        print_json(added)
+    if output is not Output.table:
+        show(added, output, lambda status: _repository_rows([status]))
         return
     console.print(
         f"Added repository {added.id} [bold]{escape(added.url)}[/] ({added.role}); "
@@ -367,24 +395,26 @@ def list_repositories(
         lambda remote: remote.call("GET", "/api/v1/repositories", list[RepositoryStatus]),
         lambda _, session: harvest_service.list_repositories(session, now=_now()),
     )
-    if output is Output.json:
-        print_json(list(items))
-        return
-    table = Table("id", "repository", "role", "source", "branches", "fetched", "errors")
-    for item in items:
-        heads = ", ".join(
-            f"{branch.name}@{(branch.head_sha or '-')[:12]}" for branch in item.branches
-        )
-        table.add_row(
-            str(item.id),
-            escape(item.url) + ("" if item.enabled else " [dim](removed)[/]"),
-            item.role,
-            item.source,
-            escape(heads or "-"),
-            item.fetched_at.isoformat(timespec="seconds") if item.fetched_at else "never",
-            f"[red]{item.error_count}[/]" if item.error_count or item.fetch_error else "0",
-        )
-    console.print(table)
+    show(list(items), output, _repository_rows)
+
+
+def _repository_rows(items: list[RepositoryStatus]) -> Rows:
+    return Rows(
+        ("id", "repository", "role", "source", "branches", "fetched", "errors"),
+        [
+            (
+                item.id,
+                item.url if item.enabled else Text(f"{item.url} (removed)"),
+                item.role,
+                item.source,
+                ", ".join(f"{branch.name}@{branch.head_sha or '-'}" for branch in item.branches)
+                or None,
+                item.fetched_at,
+                Text(str(item.error_count), style="red" if item.error_count else ""),
+            )
+            for item in items
+        ],
+    )
 
 
 @repositories.command("remove")

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub import migrate
-from hub.cli.output import fail
+from hub.cli.output import fail, validation_failure
 from hub.database import create_engine, create_sessionmaker, resolve_database_url, write_session
 from hub.embedded import EmbeddedDatabaseError
 from hub.errors import FleetmarkError
@@ -31,6 +31,14 @@ DataDirOption = Annotated[
 ]
 
 
+# Where each setting comes from, to name it when it breaks a rule.
+_SETTINGS = {name: f"FLEETMARK_{name.upper()}" for name in HubSettings.model_fields} | {
+    "data_dir": "--data-dir",
+    "database_url": "--database-url",
+    "": "the settings",
+}
+
+
 def load_settings(data_dir: Path | None = None, database_url: str | None = None) -> HubSettings:
     overrides: dict[str, Any] = {} if data_dir is None else {"data_dir": data_dir}
     if database_url is not None:
@@ -38,7 +46,7 @@ def load_settings(data_dir: Path | None = None, database_url: str | None = None)
     try:
         settings = HubSettings(**overrides)
     except ValidationError as exc:
-        raise fail(str(exc)) from exc
+        raise fail(validation_failure(exc, _SETTINGS)) from exc
     configure_logging(settings.effective_log_format)
     return settings
 

@@ -3,8 +3,9 @@
 
 A table for people: a row per workload and cluster type, a column per environment with its
 deployment target, the desired version and what the clusters run (`1.1.0 → 1.0.0 on 2`), the
-config keys that differ with their values, and the reason for each difference. `--output
-json` gives the hub's answer as it came, for scripts. An unreachable hub or a refusal ends
+config keys that differ with their values, and the reason for each difference. For scripts,
+`--output csv` writes the rows (each environment's cell on two lines, quoted) and `--output json`
+the hub's answer as it came. An unreachable hub or a refusal ends
 the command with exit code 1 and the hub's words.
 """
 
@@ -13,7 +14,16 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from hub.cli.output import Output, OutputOption, console
+from hub.cli.output import (
+    Output,
+    OutputOption,
+    Rows,
+    console,
+    rows_table,
+    short_sha,
+    show,
+    when,
+)
 from hub.cli.remote import (
     DEFAULT_HUB,
     ClusterTypeFilter,
@@ -25,9 +35,6 @@ from hub.cli.remote import (
     api_token,
     fetch,
     print_page_footer,
-    rows_table,
-    show,
-    when,
 )
 from hub.envdiff.compare import CellState, DifferenceKind, Reason
 from hub.envdiff.schemas import DeployedVersion, DiffRow, EnvironmentCell, EnvironmentDiff
@@ -69,7 +76,7 @@ def _desired(cell: EnvironmentCell) -> str:
 def _ran(item: DeployedVersion) -> str:
     if item.version is not None:
         return item.version
-    return "nothing" if item.commit is None else item.commit[:12]
+    return "nothing" if item.commit is None else short_sha(item.commit)
 
 
 def _deployed(cell: EnvironmentCell) -> str:
@@ -129,27 +136,29 @@ def _reasons(row: DiffRow) -> Text:
     return Text("\n".join(said))
 
 
+def diff_rows(diff: EnvironmentDiff) -> Rows:
+    return Rows(
+        ("workload", "cluster type", *diff.environments, "config differences", "why"),
+        [
+            (
+                row.workload,
+                row.cluster_type
+                + ("" if row.deployment_target is None else f" ({row.deployment_target})"),
+                *(_cell(row, cell) for cell in row.environments),
+                _config(row, diff.environments),
+                _reasons(row),
+            )
+            for row in diff.rows.items
+        ],
+        title=f"{' → '.join(diff.promotion_order)}: desired → deployed "
+        f"(clusters as of {when(diff.deployed_at)})",
+    )
+
+
 def render_diff(diff: EnvironmentDiff) -> None:
     page = diff.rows
     if page.items:
-        console.print(
-            rows_table(
-                ("workload", "cluster type", *diff.environments, "config differences", "why"),
-                (
-                    (
-                        row.workload,
-                        row.cluster_type
-                        + ("" if row.deployment_target is None else f" ({row.deployment_target})"),
-                        *(_cell(row, cell) for cell in row.environments),
-                        _config(row, diff.environments),
-                        _reasons(row),
-                    )
-                    for row in page.items
-                ),
-                title=f"{' → '.join(diff.promotion_order)}: desired → deployed "
-                f"(clusters as of {when(diff.deployed_at)})",
-            )
-        )
+        console.print(rows_table(diff_rows(diff)))
     noun = "differing rows" if diff.filters.only_differences else "rows"
     print_page_footer(noun, page, total=page.total)
 
@@ -202,8 +211,13 @@ def diff(
             "offset": str(offset),
         },
         EnvironmentDiff,
+        options={
+            "environment": "ENVIRONMENTS",
+            "deployment_target": "--target",
+            "only_differences": "--all",
+        },
     )
-    show(answer, output, render_diff)
+    show(answer, output, diff_rows, render_diff)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,8 +1,9 @@
 """`fleetmark dora`: deployment frequency, lead time, change failure rate and time to restore per
 environment, asked of a running hub (GET /api/v1/dora) with a read token.
 
-A table per environment for people, the hub's answer as JSON for scripts. An unreachable hub
-or a refused question ends the command with exit code 1 and the hub's words.
+A table per environment for people; for scripts a CSV row per environment and figure, or the
+hub's answer as JSON. An unreachable hub or a refused question ends the command with exit
+code 1 and the hub's words.
 """
 
 from datetime import UTC, datetime, timedelta
@@ -10,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from hub.cli.output import Output, OutputOption, console
+from hub.cli.output import Output, OutputOption, Rows, console, rows_table, show, when
 from hub.cli.query import moment
 from hub.cli.remote import (
     DEFAULT_HUB,
@@ -20,9 +21,6 @@ from hub.cli.remote import (
     ago,
     api_token,
     fetch,
-    rows_table,
-    show,
-    when,
 )
 from hub.dora.schemas import DoraReport, EnvironmentDora, Spread
 from hub.gate.policy import format_duration
@@ -89,12 +87,26 @@ def render_dora(report: DoraReport) -> None:
     for figures in report.environments:
         console.print(
             rows_table(
-                ("figure", "value"),
-                _rows(figures),
-                title=f"{figures.environment}: {subject}, "
-                f"{when(report.since)} to {when(report.until)}",
+                Rows(
+                    ("figure", "value"),
+                    _rows(figures),
+                    title=f"{figures.environment}: {subject}, "
+                    f"{when(report.since)} to {when(report.until)}",
+                )
             )
         )
+
+
+def dora_rows(report: DoraReport) -> Rows:
+    """Every environment's figures, one row each: what `dora --output csv` writes."""
+    return Rows(
+        ("environment", "figure", "value"),
+        [
+            (figures.environment, figure, value)
+            for figures in report.environments
+            for figure, value in _rows(figures)
+        ],
+    )
 
 
 def dora(
@@ -142,7 +154,7 @@ def dora(
         DoraReport,
         timeout=DORA_TIMEOUT,
     )
-    show(report, output, render_dora)
+    show(report, output, dora_rows, render_dora)
 
 
 def register(app: typer.Typer) -> None:

@@ -3,8 +3,11 @@ cluster (or object) was drifted, asked of a running hub (GET /api/v1/drift, /dri
 with a read token.
 
 A table with short evidence per row ("2 commits behind for 3h", "failing: SyncFailed") and a
-summary line for people; the hub's answer as JSON for scripts. An unreachable hub or a refused
-question ends the command with exit code 1 and the hub's words.
+summary line for people; the rows as CSV or the hub's answer as JSON for scripts.
+
+Exit codes: 0 answered (and with `--exit-code`, nothing is drifted); 1 only with `--exit-code`:
+something is drifted, as `flux diff` and `git diff --exit-code` say a difference; 2 no answer:
+a bad option, an unreachable hub or a refused question, with the hub's words on stderr.
 """
 
 from datetime import UTC, datetime, timedelta
@@ -13,7 +16,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from hub.cli.output import Output, OutputOption, console, fail
+from hub.cli.output import Output, OutputOption, Rows, console, fail, failing_with, rows_table, show
 from hub.cli.query import moment
 from hub.cli.remote import (
     DEFAULT_HUB,
@@ -25,11 +28,10 @@ from hub.cli.remote import (
     TokenFileOption,
     TokenOption,
     ago,
+    ago_cell,
     api_token,
     fetch,
     print_page_footer,
-    rows_table,
-    show,
 )
 from hub.drift.schemas import (
     DriftHistory,
@@ -43,6 +45,11 @@ from hub.gate.policy import format_duration
 
 DRIFT_PATH = "/api/v1/drift"
 HISTORY_PATH = "/api/v1/drift/history"
+
+EXIT_DRIFTED = 1
+EXIT_ERROR = 2
+# The query parameters given by an option of another name.
+_OPTIONS = {"include_in_sync": "--all", "level": "--objects"}
 
 _REASON_STYLES = {
     Reason.FAILING: "bold red",
@@ -124,48 +131,52 @@ def summary_line(report: DriftReport) -> str:
     return " · ".join(parts)
 
 
+def drift_rows(report: DriftReport) -> Rows:
+    return Rows(
+        ("cluster", "env/type", "object", "reasons", "drifted since"),
+        [
+            (
+                item.cluster,
+                _placed(item.environment, item.cluster_type),
+                _object(item),
+                _reasons(item),
+                ago_cell(report.now, item.drifted_since),
+            )
+            for item in report.items
+        ],
+    )
+
+
 def render_drift(report: DriftReport) -> None:
     if report.items:
-        console.print(
-            rows_table(
-                ("cluster", "env/type", "object", "reasons", "drifted since"),
-                (
-                    (
-                        item.cluster,
-                        _placed(item.environment, item.cluster_type),
-                        _object(item),
-                        _reasons(item),
-                        ago(report.now, item.drifted_since),
-                    )
-                    for item in report.items
-                ),
-            )
-        )
+        console.print(rows_table(drift_rows(report)))
         print_page_footer("rows", report, total=report.total)
     console.print(summary_line(report), highlight=False)
 
 
-def render_history(history: DriftHistory) -> None:
+def history_rows(history: DriftHistory) -> Rows:
     span = "all history" if history.since is None else f"since {history.since:%Y-%m-%d %H:%M:%S}"
-    if history.items:
-        console.print(
-            rows_table(
-                ("cluster", "env/type", "object", "drifted", "periods", "now", "last period"),
-                (
-                    (
-                        item.cluster,
-                        _placed(item.environment, item.cluster_type),
-                        None if item.object is None else f"{item.object.kind}/{item.object.name}",
-                        format_duration(timedelta(seconds=item.drifted_seconds)),
-                        len(item.periods),
-                        Text("drifted", style="yellow") if item.open else Text("in sync"),
-                        _period(item.periods[0]) if item.periods else None,
-                    )
-                    for item in history.items
-                ),
-                title=f"drift history, {span} until {history.until:%Y-%m-%d %H:%M:%S}",
+    return Rows(
+        ("cluster", "env/type", "object", "drifted", "periods", "now", "last period"),
+        [
+            (
+                item.cluster,
+                _placed(item.environment, item.cluster_type),
+                None if item.object is None else f"{item.object.kind}/{item.object.name}",
+                format_duration(timedelta(seconds=item.drifted_seconds)),
+                len(item.periods),
+                Text("drifted", style="yellow") if item.open else Text("in sync"),
+                _period(item.periods[0]) if item.periods else None,
             )
-        )
+            for item in history.items
+        ],
+        title=f"drift history, {span} until {history.until:%Y-%m-%d %H:%M:%S}",
+    )
+
+
+def render_history(history: DriftHistory) -> None:
+    if history.items:
+        console.print(rows_table(history_rows(history)))
     print_page_footer(
         "clusters" if history.level == "cluster" else "objects", history, total=history.total
     )
@@ -210,6 +221,14 @@ def drift(
     open_only: Annotated[
         bool, typer.Option("--open", help="With --history: only what is drifted now.")
     ] = False,
+    exit_code: Annotated[
+        bool,
+        typer.Option(
+            "--exit-code",
+            help="Exit 1 when anything asked about is drifted (for scripts and CI), 0 when "
+            "nothing is.",
+        ),
+    ] = False,
     limit: LimitOption = 100,
     offset: OffsetOption = 0,
     hub: HubOption = DEFAULT_HUB,
@@ -218,51 +237,66 @@ def drift(
     output: OutputOption = Output.table,
 ) -> None:
     """Drifted reconciler objects and why: behind the harvested head (by how many commits, for
-    how long), diverged, failing, stale agent, config mismatch, live drift."""
-    token = api_token(token, token_file)
-    misplaced = ["--reason", "--all"] if history else ["--objects", "--since", "--open"]
-    given = {
-        "--reason": bool(reason),
-        "--all": include_in_sync,
-        "--objects": objects,
-        "--since": since is not None,
-        "--open": open_only,
-    }
-    for option in misplaced:
-        if given[option]:
-            mode = "with --history" if history else "without --history"
-            raise fail(f"{option} does not apply {mode}")
-    placement = {"environment": environment, "cluster_type": cluster_type, "cluster": cluster}
-    page = {"limit": str(limit), "offset": str(offset)}
-    if history:
-        found = fetch(
+    how long), diverged, failing, stale agent, config mismatch, live drift.
+
+    Exit status 0: answered; with --exit-code, nothing is drifted.
+
+    Exit status 1: with --exit-code only, something is drifted.
+
+    Exit status 2: no answer (a bad option, the hub unreachable or refusing).
+    """
+    with failing_with(EXIT_ERROR):
+        token = api_token(token, token_file)
+        misplaced = (
+            ["--reason", "--all", "--exit-code"] if history else ["--objects", "--since", "--open"]
+        )
+        given = {
+            "--reason": bool(reason),
+            "--all": include_in_sync,
+            "--exit-code": exit_code,
+            "--objects": objects,
+            "--since": since is not None,
+            "--open": open_only,
+        }
+        for option in misplaced:
+            if given[option]:
+                mode = "with --history" if history else "without --history"
+                raise fail(f"{option} does not apply {mode}")
+        placement = {"environment": environment, "cluster_type": cluster_type, "cluster": cluster}
+        page = {"limit": str(limit), "offset": str(offset)}
+        if history:
+            found = fetch(
+                hub,
+                token,
+                HISTORY_PATH,
+                placement
+                | page
+                | {
+                    "level": "object" if objects else "cluster",
+                    "since": moment("--since", since, datetime.now(UTC)),
+                    "open": "true" if open_only else None,
+                },
+                DriftHistory,
+                options=_OPTIONS,
+            )
+            show(found, output, history_rows, render_history)
+            return
+        report = fetch(
             hub,
             token,
-            HISTORY_PATH,
+            DRIFT_PATH,
             placement
             | page
             | {
-                "level": "object" if objects else "cluster",
-                "since": moment("--since", since, datetime.now(UTC)),
-                "open": "true" if open_only else None,
+                "reason": [item.value for item in reason or ()] or None,
+                "include_in_sync": "true" if include_in_sync else None,
             },
-            DriftHistory,
+            DriftReport,
+            options=_OPTIONS,
         )
-        show(found, output, render_history)
-        return
-    report = fetch(
-        hub,
-        token,
-        DRIFT_PATH,
-        placement
-        | page
-        | {
-            "reason": [item.value for item in reason or ()] or None,
-            "include_in_sync": "true" if include_in_sync else None,
-        },
-        DriftReport,
-    )
-    show(report, output, render_drift)
+    show(report, output, drift_rows, render_drift)
+    if exit_code and report.summary.drifted_objects:
+        raise typer.Exit(EXIT_DRIFTED)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,8 +2,9 @@
 
 Unlike the other commands, which open the hub's database, this one asks a running hub over
 HTTP (GET /api/v1/gates/promotion with a read token): a CI pipeline has the hub's URL and a
-token, not its database. Progress goes to stderr (a live table on a terminal, a line per change
-in a CI log); the final answer to stdout, as a table or, with `--output json`, for scripts.
+token, not its database. Progress goes to stderr (a live table on a terminal; in a CI log a line
+per poll with the time waited and what the gate waits for); the final answer to stdout, as a
+table or, for scripts, its clusters as CSV (`--output csv`) or the last answer as JSON.
 
 Exit codes: 0 passed, 1 failed, 2 timed out (still pending), 3 the gate cannot be evaluated as
 asked (a bad option, an unknown environment or workload, a refused token). A commit or version
@@ -26,9 +27,20 @@ import typer
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from rich.console import Console, Group
 from rich.live import Live
-from rich.table import Table
+from rich.text import Text
 
-from hub.cli.output import Output, OutputOption, console, errors, print_json
+from hub.cli.output import (
+    Output,
+    OutputOption,
+    Rows,
+    console,
+    errors,
+    on_terminal,
+    plain_rule,
+    print_csv,
+    print_json,
+    rows_table,
+)
 from hub.cli.remote import (
     DEFAULT_HUB,
     HubOption,
@@ -37,8 +49,9 @@ from hub.cli.remote import (
     api_token,
     bearer,
     error_of,
+    refusal,
     short_revision,
-    when,
+    unexpected,
 )
 from hub.gate.policy import ClusterState, Verdict, format_duration
 from hub.gate.schemas import Duration, GateResult
@@ -99,11 +112,14 @@ async def _poll(client: httpx.AsyncClient, params: Params, elapsed: float) -> Po
     except httpx.HTTPError as exc:
         return Poll(elapsed, problem=f"the hub is unreachable: {exc or type(exc).__name__}")
     if response.status_code == 200:
-        return Poll(elapsed, result=GateResult.model_validate_json(response.content))
+        try:
+            return Poll(elapsed, result=GateResult.model_validate_json(response.content))
+        except ValidationError as exc:
+            raise GateUnusable(f"the hub answered unexpectedly: {unexpected(exc)}") from None
     error, detail = error_of(response)
     if response.status_code >= 500 or error in _WAIT_ON:
         return Poll(elapsed, problem=f"{detail} (HTTP {response.status_code})")
-    raise GateUnusable(f"{detail} (HTTP {response.status_code})")
+    raise GateUnusable(refusal(response))
 
 
 def _next_look(poll: Poll, interval: float) -> float:
@@ -162,25 +178,31 @@ def summary(result: GateResult) -> str:
     return " · ".join(parts)
 
 
-def cluster_table(result: GateResult) -> Table:
-    table = Table("cluster", "type", "state", "applied", "ready since", "soak left", "why")
+_CLUSTER_HEADERS = ("cluster", "type", "state", "applied", "ready since", "soak left", "why")
+
+
+def cluster_rows(result: GateResult) -> Rows:
     page = result.clusters
-    if page.total > len(page.items):
-        table.caption = (
-            f"the {len(page.items)} furthest from compliance of {page.total} expected clusters"
-        )
-    for cluster in page.items:
-        remaining = cluster.soak_remaining_seconds
-        table.add_row(
-            cluster.name,
-            cluster.cluster_type or "-",
-            f"[{_STATE_STYLES.get(cluster.state, 'yellow')}]{cluster.state}[/]",
-            short_revision(cluster.applied_revision),
-            when(cluster.ready_since),
-            "-" if remaining is None else format_duration(timedelta(seconds=remaining)),
-            cluster.explanation,
-        )
-    return table
+    return Rows(
+        _CLUSTER_HEADERS,
+        [
+            (
+                cluster.name,
+                cluster.cluster_type,
+                Text(cluster.state, style=_STATE_STYLES.get(cluster.state, "yellow")),
+                short_revision(cluster.applied_revision),
+                cluster.ready_since,
+                None
+                if cluster.soak_remaining_seconds is None
+                else format_duration(timedelta(seconds=cluster.soak_remaining_seconds)),
+                cluster.explanation,
+            )
+            for cluster in page.items
+        ],
+        title=None
+        if page.total <= len(page.items)
+        else f"the {len(page.items)} furthest from compliance of {page.total} expected clusters",
+    )
 
 
 def _elapsed(seconds: float) -> str:
@@ -196,8 +218,9 @@ def _line(poll: Poll) -> str:
 
 
 class _Progress:
-    """Each poll on stderr: a live table on a terminal; in a log, the verdict, counts and
-    reasons whenever the gate's answer changes (the soak countdown alone is not a change)."""
+    """Each poll on stderr: a live table on a terminal; in a log a line per poll (the time
+    waited, the verdict and counts, or why there was no answer), and the gate's reasons
+    whenever its answer changes (the soak countdown alone is not a change)."""
 
     def __init__(self, screen: Console) -> None:
         self._screen = screen
@@ -205,7 +228,7 @@ class _Progress:
         self._last: tuple[object, ...] | None = None
 
     def __enter__(self) -> "_Progress":
-        if self._screen.is_terminal:
+        if on_terminal(self._screen.file):
             self._live.start()
         return self
 
@@ -218,11 +241,11 @@ class _Progress:
         self._live.stop()
 
     def __call__(self, poll: Poll) -> None:
-        if self._screen.is_terminal:
+        if on_terminal(self._screen.file):
             shown = (
                 _line(poll)
                 if poll.result is None
-                else Group(_line(poll), cluster_table(poll.result))
+                else Group(_line(poll), rows_table(cluster_rows(poll.result)))
             )
             self._live.update(shown, refresh=True)
             return
@@ -236,8 +259,8 @@ class _Progress:
                 tuple((c.name, c.state) for c in result.clusters.items),
             )
         )
+        self._screen.print(_line(poll), highlight=False)
         if state != self._last:
-            self._screen.print(_line(poll), highlight=False)
             for reason in () if result is None else result.reasons:
                 self._screen.print(f"  {reason}", highlight=False)
             self._last = state
@@ -264,8 +287,11 @@ def _report(waited: Waited, output: Output, timeout: float) -> None:
             )
         )
         return
+    if output is Output.csv:
+        print_csv(cluster_rows(last.result) if last.result else Rows(_CLUSTER_HEADERS, []))
+        return
     if last.result is not None:
-        console.print(cluster_table(last.result))
+        console.print(rows_table(cluster_rows(last.result)))
         console.print(summary(last.result), highlight=False)
         for reason in last.result.reasons:
             console.print(f"  {reason}", highlight=False)
@@ -288,9 +314,7 @@ def _seconds(option: str, value: str) -> float:
     try:
         duration: timedelta = _DURATION.validate_python(value)
     except ValidationError as exc:
-        raise _unusable(
-            f"{option}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}"
-        ) from None
+        raise _unusable(f"{option}: {plain_rule(exc.errors()[0]['msg'])}") from None
     if duration < timedelta(0):
         raise _unusable(f"{option}: must not be negative, got {value!r}")
     return duration.total_seconds()

@@ -15,15 +15,25 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
+from rich.text import Text
 
 from hub.cli.common import open_database
-from hub.cli.output import Output, OutputOption, console, errors, fail, print_json
+from hub.cli.output import (
+    Output,
+    OutputOption,
+    Rows,
+    console,
+    errors,
+    fail,
+    rows_table,
+    short_sha,
+    show,
+)
 from hub.cli.target import IntervalOption, Remote, Target, administers, follow
 from hub.database import create_engine, create_sessionmaker
 from hub.errors import FleetmarkError
 from hub.harvest import service
-from hub.harvest.schemas import HarvestReport
+from hub.harvest.schemas import BranchOutcome, HarvestReport, RepositoryOutcome
 from hub.monitoring.schemas import HarvestRequest, RequestedRun
 from hub.settings import HubSettings
 
@@ -87,7 +97,7 @@ def harvest(
         assert report is not None
     else:
         report = _harvest_here(where, repo, backfill, output)
-    show(report, output)
+    show(report, output, _rows, _show)
 
 
 def _harvest_here(
@@ -101,7 +111,7 @@ def _harvest_here(
         TextColumn("commits"),
         TimeElapsedColumn(),
         console=errors,
-        transient=output is Output.json,
+        transient=output is not Output.table,
     )
     try:
         with progress:
@@ -110,36 +120,44 @@ def _harvest_here(
         raise fail(exc.detail) from exc
 
 
-def show(report: HarvestReport, output: Output) -> None:
-    if output is Output.json:
-        print_json(report)
-        return
-    table = Table("repository", "role", "branch", "new commits", "head", "errors")
-    for outcome in report.repositories:
-        if not outcome.branches:
-            table.add_row(outcome.url, outcome.role, "-", "-", "-", _errors(outcome.errors))
-        for index, branch in enumerate(outcome.branches):
-            head = (branch.head_sha or "-")[:12] + (
-                " [yellow](rewritten)[/]" if branch.rewritten else ""
+def _rows(report: HarvestReport) -> Rows:
+    """A row per branch (one for a repository without any), each naming its repository."""
+    return Rows(
+        ("repository", "role", "branch", "new commits", "head", "errors"),
+        [
+            (
+                outcome.url,
+                outcome.role,
+                None if branch is None else branch.name,
+                None if branch is None else branch.new_commits,
+                None if branch is None else _head(branch),
+                Text(str(outcome.errors), style="red" if outcome.errors else ""),
             )
-            table.add_row(
-                outcome.url if index == 0 else "",
-                outcome.role if index == 0 else "",
-                branch.name,
-                str(branch.new_commits),
-                head,
-                _errors(outcome.errors) if index == 0 else "",
-            )
-    console.print(table)
+            for outcome in report.repositories
+            for branch in _branches(outcome)
+        ],
+    )
+
+
+def _head(branch: BranchOutcome) -> Text | None:
+    """The branch's head commit, and whether its history was rewritten (a force-push)."""
+    if branch.head_sha is None:
+        return None
+    head = Text(short_sha(branch.head_sha))
+    return head.append(" (rewritten)", style="yellow") if branch.rewritten else head
+
+
+def _branches(outcome: RepositoryOutcome) -> list[BranchOutcome | None]:
+    return [*outcome.branches] or [None]
+
+
+def _show(report: HarvestReport) -> None:
+    console.print(rows_table(_rows(report)))
     console.print(
         f"{len(report.repositories)} repositories in {report.seconds:.1f} s; "
         "errors are listed by GET /api/v1/repositories",
         style="dim",
     )
-
-
-def _errors(count: int) -> str:
-    return f"[red]{count}[/]" if count else "0"
 
 
 def register(app: typer.Typer) -> None:

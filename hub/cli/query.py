@@ -1,8 +1,9 @@
 """`fleetmark status` and `fleetmark history`: the fleet's state and its deployment history,
 asked of a running hub (GET /api/v1/fleet, GET /api/v1/history) with a read token.
 
-Both print a table and a page footer for people, or the hub's answer as JSON for scripts.
-An unreachable hub or a refused token ends the command with exit code 1 and the hub's words.
+Both print a table and a page footer for people; for scripts the rows as CSV (status: its
+clusters) or the hub's answer as JSON. An unreachable hub or a refused token ends the command
+with exit code 1 and the hub's words.
 """
 
 from datetime import UTC, datetime, timedelta
@@ -12,7 +13,17 @@ import typer
 from pydantic import TypeAdapter, ValidationError
 from rich.text import Text
 
-from hub.cli.output import Output, OutputOption, console, fail
+from hub.cli.output import (
+    Output,
+    OutputOption,
+    Rows,
+    abbreviated,
+    console,
+    fail,
+    rows_table,
+    show,
+    when,
+)
 from hub.cli.remote import (
     DEFAULT_HUB,
     ClusterTypeFilter,
@@ -22,14 +33,11 @@ from hub.cli.remote import (
     OffsetOption,
     TokenFileOption,
     TokenOption,
-    ago,
+    ago_cell,
     api_token,
     fetch,
     print_page_footer,
-    rows_table,
     short_revision,
-    show,
-    when,
 )
 from hub.gate.policy import format_duration
 from hub.gate.schemas import Duration
@@ -75,38 +83,43 @@ def render_fleet(fleet: FleetState) -> None:
     stale_after = format_duration(timedelta(seconds=fleet.stale_after_seconds))
     console.print(
         rows_table(
-            (
-                "environment / type",
-                "clusters",
-                "reporting",
-                "stale",
-                "never reported",
-                *_OBJECT_HEADERS,
-            ),
-            groups,
-            title=f"fleet at {when(fleet.evaluated_at)}, stale after {stale_after} of silence",
+            Rows(
+                (
+                    "environment / type",
+                    "clusters",
+                    "reporting",
+                    "stale",
+                    "never reported",
+                    *_OBJECT_HEADERS,
+                ),
+                groups,
+                title=f"fleet at {when(fleet.evaluated_at)}, stale after {stale_after} of silence",
+            )
         )
     )
     page = fleet.clusters
     if page.items:
         console.print()
-        console.print(
-            rows_table(
-                ("cluster", "environment", "type", "agent", "last report", *_OBJECT_HEADERS),
-                (
-                    (
-                        cluster.name,
-                        cluster.environment,
-                        cluster.cluster_type,
-                        Text(cluster.agent.replace("_", " "), style=_AGENT_STYLES[cluster.agent]),
-                        ago(fleet.evaluated_at, cluster.last_seen_at),
-                        *_objects(cluster.objects),
-                    )
-                    for cluster in page.items
-                ),
-            )
-        )
+        console.print(rows_table(cluster_rows(fleet)))
     print_page_footer("clusters", page, total=page.total)
+
+
+def cluster_rows(fleet: FleetState) -> Rows:
+    """The page of clusters: what `status --output csv` writes."""
+    return Rows(
+        ("cluster", "environment", "type", "agent", "last report", *_OBJECT_HEADERS),
+        [
+            (
+                cluster.name,
+                cluster.environment,
+                cluster.cluster_type,
+                Text(cluster.agent.replace("_", " "), style=_AGENT_STYLES[cluster.agent]),
+                ago_cell(fleet.evaluated_at, cluster.last_seen_at),
+                *_objects(cluster.objects),
+            )
+            for cluster in fleet.clusters.items
+        ],
+    )
 
 
 def _ready(ready: bool | None, reason: str | None) -> Text:
@@ -119,10 +132,10 @@ def _ready(ready: bool | None, reason: str | None) -> Text:
     return Text(f"no{words}", style="bold red")
 
 
-def _revision(sha: str | None, version: str | None, revision: str | None) -> str:
-    """The commit (12 digits) or version applied; the branch is the object's own."""
+def _revision(sha: str | None, version: str | None, revision: str | None) -> object:
+    """The commit (12 digits on a terminal) or version applied; the branch is the object's own."""
     if sha is not None:
-        return sha[:12]
+        return abbreviated(sha)
     return version or short_revision(revision)
 
 
@@ -130,34 +143,28 @@ def _placed(environment: str | None, cluster_type: str | None) -> str:
     return f"{environment or '-'}/{cluster_type or '-'}"
 
 
+def deployment_rows(page: DeploymentPage) -> Rows:
+    return Rows(
+        ("deployed at", "cluster", "env/type", "object", "applied", "before", "ready"),
+        [
+            (
+                item.deployed_at,
+                item.cluster,
+                _placed(item.environment, item.cluster_type),
+                f"{item.kind}/{item.namespace}/{item.name}",
+                _revision(item.applied_sha, item.applied_version, item.applied_revision),
+                _revision(item.previous_sha, item.previous_version, item.previous_revision),
+                _ready(item.ready, item.reason),
+            )
+            for item in page.items
+        ],
+        title="deployments, newest first",
+    )
+
+
 def render_history(page: DeploymentPage) -> None:
     if page.items:
-        console.print(
-            rows_table(
-                (
-                    "deployed at",
-                    "cluster",
-                    "env/type",
-                    "object",
-                    "applied",
-                    "before",
-                    "ready",
-                ),
-                (
-                    (
-                        item.deployed_at,
-                        item.cluster,
-                        _placed(item.environment, item.cluster_type),
-                        f"{item.kind}/{item.namespace}/{item.name}",
-                        _revision(item.applied_sha, item.applied_version, item.applied_revision),
-                        _revision(item.previous_sha, item.previous_version, item.previous_revision),
-                        _ready(item.ready, item.reason),
-                    )
-                    for item in page.items
-                ),
-                title="deployments, newest first",
-            )
-        )
+        console.print(rows_table(deployment_rows(page)))
     print_page_footer("deployments", page, next_offset=page.next_offset)
 
 
@@ -212,7 +219,7 @@ def status(
         },
         FleetState,
     )
-    show(fleet, output, render_fleet)
+    show(fleet, output, cluster_rows, render_fleet)
 
 
 def history(
@@ -259,8 +266,9 @@ def history(
             "offset": str(offset),
         },
         DeploymentPage,
+        options={"object": "--object"},
     )
-    show(page, output, render_history)
+    show(page, output, deployment_rows, render_history)
 
 
 def register(app: typer.Typer) -> None:

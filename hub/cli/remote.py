@@ -6,7 +6,7 @@ database; these commands are for them, so they go through the same API as everyo
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Protocol, TypeVar
@@ -14,11 +14,8 @@ from typing import Annotated, Any, Protocol, TypeVar
 import httpx
 import typer
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
-from hub.cli.output import Output, console, fail, print_json
+from hub.cli.output import Cell, console, fail, invalid, option_name, short_sha
 from hub.gate.policy import format_duration
 
 M = TypeVar("M", bound=BaseModel)
@@ -75,6 +72,37 @@ def error_of(response: httpx.Response) -> tuple[str | None, str]:
         return None, response.text[:200] or response.reason_phrase
 
 
+def refusal(response: httpx.Response, options: Mapping[str, str] | None = None) -> str:
+    """Why the hub refused, in its words; each rule a 422 names in plain words, a query
+    parameter by the option it came from: `--environment: must be at most 63 characters`."""
+    problems = _problems(response) if response.status_code == 422 else []
+    if problems:
+        return invalid(
+            (option_name(field, options) if location == "query" else field or "the request", rule)
+            for location, field, rule in problems
+        )
+    _, detail = error_of(response)
+    return f"{detail} (HTTP {response.status_code})"
+
+
+def _problems(response: httpx.Response) -> list[tuple[str, str, str]]:
+    """The (location, field, message) of each rule a 422 answer names (hub.errors.Problem)."""
+    try:
+        return [
+            (str(item["location"]), str(item["field"]), str(item["message"]))
+            for item in response.json()["problems"]
+        ]
+    except (ValueError, KeyError, TypeError):
+        return []
+
+
+def unexpected(exc: ValidationError) -> str:
+    """An answer this client cannot read, as its first problem: a hub of another version."""
+    error = exc.errors()[0]
+    field = ".".join(str(part) for part in error["loc"]) or "the document"
+    return f"{field}: {error['msg']} (is the hub another version of fleetmark?)"
+
+
 def fetch(
     hub: str,
     token: str | None,
@@ -83,10 +111,12 @@ def fetch(
     model: type[M],
     *,
     timeout: float = 30.0,
+    options: Mapping[str, str] | None = None,
 ) -> M:
-    """GET one document from the hub; an unreachable hub or a refusal ends the command."""
+    """GET one document from the hub; an unreachable hub or a refusal ends the command.
+    `options` names the command's option for each query parameter not named as it is."""
     query = {name: value for name, value in params.items() if value is not None}
-    answer: M = call(hub, token, "GET", path, model, params=query, timeout=timeout)
+    answer: M = call(hub, token, "GET", path, model, params=query, timeout=timeout, options=options)
     return answer
 
 
@@ -100,6 +130,7 @@ def call(
     body: BaseModel | None = None,
     params: Params | None = None,
     timeout: float = 30.0,
+    options: Mapping[str, str] | None = None,
 ) -> Any:
     """One request to the hub; its answer validated as `shape` (None: no body is read). An
     unreachable hub or a refusal ends the command with the hub's words (and, refused for want
@@ -115,17 +146,16 @@ def call(
     except httpx.HTTPError as exc:
         raise fail(f"the hub at {hub} is unreachable: {exc or type(exc).__name__}") from None
     if not response.is_success:
-        _, detail = error_of(response)
         hint = ""
         if response.status_code == 401 and token is None:
             hint = "; give an API token with --token, --token-file or FLEETMARK_TOKEN"
-        raise fail(f"{detail} (HTTP {response.status_code}){hint}")
+        raise fail(refusal(response, options) + hint)
     if shape is None:
         return None
     try:
         return TypeAdapter(shape).validate_json(response.content)
     except ValidationError as exc:
-        raise fail(f"the hub at {hub} answered {path} with something unexpected: {exc}") from None
+        raise fail(f"the hub at {hub} answered {path} unexpectedly: {unexpected(exc)}") from None
 
 
 # --- what the query commands share: options, tables, pages, JSON ------------------------------
@@ -143,13 +173,12 @@ OffsetOption = Annotated[int, typer.Option(min=0, help="Rows to skip: where the 
 _SHA = re.compile(r"\b[0-9a-f]{40,64}\b")
 
 
-def short_revision(revision: str | None) -> str:
-    """A revision with its full shas cut to 12 digits: `dev@sha1:1f2e3d4c5b6a`."""
-    return "-" if revision is None else _SHA.sub(lambda found: found[0][:12], revision)
-
-
-def when(moment: datetime | None) -> str:
-    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+def short_revision(revision: str | None) -> Cell | None:
+    """A revision with its shas cut to 12 digits on a terminal (`dev@sha1:1f2e3d4c5b6a`); a
+    table elsewhere and CSV have it whole."""
+    if revision is None:
+        return None
+    return Cell(_SHA.sub(lambda found: short_sha(found[0]), revision), revision)
 
 
 def ago(now: datetime, moment: datetime | None) -> str | None:
@@ -157,47 +186,10 @@ def ago(now: datetime, moment: datetime | None) -> str | None:
     return None if moment is None else f"{format_duration(now - moment)} ago"
 
 
-def _cell(value: object) -> Text:
-    """Cells are plain text: a name the hub sends is never read as rich markup."""
-    if isinstance(value, Text):
-        return value
-    if value is None:
-        return Text("-", style="dim")
-    if isinstance(value, bool):
-        return Text("yes" if value else "no")
-    if isinstance(value, int):
-        return Text(f"{value:,}")
-    if isinstance(value, datetime):
-        return Text(when(value))
-    return Text(str(value))
-
-
-def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def rows_table(
-    headers: Sequence[str], rows: Iterable[Sequence[object]], *, title: str | None = None
-) -> Table:
-    """A table for people: None as `-`, times to the second, counts right-aligned.
-
-    On a narrow terminal the headers of counts give way first (wrapped, then cut); the
-    counts themselves, names, times and revisions are kept whole as long as they fit.
-    """
-    listed = list(rows)
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
-    for index, header in enumerate(headers):
-        values = [row[index] for row in listed if row[index] is not None]
-        counts = all(_is_count(value) for value in values)
-        table.add_column(
-            header,
-            justify="right" if counts and values else "left",
-            no_wrap=not counts,
-            min_width=max((len(_cell(value)) for value in values), default=1) if counts else None,
-        )
-    for row in listed:
-        table.add_row(*(_cell(value) for value in row))
-    return table
+def ago_cell(now: datetime, moment: datetime | None) -> Cell | None:
+    """`5m ago` for people, the time itself in CSV."""
+    shown = ago(now, moment)
+    return None if shown is None else Cell(shown, moment)
 
 
 def page_footer(
@@ -252,11 +244,3 @@ def print_page_footer(
         ),
         highlight=False,
     )
-
-
-def show(document: M, output: Output, render: Callable[[M], None]) -> None:
-    """The hub's answer as it came (`--output json`), or rendered for people."""
-    if output is Output.json:
-        print_json(document)
-    else:
-        render(document)

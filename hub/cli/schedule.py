@@ -10,16 +10,30 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from hub.cli.common import open_database
-from hub.cli.output import Output, OutputOption, console, fail, print_json
+from hub.cli.output import (
+    Output,
+    OutputOption,
+    Rows,
+    console,
+    fail,
+    rows_table,
+    show,
+    validation_failure,
+)
 from hub.cli.target import IntervalOption, Remote, Target, administers, follow
 from hub.database import create_engine, create_sessionmaker
-from hub.errors import FleetmarkError, describe_validation_error
+from hub.errors import FleetmarkError
 from hub.monitoring.schemas import RequestedRun
 from hub.scheduling import service
-from hub.scheduling.schemas import EnvironmentOutcome, ScheduleRequest, ScheduleRun
+from hub.scheduling.schemas import (
+    AssignmentChange,
+    EnvironmentOutcome,
+    ScheduleRequest,
+    ScheduleRun,
+)
 from hub.settings import HubSettings
 
 # Exit codes: the run wrote what it could, but some assignments (or control-plane documents)
@@ -91,18 +105,14 @@ def schedule(
             }
         )
     except ValidationError as exc:
-        raise fail(describe_validation_error(exc)) from exc
+        raise fail(validation_failure(exc, {"environments": "--environment"})) from exc
     if isinstance(where, Remote):
         started = where.call("POST", "/api/v1/runs/schedule", RequestedRun, body=request)
         run = follow(where, started, interval).schedule
         assert run is not None
     else:
         run = _schedule_here(where, request)
-    if output is Output.json:
-        print_json(run)
-    else:
-        for outcome in run.environments:
-            _show(outcome)
+    show(run, output, _changes, _show_run)
     if any(outcome.failure is not None for outcome in run.environments):
         raise typer.Exit(code=1)
     if any(outcome.errors for outcome in run.environments):
@@ -115,6 +125,35 @@ def _schedule_here(settings: HubSettings, request: ScheduleRequest) -> ScheduleR
         return asyncio.run(_schedule(url, settings, request))
     except FleetmarkError as exc:
         raise fail(exc.detail) from exc
+
+
+_CHANGE_HEADERS = ("cluster type", "deployment target", "change", "status")
+
+
+def _changes(run: ScheduleRun) -> Rows:
+    """Every assignment the run changed, by environment: what `--output csv` writes."""
+    return Rows(
+        ("environment", *_CHANGE_HEADERS),
+        [
+            (outcome.environment, *_change(change))
+            for outcome in run.environments
+            for change in outcome.changes
+        ],
+    )
+
+
+def _change(change: AssignmentChange) -> tuple[object, ...]:
+    status = (
+        Text("failed, previous output kept", style="red")
+        if change.status == "failed"
+        else change.status
+    )
+    return (change.cluster_type, change.deployment_target, change.change, status)
+
+
+def _show_run(run: ScheduleRun) -> None:
+    for outcome in run.environments:
+        _show(outcome)
 
 
 def _show(outcome: EnvironmentOutcome) -> None:
@@ -135,13 +174,9 @@ def _show(outcome: EnvironmentOutcome) -> None:
     else:
         console.print(f"{where}: nothing changed, nothing committed")
     if outcome.changes:
-        table = Table("cluster type", "deployment target", "change", "status")
-        for change in outcome.changes:
-            status = {None: "-", "failed": "[red]failed, previous output kept[/]"}.get(
-                change.status, change.status
-            )
-            table.add_row(change.cluster_type, change.deployment_target, change.change, status)
-        console.print(table)
+        console.print(
+            rows_table(Rows(_CHANGE_HEADERS, [_change(change) for change in outcome.changes]))
+        )
     if outcome.failure is None:
         console.print(
             f"{outcome.assignments} assignments, {outcome.failed} failed; "

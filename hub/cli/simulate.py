@@ -17,7 +17,7 @@ import httpx
 import typer
 
 from hub.cli.output import console, errors, fail
-from hub.cli.remote import DEFAULT_HUB, HubOption, bearer, error_of, read_token_file
+from hub.cli.remote import DEFAULT_HUB, HubOption, bearer, error_of, read_token_file, refusal
 from hub.simulation import SimulatedCluster, Simulation
 
 TIMEOUT = 10.0
@@ -71,8 +71,7 @@ def _register(client: httpx.Client, admin_token: str, cluster: SimulatedCluster)
     except httpx.HTTPError as exc:
         raise fail(f"the hub at {client.base_url} is unreachable: {exc}") from None
     if response.status_code not in (200, 201):
-        _, detail = error_of(response)
-        raise fail(f"registering cluster {cluster.name}: {detail} (HTTP {response.status_code})")
+        raise fail(f"registering cluster {cluster.name}: {refusal(response)}")
     token: str = response.json()["token"]
     return token
 
@@ -95,9 +94,8 @@ def _report_round(client: httpx.Client, simulation: Simulation, tokens: dict[str
             _, detail = error_of(response)
             raise fail(f"cluster {cluster.name}'s report was refused: {detail}")
         if response.status_code != 200:
-            _, detail = error_of(response)
             errors.print(
-                f"cluster {cluster.name}'s report: {detail} (HTTP {response.status_code})",
+                f"cluster {cluster.name}'s report: {refusal(response)}",
                 highlight=False,
                 soft_wrap=True,
             )

@@ -309,7 +309,10 @@ def _contains(commit: str) -> str:
 # object's), or none. Each is measured against `now` into the six values of the policy's
 # Standing, coded as a number (standing_code()), whose state's rank :ranks holds: the rules
 # stay the policy's. A cluster is judged by its candidate furthest from compliance (then by
-# the latest soak end, as the policy lists them).
+# the latest soak end, as the policy lists them; then the first placement, then the object
+# seen first). Only ids and what the rank needs travel through the judgement: names are read
+# for the listed clusters alone. Without a narrowing (:narrowed false) every cluster is asked
+# about, and no cluster's labels are read.
 _JUDGE = text(f"""
 WITH src AS MATERIALIZED (
     SELECT s.*, LEAST(
@@ -348,17 +351,19 @@ place AS MATERIALIZED (
 -- how many are asked about never changes how the statement judges.
 expected AS (
     SELECT c.id, c.name, COALESCE(c.cluster_type_id, 0) AS cluster_type, c.last_seen_at,
-           (CAST(:cluster_types AS text[]) IS NULL OR c.cluster_type_id IN (
-                SELECT t.id FROM cluster_type t
-                WHERE t.environment_id = :environment AND t.name = ANY(:cluster_types)))
-           AND NOT EXISTS (
-                SELECT FROM jsonb_to_recordset(CAST(:selector AS jsonb))
-                    AS r (key text, operator text, "values" text[])
-                WHERE NOT CASE r.operator
-                    WHEN 'In' THEN COALESCE(c.labels ->> r.key = ANY(r."values"), false)
-                    WHEN 'NotIn' THEN COALESCE(c.labels ->> r.key <> ALL(r."values"), true)
-                    WHEN 'Exists' THEN c.labels ->> r.key IS NOT NULL
-                    ELSE c.labels ->> r.key IS NULL END) AS asked
+           CASE WHEN :narrowed THEN
+               (CAST(:cluster_types AS text[]) IS NULL OR c.cluster_type_id IN (
+                   SELECT t.id FROM cluster_type t
+                   WHERE t.environment_id = :environment AND t.name = ANY(:cluster_types)))
+               AND NOT EXISTS (
+                   SELECT FROM jsonb_to_recordset(CAST(:selector AS jsonb))
+                       AS r (key text, operator text, "values" text[])
+                   WHERE NOT CASE r.operator
+                       WHEN 'In' THEN COALESCE(c.labels ->> r.key = ANY(r."values"), false)
+                       WHEN 'NotIn' THEN COALESCE(c.labels ->> r.key <> ALL(r."values"), true)
+                       WHEN 'Exists' THEN c.labels ->> r.key IS NOT NULL
+                       ELSE c.labels ->> r.key IS NULL END)
+           ELSE true END AS asked
     FROM cluster c
     WHERE c.environment_id = :environment AND c.decommissioned_at IS NULL
 ),
@@ -369,8 +374,8 @@ expected AS (
 -- any path when the source names none (CASE: `IS NULL OR` would have the planner guess that
 -- almost no object passes, and join what follows by nested loops).
 tracked AS MATERIALIZED (
-    SELECT s.source, o.id, o.cluster_id, o.reconciler, o.kind, o.namespace, o.name,
-           o.applied_sha, COALESCE(o.applied_revision, '') = '' AS applied_nothing,
+    SELECT s.source, o.id, o.cluster_id, o.applied_sha,
+           COALESCE(o.applied_revision, '') = '' AS applied_nothing,
            o.attempted_sha = s.sha AS attempted_target, o.attempted_sha, o.ready,
            o.applied_since, o.ready_since
     FROM object_state o
@@ -438,7 +443,7 @@ stretch AS MATERIALIZED (
 candidate AS (
     SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, e.asked,
            p.place,
-           k.id, k.reconciler, k.kind, k.namespace, k.name, k.ready,
+           k.id, k.ready,
            CASE WHEN k.ready THEN k.ready_since END AS ready_since,
            COALESCE(stretch.since, k.applied_since) AS contains_since,
            CASE WHEN k.applied_sha IS NOT NULL THEN applied.contains
@@ -476,7 +481,7 @@ every_judged AS MATERIALIZED (
     SELECT DISTINCT ON (r.cluster_id) r.*
     FROM ranked r
     ORDER BY r.cluster_id, r.rank, COALESCE(r.soak_end, :now) DESC, r.place,
-             r.reconciler, r.kind, r.namespace, r.name
+             r.id
 ),
 judged AS NOT MATERIALIZED (
     SELECT * FROM every_judged WHERE asked
@@ -687,6 +692,7 @@ async def judge(
             _JUDGE,
             {
                 "environment": environment,
+                "narrowed": bool(narrowing.cluster_types or narrowing.selector.match_expressions),
                 "cluster_types": list(narrowing.cluster_types) or None,
                 "selector": json.dumps(
                     [

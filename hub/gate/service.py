@@ -90,6 +90,7 @@ __all__ = [
     "UnknownEnvironment",
     "UnknownVersion",
     "UnknownWorkload",
+    "environment_names",
     "newest_commits",
     "newest_versions",
     "promotable",
@@ -369,6 +370,11 @@ async def _newest(
         )
     walk = heapq.merge(*chains, key=lambda step: step[0], reverse=True)
     return [(sha, branch_id, starts) for _, sha, branch_id, starts in itertools.islice(walk, count)]
+
+
+async def environment_names(session: AsyncSession) -> list[str]:
+    """Every environment the hub knows, in promotion order."""
+    return await repository.environment_names(session)
 
 
 async def newest_commits(session: AsyncSession, environment: str, count: int) -> list[str]:

@@ -1,6 +1,8 @@
 """`fleetmark drift` against a hub served on a real port: the table with short evidence and its
 summary line, JSON for scripts, the history, and what the hub refuses."""
 
+import csv
+import io
 import json
 from dataclasses import dataclass
 
@@ -120,16 +122,53 @@ async def test_the_history(served: Served) -> None:
     ]
 
 
-async def test_what_the_hub_refuses_ends_the_command(served: Served) -> None:
+async def test_what_the_hub_refuses_ends_the_command_with_2(served: Served) -> None:
     unknown = await fleetmark(served, "-e", "qa")
     bad_reason = await fleetmark(served, "--reason", "sideways")
     misplaced = await fleetmark(served, "--history", "--reason", "behind")
 
-    assert unknown.exit_code == 1
+    assert unknown.exit_code == 2
     assert "error: environment 'qa' is unknown (known: dev, stage) (HTTP 404)" in words(
         unknown.stderr
     )
     assert bad_reason.exit_code == 2
     assert "'sideways' is not one of" in words(bad_reason.output)
-    assert misplaced.exit_code == 1
+    assert misplaced.exit_code == 2
     assert "error: --reason does not apply with --history" in words(misplaced.stderr)
+
+
+async def test_exit_code_says_whether_anything_is_drifted(served: Served) -> None:
+    drifted = await fleetmark(served, "--exit-code")
+    in_sync = await fleetmark(served, "-e", "stage", "--exit-code", "-o", "json")
+    without = await fleetmark(served)
+    unknown = await fleetmark(served, "-e", "qa", "--exit-code")
+    with_history = await fleetmark(served, "--history", "--exit-code")
+
+    assert drifted.exit_code == 1, drifted.output
+    assert "2 drifted objects in 2 clusters" in words(drifted.stdout)
+    assert in_sync.exit_code == 0, in_sync.output
+    assert json.loads(in_sync.stdout)["summary"]["drifted_objects"] == 0
+    assert without.exit_code == 0
+    assert unknown.exit_code == 2
+    assert "environment 'qa' is unknown" in unknown.stderr
+    assert with_history.exit_code == 2
+    assert "error: --exit-code does not apply with --history" in words(with_history.stderr)
+
+
+async def test_csv_for_scripts(served: Served) -> None:
+    result = await fleetmark(served, "--output", "csv")
+    history = await fleetmark(served, "--history", "-o", "csv")
+
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [(row["cluster"], row["env/type"], row["reasons"]) for row in rows] == [
+        ("drone-dev", "dev/drone", f"1 commit behind for {served.behind_for}"),
+        ("large-dev", "dev/large", f"1 commit behind for {served.behind_for}; failing: SyncFailed"),
+    ]
+    # A time, not "0s ago": a script compares it.
+    assert {row["drifted since"] for row in rows} == {served.judged_at.replace(" ", "T") + "+00:00"}
+    assert history.exit_code == 0, history.output
+    assert [row["cluster"] for row in csv.DictReader(io.StringIO(history.stdout))] == [
+        "drone-dev",
+        "large-dev",
+    ]

@@ -2,6 +2,8 @@
 command itself with its exit codes against a hub served on a real port."""
 
 import asyncio
+import csv
+import io
 import json
 from dataclasses import dataclass
 
@@ -313,3 +315,32 @@ async def test_the_command_narrows_the_gate_by_cluster_type_and_selector(
     assert "error: selector: source in (): give at least one value (HTTP 422)" in words(
         unreadable.stderr
     )
+
+
+async def test_a_log_gets_a_line_every_poll_while_the_gate_is_pending(served: Served) -> None:
+    options = ["--hub", served.hub.url, "--token", served.token]
+
+    result = await fleetmark(
+        "-e", "dev", "--commit", served.dev_head, "--soak", "1h", "--interval", "0.2",
+        "--timeout", "1", *options,
+    )  # fmt: skip
+
+    assert result.exit_code == 2, result.output
+    polls = [line for line in result.stderr.splitlines() if " pending · platform commit " in line]
+    # A look at 0s, then one every 0.2s until a second is gone: the soak alone changes nothing.
+    assert len(polls) >= 4, result.stderr
+    assert all(line.split()[0] in ("0s", "1s") for line in polls)
+    assert all("in dev · 0/1 compliant · 1 reporting" in line for line in polls)
+    # The reasons are said once, not at every poll.
+    assert result.stderr.count("drone-dev: runs platform commit") == 1
+
+
+async def test_csv_of_the_clusters_the_gate_judged(served: Served) -> None:
+    options = ["--hub", served.hub.url, "--token", served.token]
+
+    result = await fleetmark("-e", "stage", "--commit", served.stage_head, "-o", "csv", *options)
+
+    assert result.exit_code == 1, result.output
+    [row] = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert (row["cluster"], row["type"], row["state"]) == ("drone-stage", "drone", "failed")
+    assert f"{served.stage_head[:12]} failed (BuildFailed)" in row["why"]

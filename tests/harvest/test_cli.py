@@ -1,5 +1,7 @@
 """`fleetmark harvest` against a database of its own (the CLI commits its work)."""
 
+import csv
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,3 +76,18 @@ def test_unknown_repository_is_a_clean_error() -> None:
 
     assert code == 1
     assert "no repository https://github.com/contoso/nothing is configured or discovered" in output
+
+
+def test_harvest_as_csv(app_repo: WorkRepo) -> None:
+    result = CliRunner().invoke(cli, ["harvest", "--output", "csv"])
+
+    assert result.exit_code == 0, result.output
+    [row] = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert row == {
+        "repository": app_repo.url,
+        "role": "app",
+        "branch": "dev",
+        "new commits": "3",
+        "head": app_repo.head("dev"),
+        "errors": "0",
+    }

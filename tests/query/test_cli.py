@@ -211,7 +211,8 @@ async def test_history_lists_deployments_newest_first_a_page_at_a_time(served: S
     last = await fleetmark("history", "--limit", "2", "--offset", "4", *served.options())
 
     assert first.exit_code == rest.exit_code == last.exit_code == 0, first.output
-    a, b = SHA_A[:12], SHA_B[:12]
+    # Not a terminal: the commits whole, as a script or a log wants them.
+    a, b = SHA_A, SHA_B
     assert deployments(first.stdout) == [
         ["12:07:30", "drone-dev-1", "dev/drone", "Kustomization/flux-system/app", b, a, "yes"],
         ["12:02:30", "drone-dev-1", "dev/drone", "Kustomization/flux-system/app", a, "-", "yes"],

@@ -1,0 +1,1 @@
+"""The built-in pages: HTML views of the API's answers, served by the hub."""

@@ -1,0 +1,89 @@
+"""How the built-in pages turn the services' answers into HTML: one Jinja2 environment with
+autoescaping on (every name on a page is outside input: clusters, workloads, repositories,
+what agents report), and the few filters the templates share."""
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from hub.gate.policy import format_duration
+from hub.harvest.urls import redact_url
+from hub.pages.access import TOKEN_COOKIE
+
+STATIC = Path(__file__).parent / "static"
+# Rows per page unless `limit` says otherwise: a page stays small at any fleet size.
+PAGE_SIZE = 50
+
+
+def when(moment: datetime | None) -> str:
+    return "-" if moment is None else f"{moment:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def short(sha: str | None) -> str:
+    return "-" if not sha else sha[:12]
+
+
+def seconds(value: float | None) -> str:
+    return "-" if value is None else format_duration(timedelta(seconds=value))
+
+
+def words(name: str | None) -> str:
+    """An enum value as words: never_reported -> never reported."""
+    return "-" if name is None else str(name).replace("_", " ")
+
+
+def _environment() -> Environment:
+    environment = Environment(
+        loader=PackageLoader("hub.pages"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters.update(
+        when=when, short=short, seconds=seconds, words=words, redact=redact_url
+    )
+    return environment
+
+
+_TEMPLATES = _environment()
+
+
+def query(params: Mapping[str, object]) -> str:
+    """A query string from values (None left out, a list repeated), for links between pages."""
+    pairs: list[tuple[str, str]] = []
+    for key, value in params.items():
+        if value is None:
+            continue
+        values = value if isinstance(value, list | tuple) else [value]
+        pairs.extend((key, str(item)) for item in values)
+    return urlencode(pairs)
+
+
+def link(request: Request, **changes: object) -> str:
+    """This page's URL with some query parameters replaced (None: removed), so that paging
+    keeps the filters of a shared URL."""
+    params = request.query_params
+    kept: dict[str, object] = {key: params.getlist(key) for key in params if key not in changes}
+    encoded = query(kept | changes)
+    return f"{request.url.path}?{encoded}" if encoded else request.url.path
+
+
+def render(
+    request: Request, template: str, *, status_code: int = 200, **context: Any
+) -> HTMLResponse:
+    page = _TEMPLATES.get_template(template)
+    html = page.render(
+        request=request,
+        signed_in=TOKEN_COOKIE in request.cookies,
+        link=lambda **changes: link(request, **changes),
+        query=query,
+        **context,
+    )
+    return HTMLResponse(html, status_code=status_code)

@@ -1,0 +1,366 @@
+"""The built-in pages: the fleet overview at `/`, drift, the environment diff, a cluster with its
+history, the promotion gate with its evidence, and the repositories' harvest state.
+
+Rendered on the hub from the answers of the services the REST API calls, with the same
+parameters: a page is a view of an API answer, paged as the API pages, its filters in the query
+string so that its URL can be shared. No script: every page reads without JavaScript. The
+pages are not API operations and stay out of the OpenAPI document.
+"""
+
+from collections.abc import Callable, Coroutine
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.routing import APIRoute
+from pydantic import BeforeValidator
+
+from hub.clusters import service as clusters
+from hub.deps import ClockDep, ReadSessionDep, SettingsDep
+from hub.drift import service as drift
+from hub.drift.schemas import Reason
+from hub.envdiff import service as envdiff
+from hub.errors import FleetmarkError, NotAuthenticated, describe_validation_error
+from hub.gate import service as gate
+from hub.gate.policy import ClusterState
+from hub.gate.schemas import Duration
+from hub.harvest import service as harvest
+from hub.pages.access import TOKEN_COOKIE, SignInRequired, check_token, local_path, require_reader
+from hub.pages.rendering import PAGE_SIZE, STATIC, query, render
+from hub.params import MAX_REPEATED, Limit, Offset, Text
+from hub.query import service as fleet
+
+# How many of an environment's newest platform commits the gate page offers.
+NEWEST_COMMITS = 5
+# An API token is 47 characters; anything much longer is not one.
+MAX_TOKEN_CHARS = 200
+
+
+class PageRoute(APIRoute):
+    """A page answers in HTML when it cannot show what was asked: the browser is sent to the
+    sign-in form, and a domain error or a bad parameter is shown as a page with its status."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def page(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except SignInRequired as needed:
+                return RedirectResponse(f"/login?{query({'next': needed.back_to})}", 303)
+            except RequestValidationError as exc:
+                return render(
+                    request, "error.html", status_code=422, problem=describe_validation_error(exc)
+                )
+            except FleetmarkError as exc:
+                response = render(
+                    request, "error.html", status_code=exc.status_code, problem=exc.detail
+                )
+                if isinstance(exc, NotAuthenticated):
+                    response.headers["WWW-Authenticate"] = "Bearer"
+                return response
+
+        return page
+
+
+# The sign-in form and the style sheet are open to all; every page needs a reader.
+public = APIRouter(include_in_schema=False, route_class=PageRoute)
+router = APIRouter(
+    include_in_schema=False, route_class=PageRoute, dependencies=[Depends(require_reader)]
+)
+
+PageLimit = Annotated[Limit, Query(description="Rows per page.")]
+
+
+def _blank_is_none(value: object) -> object:
+    return None if value == "" else value
+
+
+# A filter from a form: a field left empty is sent (`?cluster=`) and means no filter.
+Filter = Annotated[Text | None, BeforeValidator(_blank_is_none)]
+
+
+def _stale_after(settings: SettingsDep) -> timedelta:
+    return timedelta(seconds=settings.stale_after_seconds)
+
+
+@public.get("/static/fleetmark.css")
+async def style_sheet() -> FileResponse:
+    return FileResponse(STATIC / "fleetmark.css", media_type="text/css")
+
+
+@public.get("/login")
+async def sign_in_form(
+    request: Request, settings: SettingsDep, next_page: Annotated[Text, Query(alias="next")] = "/"
+) -> Response:
+    return render(
+        request,
+        "login.html",
+        back_to=local_path(next_page),
+        open_access=settings.mode == "development",
+        problem=None,
+    )
+
+
+@public.post("/login")
+async def sign_in(
+    request: Request,
+    session: ReadSessionDep,
+    settings: SettingsDep,
+    token: Annotated[str, Form(max_length=MAX_TOKEN_CHARS)],
+    next_page: Annotated[Text, Form(alias="next")] = "/",
+) -> Response:
+    """Keeps a read token in an HttpOnly cookie: scripts on a page can never read it."""
+    back_to = local_path(next_page)
+    token = token.strip()
+    try:
+        await check_token(session, token, settings)
+    except NotAuthenticated as exc:
+        return render(
+            request,
+            "login.html",
+            status_code=401,
+            back_to=back_to,
+            open_access=settings.mode == "development",
+            problem=exc.detail,
+        )
+    response = RedirectResponse(back_to, status_code=303)
+    response.set_cookie(
+        TOKEN_COOKIE,
+        token,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+@public.post("/logout")
+async def sign_out() -> Response:
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(TOKEN_COOKIE, httponly=True, samesite="lax")
+    return response
+
+
+@router.get("/")
+async def fleet_overview(
+    request: Request,
+    session: ReadSessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    environment: Filter = None,
+    cluster_type: Filter = None,
+    limit: PageLimit = PAGE_SIZE,
+    offset: Offset = 0,
+) -> Response:
+    state = await fleet.fleet_state(
+        session,
+        environment=environment,
+        cluster_type=cluster_type,
+        limit=limit,
+        offset=offset,
+        now=clock(),
+        stale_after=_stale_after(settings),
+    )
+    return render(
+        request,
+        "fleet.html",
+        state=state,
+        page=state.clusters,
+        environment=environment,
+        cluster_type=cluster_type,
+    )
+
+
+@router.get("/drift")
+async def drift_page(
+    request: Request,
+    session: ReadSessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    environment: Filter = None,
+    cluster_type: Filter = None,
+    cluster: Filter = None,
+    reason: Annotated[list[Reason] | None, Query(max_length=MAX_REPEATED)] = None,
+    include_in_sync: bool = False,
+    limit: PageLimit = PAGE_SIZE,
+    offset: Offset = 0,
+) -> Response:
+    report = await drift.current_drift(
+        session,
+        environment=environment,
+        cluster_type=cluster_type,
+        cluster=cluster,
+        reasons=reason,
+        include_in_sync=include_in_sync,
+        limit=limit,
+        offset=offset,
+        now=clock(),
+        stale_after=_stale_after(settings),
+    )
+    return render(
+        request,
+        "drift.html",
+        report=report,
+        page=report,
+        filters={
+            "environment": environment,
+            "cluster_type": cluster_type,
+            "cluster": cluster,
+            "reason": reason or [],
+            "include_in_sync": include_in_sync,
+        },
+        all_reasons=list(Reason),
+    )
+
+
+@router.get("/diff")
+async def environment_diff_page(
+    request: Request,
+    session: ReadSessionDep,
+    clock: ClockDep,
+    environment: Annotated[list[Text] | None, Query(max_length=MAX_REPEATED)] = None,
+    workload: Filter = None,
+    cluster_type: Filter = None,
+    only_differences: bool = True,
+    limit: PageLimit = PAGE_SIZE,
+    offset: Offset = 0,
+) -> Response:
+    """Without `environment`: every environment the hub knows, in promotion order."""
+    known = await gate.environment_names(session)
+    diff = None
+    chosen = environment or known
+    if len(chosen) >= 2 or environment:
+        diff = await envdiff.environment_diff(
+            session,
+            environments=chosen,
+            workload=workload,
+            cluster_type=cluster_type,
+            deployment_target=None,
+            only_differences=only_differences,
+            ignored_keys=[],
+            limit=limit,
+            offset=offset,
+            now=clock(),
+        )
+    return render(
+        request,
+        "diff.html",
+        diff=diff,
+        page=None if diff is None else diff.rows,
+        known=known,
+        chosen=chosen,
+        filters={
+            "workload": workload,
+            "cluster_type": cluster_type,
+            "only_differences": only_differences,
+        },
+    )
+
+
+@router.get("/clusters/{name}")
+async def cluster_page(
+    request: Request,
+    name: Text,
+    session: ReadSessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    limit: PageLimit = PAGE_SIZE,
+    offset: Offset = 0,
+) -> Response:
+    """The cluster, what each of its reconciler objects runs and why it drifts, and the history
+    of what they applied (paged)."""
+    now = clock()
+    detail = await clusters.cluster_detail(
+        session, name, now=now, stale_after=_stale_after(settings)
+    )
+    drifted = await drift.current_drift(
+        session,
+        environment=None,
+        cluster_type=None,
+        cluster=name,
+        reasons=None,
+        include_in_sync=False,
+        limit=limit,
+        offset=0,
+        now=now,
+        stale_after=_stale_after(settings),
+    )
+    history = await fleet.deployment_history(
+        session,
+        environment=None,
+        cluster_type=None,
+        cluster=name,
+        object_name=None,
+        since=None,
+        until=None,
+        limit=limit,
+        offset=offset,
+    )
+    return render(
+        request, "cluster.html", cluster=detail, drifted=drifted, history=history, now=now
+    )
+
+
+@router.get("/gate")
+async def gate_page(
+    request: Request,
+    session: ReadSessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    environment: Filter = None,
+    commit: Filter = None,
+    workload: Filter = None,
+    version: Filter = None,
+    soak: Annotated[Duration, Query()] = gate.DEFAULT_SOAK,
+    allow_stale: bool = False,
+    limit: PageLimit = PAGE_SIZE,
+    offset: Offset = 0,
+) -> Response:
+    """The gate for a platform commit (default: the environment's newest) or a workload
+    version, with every expected cluster's evidence, those that block it first."""
+    known = await gate.environment_names(session)
+    newest: list[str] = []
+    result = None
+    if environment is not None:
+        newest = await gate.newest_commits(session, environment, NEWEST_COMMITS)
+        if commit is None and workload is None and version is None and newest:
+            commit = newest[0]
+        result = await gate.promotion_gate(
+            session,
+            environment=environment,
+            commit=commit,
+            workload=workload,
+            version=version,
+            soak=soak,
+            stale_after=_stale_after(settings),
+            allow_stale=allow_stale,
+            min_clusters=1,
+            now=clock(),
+            page=gate.ClusterPage(limit=limit, offset=offset),
+        )
+    return render(
+        request,
+        "gate.html",
+        known=known,
+        newest=newest,
+        result=result,
+        page=None if result is None else result.clusters,
+        compliant=ClusterState.COMPLIANT,
+        filters={
+            "environment": environment,
+            "commit": commit,
+            "workload": workload,
+            "version": version,
+            "soak": f"{int(soak.total_seconds())}",
+            "allow_stale": allow_stale,
+        },
+    )
+
+
+@router.get("/repositories")
+async def repositories_page(request: Request, session: ReadSessionDep, clock: ClockDep) -> Response:
+    repositories = await harvest.list_repositories(session, now=clock())
+    return render(request, "repositories.html", repositories=repositories)

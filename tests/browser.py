@@ -1,0 +1,41 @@
+"""The one way the tests drive a browser: the system's Chromium (`apt-get install chromium`)
+through Playwright for Python, headless, never a browser Playwright downloads. Where Chromium is
+not installed the tests that need it are skipped, saying so, except under CI=true: `.ci/run`
+installs it, and there a missing browser fails the tests instead of passing them unseen."""
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, sync_playwright
+
+CHROMIUM = shutil.which("chromium")
+# Seconds a page may take to load, or an element to appear, before the test fails.
+PAGE_TIMEOUT = 30
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# Screenshots for review: kept after the run, ignored by git.
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "test-output" / "screenshots"
+
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("CI"),
+    reason="no Chromium here: apt-get install chromium",
+)
+
+
+@contextmanager
+def chromium() -> Iterator[Browser]:
+    if CHROMIUM is None:
+        pytest.fail("no Chromium here (apt-get install chromium); CI=true runs the browser tests")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
