@@ -31,6 +31,7 @@ from hub.ingest.router import REPORT_COMPONENTS
 from hub.ingest.router import router as ingest_router
 from hub.jobs import start_jobs, stop_jobs
 from hub.metrics import HubMetrics, RequestMetricsMiddleware
+from hub.monitoring.router import router as runs_router
 from hub.pages.router import public as pages_public_router
 from hub.pages.router import router as pages_router
 from hub.query.router import router as query_router
@@ -91,6 +92,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         envdiff_router,
         repositories_router,
         scheduling_router,
+        runs_router,
         pages_public_router,
         pages_router,
     ):

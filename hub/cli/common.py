@@ -34,12 +34,15 @@ DataDirOption = Annotated[
 # Where each setting comes from, to name it when it breaks a rule.
 _SETTINGS = {name: f"FLEETMARK_{name.upper()}" for name in HubSettings.model_fields} | {
     "data_dir": "--data-dir",
+    "database_url": "--database-url",
     "": "the settings",
 }
 
 
-def load_settings(data_dir: Path | None = None) -> HubSettings:
+def load_settings(data_dir: Path | None = None, database_url: str | None = None) -> HubSettings:
     overrides: dict[str, Any] = {} if data_dir is None else {"data_dir": data_dir}
+    if database_url is not None:
+        overrides["database_url"] = database_url
     try:
         settings = HubSettings(**overrides)
     except ValidationError as exc:

@@ -13,7 +13,15 @@ import typer
 
 from hub.cli.output import Output, OutputOption, Rows, console, rows_table, show, when
 from hub.cli.query import moment
-from hub.cli.remote import DEFAULT_HUB, HubOption, TokenOption, ago, fetch
+from hub.cli.remote import (
+    DEFAULT_HUB,
+    HubOption,
+    TokenFileOption,
+    TokenOption,
+    ago,
+    api_token,
+    fetch,
+)
 from hub.dora.schemas import DoraReport, EnvironmentDora, Spread
 from hub.gate.policy import format_duration
 
@@ -126,10 +134,12 @@ def dora(
     ] = None,
     hub: HubOption = DEFAULT_HUB,
     token: TokenOption = None,
+    token_file: TokenFileOption = None,
     output: OutputOption = Output.table,
 ) -> None:
     """DORA figures per environment: deployment frequency, lead time (commit to Ready on every
     expected cluster), change failure rate and time to restore."""
+    token = api_token(token, token_file)
     now = datetime.now(UTC)
     report = fetch(
         hub,

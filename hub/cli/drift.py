@@ -25,9 +25,11 @@ from hub.cli.remote import (
     HubOption,
     LimitOption,
     OffsetOption,
+    TokenFileOption,
     TokenOption,
     ago,
     ago_cell,
+    api_token,
     fetch,
     print_page_footer,
 )
@@ -231,6 +233,7 @@ def drift(
     offset: OffsetOption = 0,
     hub: HubOption = DEFAULT_HUB,
     token: TokenOption = None,
+    token_file: TokenFileOption = None,
     output: OutputOption = Output.table,
 ) -> None:
     """Drifted reconciler objects and why: behind the harvested head (by how many commits, for
@@ -243,6 +246,7 @@ def drift(
     Exit status 2: no answer (a bad option, the hub unreachable or refusing).
     """
     with failing_with(EXIT_ERROR):
+        token = api_token(token, token_file)
         misplaced = (
             ["--reason", "--all", "--exit-code"] if history else ["--objects", "--since", "--open"]
         )

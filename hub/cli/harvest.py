@@ -1,4 +1,6 @@
-"""`fleetmark harvest`: harvest the GitOps repositories now, with progress for long backfills."""
+"""`fleetmark harvest`: harvest the GitOps repositories now. The hub runs it (202, polled until
+done); on the hub's host, with `--data-dir`/`--database-url`, it runs here with a progress bar
+per branch for long backfills."""
 
 import asyncio
 from datetime import UTC, datetime
@@ -15,7 +17,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from hub.cli.common import DataDirOption, load_settings, open_database
+from hub.cli.common import open_database
 from hub.cli.output import (
     Output,
     OutputOption,
@@ -27,10 +29,12 @@ from hub.cli.output import (
     short_sha,
     show,
 )
+from hub.cli.target import IntervalOption, Remote, Target, administers, follow
 from hub.database import create_engine, create_sessionmaker
 from hub.errors import FleetmarkError
 from hub.harvest import service
 from hub.harvest.schemas import BranchOutcome, HarvestReport, RepositoryOutcome
+from hub.monitoring.schemas import HarvestRequest, RequestedRun
 from hub.settings import HubSettings
 
 
@@ -79,10 +83,26 @@ def harvest(
         ),
     ] = False,
     output: OutputOption = Output.table,
-    data_dir: DataDirOption = None,
+    interval: IntervalOption = 2.0,
+    *,
+    where: Target,
 ) -> None:
-    """Harvest the configured and discovered GitOps repositories now."""
-    settings = load_settings(data_dir)
+    """Harvest the configured and discovered GitOps repositories now.
+
+    Exit status 1: the harvest failed (another one running, an unknown repository)."""
+    if isinstance(where, Remote):
+        request = HarvestRequest(repository=repo, backfill=backfill)
+        run = where.call("POST", "/api/v1/runs/harvest", RequestedRun, body=request)
+        report = follow(where, run, interval).harvest
+        assert report is not None
+    else:
+        report = _harvest_here(where, repo, backfill, output)
+    show(report, output, _rows, _show)
+
+
+def _harvest_here(
+    settings: HubSettings, repo: str | None, backfill: bool, output: Output
+) -> HarvestReport:
     url = open_database(settings, upgrade=False)
     progress = Progress(
         TextColumn("{task.description}"),
@@ -95,10 +115,9 @@ def harvest(
     )
     try:
         with progress:
-            report = asyncio.run(_harvest(url, settings, repo, backfill, _Bar(progress)))
+            return asyncio.run(_harvest(url, settings, repo, backfill, _Bar(progress)))
     except FleetmarkError as exc:
         raise fail(exc.detail) from exc
-    show(report, output, _rows, _show)
 
 
 def _rows(report: HarvestReport) -> Rows:
@@ -142,4 +161,4 @@ def _show(report: HarvestReport) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(harvest)
+    app.command()(administers(harvest))

@@ -17,7 +17,7 @@ here. Kept for FLEETMARK_ROLLUP_RETENTION, as the other rollups.
 `grafana.placement_hourly` names the environment and cluster type for the dashboards.
 
 Revision ID: 0029_placement_hourly
-Revises: 0027_promotion_gates
+Revises: 0028_requested_runs
 Create Date: 2026-11-26 17:00:00
 """
 
@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0029_placement_hourly"
-down_revision: str | None = "0027_promotion_gates"
+down_revision: str | None = "0028_requested_runs"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
