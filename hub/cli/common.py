@@ -29,6 +29,9 @@ DataDirOption = Annotated[
         show_default=False,
     ),
 ]
+PortOption = Annotated[
+    int | None, typer.Option(help="Port to listen on (default: FLEETMARK_PORT, else 8080).")
+]
 
 
 def load_settings(data_dir: Path | None = None) -> HubSettings:

@@ -32,8 +32,7 @@ class ControlPlane:
         self.app_src_url = app_src_url
         self.main = self.commit("main", scenario.MAIN)
         for environment, files in (("dev", scenario.DEV), ("stage", scenario.STAGE)):
-            self.repo.git("checkout", "--quiet", "--orphan", environment)
-            self.repo.git("rm", "-r", "--quiet", "--force", "--ignore-unmatch", ".")
+            self.repo.orphan(environment)
             self.commit(environment, {**files, "base-repo.yaml": scenario.base_repo(self.main)})
 
     @property
