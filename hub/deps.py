@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.clusters import service as clusters
 from hub.clusters.repository import ClusterIdentity
 from hub.database import ReadSession, Statements, read_session, write_session
+from hub.jobs import Jobs
 from hub.settings import HubSettings
 from hub.tokens import service as tokens
 
@@ -34,6 +35,11 @@ async def get_clock(request: Request) -> Clock:
     return clock
 
 
+async def get_jobs(request: Request) -> Jobs:
+    jobs: Jobs = request.app.state.jobs
+    return jobs
+
+
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
     async with write_session(request.app.state.sessionmaker) as session:
         yield session
@@ -51,6 +57,7 @@ async def get_read_session(request: Request) -> AsyncIterator[ReadSession]:
 
 SettingsDep = Annotated[HubSettings, Depends(get_settings)]
 ClockDep = Annotated[Clock, Depends(get_clock)]
+JobsDep = Annotated[Jobs, Depends(get_jobs)]
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 ReadSessionDep = Annotated[ReadSession, Depends(get_read_session, scope="function")]
 # Single-statement units of work (report ingest): no session, the statement commits itself.

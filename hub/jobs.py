@@ -23,7 +23,7 @@ fleet snapshot there too (`beside_jobs`).
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -186,6 +186,22 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
     thread.start()
     asyncio.run_coroutine_threadsafe(_start(scheduler), loop).result()
     return Jobs(scheduler, loop, thread, engine, sessions)
+
+
+# The jobs whose kept results expect the clusters in service (drift, the environment diff's
+# summary and kept diff, the gate's kept answers): run at once after a decommissioning.
+FLEET_JOBS = (DRIFT_JOB, ENV_DIFF_JOB, GATE_ANSWERS_JOB)
+
+
+def run_soon(jobs: Jobs, names: Sequence[str]) -> None:
+    """Bring the next run of each named job forward to now (each still takes its lock, so a
+    replica already at it keeps its round); the schedule goes on from there."""
+
+    def bring_forward() -> None:
+        for name in names:
+            jobs.scheduler.modify_job(name, next_run_time=datetime.now(UTC))
+
+    jobs.loop.call_soon_threadsafe(bring_forward)
 
 
 async def beside_jobs(jobs: Jobs, work: Callable[[Sessions], Coroutine[Any, Any, T]]) -> T:

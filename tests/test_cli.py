@@ -122,6 +122,35 @@ def test_clusters_list_as_table(unique: str, monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.usefixtures("cli_database")
+def test_decommissioning_hides_a_cluster_and_keeps_its_time(
+    unique: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    environment = f"env-{unique}"
+    for name in (f"kept-{unique}", f"gone-{unique}"):
+        fleetmark("clusters", "register", name, "--environment", environment)
+
+    gone = fleetmark("clusters", "decommission", f"gone-{unique}")
+    again = fleetmark("clusters", "decommission", f"gone-{unique}", "--output", "json")
+    unknown = fleetmark("clusters", "decommission", f"never-{unique}")
+    listed = fleetmark("clusters", "list", "--environment", environment, "--output", "json")
+    everything = fleetmark("clusters", "list", "--environment", environment, "--decommissioned")
+
+    assert gone.exit_code == 0, gone.output
+    left = re.search(r"decommissioned at (\S+);", gone.stdout)
+    assert left is not None, gone.stdout
+    assert "its token no longer works, its history stays" in " ".join(gone.stdout.split())
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["decommissioned_at"].startswith(left[1][:19])
+    assert unknown.exit_code == 1
+    assert f"error: no cluster named 'never-{unique}'" in unknown.stderr
+    assert [item["name"] for item in json.loads(listed.stdout)["items"]] == [f"kept-{unique}"]
+    assert f"gone-{unique}" in everything.stdout
+    assert "decommissioned 20" in everything.stdout
+    assert "2 of 2 clusters" in everything.stdout
+
+
+@pytest.mark.usefixtures("cli_database")
 def test_registering_a_name_twice_fails_clearly(unique: str) -> None:
     first = fleetmark("clusters", "register", f"twice-{unique}")
 

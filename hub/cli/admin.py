@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from hub.cli.common import DataDirOption, load_settings, run_in_session
@@ -83,10 +84,42 @@ def revoke_cluster_token(name: str, data_dir: DataDirOption = None) -> None:
     console.print(f"Revoked the token of cluster [bold]{name}[/].", highlight=False)
 
 
+@clusters.command("decommission")
+def decommission_cluster(
+    name: str, output: OutputOption = Output.table, data_dir: DataDirOption = None
+) -> None:
+    """Take a cluster out of service: its token stops working; the gate, drift, the
+    environment diff and the dashboards stop expecting it; its history stays. Again: no change.
+    Rotating its token brings it back."""
+    settings = load_settings(data_dir)
+    detail = run_in_session(
+        settings,
+        lambda session: cluster_service.decommission(
+            session,
+            name,
+            now=datetime.now(UTC),
+            stale_after=timedelta(seconds=settings.stale_after_seconds),
+        ),
+    )
+    if output is Output.json:
+        print_json(detail)
+        return
+    assert detail.decommissioned_at is not None
+    console.print(
+        f"Cluster [bold]{escape(name)}[/] decommissioned at "
+        f"{detail.decommissioned_at.isoformat(timespec='seconds')}; its token no longer works, "
+        "its history stays.",
+        highlight=False,
+    )
+
+
 @clusters.command("list")
 def list_clusters(
     environment: Annotated[str | None, typer.Option()] = None,
     cluster_type: Annotated[str | None, typer.Option()] = None,
+    decommissioned: Annotated[
+        bool, typer.Option("--decommissioned", help="List decommissioned clusters too.")
+    ] = False,
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 1000,
     offset: Annotated[int, typer.Option(min=0)] = 0,
     output: OutputOption = Output.table,
@@ -100,6 +133,7 @@ def list_clusters(
             session,
             environment=environment,
             cluster_type=cluster_type,
+            decommissioned=decommissioned,
             limit=limit,
             offset=offset,
             now=datetime.now(UTC),
@@ -131,10 +165,16 @@ def list_clusters(
             str(item.objects),
             str(item.ready),
             f"[red]{item.failing}[/]" if item.failing else "0",
-            "active" if item.token_active else "[red]revoked[/]",
+            _token_state(item.token_active, item.decommissioned_at),
         )
     console.print(table)
     console.print(f"{len(page.items)} of {page.total} clusters", style="dim")
+
+
+def _token_state(active: bool, decommissioned_at: datetime | None) -> str:
+    if decommissioned_at is not None:
+        return f"[dim]decommissioned {decommissioned_at.isoformat(timespec='seconds')}[/]"
+    return "active" if active else "[red]revoked[/]"
 
 
 @tokens.command("create")

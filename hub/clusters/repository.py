@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncRawCursor
-from sqlalchemy import Row, RowMapping, and_, func, select, update
+from sqlalchemy import ColumnElement, Row, RowMapping, and_, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -100,18 +100,39 @@ async def create(
 async def set_token_hash(
     session: AsyncSession, name: str, token_hash: str | None, now: datetime
 ) -> bool:
-    """Replace (or, with None, revoke) a cluster's token; False when there is no such cluster."""
+    """Replace (or, with None, revoke) a cluster's token; False when there is no such cluster.
+
+    A new token brings a decommissioned cluster back; revoking leaves it decommissioned."""
+    values: dict[str, Any] = (
+        {"token_hash": None, "token_revoked_at": now}
+        if token_hash is None
+        else {"token_hash": token_hash, "token_revoked_at": None, "decommissioned_at": None}
+    )
+    statement = update(Cluster).where(Cluster.name == name).values(values).returning(Cluster.id)
+    return (await session.execute(statement)).scalar_one_or_none() is not None
+
+
+async def decommission(session: AsyncSession, name: str, now: datetime) -> bool:
+    """Mark a cluster decommissioned as of `now` (kept when it was already) and revoke its
+    token; False when there is no such cluster."""
     statement = (
         update(Cluster)
         .where(Cluster.name == name)
         .values(
-            token_hash=token_hash,
-            token_revoked_at=now if token_hash is None else None,
-            decommissioned_at=None,
+            decommissioned_at=func.coalesce(Cluster.decommissioned_at, now),
+            token_hash=None,
+            token_revoked_at=func.coalesce(Cluster.token_revoked_at, now),
         )
         .returning(Cluster.id)
     )
     return (await session.execute(statement)).scalar_one_or_none() is not None
+
+
+async def decommissioned_at(session: AsyncSession, name: str) -> datetime | None:
+    found: datetime | None = await session.scalar(
+        select(Cluster.decommissioned_at).where(Cluster.name == name)
+    )
+    return found
 
 
 async def list_clusters(
@@ -119,6 +140,7 @@ async def list_clusters(
     *,
     environment: str | None,
     cluster_type: str | None,
+    decommissioned: bool,
     limit: int,
     offset: int,
 ) -> tuple[list[Row[Any]], int]:
@@ -135,7 +157,9 @@ async def list_clusters(
         .group_by(live.cluster_id)
         .subquery()
     )
-    filters = []
+    filters: list[ColumnElement[bool]] = []
+    if not decommissioned:
+        filters.append(Cluster.decommissioned_at.is_(None))
     if environment is not None:
         filters.append(Environment.name == environment)
     if cluster_type is not None:
@@ -150,6 +174,7 @@ async def list_clusters(
             Cluster.first_seen_at,
             Cluster.last_seen_at,
             (Cluster.token_hash.is_not(None)).label("token_active"),
+            Cluster.decommissioned_at,
             func.coalesce(counts.c.objects, 0).label("objects"),
             func.coalesce(counts.c.ready, 0).label("ready"),
             func.coalesce(counts.c.failing, 0).label("failing"),
@@ -176,6 +201,7 @@ async def cluster_detail(session: AsyncSession, name: str) -> RowMapping | None:
             Cluster.first_seen_at,
             Cluster.last_seen_at,
             (Cluster.token_hash.is_not(None)).label("token_active"),
+            Cluster.decommissioned_at,
         )
         .outerjoin(Environment, Environment.id == Cluster.environment_id)
         .outerjoin(ClusterType, ClusterType.id == Cluster.cluster_type_id)

@@ -1,13 +1,23 @@
 """Cluster endpoints: list and inspect (read scope), register and manage tokens (admin)."""
 
 from datetime import timedelta
+from typing import Annotated
 
-from fastapi import APIRouter, status
+from fastapi import APIRouter, BackgroundTasks, Query, status
 
 from hub.clusters import service
 from hub.clusters.schemas import ClusterDetail, ClusterPage, ClusterRegistration, RegisteredCluster
-from hub.deps import AdminAccess, ClockDep, ReadAccess, ReadSessionDep, SessionDep, SettingsDep
+from hub.deps import (
+    AdminAccess,
+    ClockDep,
+    JobsDep,
+    ReadAccess,
+    ReadSessionDep,
+    SessionDep,
+    SettingsDep,
+)
 from hub.errors import error_response, error_responses
+from hub.jobs import FLEET_JOBS, run_soon
 from hub.params import Limit, Offset, Text
 
 router = APIRouter(
@@ -26,6 +36,9 @@ async def list_clusters(
     clock: ClockDep,
     environment: Text | None = None,
     cluster_type: Text | None = None,
+    decommissioned: Annotated[
+        bool, Query(description="List decommissioned clusters too (they are left out).")
+    ] = False,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> ClusterPage:
@@ -33,6 +46,7 @@ async def list_clusters(
         session,
         environment=environment,
         cluster_type=cluster_type,
+        decommissioned=decommissioned,
         limit=limit,
         offset=offset,
         now=clock(),
@@ -89,3 +103,30 @@ async def rotate_cluster_token(
 )
 async def revoke_cluster_token(name: Text, session: SessionDep, clock: ClockDep) -> None:
     await service.revoke_token(session, name, now=clock())
+
+
+@router.post(
+    "/{name}/decommission",
+    response_model=ClusterDetail,
+    dependencies=[AdminAccess],
+    responses=_NOT_FOUND,
+)
+async def decommission_cluster(
+    name: Text,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    jobs: JobsDep,
+    after: BackgroundTasks,
+) -> ClusterDetail:
+    """Take a cluster out of service: its token is refused from now on; the gate, drift, the
+    environment diff and the dashboards stop expecting it (their kept results are refreshed at
+    once); its history stays, and its detail says when it left. Decommissioning it again
+    answers the same `decommissioned_at`. Its name stays with its history: rotating its token
+    (POST /api/v1/clusters/{name}/token) brings it back into service."""
+    detail = await service.decommission(
+        session, name, now=clock(), stale_after=timedelta(seconds=settings.stale_after_seconds)
+    )
+    # After the response, so after the commit: the jobs see the cluster decommissioned.
+    after.add_task(run_soon, jobs, FLEET_JOBS)
+    return detail

@@ -44,6 +44,9 @@ class ClusterSummary(BaseModel):
     last_seen_at: datetime | None
     stale: bool = Field(description="Registered, but no report within the stale threshold.")
     token_active: bool
+    decommissioned_at: datetime | None = Field(
+        description="When the cluster was decommissioned; None while it is in service."
+    )
     objects: int
     ready: int
     failing: int
@@ -109,5 +112,10 @@ class ClusterDetail(BaseModel):
     last_seen_at: datetime | None
     stale: bool
     token_active: bool
+    decommissioned_at: datetime | None = Field(
+        description="When the cluster was decommissioned: no longer expected by the gate, "
+        "drift, the environment diff or the dashboards; its history stays. None while it is in "
+        "service."
+    )
     agent: AgentStatus | None = Field(description="None until the first report.")
     objects: list[ObjectStateOut]

@@ -45,6 +45,13 @@ async def register(
         token_hash=hash_token(token_secret, token),
     )
     if created is None:
+        left = await repository.decommissioned_at(session, registration.name)
+        if left is not None:
+            raise AlreadyExists(
+                f"cluster {registration.name!r} was decommissioned at "
+                f"{left.isoformat(timespec='seconds')}; its name stays with its history: "
+                "rotate its token to bring it back into service"
+            )
         raise AlreadyExists(
             f"cluster {registration.name!r} is already registered; "
             "rotate its token instead of registering it again"
@@ -66,6 +73,17 @@ async def revoke_token(session: AsyncSession, name: str, *, now: datetime) -> No
         raise UnknownCluster(f"no cluster named {name!r}")
 
 
+async def decommission(
+    session: AsyncSession, name: str, *, now: datetime, stale_after: timedelta
+) -> ClusterDetail:
+    """Take a cluster out of service: its token stops working, and the gate, drift, the
+    environment diff and the dashboards no longer expect it; its history stays. Decommissioning
+    again changes nothing and answers the same time."""
+    if not await repository.decommission(session, name, now):
+        raise UnknownCluster(f"no cluster named {name!r}")
+    return await cluster_detail(session, name, now=now, stale_after=stale_after)
+
+
 async def authenticate(
     session: AsyncSession, token: str | None, *, token_secret: str
 ) -> ClusterIdentity:
@@ -82,13 +100,20 @@ async def list_clusters(
     *,
     environment: str | None,
     cluster_type: str | None,
+    decommissioned: bool = False,
     limit: int,
     offset: int,
     now: datetime,
     stale_after: timedelta,
 ) -> ClusterPage:
+    """A page of the clusters in service; with `decommissioned`, those decommissioned too."""
     rows, total = await repository.list_clusters(
-        session, environment=environment, cluster_type=cluster_type, limit=limit, offset=offset
+        session,
+        environment=environment,
+        cluster_type=cluster_type,
+        decommissioned=decommissioned,
+        limit=limit,
+        offset=offset,
     )
     items = [
         ClusterSummary(**row._mapping, stale=_is_stale(row.last_seen_at, now, stale_after))

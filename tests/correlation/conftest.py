@@ -17,6 +17,7 @@ from hub import migrate
 from hub.cli import app as cli
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
+from hub.envdiff.service import scheduled_refresh
 from hub.harvest import service as harvest_service
 from hub.harvest.schemas import RepositoryConfig
 from hub.tokens import service as token_service
@@ -24,6 +25,7 @@ from hub.tokens.schemas import TokenRequest
 from tests.agent.conftest import LiveHub
 from tests.conftest import TOKEN_SECRET, MakeAgent, hub_settings
 from tests.correlation.fleet import Fleet, SimCluster
+from tests.harvest import scenario
 from tests.harvest.conftest import (
     Harvest,
     MakeRepo,
@@ -139,3 +141,35 @@ async def served_fleet(
 def words(text: str) -> str:
     """Rich wraps long lines at the terminal width; compare words, not line breaks."""
     return " ".join(text.split())
+
+
+# The environment diff's scenario: a cluster per environment and cluster type, with its
+# deployment target.
+DIFF_CLUSTERS = [
+    ("drone-dev", "dev", "drone", "functional-test"),
+    ("drone-stage", "stage", "drone", "uat-test"),
+    ("large-stage", "stage", "large", "uat-test"),
+]
+
+
+async def serve_diff_scenario(live: ServedFleet) -> None:
+    """The scenario's repositories harvested after hello-world 1.1.0 reached dev; the drone of
+    dev runs it, the drone of stage runs stage's 1.0.0, the large of stage failed to apply it;
+    the summary refreshed."""
+    scenario.build_platform(live.platform, live.app.url)
+    heads = scenario.build_app(live.app)
+    heads["dev"] = live.app.commit("hello-world 1.1.0 on dev", scenario.app_gitops("dev", "1.1.0"))
+    await live.start(
+        (name, environment, cluster_type) for name, environment, cluster_type, _ in DIFF_CLUSTERS
+    )
+    async with live.clusters() as clusters:
+        for name, environment, _, target in DIFF_CLUSTERS:
+            cluster = clusters[name]
+            if name == "large-stage":
+                cluster.run_app(
+                    target, None, attempted=heads["stage"], ready=False, message="sync failed"
+                )
+            else:
+                cluster.run_app(target, heads[environment])
+            await cluster.report()
+    await scheduled_refresh(live.sessions, clock=live.clock)

@@ -6,41 +6,13 @@ import json
 import pytest
 from click.testing import Result
 
-from hub.envdiff.service import scheduled_refresh
-from tests.correlation.conftest import ServedFleet, words
-from tests.harvest import scenario
-
-CLUSTERS = [
-    ("drone-dev", "dev", "drone", "functional-test"),
-    ("drone-stage", "stage", "drone", "uat-test"),
-    ("large-stage", "stage", "large", "uat-test"),
-]
+from tests.correlation.conftest import ServedFleet, serve_diff_scenario, words
 
 
 @pytest.fixture
 async def served(served_fleet: ServedFleet) -> ServedFleet:
-    """The scenario's repositories harvested after hello-world 1.1.0 reached dev; the drone of
-    dev runs it, the drone of stage runs stage's 1.0.0, the large of stage failed to apply it;
-    the summary refreshed."""
-    live = served_fleet
-    scenario.build_platform(live.platform, live.app.url)
-    heads = scenario.build_app(live.app)
-    heads["dev"] = live.app.commit("hello-world 1.1.0 on dev", scenario.app_gitops("dev", "1.1.0"))
-    await live.start(
-        (name, environment, cluster_type) for name, environment, cluster_type, _ in CLUSTERS
-    )
-    async with live.clusters() as clusters:
-        for name, environment, _, target in CLUSTERS:
-            cluster = clusters[name]
-            if name == "large-stage":
-                cluster.run_app(
-                    target, None, attempted=heads["stage"], ready=False, message="sync failed"
-                )
-            else:
-                cluster.run_app(target, heads[environment])
-            await cluster.report()
-    await scheduled_refresh(live.sessions, clock=live.clock)
-    return live
+    await serve_diff_scenario(served_fleet)
+    return served_fleet
 
 
 async def fleetmark(served: ServedFleet, *args: str) -> Result:
