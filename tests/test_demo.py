@@ -226,3 +226,19 @@ def test_a_port_in_use_is_refused_before_anything_starts(tmp_path: Path) -> None
     assert result.returncode == 1
     assert f"--port {port}: cannot listen" in result.stderr
     assert running_in(tmp_path) == []
+
+
+def test_sigterm_in_the_middle_of_the_story_stops_everything(demo: Demo) -> None:
+    started = time.monotonic()
+    while "step 1 of" not in demo.output():
+        assert demo.process.poll() is None, f"the demo exited:\n{demo.output()}"
+        assert time.monotonic() - started < STORY_TIMEOUT, demo.output()
+        time.sleep(0.2)
+
+    demo.process.send_signal(signal.SIGTERM)
+
+    assert demo.process.wait(timeout=STOP_TIMEOUT) == 0, demo.output()
+    assert TOLD not in demo.output()
+    assert "demo stopped" in demo.output()
+    assert running_in(demo.data_dir) == []
+    assert port_is_free(demo.port)

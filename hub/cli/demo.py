@@ -37,7 +37,7 @@ from hub.cli.remote import bearer, error_of
 from hub.cli.simulate import register_fleet, report_round
 from hub.database import create_engine, create_sessionmaker, write_session
 from hub.demo.repos import GitCommandError
-from hub.demo.story import STEPS, DemoRepositories, Step, demo_fleet
+from hub.demo.story import ENVIRONMENTS, STEPS, DemoRepositories, Step, demo_fleet
 from hub.errors import FleetmarkError, HarvestRunning
 from hub.harvest import service as harvest_service
 from hub.harvest.schemas import RepositoryConfig
@@ -52,7 +52,6 @@ from hub.tokens.schemas import TokenRequest
 
 # A file the demo leaves in its data directory: only such a directory is emptied by a new run.
 MARKER = "fleetmark-demo"
-ENVIRONMENTS = ["dev", "stage"]
 TIMEOUT = 10.0
 
 
@@ -66,9 +65,13 @@ class Pace:
     jobs: float  # seconds between the hub's drift, environment diff and harvest runs
     soak: int  # seconds a gate wants every cluster Ready on a commit
 
+    def settling(self) -> float:
+        """Seconds after the last step until its effects show: the silent cluster stale, and
+        the drift and environment diff jobs having seen it all."""
+        return self.stale_after + 2 * self.jobs
+
     def telling(self) -> float:
-        """How long the story takes, to its last step's effects (the silent cluster stale)."""
-        return len(STEPS) * self.between_steps + self.stale_after + 2 * self.jobs
+        return len(STEPS) * self.between_steps + self.settling()
 
 
 NORMAL = Pace(report_every=3.0, between_steps=30.0, stale_after=45, jobs=5.0, soak=60)
@@ -82,7 +85,7 @@ def demo(
         bool, typer.Option("--fast", help="Tell the story in seconds rather than minutes.")
     ] = False,
     clusters_per_type: Annotated[
-        int, typer.Option(min=1, max=10, help="Clusters of each cluster type per environment.")
+        int, typer.Option(min=2, max=10, help="Clusters of each cluster type per environment.")
     ] = 2,
 ) -> None:
     """Show fleetmark at work: the reference scenario's repositories, a hub, a simulated fleet.
@@ -194,11 +197,11 @@ class _Store:
     async def prepare(self) -> tuple[str, str]:
         """Schedule both environments, add the platform repository and harvest; the admin and
         read tokens of the demo."""
-        await self.schedule(ENVIRONMENTS)
+        await self.schedule(list(ENVIRONMENTS))
         secret = self.settings.token_secret.get_secret_value()
         async with write_session(self.sessions) as session:
             config = RepositoryConfig(
-                url=self.repos.urls.platform_gitops, role="platform", branches=ENVIRONMENTS
+                url=self.repos.urls.platform_gitops, role="platform", branches=list(ENVIRONMENTS)
             )
             await harvest_service.add_repository(
                 session, config, credentials_dir=None, allow_local=True, now=_now()
@@ -307,14 +310,15 @@ async def _demo(
         with _serving(store, port) as hub_url:
             fleet = _Fleet(hub_url, admin, demo_fleet(store.repos, clusters_per_type), pace)
             with fleet:
-                _introduce(hub_url, read, store.repos, pace, len(fleet.simulation.clusters))
+                _introduce(
+                    hub_url, (admin, read), store.repos, pace, len(fleet.simulation.clusters)
+                )
                 for number, step in enumerate(STEPS, 1):
                     if await _pause(pace.between_steps, stopping):
                         return
                     _say(f"step {number} of {len(STEPS)}: {step.title}")
                     await _act(store, fleet, step, hub_url, admin)
-                # Long enough for the silent cluster to turn stale and the jobs to see it.
-                if await _pause(pace.stale_after + 2 * pace.jobs, stopping):
+                if await _pause(pace.settling(), stopping):
                     return
                 _say("The story is told; the hub stays up for you to look around. Ctrl-C stops it.")
                 await _pause(None, stopping)
@@ -364,7 +368,10 @@ def _say(text: str) -> None:
     console.print(f"[dim]{_now():%H:%M:%S}[/] {escape(text)}", highlight=False, soft_wrap=True)
 
 
-def _introduce(hub_url: str, read: str, repos: DemoRepositories, pace: Pace, clusters: int) -> None:
+def _introduce(
+    hub_url: str, tokens: tuple[str, str], repos: DemoRepositories, pace: Pace, clusters: int
+) -> None:
+    admin, read = tokens
     platform = repos.platform_gitops
     lines = [
         f"The hub is up at {hub_url}, {clusters} simulated clusters report to it every "
@@ -372,13 +379,14 @@ def _introduce(hub_url: str, read: str, repos: DemoRepositories, pace: Pace, clu
         f"  open   {hub_url}/            the fleet",
         f"         {hub_url}/docs        the API",
         f"  repositories in {platform.parent}: control-plane, app-src, app-gitops, {platform.name}",
-        "  then, in another terminal (a read token; the demo's admin token is demo-admin):",
+        "  then, in another terminal (with a read token):",
         f"    export FLEETMARK_HUB_URL={hub_url} FLEETMARK_TOKEN={read}",
         "    fleetmark status",
         "    fleetmark drift",
-        "    fleetmark diff",
+        "    fleetmark diff dev stage",
         f"    fleetmark gate wait --environment stage --soak {pace.soak} "
         f"--commit $(git -C {platform} rev-parse stage)",
+        f"  admin token, for the API's admin endpoints: {admin}",
         f"The story, a step every {pace.between_steps:g} s:",
     ]
     for line in lines:

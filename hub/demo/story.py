@@ -27,7 +27,7 @@ from hub.simulation import (
     folder,
 )
 
-__all__ = ["STEPS", "DemoRepositories", "Step", "demo_fleet"]
+__all__ = ["ENVIRONMENTS", "NEW_DATABASE_URL", "STEPS", "DemoRepositories", "Step", "demo_fleet"]
 
 ENVIRONMENTS = ("dev", "stage")
 # What the control plane's scheduling policies assign, by environment and cluster type, and
@@ -175,7 +175,7 @@ class Step:
     decommission: str | None = None
 
 
-def cluster(simulation: Simulation, name: str) -> SimulatedCluster:
+def _cluster(simulation: Simulation, name: str) -> SimulatedCluster:
     return next(found for found in simulation.clusters if found.name == name)
 
 
@@ -187,7 +187,7 @@ NEW_DATABASE_URL = "mysql://west-host-2:8806/mysql"
 
 
 def _promote_dev(repos: DemoRepositories, simulation: Simulation) -> list[str]:
-    cluster(simulation, "drone-dev-2").held = True
+    _cluster(simulation, "drone-dev-2").held = True
     repos.promote(
         "dev",
         "Namespaces carry the team label",
@@ -202,7 +202,7 @@ def _release_dev(repos: DemoRepositories, simulation: Simulation) -> list[str]:
 
 
 def _promote_stage(repos: DemoRepositories, simulation: Simulation) -> list[str]:
-    cluster(simulation, "drone-stage-1").failure = Failure(
+    _cluster(simulation, "drone-stage-1").failure = Failure(
         "HealthCheckFailed",
         "Deployment/hello-world: ImagePullBackOff: ghcr.io/contoso/hello-world:1.1.0",
     )
@@ -227,12 +227,12 @@ def _config_change(repos: DemoRepositories, simulation: Simulation) -> list[str]
 
 
 def _silence(repos: DemoRepositories, simulation: Simulation) -> list[str]:
-    cluster(simulation, "large-dev-2").silent = True
+    _cluster(simulation, "large-dev-2").silent = True
     return []
 
 
 def _leave(repos: DemoRepositories, simulation: Simulation) -> list[str]:
-    simulation.clusters.remove(cluster(simulation, "small-dev-2"))
+    simulation.clusters.remove(_cluster(simulation, "small-dev-2"))
     return []
 
 
