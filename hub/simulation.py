@@ -179,7 +179,7 @@ class SimulatedCluster:
         }
 
 
-def made_up_cluster(
+def _made_up_cluster(
     name: str, environment: str, cluster_type: str, labels: dict[str, str], applied: tuple[str, str]
 ) -> SimulatedCluster:
     """A cluster of `fleetmark simulate`'s made-up fleet: every target of the app repository."""
@@ -226,7 +226,7 @@ class Simulation:
         first = (simulation.made_up_sha(), simulation.made_up_sha())
         simulation.heads = dict.fromkeys(ENVIRONMENTS, first)
         simulation.clusters = [
-            made_up_cluster(
+            _made_up_cluster(
                 f"{cluster_type}-{environment}-{index + 1}",
                 environment,
                 cluster_type,

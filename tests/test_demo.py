@@ -138,6 +138,7 @@ def test_the_demo_tells_the_story_and_ctrl_c_leaves_nothing_running(demo: Demo) 
     assert httpx.get(f"{demo.url}/healthz", timeout=10.0).json() == {"status": "ok"}
     assert f"{demo.url}/docs" in output
     assert "stale after 3 s" in output
+    assert "fleetmark gate wait --environment dev" in output
     assert "fleetmark gate wait --environment stage" in output
     for number in range(1, len(STEPS) + 1):
         assert f"step {number} of {len(STEPS)}:" in output

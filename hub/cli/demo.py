@@ -384,8 +384,10 @@ def _introduce(
         "    fleetmark status",
         "    fleetmark drift",
         "    fleetmark diff dev stage",
+        f"    fleetmark gate wait --environment dev --soak {pace.soak} --timeout 2m "
+        f"--commit $(git -C {platform} rev-parse dev)",
         f"    fleetmark gate wait --environment stage --soak {pace.soak} "
-        f"--commit $(git -C {platform} rev-parse stage)",
+        "--workload hello-world-app --version 1.1.0",
         f"  admin token, for the API's admin endpoints: {admin}",
         f"The story, a step every {pace.between_steps:g} s:",
     ]
