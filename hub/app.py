@@ -31,6 +31,7 @@ from hub.ingest.router import REPORT_COMPONENTS
 from hub.ingest.router import router as ingest_router
 from hub.jobs import start_jobs, stop_jobs
 from hub.metrics import HubMetrics, RequestMetricsMiddleware
+from hub.monitoring.router import router as runs_router
 from hub.query.router import router as query_router
 from hub.scheduling.router import router as scheduling_router
 from hub.settings import HubSettings
@@ -89,6 +90,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         envdiff_router,
         repositories_router,
         scheduling_router,
+        runs_router,
     ):
         app.include_router(router)
     app.add_middleware(RequestMetricsMiddleware, metrics=app.state.metrics)

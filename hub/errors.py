@@ -90,6 +90,11 @@ class UnknownRepository(FleetmarkError):
     error = "unknown_repository"
 
 
+class UnknownRun(FleetmarkError):
+    status_code = 404
+    error = "unknown_run"
+
+
 class UnknownRole(FleetmarkError):
     status_code = 404
     error = "unknown_role"

@@ -32,6 +32,7 @@ import structlog
 from apscheduler.job import Job
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
+from pydantic import BaseModel
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -39,8 +40,9 @@ from hub.database import create_engine, create_sessionmaker, refused_locks
 from hub.dora.service import scheduled_dora
 from hub.drift.service import scheduled_drift
 from hub.envdiff.service import scheduled_refresh
+from hub.errors import FleetmarkError
 from hub.harvest.service import Clock, scheduled_harvest
-from hub.monitoring.service import Outcome, record_job_run
+from hub.monitoring.service import Outcome, finish_run, record_job_run
 from hub.promotion.service import scheduled_answers
 from hub.scheduling.service import scheduled_schedule
 from hub.settings import HubSettings
@@ -202,6 +204,36 @@ def run_soon(jobs: Jobs, names: Sequence[str]) -> None:
             jobs.scheduler.modify_job(name, next_run_time=datetime.now(UTC))
 
     jobs.loop.call_soon_threadsafe(bring_forward)
+
+
+def run_requested(
+    jobs: Jobs,
+    run_id: int,
+    work: Callable[[Sessions], Awaitable[BaseModel]],
+    clock: Clock,
+) -> None:
+    """Run `work` (a harvest, a scheduling run asked for through the API, recorded as running
+    under `run_id`) on the jobs' thread, as a job runs, and complete its record when it ends:
+    the request that asked for it has been answered already (202)."""
+    asyncio.run_coroutine_threadsafe(_requested(jobs.sessions, run_id, work, clock), jobs.loop)
+
+
+async def _requested(
+    sessions: Sessions,
+    run_id: int,
+    work: Callable[[Sessions], Awaitable[BaseModel]],
+    clock: Clock,
+) -> None:
+    try:
+        result = await work(sessions)
+    except FleetmarkError as exc:
+        await finish_run(sessions, run_id, finished_at=clock(), outcome="failed", error=exc.detail)
+    except Exception as exc:
+        log.exception("requested run failed", run=run_id)
+        error = f"{type(exc).__name__}: {exc}"
+        await finish_run(sessions, run_id, finished_at=clock(), outcome="failed", error=error)
+    else:
+        await finish_run(sessions, run_id, finished_at=clock(), outcome="succeeded", result=result)
 
 
 async def beside_jobs(jobs: Jobs, work: Callable[[Sessions], Coroutine[Any, Any, T]]) -> T:

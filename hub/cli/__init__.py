@@ -26,7 +26,7 @@ app = typer.Typer(
 # keeps the names in step with what the modules register.
 HUB_COMMANDS = {
     "server": ("serve", "migrate"),
-    "admin": ("clusters", "tokens"),
+    "admin": ("clusters", "tokens", "repositories"),
     "db": ("db",),
     "harvest": ("harvest",),
     "schedule": ("schedule",),

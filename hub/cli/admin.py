@@ -1,23 +1,44 @@
-"""`fleetmark clusters …` and `fleetmark tokens …`: registration and tokens from the shell."""
+"""`fleetmark clusters …`, `fleetmark tokens …` and `fleetmark repositories …`: registration,
+tokens and the repositories to harvest, through the hub's API (or, on the hub's host, its
+database: hub/cli/target.py)."""
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Annotated
+from urllib.parse import quote
 
 import typer
+from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
 
-from hub.cli.common import DataDirOption, load_settings, run_in_session
 from hub.cli.output import Output, OutputOption, console, fail, print_json, show_token
+from hub.cli.target import Target, act, administers
 from hub.clusters import service as cluster_service
-from hub.clusters.schemas import ClusterRegistration
+from hub.clusters.schemas import ClusterDetail, ClusterPage, ClusterRegistration, RegisteredCluster
+from hub.errors import describe_validation_error
+from hub.harvest import service as harvest_service
+from hub.harvest.schemas import CredentialsReference, RepositoryConfig, RepositoryStatus, Role
+from hub.settings import HubSettings
 from hub.tokens import service as token_service
-from hub.tokens.schemas import Scope, TokenRequest
+from hub.tokens.schemas import CreatedToken, Scope, TokenInfo, TokenRequest
 
 clusters = typer.Typer(help="Register clusters and manage their tokens.", no_args_is_help=True)
 tokens = typer.Typer(
     help="API tokens for people, scripts and CI (admin or read).", no_args_is_help=True
 )
+repositories = typer.Typer(
+    help="The GitOps repositories the hub harvests (those added through the API).",
+    no_args_is_help=True,
+)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _stale_after(settings: HubSettings) -> timedelta:
+    return timedelta(seconds=settings.stale_after_seconds)
 
 
 def _labels(pairs: list[str]) -> dict[str, str]:
@@ -30,7 +51,16 @@ def _labels(pairs: list[str]) -> dict[str, str]:
     return labels
 
 
+# --- clusters ---------------------------------------------------------------------------------
+
+
+def _cluster(name: str) -> str:
+    """The cluster's API path; a name is data, never a path of its own."""
+    return f"/api/v1/clusters/{quote(name, safe='')}"
+
+
 @clusters.command("register")
+@administers
 def register_cluster(
     name: str,
     environment: Annotated[
@@ -38,19 +68,22 @@ def register_cluster(
     ] = None,
     cluster_type: Annotated[str | None, typer.Option(help="Cluster type it backs.")] = None,
     label: Annotated[list[str], typer.Option(help="KEY=VALUE, repeatable.")] = [],  # noqa: B006
-    data_dir: DataDirOption = None,
+    *,
+    where: Target,
 ) -> None:
     """Register a cluster and print its token (only a hash is stored)."""
-    settings = load_settings(data_dir)
     try:
         registration = ClusterRegistration(
             name=name, environment=environment, cluster_type=cluster_type, labels=_labels(label)
         )
-    except ValueError as exc:
-        raise fail(str(exc)) from exc
-    registered = run_in_session(
-        settings,
-        lambda session: cluster_service.register(
+    except ValidationError as exc:
+        raise fail(describe_validation_error(exc)) from exc
+    registered = act(
+        where,
+        lambda remote: remote.call(
+            "POST", "/api/v1/clusters", RegisteredCluster, body=registration
+        ),
+        lambda settings, session: cluster_service.register(
             session, registration, token_secret=settings.token_secret.get_secret_value()
         ),
     )
@@ -58,47 +91,56 @@ def register_cluster(
 
 
 @clusters.command("rotate")
-def rotate_cluster_token(name: str, data_dir: DataDirOption = None) -> None:
-    """Give a cluster a new token; the old one stops working at once."""
-    settings = load_settings(data_dir)
-    rotated = run_in_session(
-        settings,
-        lambda session: cluster_service.rotate_token(
-            session,
-            name,
-            token_secret=settings.token_secret.get_secret_value(),
-            now=datetime.now(UTC),
+@administers
+def rotate_cluster_token(
+    name: str,
+    *,
+    where: Target,
+) -> None:
+    """Give a cluster a new token; the old one stops working at once. A decommissioned cluster
+    is back in service with it."""
+    rotated = act(
+        where,
+        lambda remote: remote.call("POST", f"{_cluster(name)}/token", RegisteredCluster),
+        lambda settings, session: cluster_service.rotate_token(
+            session, name, token_secret=settings.token_secret.get_secret_value(), now=_now()
         ),
     )
     show_token(rotated.name, rotated.token, "New token for cluster")
 
 
 @clusters.command("revoke")
-def revoke_cluster_token(name: str, data_dir: DataDirOption = None) -> None:
+@administers
+def revoke_cluster_token(
+    name: str,
+    *,
+    where: Target,
+) -> None:
     """Revoke a cluster's token; its agent is refused from the next report on."""
-    settings = load_settings(data_dir)
-    run_in_session(
-        settings,
-        lambda session: cluster_service.revoke_token(session, name, now=datetime.now(UTC)),
+    act(
+        where,
+        lambda remote: remote.call("DELETE", f"{_cluster(name)}/token", None),
+        lambda _, session: cluster_service.revoke_token(session, name, now=_now()),
     )
-    console.print(f"Revoked the token of cluster [bold]{name}[/].", highlight=False)
+    console.print(f"Revoked the token of cluster [bold]{escape(name)}[/].", highlight=False)
 
 
 @clusters.command("decommission")
+@administers
 def decommission_cluster(
-    name: str, output: OutputOption = Output.table, data_dir: DataDirOption = None
+    name: str,
+    output: OutputOption = Output.table,
+    *,
+    where: Target,
 ) -> None:
     """Take a cluster out of service: its token stops working; the gate, drift, the
     environment diff and the dashboards stop expecting it; its history stays. Again: no change.
     Rotating its token brings it back."""
-    settings = load_settings(data_dir)
-    detail = run_in_session(
-        settings,
-        lambda session: cluster_service.decommission(
-            session,
-            name,
-            now=datetime.now(UTC),
-            stale_after=timedelta(seconds=settings.stale_after_seconds),
+    detail = act(
+        where,
+        lambda remote: remote.call("POST", f"{_cluster(name)}/decommission", ClusterDetail),
+        lambda settings, session: cluster_service.decommission(
+            session, name, now=_now(), stale_after=_stale_after(settings)
         ),
     )
     if output is Output.json:
@@ -114,6 +156,7 @@ def decommission_cluster(
 
 
 @clusters.command("list")
+@administers
 def list_clusters(
     environment: Annotated[str | None, typer.Option()] = None,
     cluster_type: Annotated[str | None, typer.Option()] = None,
@@ -123,21 +166,29 @@ def list_clusters(
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 1000,
     offset: Annotated[int, typer.Option(min=0)] = 0,
     output: OutputOption = Output.table,
-    data_dir: DataDirOption = None,
+    *,
+    where: Target,
 ) -> None:
     """List registered clusters with their last report and object counts."""
-    settings = load_settings(data_dir)
-    page = run_in_session(
-        settings,
-        lambda session: cluster_service.list_clusters(
+    params = {"limit": str(limit), "offset": str(offset)}
+    if environment is not None:
+        params["environment"] = environment
+    if cluster_type is not None:
+        params["cluster_type"] = cluster_type
+    if decommissioned:
+        params["decommissioned"] = "true"
+    page = act(
+        where,
+        lambda remote: remote.call("GET", "/api/v1/clusters", ClusterPage, params=params),
+        lambda settings, session: cluster_service.list_clusters(
             session,
             environment=environment,
             cluster_type=cluster_type,
             decommissioned=decommissioned,
             limit=limit,
             offset=offset,
-            now=datetime.now(UTC),
-            stale_after=timedelta(seconds=settings.stale_after_seconds),
+            now=_now(),
+            stale_after=_stale_after(settings),
         ),
     )
     if output is Output.json:
@@ -158,9 +209,9 @@ def list_clusters(
             item.last_seen_at.isoformat(timespec="seconds") if item.last_seen_at else "never"
         )
         table.add_row(
-            item.name,
-            item.environment or "-",
-            item.cluster_type or "-",
+            escape(item.name),
+            escape(item.environment or "-"),
+            escape(item.cluster_type or "-"),
             f"[yellow]{last_seen}[/]" if item.stale else last_seen,
             str(item.objects),
             str(item.ready),
@@ -177,21 +228,26 @@ def _token_state(active: bool, decommissioned_at: datetime | None) -> str:
     return "active" if active else "[red]revoked[/]"
 
 
+# --- API tokens -------------------------------------------------------------------------------
+
+
 @tokens.command("create")
+@administers
 def create_token(
     name: str,
     scope: Annotated[Scope, typer.Option(help="admin: everything; read: queries only.")] = "read",
-    data_dir: DataDirOption = None,
+    *,
+    where: Target,
 ) -> None:
     """Create an API token and print it once."""
-    settings = load_settings(data_dir)
     try:
         request = TokenRequest(name=name, scope=scope)
-    except ValueError as exc:
-        raise fail(str(exc)) from exc
-    created = run_in_session(
-        settings,
-        lambda session: token_service.create(
+    except ValidationError as exc:
+        raise fail(describe_validation_error(exc)) from exc
+    created = act(
+        where,
+        lambda remote: remote.call("POST", "/api/v1/tokens", CreatedToken, body=request),
+        lambda settings, session: token_service.create(
             session, request, token_secret=settings.token_secret.get_secret_value()
         ),
     )
@@ -199,27 +255,41 @@ def create_token(
 
 
 @tokens.command("revoke")
-def revoke_token(name: str, data_dir: DataDirOption = None) -> None:
+@administers
+def revoke_token(
+    name: str,
+    *,
+    where: Target,
+) -> None:
     """Revoke an API token; it is refused from the next request on."""
-    settings = load_settings(data_dir)
-    run_in_session(
-        settings, lambda session: token_service.revoke(session, name, now=datetime.now(UTC))
+    act(
+        where,
+        lambda remote: remote.call("DELETE", f"/api/v1/tokens/{quote(name, safe='')}", None),
+        lambda _, session: token_service.revoke(session, name, now=_now()),
     )
-    console.print(f"Revoked API token [bold]{name}[/].", highlight=False)
+    console.print(f"Revoked API token [bold]{escape(name)}[/].", highlight=False)
 
 
 @tokens.command("list")
-def list_tokens(output: OutputOption = Output.table, data_dir: DataDirOption = None) -> None:
+@administers
+def list_tokens(
+    output: OutputOption = Output.table,
+    *,
+    where: Target,
+) -> None:
     """List API tokens (never their values)."""
-    settings = load_settings(data_dir)
-    items = run_in_session(settings, token_service.list_tokens)
+    items = act(
+        where,
+        lambda remote: remote.call("GET", "/api/v1/tokens", list[TokenInfo]),
+        lambda _, session: token_service.list_tokens(session),
+    )
     if output is Output.json:
         print_json(list(items))
         return
     table = Table("name", "scope", "created", "revoked")
     for item in items:
         table.add_row(
-            item.name,
+            escape(item.name),
             item.scope,
             item.created_at.isoformat(timespec="seconds"),
             item.revoked_at.isoformat(timespec="seconds") if item.revoked_at else "-",
@@ -227,6 +297,113 @@ def list_tokens(output: OutputOption = Output.table, data_dir: DataDirOption = N
     console.print(table)
 
 
+# --- repositories -----------------------------------------------------------------------------
+
+
+@repositories.command("add")
+@administers
+def add_repository(
+    url: Annotated[str, typer.Argument(help="The repository's clone URL.")],
+    role: Annotated[Role, typer.Option(help="platform: a branch per environment; app: apps.")],
+    branch: Annotated[
+        list[str],
+        typer.Option(help="A branch to harvest, repeatable; default: the environment branches."),
+    ] = [],  # noqa: B006
+    git_token_env: Annotated[
+        str | None,
+        typer.Option(help="The hub's variable (FLEETMARK_GIT_*) holding a token for git."),
+    ] = None,
+    git_ssh_key_file: Annotated[
+        Path | None,
+        typer.Option(help="An SSH key on the hub's host (in FLEETMARK_GIT_CREDENTIALS_DIR)."),
+    ] = None,
+    output: OutputOption = Output.table,
+    *,
+    where: Target,
+) -> None:
+    """Harvest a repository from the next run on (the repositories file takes precedence)."""
+    try:
+        credentials = None
+        if git_token_env is not None or git_ssh_key_file is not None:
+            credentials = CredentialsReference(
+                token_env=git_token_env, ssh_key_file=git_ssh_key_file
+            )
+        config = RepositoryConfig(
+            url=url, role=role, branches=branch or None, credentials=credentials
+        )
+    except ValidationError as exc:
+        raise fail(describe_validation_error(exc)) from exc
+    added = act(
+        where,
+        lambda remote: remote.call("POST", "/api/v1/repositories", RepositoryStatus, body=config),
+        lambda settings, session: harvest_service.add_repository(
+            session,
+            config,
+            credentials_dir=settings.git_credentials_dir,
+            allow_local=settings.local_repositories_allowed,
+            now=_now(),
+        ),
+    )
+    if output is Output.json:
+        print_json(added)
+        return
+    console.print(
+        f"Added repository {added.id} [bold]{escape(added.url)}[/] ({added.role}); "
+        "it is harvested from the next run on.",
+        highlight=False,
+    )
+
+
+@repositories.command("list")
+@administers
+def list_repositories(
+    output: OutputOption = Output.table,
+    *,
+    where: Target,
+) -> None:
+    """The repositories with their harvest state: branches, last fetch, errors."""
+    items = act(
+        where,
+        lambda remote: remote.call("GET", "/api/v1/repositories", list[RepositoryStatus]),
+        lambda _, session: harvest_service.list_repositories(session, now=_now()),
+    )
+    if output is Output.json:
+        print_json(list(items))
+        return
+    table = Table("id", "repository", "role", "source", "branches", "fetched", "errors")
+    for item in items:
+        heads = ", ".join(
+            f"{branch.name}@{(branch.head_sha or '-')[:12]}" for branch in item.branches
+        )
+        table.add_row(
+            str(item.id),
+            escape(item.url) + ("" if item.enabled else " [dim](removed)[/]"),
+            item.role,
+            item.source,
+            escape(heads or "-"),
+            item.fetched_at.isoformat(timespec="seconds") if item.fetched_at else "never",
+            f"[red]{item.error_count}[/]" if item.error_count or item.fetch_error else "0",
+        )
+    console.print(table)
+
+
+@repositories.command("remove")
+@administers
+def remove_repository(
+    repository_id: Annotated[int, typer.Argument(min=1, help="Its id (repositories list).")],
+    *,
+    where: Target,
+) -> None:
+    """Stop harvesting a repository added through the API; what was harvested stays."""
+    act(
+        where,
+        lambda remote: remote.call("DELETE", f"/api/v1/repositories/{repository_id}", None),
+        lambda _, session: harvest_service.remove_repository(session, repository_id),
+    )
+    console.print(f"Removed repository {repository_id}; what was harvested stays.")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(clusters, name="clusters")
     app.add_typer(tokens, name="tokens")
+    app.add_typer(repositories, name="repositories")

@@ -34,8 +34,10 @@ PortOption = Annotated[
 ]
 
 
-def load_settings(data_dir: Path | None = None) -> HubSettings:
+def load_settings(data_dir: Path | None = None, database_url: str | None = None) -> HubSettings:
     overrides: dict[str, Any] = {} if data_dir is None else {"data_dir": data_dir}
+    if database_url is not None:
+        overrides["database_url"] = database_url
     try:
         settings = HubSettings(**overrides)
     except ValidationError as exc:

@@ -20,7 +20,9 @@ from hub.cli.remote import (
     HubOption,
     LimitOption,
     OffsetOption,
+    TokenFileOption,
     TokenOption,
+    api_token,
     fetch,
     print_page_footer,
     rows_table,
@@ -179,10 +181,12 @@ def diff(
     offset: OffsetOption = 0,
     hub: HubOption = DEFAULT_HUB,
     token: TokenOption = None,
+    token_file: TokenFileOption = None,
     output: OutputOption = Output.table,
 ) -> None:
     """How environments differ: per workload and cluster type, the desired and deployed
     versions side by side, the config keys that differ, and why."""
+    token = api_token(token, token_file)
     answer = fetch(
         hub,
         token,

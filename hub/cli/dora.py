@@ -12,7 +12,18 @@ import typer
 
 from hub.cli.output import Output, OutputOption, console
 from hub.cli.query import moment
-from hub.cli.remote import DEFAULT_HUB, HubOption, TokenOption, ago, fetch, rows_table, show, when
+from hub.cli.remote import (
+    DEFAULT_HUB,
+    HubOption,
+    TokenFileOption,
+    TokenOption,
+    ago,
+    api_token,
+    fetch,
+    rows_table,
+    show,
+    when,
+)
 from hub.dora.schemas import DoraReport, EnvironmentDora, Spread
 from hub.gate.policy import format_duration
 
@@ -111,10 +122,12 @@ def dora(
     ] = None,
     hub: HubOption = DEFAULT_HUB,
     token: TokenOption = None,
+    token_file: TokenFileOption = None,
     output: OutputOption = Output.table,
 ) -> None:
     """DORA figures per environment: deployment frequency, lead time (commit to Ready on every
     expected cluster), change failure rate and time to restore."""
+    token = api_token(token, token_file)
     now = datetime.now(UTC)
     report = fetch(
         hub,

@@ -22,8 +22,10 @@ from hub.cli.remote import (
     HubOption,
     LimitOption,
     OffsetOption,
+    TokenFileOption,
     TokenOption,
     ago,
+    api_token,
     fetch,
     print_page_footer,
     rows_table,
@@ -212,10 +214,12 @@ def drift(
     offset: OffsetOption = 0,
     hub: HubOption = DEFAULT_HUB,
     token: TokenOption = None,
+    token_file: TokenFileOption = None,
     output: OutputOption = Output.table,
 ) -> None:
     """Drifted reconciler objects and why: behind the harvested head (by how many commits, for
     how long), diverged, failing, stale agent, config mismatch, live drift."""
+    token = api_token(token, token_file)
     misplaced = ["--reason", "--all"] if history else ["--objects", "--since", "--open"]
     given = {
         "--reason": bool(reason),

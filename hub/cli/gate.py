@@ -32,7 +32,9 @@ from hub.cli.output import Output, OutputOption, console, errors, print_json
 from hub.cli.remote import (
     DEFAULT_HUB,
     HubOption,
+    TokenFileOption,
     TokenOption,
+    api_token,
     bearer,
     error_of,
     short_revision,
@@ -342,9 +344,14 @@ def wait(
     interval: Annotated[str, typer.Option(help="Time between two looks at the gate.")] = "10s",
     hub: HubOption = DEFAULT_HUB,
     token: TokenOption = None,
+    token_file: TokenFileOption = None,
     output: OutputOption = Output.table,
 ) -> None:
     """Wait for the promotion gate: exit 0 passed, 1 failed, 2 timed out, 3 unusable."""
+    try:
+        token = api_token(token, token_file)
+    except typer.Exit as exc:  # said why already; a token file that cannot be used is unusable
+        raise typer.Exit(code=EXIT_UNUSABLE) from exc
     params: dict[str, str | list[str]] = {
         "environment": environment,
         "soak": str(_seconds("--soak", soak)),

@@ -1,4 +1,6 @@
-"""`fleetmark harvest`: harvest the GitOps repositories now, with progress for long backfills."""
+"""`fleetmark harvest`: harvest the GitOps repositories now. The hub runs it (202, polled until
+done); on the hub's host, with `--data-dir`/`--database-url`, it runs here with a progress bar
+per branch for long backfills."""
 
 import asyncio
 from datetime import UTC, datetime
@@ -15,12 +17,14 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hub.cli.common import DataDirOption, load_settings, open_database
+from hub.cli.common import open_database
 from hub.cli.output import Output, OutputOption, console, errors, fail, print_json
+from hub.cli.target import IntervalOption, Remote, Target, administers, follow
 from hub.database import create_engine, create_sessionmaker
 from hub.errors import FleetmarkError
 from hub.harvest import service
 from hub.harvest.schemas import HarvestReport
+from hub.monitoring.schemas import HarvestRequest, RequestedRun
 from hub.settings import HubSettings
 
 
@@ -69,10 +73,26 @@ def harvest(
         ),
     ] = False,
     output: OutputOption = Output.table,
-    data_dir: DataDirOption = None,
+    interval: IntervalOption = 2.0,
+    *,
+    where: Target,
 ) -> None:
-    """Harvest the configured and discovered GitOps repositories now."""
-    settings = load_settings(data_dir)
+    """Harvest the configured and discovered GitOps repositories now.
+
+    Exit status 1: the harvest failed (another one running, an unknown repository)."""
+    if isinstance(where, Remote):
+        request = HarvestRequest(repository=repo, backfill=backfill)
+        run = where.call("POST", "/api/v1/runs/harvest", RequestedRun, body=request)
+        report = follow(where, run, interval).harvest
+        assert report is not None
+    else:
+        report = _harvest_here(where, repo, backfill, output)
+    show(report, output)
+
+
+def _harvest_here(
+    settings: HubSettings, repo: str | None, backfill: bool, output: Output
+) -> HarvestReport:
     url = open_database(settings, upgrade=False)
     progress = Progress(
         TextColumn("{task.description}"),
@@ -85,9 +105,12 @@ def harvest(
     )
     try:
         with progress:
-            report = asyncio.run(_harvest(url, settings, repo, backfill, _Bar(progress)))
+            return asyncio.run(_harvest(url, settings, repo, backfill, _Bar(progress)))
     except FleetmarkError as exc:
         raise fail(exc.detail) from exc
+
+
+def show(report: HarvestReport, output: Output) -> None:
     if output is Output.json:
         print_json(report)
         return
@@ -120,4 +143,4 @@ def _errors(count: int) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(harvest)
+    app.command()(administers(harvest))

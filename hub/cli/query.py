@@ -20,8 +20,10 @@ from hub.cli.remote import (
     HubOption,
     LimitOption,
     OffsetOption,
+    TokenFileOption,
     TokenOption,
     ago,
+    api_token,
     fetch,
     print_page_footer,
     rows_table,
@@ -192,10 +194,12 @@ def status(
     offset: OffsetOption = 0,
     hub: HubOption = DEFAULT_HUB,
     token: TokenOption = None,
+    token_file: TokenFileOption = None,
     output: OutputOption = Output.table,
 ) -> None:
     """The fleet now: clusters reporting, stale or never heard of, and their reconciler objects
     by state, per environment and cluster type; then a page of clusters."""
+    token = api_token(token, token_file)
     fleet = fetch(
         hub,
         token,
@@ -234,9 +238,11 @@ def history(
     offset: OffsetOption = 0,
     hub: HubOption = DEFAULT_HUB,
     token: TokenOption = None,
+    token_file: TokenFileOption = None,
     output: OutputOption = Output.table,
 ) -> None:
     """Every change of the revision a reconciler object applied, newest first."""
+    token = api_token(token, token_file)
     now = datetime.now(UTC)
     page = fetch(
         hub,

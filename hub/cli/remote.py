@@ -8,11 +8,12 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Protocol, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, Protocol, TypeVar
 
 import httpx
 import typer
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from rich import box
 from rich.table import Table
 from rich.text import Text
@@ -26,10 +27,39 @@ DEFAULT_HUB = "http://127.0.0.1:8080"
 
 HubOption = Annotated[str, typer.Option(envvar="FLEETMARK_HUB_URL", help="The hub's URL.")]
 TokenOption = Annotated[
-    str | None, typer.Option(envvar="FLEETMARK_TOKEN", help="An API token with read scope.")
+    str | None,
+    typer.Option(
+        envvar="FLEETMARK_TOKEN", help="An API token: read scope for queries, admin to administer."
+    ),
+]
+TokenFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--token-file",
+        help="A file holding the API token (instead of --token: not in the shell's history).",
+        show_default=False,
+    ),
 ]
 
 Params = Mapping[str, str | Sequence[str] | None]
+
+
+def read_token_file(path: Path) -> str:
+    """The token a file holds (surrounding whitespace dropped); a clear failure otherwise."""
+    try:
+        token = path.read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise fail(f"--token-file {path}: cannot be read ({reason})") from None
+    if not token:
+        raise fail(f"--token-file {path}: is empty")
+    return token
+
+
+def api_token(token: str | None, token_file: Path | None) -> str | None:
+    """The token to send: from --token-file when given (it wins over FLEETMARK_TOKEN), else
+    --token / FLEETMARK_TOKEN."""
+    return token if token_file is None else read_token_file(token_file)
 
 
 def bearer(token: str | None) -> dict[str, str]:
@@ -56,16 +86,44 @@ def fetch(
 ) -> M:
     """GET one document from the hub; an unreachable hub or a refusal ends the command."""
     query = {name: value for name, value in params.items() if value is not None}
+    answer: M = call(hub, token, "GET", path, model, params=query, timeout=timeout)
+    return answer
+
+
+def call(
+    hub: str,
+    token: str | None,
+    method: str,
+    path: str,
+    shape: Any,
+    *,
+    body: BaseModel | None = None,
+    params: Params | None = None,
+    timeout: float = 30.0,
+) -> Any:
+    """One request to the hub; its answer validated as `shape` (None: no body is read). An
+    unreachable hub or a refusal ends the command with the hub's words (and, refused for want
+    of a token, how to give one)."""
+    headers = bearer(token)
+    content = None
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+        content = body.model_dump_json(exclude_none=True)
     try:
-        with httpx.Client(base_url=hub, headers=bearer(token), timeout=timeout) as client:
-            response = client.get(path, params=query)
+        with httpx.Client(base_url=hub, headers=headers, timeout=timeout) as client:
+            response = client.request(method, path, params=params, content=content)
     except httpx.HTTPError as exc:
         raise fail(f"the hub at {hub} is unreachable: {exc or type(exc).__name__}") from None
-    if response.status_code != 200:
+    if not response.is_success:
         _, detail = error_of(response)
-        raise fail(f"{detail} (HTTP {response.status_code})")
+        hint = ""
+        if response.status_code == 401:
+            hint = "; give an API token with --token, --token-file or FLEETMARK_TOKEN"
+        raise fail(f"{detail} (HTTP {response.status_code}){hint}")
+    if shape is None:
+        return None
     try:
-        return model.model_validate_json(response.content)
+        return TypeAdapter(shape).validate_json(response.content)
     except ValidationError as exc:
         raise fail(f"the hub at {hub} answered {path} with something unexpected: {exc}") from None
 

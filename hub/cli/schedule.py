@@ -1,5 +1,6 @@
 """`fleetmark schedule`: schedule an environment from a control plane into the platform GitOps
-repository now, and show what changed and what failed."""
+repository now, and show what changed and what failed. The hub runs it (202, polled until
+done); on the hub's host, with `--data-dir`/`--database-url`, it runs here."""
 
 import asyncio
 from datetime import UTC, datetime
@@ -11,10 +12,12 @@ from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
 
-from hub.cli.common import DataDirOption, load_settings, open_database
+from hub.cli.common import open_database
 from hub.cli.output import Output, OutputOption, console, fail, print_json
+from hub.cli.target import IntervalOption, Remote, Target, administers, follow
 from hub.database import create_engine, create_sessionmaker
 from hub.errors import FleetmarkError, describe_validation_error
+from hub.monitoring.schemas import RequestedRun
 from hub.scheduling import service
 from hub.scheduling.schemas import EnvironmentOutcome, ScheduleRequest, ScheduleRun
 from hub.settings import HubSettings
@@ -62,7 +65,9 @@ def schedule(
         ),
     ] = Mode.direct,
     output: OutputOption = Output.table,
-    data_dir: DataDirOption = None,
+    interval: IntervalOption = 2.0,
+    *,
+    where: Target,
 ) -> None:
     """Schedule an environment and write one commit to the platform GitOps repository.
 
@@ -73,8 +78,9 @@ def schedule(
     Exit status 2: some assignments failed (each keeps its old output) or documents did not load.
 
     Exit status 1: nothing could be written (the environment did not load, git failed).
+
+    Through the hub, repository paths are those of the hub's host.
     """
-    settings = load_settings(data_dir)
     try:
         request = ScheduleRequest.model_validate(
             {
@@ -86,11 +92,12 @@ def schedule(
         )
     except ValidationError as exc:
         raise fail(describe_validation_error(exc)) from exc
-    url = open_database(settings, upgrade=False)
-    try:
-        run = asyncio.run(_schedule(url, settings, request))
-    except FleetmarkError as exc:
-        raise fail(exc.detail) from exc
+    if isinstance(where, Remote):
+        started = where.call("POST", "/api/v1/runs/schedule", RequestedRun, body=request)
+        run = follow(where, started, interval).schedule
+        assert run is not None
+    else:
+        run = _schedule_here(where, request)
     if output is Output.json:
         print_json(run)
     else:
@@ -100,6 +107,14 @@ def schedule(
         raise typer.Exit(code=1)
     if any(outcome.errors for outcome in run.environments):
         raise typer.Exit(code=EXIT_ASSIGNMENT_ERRORS)
+
+
+def _schedule_here(settings: HubSettings, request: ScheduleRequest) -> ScheduleRun:
+    url = open_database(settings, upgrade=False)
+    try:
+        return asyncio.run(_schedule(url, settings, request))
+    except FleetmarkError as exc:
+        raise fail(exc.detail) from exc
 
 
 def _show(outcome: EnvironmentOutcome) -> None:
@@ -146,4 +161,4 @@ def _show(outcome: EnvironmentOutcome) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(schedule)
+    app.command()(administers(schedule))

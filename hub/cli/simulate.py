@@ -17,7 +17,7 @@ import httpx
 import typer
 
 from hub.cli.output import console, errors, fail
-from hub.cli.remote import DEFAULT_HUB, HubOption, bearer, error_of
+from hub.cli.remote import DEFAULT_HUB, HubOption, bearer, error_of, read_token_file
 from hub.simulation import SimulatedCluster, Simulation
 
 TIMEOUT = 10.0
@@ -36,7 +36,7 @@ def simulate(
     ] = 30.0,
 ) -> None:
     """Register a small simulated fleet and keep it reporting until stopped."""
-    admin_token = _read_token(token_file)
+    admin_token = read_token_file(token_file)
     simulation = Simulation.made_up(clusters_per_type)
     stopping = threading.Event()
 
@@ -57,16 +57,6 @@ def simulate(
             stopping.wait(interval)
             simulation.step()
     console.print(f"stopped after {simulation.rounds} rounds", highlight=False)
-
-
-def _read_token(path: Path) -> str:
-    try:
-        token = path.read_text().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise fail(f"--token-file {path}: cannot be read ({exc})") from exc
-    if not token:
-        raise fail(f"--token-file {path}: is empty")
-    return token
 
 
 def register_fleet(

@@ -57,6 +57,7 @@ from hub.harvest.schemas import (
     RepositoryStatus,
 )
 from hub.harvest.urls import (
+    LOCAL_REFUSED,
     discovery_refusal,
     is_local_url,
     normalise_repository_url,
@@ -77,10 +78,6 @@ DEFAULT_BRANCH = "HEAD"
 # Variables the admin API may name as token sources (the hub's own settings are not among them).
 API_TOKEN_VARIABLE_PREFIX = "FLEETMARK_GIT_"  # noqa: S105 - a name prefix, not a secret
 RECENT_ERRORS = 10
-_LOCAL_REFUSED = (
-    "{url} is on the hub's own file system: local repositories are refused when FLEETMARK_MODE "
-    "is not 'development' unless FLEETMARK_ALLOW_LOCAL_REPOSITORIES=true"
-)
 
 
 class Progress(Protocol):
@@ -183,7 +180,7 @@ async def add_repository(
     now: datetime,
 ) -> RepositoryStatus:
     if not allow_local and is_local_url(config.url):
-        raise InvalidInput(f"url: {_LOCAL_REFUSED.format(url=config.url)}")
+        raise InvalidInput(f"url: {LOCAL_REFUSED.format(url=config.url)}")
     if config.credentials is not None:
         _check_api_credentials(config.credentials, credentials_dir)
     existing = await repository.find_repository(session, config.normalised_url)
@@ -406,7 +403,7 @@ def _fetch_refusal(run: _Run, item: Repository, clone_urls: Mapping[int, str]) -
     """Why `item` is not to be fetched (checked at every fetch: the settings, or what named a
     discovered repository, may have changed since it was stored); None when it may be."""
     if not run.allow_local and is_local_url(item.clone_url):
-        return _LOCAL_REFUSED.format(url=item.clone_url)
+        return LOCAL_REFUSED.format(url=item.clone_url)
     if item.source != "discovered":
         return None
     found_in = None if item.discovered_from_id is None else clone_urls.get(item.discovered_from_id)

@@ -133,6 +133,12 @@ def _check_host(host: str, user: str | None, shown: str) -> None:
         raise InvalidRepositoryUrl(f"{shown!r}: {user!r} is not a user name")
 
 
+LOCAL_REFUSED = (
+    "{url} is on the hub's own file system: local repositories are refused when FLEETMARK_MODE "
+    "is not 'development' unless FLEETMARK_ALLOW_LOCAL_REPOSITORIES=true"
+)
+
+
 def is_local_url(url: str) -> bool:
     """Whether a URL that passed `check_clone_url` names a repository on this machine."""
     return url.startswith("/") or url.lower().startswith("file:")

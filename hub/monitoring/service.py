@@ -1,4 +1,5 @@
-"""The fleet as /metrics exports it, and the record of the background jobs' rounds.
+"""The fleet as /metrics exports it, the record of the background jobs' rounds, and the runs
+asked for through the API (a harvest, a scheduling run), followed until they are done.
 
 A snapshot reads what the API answers from (the fleet state, the drift counts, the
 repositories' harvest status) with the same definitions, so a gauge and the endpoint agree:
@@ -11,14 +12,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
+from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.database import read_session, write_session
 from hub.drift import service as drift_service
 from hub.drift.schemas import DriftSummary
+from hub.errors import UnknownRun
 from hub.harvest import service as harvest_service
 from hub.harvest.schemas import RepositoryStatus
+from hub.models import JobRun
 from hub.monitoring import repository
+from hub.monitoring.schemas import RequestedJob, RequestedRun
 from hub.query import service as query_service
 from hub.query.schemas import FleetCluster, FleetState
 
@@ -101,4 +106,53 @@ async def record_job_run(
             finished_at=finished_at,
             outcome=outcome,
             error=error,
+        )
+
+
+def _requested(run: JobRun) -> RequestedRun:
+    result = {run.job: run.result} if run.result is not None else {}
+    return RequestedRun.model_validate(
+        {
+            "id": run.id,
+            "job": run.job,
+            "outcome": run.outcome,
+            "started_at": run.started_at,
+            "finished_at": run.finished_at,
+            "error": run.error,
+            **result,
+        }
+    )
+
+
+async def start_run(session: AsyncSession, job: RequestedJob, *, now: datetime) -> RequestedRun:
+    """Record a run asked for through the API as running; the caller starts it once this is
+    committed (hub/jobs.py `run_requested`)."""
+    return _requested(await repository.start_run(session, job=job, started_at=now))
+
+
+async def requested_run(session: AsyncSession, run_id: int) -> RequestedRun:
+    run = await repository.find_run(session, run_id)
+    # Periodic rounds share the table; a skipped one did nothing to follow.
+    if run is None or run.job not in ("harvest", "schedule") or run.outcome == "skipped":
+        raise UnknownRun(f"no harvest or scheduling run {run_id}")
+    return _requested(run)
+
+
+async def finish_run(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    run_id: int,
+    *,
+    finished_at: datetime,
+    outcome: Literal["succeeded", "failed"],
+    error: str | None = None,
+    result: BaseModel | None = None,
+) -> None:
+    async with write_session(sessionmaker) as session:
+        await repository.finish_run(
+            session,
+            run_id,
+            finished_at=finished_at,
+            outcome=outcome,
+            error=error,
+            result=None if result is None else result.model_dump(mode="json"),
         )

@@ -39,10 +39,16 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.database import exclusive, write_session
-from hub.errors import SchedulingRunning, describe_validation_error
+from hub.errors import InvalidInput, SchedulingRunning, describe_validation_error
 from hub.fleet.repository import ensure_environment
 from hub.harvest.git import GitFailure, LocalRepository, Signature
-from hub.harvest.urls import InvalidRepositoryUrl, normalise_repository_url, redact_url
+from hub.harvest.urls import (
+    LOCAL_REFUSED,
+    InvalidRepositoryUrl,
+    is_local_url,
+    normalise_repository_url,
+    redact_url,
+)
 from hub.scheduling import repository
 from hub.scheduling.clones import (
     PROMOTED_COMMIT_FILE,
@@ -86,6 +92,14 @@ DEPLOYMENT_BRANCH_PREFIX = "deployment/"
 
 
 # --- running ----------------------------------------------------------------------------------
+
+
+def check_locations(request: ScheduleRequest, *, allow_local: bool) -> None:
+    """Through the API, the repositories on the hub's own file system only where local
+    repositories are allowed (as for the harvest's)."""
+    for name, location in (("control_plane", request.control_plane), ("gitops", request.gitops)):
+        if not allow_local and is_local_url(location):
+            raise InvalidInput(f"{name}: {LOCAL_REFUSED.format(url=location)}")
 
 
 async def schedule(
