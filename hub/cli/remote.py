@@ -117,7 +117,7 @@ def call(
     if not response.is_success:
         _, detail = error_of(response)
         hint = ""
-        if response.status_code == 401:
+        if response.status_code == 401 and token is None:
             hint = "; give an API token with --token, --token-file or FLEETMARK_TOKEN"
         raise fail(f"{detail} (HTTP {response.status_code}){hint}")
     if shape is None:

@@ -290,7 +290,8 @@ async def test_a_refused_or_missing_token_ends_the_command_with_the_hubs_message
     assert words(status.stderr) == "error: the API token is unknown or revoked (HTTP 401)"
     assert (history.exit_code, history.stdout) == (1, "")
     assert words(history.stderr) == (
-        "error: an API token is required (Authorization: Bearer <token>) (HTTP 401)"
+        "error: an API token is required (Authorization: Bearer <token>) (HTTP 401); "
+        "give an API token with --token, --token-file or FLEETMARK_TOKEN"
     )
 
 
