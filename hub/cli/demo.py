@@ -162,7 +162,10 @@ def _settings(root: Path, pace: Pace) -> HubSettings:
 
 
 def _check_port(host: str, port: int) -> None:
+    """Refuse a port another server listens on, before anything is started."""
     with socket.socket() as probe:
+        # As the hub binds: connections of an earlier run in TIME_WAIT do not count.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError as exc:

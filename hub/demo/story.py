@@ -27,7 +27,15 @@ from hub.simulation import (
     folder,
 )
 
-__all__ = ["ENVIRONMENTS", "NEW_DATABASE_URL", "STEPS", "DemoRepositories", "Step", "demo_fleet"]
+__all__ = [
+    "ENVIRONMENTS",
+    "NEW_DATABASE_URL",
+    "STEPS",
+    "DemoRepositories",
+    "Step",
+    "demo_fleet",
+    "write_control_plane",
+]
 
 ENVIRONMENTS = ("dev", "stage")
 # What the control plane's scheduling policies assign, by environment and cluster type, and
@@ -47,6 +55,21 @@ LABELS = {
     "large": {"region": "west-us", "size": "large"},
     "small": {"region": "west-us", "size": "small"},
 }
+
+
+def write_control_plane(repo: WorkRepo, urls: scenario.Repositories) -> str:
+    """The control plane's `main`, then `dev` and `stage` each pinning that commit of `main`
+    (their BaseRepo); returns it. `main` is checked out after."""
+    main = repo.commit("Environments, templates, workloads", scenario.main_branch(urls))
+    for environment, files in (
+        ("dev", scenario.dev_branch(urls)),
+        ("stage", scenario.stage_branch(urls)),
+    ):
+        repo.orphan(environment)
+        pinned = {"base-repo.yaml": scenario.base_repo(main, urls.control_plane)}
+        repo.commit(f"The {environment} environment", {**files, **pinned})
+    repo.checkout("main")
+    return main
 
 
 @dataclass
@@ -70,17 +93,7 @@ class DemoRepositories:
         app_src = WorkRepo(root / "app-src", "main")
         app_src.commit("hello-world-app: the Workload", scenario.app_src_main(urls))
         control_plane = WorkRepo(root / "control-plane", "main")
-        main = control_plane.commit(
-            "Environments, templates, workloads", scenario.main_branch(urls)
-        )
-        for environment, files in (
-            ("dev", scenario.dev_branch(urls)),
-            ("stage", scenario.stage_branch(urls)),
-        ):
-            control_plane.orphan(environment)
-            pinned = {"base-repo.yaml": scenario.base_repo(main, urls.control_plane)}
-            control_plane.commit(f"The {environment} environment", {**files, **pinned})
-        control_plane.checkout("main")
+        write_control_plane(control_plane, urls)
         app_gitops = WorkRepo(root / "app-gitops", "dev")
         app_gitops.commit("hello-world 1.0.0 on dev", scenario.app_gitops("dev", "1.0.0"))
         app_gitops.orphan("stage")
