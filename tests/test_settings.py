@@ -1,6 +1,7 @@
 """Settings: default secrets refused outside development; durations as people write them."""
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -29,10 +30,11 @@ def test_production_takes_a_secret_of_its_own() -> None:
     assert settings.effective_log_format == "json"
 
 
-def test_the_cli_names_the_missing_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cli_names_the_missing_secret(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("FLEETMARK_MODE", "production")
     monkeypatch.delenv("FLEETMARK_TOKEN_SECRET", raising=False)
-    result = CliRunner().invoke(app, ["clusters", "list"])
+    # On the hub's host, on its database: the settings are the hub's.
+    result = CliRunner().invoke(app, ["clusters", "list", "--data-dir", str(tmp_path)])
     assert result.exit_code == 1
     assert "FLEETMARK_TOKEN_SECRET" in result.output
 

@@ -20,7 +20,7 @@ class HarvestRequest(BaseModel):
         default=None, description="Harvest only the repository with this URL; None: every one."
     )
     backfill: bool = Field(
-        default=False, description="Read every branch again from its first commit."
+        default=False, strict=True, description="Read every branch again from its first commit."
     )
 
 
