@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TypeVar
 
+from hub.demo.scenario import ARC_FLUX_TEMPLATE, CONFIGMAP_TEMPLATE
 from scheduler_core.incremental import render_incremental
 from scheduler_core.loader import Fetched, FetchError, load_control_plane
 from scheduler_core.output import RenderResult, render_environment
@@ -55,40 +56,7 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 T = TypeVar("T")
 
 TEMPLATES = {
-    "templates/arc-flux.yaml": """\
-apiVersion: scheduler.kalypso.io/v1alpha1
-kind: Template
-metadata:
-  name: arc-flux
-spec:
-  type: reconciler
-  manifests:
-    - |
-      apiVersion: source.toolkit.fluxcd.io/v1
-      kind: GitRepository
-      metadata:
-        name: {{ .DeploymentTargetName }}
-        namespace: flux-system
-      spec:
-        interval: 1m0s
-        url: {{ .Manifests.repo }}
-        ref:
-          branch: {{ .Manifests.branch }}
-    - |
-      apiVersion: kustomize.toolkit.fluxcd.io/v1
-      kind: Kustomization
-      metadata:
-        name: {{ .DeploymentTargetName }}
-        namespace: flux-system
-      spec:
-        interval: 1m0s
-        targetNamespace: {{ .Namespace }}
-        sourceRef:
-          kind: GitRepository
-          name: {{ .DeploymentTargetName }}
-        path: {{ .Manifests.path }}
-        prune: true
-""",
+    "templates/arc-flux.yaml": ARC_FLUX_TEMPLATE,
     "templates/argocd.yaml": """\
 apiVersion: scheduler.kalypso.io/v1alpha1
 kind: Template
@@ -136,23 +104,7 @@ spec:
           workload: {{ .Workload }}
           deploymentTarget: {{ .DeploymentTargetName }}
 """,
-    "templates/configmap.yaml": """\
-apiVersion: scheduler.kalypso.io/v1alpha1
-kind: Template
-metadata:
-  name: configmap
-spec:
-  type: config
-  manifests:
-    - |
-      apiVersion: v1
-      kind: ConfigMap
-      metadata:
-        name: platform-config
-        namespace: {{ .Namespace }}
-      data:
-      {{ toYaml .ConfigData | indent 2 }}
-""",
+    "templates/configmap.yaml": CONFIGMAP_TEMPLATE,
 }
 
 

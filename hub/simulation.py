@@ -9,10 +9,12 @@ Flux GitRepository + Kustomization `flux-system`, or an Argo CD Application `pla
 for each deployment target, the app repository's folder. Agents spell the repository URLs in
 their own ways, as real ones do.
 
-The simulation is pure: `Simulation.step` moves the fleet on by one round (now and then a new
-release on dev, dev's previous one on stage, one cluster per environment catching up each
-round, its reconcilers progressing for a round before they apply), and `Simulation.report`
-is a cluster's full snapshot as a contract-v1 report body.
+The simulation is pure: `Simulation.step` moves the fleet on by one round (one cluster per
+environment catching up each round, its reconcilers progressing for a round before they
+apply; in the made-up fleet, now and then a new release on dev and dev's previous one on
+stage), and `Simulation.report` is a cluster's full snapshot as a contract-v1 report body.
+`fleetmark demo` drives a fleet on real repositories instead: it moves the heads as it commits,
+and makes clusters fail, fall behind or go silent.
 """
 
 import random
@@ -27,6 +29,8 @@ __all__ = [
     "ARGO_ROOT",
     "RECONCILERS",
     "ROOT",
+    "Failure",
+    "Followed",
     "SimulatedCluster",
     "Simulation",
     "folder",
@@ -129,20 +133,42 @@ def folder(reconciler: str, name: str) -> str:
     return f"./{name}" if reconciler == "flux" else name
 
 
+@dataclass(frozen=True, slots=True)
+class Followed:
+    """One reconciler of a cluster: its name and the folder it follows, of the platform
+    repository (`app` False, at the platform commit) or of the app repository (`app` True)."""
+
+    name: str
+    url: str
+    path: str
+    app: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a cluster's app reconcilers fail on each new revision they try to apply."""
+
+    reason: str
+    message: str
+
+
 @dataclass
 class SimulatedCluster:
     name: str
     environment: str
     cluster_type: str
     labels: dict[str, str]
+    reconciler: str
+    followed: tuple[Followed, ...]
     # The platform and app commits it applied, and the ones it is applying this round.
     applied: tuple[str, str]
     applying: tuple[str, str] | None = None
     sequence: int = 0
-
-    @property
-    def reconciler(self) -> str:
-        return RECONCILERS[self.cluster_type]
+    # Set by whoever drives the fleet: its app reconcilers fail on what they try next; it is held
+    # where it is (reconciliation suspended: it falls behind); its agent stopped reporting.
+    failure: Failure | None = None
+    held: bool = False
+    silent: bool = False
 
     def registration(self) -> dict[str, Any]:
         return {
@@ -153,80 +179,125 @@ class SimulatedCluster:
         }
 
 
+def _made_up_cluster(
+    name: str, environment: str, cluster_type: str, labels: dict[str, str], applied: tuple[str, str]
+) -> SimulatedCluster:
+    """A cluster of `fleetmark simulate`'s made-up fleet: every target of the app repository."""
+    reconciler = RECONCILERS[cluster_type]
+    root = ROOT if reconciler == "flux" else ARGO_ROOT
+    return SimulatedCluster(
+        name=name,
+        environment=environment,
+        cluster_type=cluster_type,
+        labels=labels,
+        reconciler=reconciler,
+        followed=(
+            Followed(root, PLATFORM_URL, folder(reconciler, cluster_type), app=False),
+            *(
+                Followed(f"{WORKLOAD}-{target}", APP_URL, folder(reconciler, target), app=True)
+                for target in TARGETS
+            ),
+        ),
+        applied=applied,
+    )
+
+
 @dataclass
 class Simulation:
-    """`clusters_per_type` clusters of each cluster type in each environment."""
+    """A fleet and what each environment's branches hold (`heads`: platform commit, app
+    commit). With `release_every`, `step` makes up a release every so many rounds; without,
+    whoever drives the fleet sets `heads` when a branch moves."""
 
-    clusters_per_type: int
+    clusters: list[SimulatedCluster]
+    heads: dict[str, tuple[str, str]]
+    release_every: int | None = None
     seed: int | None = None
     boot_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     rounds: int = 0
 
     def __post_init__(self) -> None:
         self._random = random.Random(self.seed)  # noqa: S311 - made-up commits, not secrets
-        first = (self._sha(), self._sha())
-        # What each environment's branches hold now: (platform commit, app commit).
-        self.heads = dict.fromkeys(ENVIRONMENTS, first)
-        self.clusters = [
-            SimulatedCluster(
-                name=f"{cluster_type}-{environment}-{index + 1}",
-                environment=environment,
-                cluster_type=cluster_type,
-                labels={"region": REGIONS[index % len(REGIONS)]},
-                applied=first,
+
+    @classmethod
+    def made_up(cls, clusters_per_type: int, seed: int | None = None) -> "Simulation":
+        """`clusters_per_type` clusters of each cluster type in each environment, following
+        made-up repositories, with a made-up release every RELEASE_EVERY rounds."""
+        simulation = cls(clusters=[], heads={}, release_every=RELEASE_EVERY, seed=seed)
+        first = (simulation.made_up_sha(), simulation.made_up_sha())
+        simulation.heads = dict.fromkeys(ENVIRONMENTS, first)
+        simulation.clusters = [
+            _made_up_cluster(
+                f"{cluster_type}-{environment}-{index + 1}",
+                environment,
+                cluster_type,
+                {"region": REGIONS[index % len(REGIONS)]},
+                first,
             )
             for environment in ENVIRONMENTS
             for cluster_type in RECONCILERS
-            for index in range(self.clusters_per_type)
+            for index in range(clusters_per_type)
         ]
+        return simulation
 
-    def _sha(self) -> str:
+    def made_up_sha(self) -> str:
         return f"{self._random.getrandbits(160):040x}"
+
+    def reporting(self) -> list[SimulatedCluster]:
+        """The clusters whose agents report."""
+        return [cluster for cluster in self.clusters if not cluster.silent]
 
     def step(self) -> None:
         """One round on: releases, and one cluster per environment starting to catch up."""
         self.rounds += 1
         for cluster in self.clusters:
-            if cluster.applying is not None:
+            if cluster.applying is None:
+                continue
+            if cluster.failure is None:
                 cluster.applied, cluster.applying = cluster.applying, None
-        if self.rounds % RELEASE_EVERY == 0:
+            else:
+                # The platform applies; the app's new revision keeps failing.
+                cluster.applied = (cluster.applying[0], cluster.applied[1])
+        if self.release_every is not None and self.rounds % self.release_every == 0:
             self.heads["stage"] = self.heads["dev"]
-            self.heads["dev"] = (self._sha(), self._sha())
+            self.heads["dev"] = (self.made_up_sha(), self.made_up_sha())
         for environment, head in self.heads.items():
             behind = [
                 cluster
                 for cluster in self.clusters
-                if cluster.environment == environment and cluster.applied != head
+                if cluster.environment == environment
+                and not cluster.held
+                and cluster.applied != head
+                and cluster.applying != head
             ]
             if behind:
                 behind[0].applying = head
 
     def objects(self, cluster: SimulatedCluster) -> list[dict[str, Any]]:
-        """What the cluster's reconcilers run: the platform's root, then each target's."""
+        """What the cluster's reconcilers run: the platform's root, then each target's.
+
+        A reconciler with a new revision to apply is progressing this round; an app
+        reconciler of a cluster with a failure fails on it instead."""
         reconciler = cluster.reconciler
         attempted = cluster.applying or cluster.applied
-        ready = None if cluster.applying is not None else True
-        reason = "Progressing" if ready is None else "ReconciliationSucceeded"
-        followed = [
-            (ROOT if reconciler == "flux" else ARGO_ROOT, PLATFORM_URL, cluster.cluster_type, 0),
-            *((f"{WORKLOAD}-{target}", APP_URL, target, 1) for target in TARGETS),
-        ]
-        return [
-            record
-            for name, url, path, repository in followed
-            for record in records(
+        found = []
+        for followed in cluster.followed:
+            applied, trying = cluster.applied[followed.app], attempted[followed.app]
+            failure = cluster.failure if followed.app and trying != applied else None
+            ready = True if trying == applied else None if failure is None else False
+            reason = {True: "ReconciliationSucceeded", None: "Progressing"}.get(ready)
+            found += records(
                 reconciler,
-                name,
-                url=spelled(url, reconciler),
+                followed.name,
+                url=spelled(followed.url, reconciler),
                 branch=cluster.environment,
-                path=folder(reconciler, path),
-                applied=cluster.applied[repository],
-                attempted=attempted[repository],
+                path=followed.path,
+                applied=applied,
+                attempted=trying,
                 ready=ready,
-                reason=reason,
-                message=None,
+                reason=reason if failure is None else failure.reason,
+                message=None if failure is None else failure.message,
             )
-        ]
+        return found
 
     def report(self, cluster: SimulatedCluster, observed_at: datetime) -> dict[str, Any]:
         """The cluster's next report: a full snapshot."""

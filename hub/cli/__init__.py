@@ -30,6 +30,7 @@ HUB_COMMANDS = {
     "db": ("db",),
     "harvest": ("harvest",),
     "schedule": ("schedule",),
+    "demo": ("demo",),
     "dashboards": ("dashboards",),
 }
 

@@ -29,6 +29,9 @@ DataDirOption = Annotated[
         show_default=False,
     ),
 ]
+PortOption = Annotated[
+    int | None, typer.Option(help="Port to listen on (default: FLEETMARK_PORT, else 8080).")
+]
 
 
 # Where each setting comes from, to name it when it breaks a rule.

@@ -15,6 +15,7 @@ import hub
 from hub import migrate
 from hub.cli.common import (
     DataDirOption,
+    PortOption,
     database_url,
     load_settings,
     open_database,
@@ -32,9 +33,7 @@ def serve(
         str | None,
         typer.Option(help="Address to listen on (default: FLEETMARK_HOST, else 127.0.0.1)."),
     ] = None,
-    port: Annotated[
-        int | None, typer.Option(help="Port to listen on (default: FLEETMARK_PORT, else 8080).")
-    ] = None,
+    port: PortOption = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
     run_migrations: Annotated[
         bool, typer.Option("--migrate/--no-migrate", help="Upgrade the schema before serving.")

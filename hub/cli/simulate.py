@@ -37,7 +37,7 @@ def simulate(
 ) -> None:
     """Register a small simulated fleet and keep it reporting until stopped."""
     admin_token = read_token_file(token_file)
-    simulation = Simulation(clusters_per_type)
+    simulation = Simulation.made_up(clusters_per_type)
     stopping = threading.Event()
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -46,19 +46,26 @@ def simulate(
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     with httpx.Client(base_url=hub, timeout=TIMEOUT) as client:
-        tokens = {
-            cluster.name: _register(client, admin_token, cluster) for cluster in simulation.clusters
-        }
+        tokens = register_fleet(client, admin_token, simulation)
         console.print(
             f"simulating {len(tokens)} clusters at {hub}, reporting every {interval:g} s",
             highlight=False,
             soft_wrap=True,
         )
         while not stopping.is_set():
-            _report_round(client, simulation, tokens)
+            report_round(client, simulation, tokens)
             stopping.wait(interval)
             simulation.step()
     console.print(f"stopped after {simulation.rounds} rounds", highlight=False)
+
+
+def register_fleet(
+    client: httpx.Client, admin_token: str, simulation: Simulation
+) -> dict[str, str]:
+    """Each cluster's token, by name."""
+    return {
+        cluster.name: _register(client, admin_token, cluster) for cluster in simulation.clusters
+    }
 
 
 def _register(client: httpx.Client, admin_token: str, cluster: SimulatedCluster) -> str:
@@ -76,8 +83,9 @@ def _register(client: httpx.Client, admin_token: str, cluster: SimulatedCluster)
     return token
 
 
-def _report_round(client: httpx.Client, simulation: Simulation, tokens: dict[str, str]) -> None:
-    for cluster in simulation.clusters:
+def report_round(client: httpx.Client, simulation: Simulation, tokens: dict[str, str]) -> None:
+    """A full snapshot from each cluster whose agent reports."""
+    for cluster in simulation.reporting():
         body = simulation.report(cluster, datetime.now(UTC))
         try:
             response = client.post(

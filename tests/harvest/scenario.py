@@ -3,11 +3,19 @@ application team would write them: platform-gitops (dev, stage) and app-gitops."
 
 from collections.abc import Mapping
 
+from hub.demo.scenario import (
+    IMAGE,
+    WORKLOAD,
+    WORKSPACE,
+    app_gitops,
+    deployment,
+    descriptor,
+    target_name,
+)
 from tests.harvest.gitrepo import WorkRepo
 
-WORKLOAD = "hello-world-app"
-WORKSPACE = "kaizen-app-team"
-IMAGE = "ghcr.io/contoso/hello-world"
+__all__ = ["IMAGE", "WORKLOAD", "app_gitops", "deployment", "descriptor"]
+
 PROMOTED = {
     "dev": "5f1d2b8c0e4a7d9b3c6e1f2a4b8d0c7e9f1a3b5d",
     "stage": "8c7e9f1a3b5d5f1d2b8c0e4a7d9b3c6e1f2a4b8d",
@@ -30,10 +38,6 @@ CONFIG = {
     ("stage", "drone"): {"ENVIRONMENT": "Stage"},
     ("stage", "large"): {"ENVIRONMENT": "Stage", "REGION": "West US"},
 }
-
-
-def target_name(target: str) -> str:
-    return f"{WORKLOAD}-{target}"
 
 
 def namespace_of(environment: str, cluster_type: str, target: str) -> str:
@@ -199,73 +203,6 @@ def platform_stage(app_url: str) -> dict[str, str]:
             ),
         )
     return files
-
-
-def deployment(version: str, *, label: bool = False, image: str = IMAGE) -> str:
-    labels = f'\n    app.kubernetes.io/version: "{version}"' if label else ""
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: hello-world
-  labels:
-    app: hello-world{labels}
-spec:
-  replicas: 2
-  selector:
-    matchLabels: {{app: hello-world}}
-  template:
-    metadata:
-      labels: {{app: hello-world}}
-    spec:
-      initContainers:
-      - name: migrate
-        image: ghcr.io/contoso/migrations:7
-      containers:
-      - name: hello-world
-        image: {image}:{version}
-      - name: proxy
-        image: docker.io/envoyproxy/envoy:v1.31.0
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: hello-world
-spec:
-  selector: {{app: hello-world}}
-  ports:
-  - port: 80
-"""
-
-
-def descriptor(target: str, environment: str, version: str) -> str:
-    return f"""\
-apiVersion: hub.kalypso.io/v1alpha1
-kind: DeploymentDescriptor
-metadata:
-  name: {target_name(target)}
-spec:
-  workload:
-    name: {WORKLOAD}
-  deploymentTarget:
-    name: {target}
-    environment: {environment}
-  workloadVersion:
-    version: {version}
-    build: build-17
-"""
-
-
-def app_gitops(environment: str, version: str) -> dict[str, str]:
-    """The app-gitops folders of a branch: the version comes from the descriptor
-    (functional-test), the label (performance-test) and the image tag (uat-test)."""
-    return {
-        "functional-test/deployment.yaml": deployment(version),
-        "functional-test/descriptor.yaml": descriptor("functional-test", environment, version),
-        "performance-test/deployment.yaml": deployment(version, label=True),
-        "uat-test/deployment.yaml": deployment(version),
-        "README.md": "Manifests of hello-world-app, one folder per deployment target.\n",
-    }
 
 
 def build_platform(repo: WorkRepo, app_url: str) -> dict[str, str]:

@@ -1,16 +1,19 @@
 """The reference fleet's repositories as real git repositories, for the scheduler in the hub.
 
 The control plane is a clone whose `origin` is the hosted URL its own files name (as a Kalypso
-user's clone would be): `main` from `scenario.MAIN`, `dev` and `stage` from `scenario.DEV` and
-`scenario.STAGE`, each with a BaseRepo pinning the `main` commit it is promoted to. The
+user's clone would be), written as `fleetmark demo` writes it (`main`, then `dev` and `stage`,
+each with a BaseRepo pinning the `main` commit it is promoted to), but for the application's
+source, a local repository. The
 application's source repository holds the Workload; the platform GitOps repository starts
 empty, bare, as a hosted one would be.
 """
 
 import subprocess
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
+from hub.demo.story import write_control_plane
 from tests.harvest.gitrepo import WorkRepo
 from tests.scheduler_core import scenario
 
@@ -30,11 +33,7 @@ class ControlPlane:
         self.repo = WorkRepo(path, "main")
         self.repo.git("remote", "add", "origin", scenario.CONTROL_PLANE)
         self.app_src_url = app_src_url
-        self.main = self.commit("main", scenario.MAIN)
-        for environment, files in (("dev", scenario.DEV), ("stage", scenario.STAGE)):
-            self.repo.git("checkout", "--quiet", "--orphan", environment)
-            self.repo.git("rm", "-r", "--quiet", "--force", "--ignore-unmatch", ".")
-            self.commit(environment, {**files, "base-repo.yaml": scenario.base_repo(self.main)})
+        self.main = write_control_plane(self.repo, replace(scenario.URLS, app_src=app_src_url))
 
     @property
     def path(self) -> Path:

@@ -1,0 +1,256 @@
+"""`fleetmark demo --fast` as a new user runs it: a process of its own on a free port and a data
+directory of its own; the story's end state read through the API, then Ctrl-C, after which
+nothing it started is left running."""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from hub.demo.story import NEW_DATABASE_URL, STEPS
+from tests.served import FLEETMARK, free_port
+from tests.support import bearer
+
+STORY_TIMEOUT = 180.0
+STOP_TIMEOUT = 60.0
+TOLD = "The story is told"
+
+
+def environment() -> dict[str, str]:
+    """The user's environment without fleetmark settings: the demo brings its own."""
+    return {key: value for key, value in os.environ.items() if not key.startswith("FLEETMARK_")}
+
+
+def git(repository: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repository, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def nothing_runs_in(directory: Path) -> list[str]:
+    """Command lines of the processes that name `directory` (the embedded PostgreSQL does),
+    given a moment to finish exiting once stopped."""
+    deadline = time.monotonic() + 10.0
+    while (found := running_in(directory)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
+
+
+def running_in(directory: Path) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if str(directory) in command:
+            found.append(command)
+    return found
+
+
+def port_is_free(port: int) -> bool:
+    """Whether a server may listen on `port` (as servers do: connections the demo's hub
+    closed may linger in TIME_WAIT)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+class Demo:
+    def __init__(self, data_dir: Path, log: Path) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        with log.open("wb") as sink:
+            self.process = subprocess.Popen(
+                [
+                    FLEETMARK,
+                    "demo",
+                    "--fast",
+                    "--port",
+                    str(self.port),
+                    "--data-dir",
+                    str(data_dir),
+                ],
+                env=environment(),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
+        self.token = ""
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def wait_for_story(self) -> float:
+        """Seconds until the story was told."""
+        started = time.monotonic()
+        while TOLD not in self.output():
+            assert self.process.poll() is None, f"the demo exited:\n{self.output()}"
+            assert time.monotonic() - started < STORY_TIMEOUT, self.output()
+            time.sleep(0.2)
+        found = re.search(r"FLEETMARK_TOKEN=(\S+)", self.output())
+        assert found is not None, self.output()
+        self.token = found[1]
+        return time.monotonic() - started
+
+    def get(self, path: str, **params: Any) -> Any:
+        response = httpx.get(
+            f"{self.url}{path}", params=params, headers=bearer(self.token), timeout=10.0
+        )
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        return self.process.wait(timeout=STOP_TIMEOUT)
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Iterator[Demo]:
+    started = Demo(tmp_path / "demo", tmp_path / "demo.log")
+    try:
+        yield started
+    finally:
+        # Ctrl-C even when the test failed: killed, the demo would leave its PostgreSQL behind.
+        started.stop()
+
+
+def drift_reasons(demo: Demo) -> dict[tuple[str, str | None], list[str]]:
+    report = demo.get("/api/v1/drift", limit=1000)
+    return {
+        (item["cluster"], (item["object"] or {}).get("name")): [
+            f"{reason['reason']}: {reason['detail']}" for reason in item["reasons"]
+        ]
+        for item in report["items"]
+    }
+
+
+def test_the_demo_tells_the_story_and_ctrl_c_leaves_nothing_running(demo: Demo) -> None:
+    seconds = demo.wait_for_story()
+    output = demo.output()
+    print(f"fleetmark demo --fast told its story in {seconds:.1f} s")
+
+    assert httpx.get(f"{demo.url}/healthz", timeout=10.0).json() == {"status": "ok"}
+    assert f"{demo.url}/docs" in output
+    assert "stale after 3 s" in output
+    assert "fleetmark gate wait --environment dev" in output
+    assert "fleetmark gate wait --environment stage" in output
+    for number in range(1, len(STEPS) + 1):
+        assert f"step {number} of {len(STEPS)}:" in output
+
+    # The promotion: stage's platform branch promotes the control plane's newest main commit,
+    # and stage runs hello-world 1.1.0.
+    repositories = demo.data_dir / "repositories"
+    promoted = git(
+        repositories / "platform-gitops", "show", "stage:.github/tracking/Promoted_Commit_Id"
+    )
+    assert promoted == git(repositories / "control-plane", "rev-parse", "main")
+    diff = demo.get("/api/v1/diff", environment=["dev", "stage"])
+    rows = {row["cluster_type"]: row for row in diff["rows"]["items"]}
+    large_stage = {cell["environment"]: cell for cell in rows["large"]["environments"]}["stage"]
+    assert large_stage["desired"]["version"] == "1.1.0"
+    assert [version["version"] for version in large_stage["deployed"]["versions"]] == ["1.1.0"]
+
+    # The config change for the large cluster type on stage.
+    assert large_stage["config"]["DATABASE_URL"] == NEW_DATABASE_URL
+    assert any(
+        difference["kind"] == "config" and NEW_DATABASE_URL in difference["detail"]
+        for difference in rows["large"]["differences"]
+    )
+
+    # Drifting, failing, silent.
+    reasons = drift_reasons(demo)
+    assert any(reason.startswith("behind:") for reason in reasons["drone-dev-2", "flux-system"])
+    failing = reasons["drone-stage-1", "hello-world-app-uat-test"]
+    assert any(reason.startswith("failing:") and "ImagePullBackOff" in reason for reason in failing)
+    assert any(reason.startswith("stale:") for reason in reasons["large-dev-2", "platform"])
+    clusters = {
+        cluster["name"]: cluster
+        for cluster in demo.get("/api/v1/fleet", limit=1000)["clusters"]["items"]
+    }
+    assert clusters["drone-stage-1"]["objects"]["failing"] > 0
+    assert clusters["large-dev-2"]["agent"] == "stale"
+
+    # The decommissioned cluster is no longer expected.
+    dev_head = git(repositories / "platform-gitops", "rev-parse", "dev")
+    gate = demo.get("/api/v1/gates/promotion", environment="dev", commit=dev_head, limit=1000)
+    expected = {cluster["name"] for cluster in gate["clusters"]["items"]}
+    assert "small-dev-1" in expected
+    assert "small-dev-2" not in expected
+    assert not any(cluster == "small-dev-2" for cluster, _ in drift_reasons(demo))
+
+    assert demo.stop() == 0, demo.output()
+    assert "demo stopped" in demo.output()
+    assert nothing_runs_in(demo.data_dir) == []
+    assert port_is_free(demo.port)
+
+
+def test_a_directory_the_demo_did_not_make_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine\n")
+    result = subprocess.run(
+        [FLEETMARK, "demo", "--fast", "--data-dir", str(tmp_path), "--port", str(free_port())],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=STOP_TIMEOUT,
+    )
+    assert result.returncode == 1
+    assert "holds something other than a fleetmark demo" in result.stderr
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_port_in_use_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [
+                FLEETMARK,
+                "demo",
+                "--fast",
+                "--data-dir",
+                str(tmp_path / "demo"),
+                "--port",
+                str(port),
+            ],
+            env=environment(),
+            capture_output=True,
+            text=True,
+            timeout=STOP_TIMEOUT,
+        )
+    assert result.returncode == 1
+    assert f"--port {port}: cannot listen" in result.stderr
+    assert running_in(tmp_path) == []
+
+
+def test_sigterm_in_the_middle_of_the_story_stops_everything(demo: Demo) -> None:
+    started = time.monotonic()
+    while "step 1 of" not in demo.output():
+        assert demo.process.poll() is None, f"the demo exited:\n{demo.output()}"
+        assert time.monotonic() - started < STORY_TIMEOUT, demo.output()
+        time.sleep(0.2)
+
+    demo.process.send_signal(signal.SIGTERM)
+
+    assert demo.process.wait(timeout=STOP_TIMEOUT) == 0, demo.output()
+    assert TOLD not in demo.output()
+    assert "demo stopped" in demo.output()
+    assert nothing_runs_in(demo.data_dir) == []
+    assert port_is_free(demo.port)
