@@ -99,11 +99,12 @@ def ready(url: str) -> None:
     """The hourly rollups refreshed, as the hub's rollup job keeps them where they are tables
     (the query benchmark's jobs leave them be), and the environment diff and the gate answers
     kept, as the hub's jobs keep them for the dashboards; the role Grafana would use made if
-    missing and granted as the command grants."""
+    missing (able to log in, on servers that trust local connections) and granted as the
+    command grants."""
     with psycopg.connect(url, autocommit=True) as connection:
         exists = connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (ROLE,))
         if exists.fetchone() is None:
-            connection.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(ROLE)))
+            connection.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(ROLE)))
 
     async def run() -> None:
         engine = create_async_engine(normalise_database_url(url))
@@ -144,11 +145,11 @@ def measure(url: str, args: argparse.Namespace, timescaledb: bool) -> list[Timin
         if not args.only or any(text in query.key for text in args.only)
     ]
     timings = []
+    # Logged in as the role, as Grafana is: its settings in the database apply (JIT off).
     with (
-        psycopg.connect(url, autocommit=True) as connection,
+        psycopg.connect(url, user=ROLE, autocommit=True) as connection,
         psycopg.connect(url, autocommit=True) as owner,
     ):
-        connection.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(ROLE)))
         for query in queries:
             # Panels that tell stale clusters apart meet the same fleet, however long it took.
             catch_up(owner)

@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 import structlog
+from psycopg.errors import InsufficientPrivilege
 from sqlalchemy import (
     ColumnElement,
     CursorResult,
@@ -39,6 +40,7 @@ from sqlalchemy import (
     select,
     text,
 )
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
 from hub.database import exclusive, write_session
@@ -301,10 +303,14 @@ async def _refresh(
 DASHBOARD_SCHEMA = "grafana"
 
 
-async def grant_readonly(session: AsyncSession, role: str) -> None:
+async def grant_readonly(session: AsyncSession, role: str) -> str | None:
     """Let `role` read the dashboards' views, those of today and those later migrations add
-    (created by this same user), and nothing else. Grants only: the role must exist (roles
-    are the server's, not the store's), and granting twice changes nothing."""
+    (created by this same user), and nothing else: grants, and JIT compilation off for the
+    role's sessions in this database (the dashboards' statements are reads of milliseconds,
+    which compiling would make take hundreds; the hub turns it off for its own sessions). The
+    role must exist (roles are the server's, not the store's), and granting twice changes
+    nothing. What the database's administrator has to do still, if anything: a user that may
+    not alter the role cannot turn JIT off for it."""
     exists = await session.scalar(
         text("SELECT 1 FROM pg_roles WHERE rolname = :role"), {"role": role}
     )
@@ -320,3 +326,13 @@ async def grant_readonly(session: AsyncSession, role: str) -> None:
         f"ALTER DEFAULT PRIVILEGES IN SCHEMA {DASHBOARD_SCHEMA} GRANT SELECT ON TABLES TO {quoted}",
     ):
         await session.execute(text(statement))
+    database = await session.scalar(text("SELECT quote_ident(current_database())"))
+    jit_off = f"ALTER ROLE {quoted} IN DATABASE {database} SET jit = off"
+    try:
+        async with session.begin_nested():
+            await session.execute(text(jit_off))
+    except DBAPIError as exc:
+        if not isinstance(exc.orig, InsufficientPrivilege):
+            raise
+        return f"this user may not alter role {role!r}; as a superuser, run: {jit_off}"
+    return None

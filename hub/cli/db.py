@@ -19,13 +19,16 @@ def grant_readonly(
     data_dir: DataDirOption = None,
 ) -> None:
     """Let ROLE read the dashboards' views (schema grafana) and nothing else, those that
-    later migrations add too. Creates nothing; granting again changes nothing."""
+    later migrations add too, with JIT compilation off for its sessions in this database.
+    Creates nothing; granting again changes nothing."""
     settings = load_settings(data_dir)
-    run_in_session(settings, lambda session: store.grant_readonly(session, role))
+    left = run_in_session(settings, lambda session: store.grant_readonly(session, role))
     console.print(
         f"{role} may read schema {store.DASHBOARD_SCHEMA} (its views, and those added later)",
         highlight=False,
     )
+    if left is not None:
+        console.print(f"[yellow]note:[/] {left}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,5 +1,5 @@
 """Grafana's read-only role: `fleetmark db grant-readonly ROLE` lets it read the dashboards'
-views, those of later migrations too, and nothing else."""
+views, those of later migrations too, and nothing else, its sessions without JIT."""
 
 import uuid
 from collections.abc import Callable, Iterator
@@ -125,6 +125,18 @@ def test_fleetmark_db_grant_readonly(role_database: tuple[str, str]) -> None:
     engine = create_engine(url, poolclass=pool.NullPool)
     try:
         with engine.connect() as connection:
+            # What PostgreSQL applies to the role's sessions in this database as they log in:
+            # the dashboards' reads are not compiled first.
+            settings = connection.execute(
+                text(
+                    "SELECT s.setconfig FROM pg_db_role_setting s "
+                    "JOIN pg_roles r ON r.oid = s.setrole "
+                    "JOIN pg_database d ON d.oid = s.setdatabase "
+                    "WHERE r.rolname = :role AND d.datname = current_database()"
+                ),
+                {"role": role},
+            ).scalar()
+            assert settings == ["jit=off"]
             connection.execute(text(f'SET ROLE "{role}"'))
             clusters = connection.execute(text("SELECT count(*) FROM grafana.cluster")).scalar()
             assert clusters == 0
