@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, Page, Route, sync_playwright
 
 CHROMIUM = shutil.which("chromium")
 # Seconds a page may take to load, or an element to appear, before the test fails.
@@ -39,3 +39,34 @@ def chromium() -> Iterator[Browser]:
             yield browser
         finally:
             browser.close()
+
+
+def open_page(browser: Browser, hub_url: str) -> tuple[Page, list[str]]:
+    """A tab that may reach the hub only; the list collects what it tried to fetch elsewhere."""
+    refused: list[str] = []
+
+    def only_the_hub(route: Route) -> None:
+        if route.request.url.startswith(hub_url + "/"):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    page = browser.new_page(viewport={"width": 1440, "height": 1000}, base_url=hub_url)
+    page.set_default_timeout(PAGE_TIMEOUT * 1000)
+    page.route("**/*", only_the_hub)
+    return page, refused
+
+
+def screenshot(page: Page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shot = page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+    assert shot.startswith(PNG_SIGNATURE)
+
+
+def column(page: Page, table: str, cell: int) -> dict[str, str]:
+    """The text of one column of a table's rows, by the row's cluster."""
+    return {
+        row.get_attribute("data-cluster") or "": row.locator("td").nth(cell).inner_text()
+        for row in page.locator(f"#{table} tbody tr[data-cluster]").all()
+    }

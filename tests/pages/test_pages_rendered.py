@@ -1,152 +1,194 @@
-"""The built-in pages in Chromium against the scenario's hub over real HTTP: each shows the
-expected clusters, versions and reasons (read from the DOM), its links and forms lead where
-they say, and nothing is fetched from anywhere but the hub. A screenshot of each page is kept
-under test-output/screenshots/ for review."""
+"""The built-in pages in Chromium against `fleetmark demo --fast`, as a new user first sees
+them: each shows the story's clusters, versions and drift reasons (read from the DOM), its links
+lead where they say, and nothing is fetched from anywhere but the hub. A screenshot of each page
+is kept under test-output/screenshots/ for review."""
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Route
+from playwright.sync_api import Browser, Page
 
-from tests.agent.conftest import LiveHub
-from tests.browser import PAGE_TIMEOUT, PNG_SIGNATURE, SCREENSHOTS, chromium, needs_chromium
-from tests.pages.conftest import Scenario
+from tests.browser import chromium, column, needs_chromium, open_page, screenshot
+from tests.demo_run import Demo, git
 
 pytestmark = needs_chromium
 
+DEV = {
+    "command-center-dev-1",
+    "command-center-dev-2",
+    "drone-dev-1",
+    "drone-dev-2",
+    "large-dev-1",
+    "large-dev-2",
+    "small-dev-1",
+}
+STAGE = {"drone-stage-1", "drone-stage-2", "large-stage-1", "large-stage-2"}
+
 
 @pytest.fixture(scope="module")
-def browser(pages_scenario: Scenario) -> Iterator[Browser]:
-    """Started after the scenario is built: Playwright's sync API runs an event loop of its
-    own, and the scenario's (async) fixture cannot run beside it."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    folder = tmp_path_factory.mktemp("demo")
+    started = Demo(folder / "demo", folder / "demo.log")
+    try:
+        started.wait_for_story()
+        yield started
+    finally:
+        # Ctrl-C even when a test failed: killed, the demo would leave its PostgreSQL behind.
+        started.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(demo: Demo) -> Iterator[Browser]:
     with chromium() as running:
         yield running
 
 
-def open_page(browser: Browser, hub_url: str) -> tuple[Page, list[str]]:
-    """A tab that may reach the hub only; the list collects what it tried to fetch elsewhere."""
-    refused: list[str] = []
-
-    def only_the_hub(route: Route) -> None:
-        if route.request.url.startswith(hub_url + "/"):
-            route.continue_()
-        else:
-            refused.append(route.request.url)
-            route.abort()
-
-    page = browser.new_page(viewport={"width": 1440, "height": 1000}, base_url=hub_url)
-    page.set_default_timeout(PAGE_TIMEOUT * 1000)
-    page.route("**/*", only_the_hub)
-    return page, refused
-
-
 @pytest.fixture
-def tab(browser: Browser, pages_scenario: Scenario) -> Iterator[Page]:
-    page, refused = open_page(browser, pages_scenario.url)
+def tab(browser: Browser, demo: Demo) -> Iterator[Page]:
+    page, refused = open_page(browser, demo.url)
     yield page
     page.close()
     assert refused == []
 
 
-def screenshot(page: Page, name: str) -> None:
-    shot = page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
-    assert shot.startswith(PNG_SIGNATURE)
+def reasons(page: Page) -> list[tuple[str, str]]:
+    """(cluster, reasons) of each row of the drift table: a cluster may have several."""
+    return [
+        (row.get_attribute("data-cluster") or "", row.locator("td.reasons").inner_text())
+        for row in page.locator("#drift tbody tr[data-cluster]").all()
+    ]
 
 
-def column(page: Page, table: str, cell: int) -> dict[str, str]:
-    """The text of one column of a table's rows, by the row's cluster."""
-    return {
-        row.get_attribute("data-cluster") or "": row.locator("td").nth(cell).inner_text()
-        for row in page.locator(f"#{table} tbody tr[data-cluster]").all()
-    }
-
-
-def test_the_fleet_overview_and_a_cluster(tab: Page, pages_scenario: Scenario) -> None:
+def test_the_fleet_overview_by_environment_and_cluster_type(tab: Page) -> None:
     tab.goto("/")
+    placements = column(tab, "clusters", 1)
     agents = column(tab, "clusters", 2)
     groups = tab.locator("#groups").inner_text()
     screenshot(tab, "fleet")
-    tab.get_by_role("link", name="drone-01", exact=True).click()
-    tab.wait_for_url("**/clusters/drone-01")
-    heading = tab.locator("h1").inner_text()
-    objects = tab.locator("#objects").inner_text()
-    drift = tab.locator("#cluster-drift").inner_text()
-    screenshot(tab, "cluster")
+    tab.locator("#groups").get_by_role("link", name="stage", exact=True).click()
+    tab.wait_for_url("**/?environment=stage")
+    stage = set(column(tab, "clusters", 1))
 
-    assert agents == {
-        "drone-01": "reporting",
-        "drone-03": "never reported",
-        "large-01": "reporting",
-        "drone-02": "reporting",
-        "large-02": "reporting",
-    }
-    assert groups.count("drone") == 2
-    assert groups.count("large") == 2
-    assert heading == "Cluster drone-01"
-    assert "hello-world-app-functional-test" in objects
-    assert pages_scenario.app["dev"][:12] in objects
-    assert "behind" in drift
+    assert set(placements) == DEV | STAGE
+    assert "small-dev-2" not in placements
+    assert placements["drone-stage-1"] == "stage/drone"
+    assert placements["command-center-dev-1"] == "dev/command-center"
+    assert agents["large-dev-2"] == "stale"
+    assert {agent for name, agent in agents.items() if name != "large-dev-2"} == {"reporting"}
+    for cluster_type in ("command-center", "drone", "large", "small"):
+        assert cluster_type in groups
+    assert stage == STAGE
 
 
-def test_drift_with_its_reasons_and_a_filter(tab: Page) -> None:
+def test_drift_shows_the_behind_the_failing_and_the_stale(tab: Page) -> None:
     tab.goto("/drift")
-    reasons = column(tab, "drift", 6)
+    rows = reasons(tab)
     screenshot(tab, "drift")
     tab.get_by_label("failing").check()
     tab.get_by_role("button", name="Show").click()
     tab.wait_for_url("**/drift?*reason=failing*")
-    failing = column(tab, "drift", 6)
+    failing = reasons(tab)
 
-    assert "1 commit behind" in reasons["drone-01"]
-    assert "SyncFailed" in reasons["large-01"]
-    assert "stale: registered, but its agent never reported" in reasons["drone-03"]
-    assert set(failing) == {"large-01", "large-02"}
+    drifted = {cluster for cluster, _ in rows}
+    assert drifted == {"drone-dev-2", "large-dev-2", "drone-stage-1"}
+    assert all("behind" in text for cluster, text in rows if cluster == "drone-dev-2")
+    assert all("stale" in text for cluster, text in rows if cluster == "large-dev-2")
+    assert [cluster for cluster, _ in failing] == ["drone-stage-1"]
+    assert "ImagePullBackOff" in failing[0][1]
 
 
-def test_the_environment_diff_shows_versions_side_by_side(tab: Page) -> None:
+def test_the_environment_diff_shows_versions_and_the_config_change(tab: Page) -> None:
     tab.goto("/diff")
-    drone = tab.locator('#diff tr[data-cluster-type="drone"]').first
-    dev = drone.locator('td[data-environment="dev"]').inner_text()
-    stage = drone.locator('td[data-environment="stage"]').inner_text()
-    differences = drone.locator("td.differences").inner_text()
+    drone = tab.locator('#diff tr[data-cluster-type="drone"]')
+    large = tab.locator('#diff tr[data-cluster-type="large"]')
+    cells = {
+        (cluster_type, environment): row.locator(
+            f'td[data-environment="{environment}"]'
+        ).inner_text()
+        for cluster_type, row in (("drone", drone), ("large", large))
+        for environment in ("dev", "stage")
+    }
+    workload = drone.locator("td").first.inner_text()
+    drone_differences = drone.locator("td.differences").inner_text()
+    large_differences = large.locator("td.differences").inner_text()
     screenshot(tab, "diff")
-    drone.locator('td[data-environment="stage"] a').click()
-    tab.wait_for_url("**/?environment=stage&cluster_type=drone")
-    listed = column(tab, "clusters", 1)
+    large.locator('td[data-environment="stage"] a').click()
+    tab.wait_for_url("**/?environment=stage&cluster_type=large")
+    listed = set(column(tab, "clusters", 1))
 
-    assert "desired 1.1.0" in dev
-    assert "1.0.0" in stage
-    assert "awaiting promotion" in differences
-    assert listed == {"drone-02": "stage/drone"}
+    assert workload == "hello-world-app"
+    for cell in cells.values():
+        assert "desired 1.1.0" in cell
+    assert "1.0.0 on 1, 1.1.0 on 1" in cells["drone", "dev"]
+    assert "1.1.0 on 2" in cells["large", "stage"]
+    assert "ImagePullBackOff" in drone_differences
+    assert "DATABASE_URL" in large_differences
+    assert "mysql://west-host-2:8806/mysql" in large_differences
+    assert listed == {"large-stage-1", "large-stage-2"}
 
 
-def test_the_gate_shows_the_clusters_that_block(tab: Page, pages_scenario: Scenario) -> None:
+def test_a_failing_cluster_and_its_history(tab: Page) -> None:
+    tab.goto("/drift")
+    tab.locator("#drift").get_by_role("link", name="drone-stage-1", exact=True).first.click()
+    tab.wait_for_url("**/clusters/drone-stage-1")
+    heading = tab.locator("h1").inner_text()
+    failing = tab.locator("#objects tr.failing").inner_text()
+    drift = tab.locator("#cluster-drift").inner_text()
+    history = tab.locator("#history tbody tr").all_inner_texts()
+    screenshot(tab, "cluster")
+
+    assert heading == "Cluster drone-stage-1"
+    assert "hello-world-app-uat-test" in failing
+    assert "HealthCheckFailed" in failing
+    assert "ImagePullBackOff" in drift
+    # Its platform: first applied, then two promotions to stage; its app: applied once.
+    assert len([step for step in history if "Kustomization/flux-system/flux-system" in step]) == 3
+    assert any("hello-world-app-uat-test" in step for step in history)
+
+
+def test_the_gate_shows_the_clusters_that_block(tab: Page, demo: Demo) -> None:
     tab.goto("/gate")
-    tab.get_by_label("environment").select_option("dev")
+    tab.get_by_label("environment").select_option("stage")
+    tab.get_by_label("workload").fill("hello-world-app")
+    tab.get_by_label("version").fill("1.1.0")
     tab.get_by_role("button", name="Check").click()
-    tab.wait_for_url("**/gate?environment=dev*")
-    commit = tab.get_by_label("platform commit").input_value()
+    tab.wait_for_url("**/gate?environment=stage*")
     verdict = tab.locator("#verdict .word").inner_text()
     states = column(tab, "gate-clusters", 2)
-    blocking = tab.locator("#gate-clusters tr.blocking").count()
+    blocking = [
+        row.get_attribute("data-cluster") for row in tab.locator("#gate-clusters tr.blocking").all()
+    ]
     screenshot(tab, "gate")
-    tab.get_by_role("link", name="large-01", exact=True).click()
-    tab.wait_for_url("**/clusters/large-01")
+    tab.get_by_label("workload").fill("")
+    tab.get_by_label("version").fill("")
+    tab.get_by_label("environment").select_option("dev")
+    tab.get_by_label("platform commit").fill(platform_head(demo.data_dir, "dev"))
+    tab.get_by_role("button", name="Check").click()
+    tab.wait_for_url("**/gate?environment=dev*")
+    dev = column(tab, "gate-clusters", 2)
+    screenshot(tab, "gate-dev")
+    tab.get_by_role("link", name="drone-dev-2", exact=True).click()
+    tab.wait_for_url("**/clusters/drone-dev-2")
 
     assert verdict == "failed"
-    # Without a commit, the gate is the environment's newest platform commit's.
-    assert commit == pages_scenario.platform["dev"]
-    assert states["large-01"] == "failed"
-    assert states["drone-03"] == "never reported"
-    assert states["drone-01"] != "compliant"
-    assert blocking == 3
-    assert "SyncFailed" in tab.locator("#objects").inner_text()
+    # The others run 1.1.0 and are Ready; within the default soak they soak still.
+    assert set(states) == STAGE
+    assert states["drone-stage-1"] == "failed"
+    assert blocking[0] == "drone-stage-1"
+    assert set(dev) == DEV
+    assert "small-dev-2" not in dev
+    assert dev["drone-dev-2"] != "compliant"
+    assert dev["large-dev-2"] != "compliant"
+    assert "behind" in tab.locator("#cluster-drift").inner_text()
 
 
-def test_the_repositories_and_their_harvest(tab: Page, pages_scenario: Scenario) -> None:
+def platform_head(data_dir: Path, environment: str) -> str:
+    return git(data_dir / "repositories" / "platform-gitops", "rev-parse", environment)
+
+
+def test_the_repositories_and_their_harvest(tab: Page) -> None:
     tab.goto("/repositories")
-    platform = tab.locator("section.repository", has_text="platform repository").inner_text()
     app = tab.locator("section.repository", has_text="app repository").inner_text()
     screenshot(tab, "repositories")
     tab.locator("section.repository", has_text="app repository").get_by_role(
@@ -154,27 +196,5 @@ def test_the_repositories_and_their_harvest(tab: Page, pages_scenario: Scenario)
     ).click()
     tab.wait_for_url("**/?environment=stage")
 
-    for branch in ("dev", "stage"):
-        assert pages_scenario.platform[branch][:12] in platform
-        assert pages_scenario.app[branch][:12] in app
-    assert "discovered from the manifests" in app
-    assert set(column(tab, "clusters", 1)) == {"drone-02", "large-02"}
-
-
-def test_signing_in_with_a_read_token(
-    browser: Browser, pages_scenario: Scenario, production_hub: LiveHub
-) -> None:
-    page, refused = open_page(browser, production_hub.url)
-    page.goto("/drift?environment=stage")
-    page.wait_for_url("**/login?next=*")
-    screenshot(page, "login")
-    page.get_by_label("API token").fill(pages_scenario.token)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url("**/drift?environment=stage")
-    listed = column(page, "drift", 6)
-    page.get_by_role("button", name="Sign out").click()
-    page.wait_for_url("**/login")
-    page.close()
-
-    assert set(listed) == {"large-02"}
-    assert refused == []
+    assert "app-gitops" in app
+    assert set(column(tab, "clusters", 1)) == STAGE
