@@ -5,8 +5,11 @@ config keys that differ), drift minutes over time per environment, and the drift
 from grafana_foundation_sdk.models.dashboard import Dashboard, DynamicConfigValue
 
 from dashboards.common import (
+    EVERY_CLUSTER,
+    chosen,
     dashboard,
     link_clusters,
+    placed,
     scope,
     stale,
     stat,
@@ -52,7 +55,12 @@ CROSS JOIN LATERAL (
     SELECT * FROM grafana.drift d WHERE d.cluster_id = c.cluster_id AND cardinality(d.reasons) = 0
       AND {_STALE.replace("last_seen_at", "c.last_seen_at")}
 ) d
-LEFT JOIN grafana.drift_period p ON p.object_id = d.object_id AND p.ended_at IS NULL
+-- Each object's open period by index, however few the planner takes the open periods to be.
+LEFT JOIN LATERAL (
+    SELECT p.started_at FROM grafana.drift_period p
+    WHERE p.object_id = d.object_id AND p.ended_at IS NULL
+    LIMIT 1
+) p ON true
 WHERE {scope("c")}
   AND (c.drifted_objects > 0 OR {_STALE.replace("last_seen_at", "c.last_seen_at")})
 ORDER BY d.environment_position NULLS LAST, d.environment, d.cluster_type, d.cluster, d.kind,
@@ -60,27 +68,68 @@ ORDER BY d.environment_position NULLS LAST, d.environment, d.cluster_type, d.clu
 LIMIT 1000
 """
 
+# With every cluster chosen, from the minutes per environment and cluster type (a few rows an
+# hour); with clusters chosen, their periods spread over the hours. The branch not taken is
+# pruned when planned.
 MINUTES = f"""
 SELECT $__timeGroupAlias(hour, $__interval), environment AS metric, sum(minutes) AS value
-FROM grafana.drift_hourly x
-WHERE (x.ended_at IS NULL OR x.ended_at >= $__timeFrom()) AND x.started_at <= $__timeTo()
-  AND $__timeFilter(hour)
-  AND {scope("x")}
+FROM (
+    SELECT x.hour, x.environment, x.minutes FROM grafana.placement_drift_hourly x
+    WHERE {EVERY_CLUSTER} AND $__timeFilter(x.hour)
+      AND {chosen("environment", "x.environment")} AND {chosen("cluster_type", "x.cluster_type")}
+      AND {placed("x.environment", "x.cluster_type")}
+    UNION ALL
+    SELECT x.hour, x.environment, x.minutes FROM grafana.drift_hourly x
+    WHERE NOT {EVERY_CLUSTER}
+      AND (x.ended_at IS NULL OR x.ended_at >= $__timeFrom()) AND x.started_at <= $__timeTo()
+      AND $__timeFilter(x.hour) AND {scope("x")}
+) x
 GROUP BY 1, 2
 ORDER BY 1, 2
 """
 
+# The newest 1,000 periods of the range: those started in it, walked newest first
+# (ix_drift_period_started_at), the first 1,000 and those tied with the last; only when they
+# are fewer, those started before it and open or ended in it (found by ix_drift_period_open
+# and the ended_at index, then ordered: walked from the range's start back, they would be
+# looked for through the whole history). Of these, the first 1,000 by start, cluster and
+# object; the objects' names read for those alone, and shown in name order.
+_PERIODS_OF = f"""
+    SELECT x.cluster, x.environment, x.cluster_type, x.object_id, x.started_at, x.ended_at,
+           x.reasons
+    FROM grafana.drift_period x
+    WHERE {scope("x")} AND"""
 PERIODS = f"""
-SELECT cluster AS "Cluster", environment AS "Environment", cluster_type AS "Cluster type",
-       COALESCE(kind || '/' || name, '(cluster)') AS "Object",
-       started_at AS "Started", ended_at AS "Ended",
-       round(extract(epoch FROM COALESCE(ended_at, now()) - started_at) / 60) AS "Minutes",
-       array_to_string(reasons, ', ') AS "Reasons"
-FROM grafana.drift_period x
-WHERE (ended_at IS NULL OR ended_at >= $__timeFrom()) AND started_at <= $__timeTo()
-  AND {scope("x")}
-ORDER BY started_at DESC, cluster, kind NULLS FIRST, namespace, name
-LIMIT 1000
+WITH started AS MATERIALIZED (
+    {_PERIODS_OF} x.started_at BETWEEN $__timeFrom() AND $__timeTo()
+    ORDER BY x.started_at DESC FETCH FIRST 1000 ROWS WITH TIES
+)
+SELECT p.cluster AS "Cluster", p.environment AS "Environment", p.cluster_type AS "Cluster type",
+       COALESCE(o.kind || '/' || o.name, '(cluster)') AS "Object",
+       p.started_at AS "Started", p.ended_at AS "Ended",
+       round(extract(epoch FROM COALESCE(p.ended_at, now()) - p.started_at) / 60) AS "Minutes",
+       array_to_string(p.reasons, ', ') AS "Reasons"
+FROM (
+    SELECT * FROM (
+        SELECT * FROM started
+        UNION ALL
+        (SELECT * FROM (
+             {_PERIODS_OF} x.started_at < $__timeFrom()
+               AND (x.ended_at IS NULL OR x.ended_at >= $__timeFrom())
+             OFFSET 0
+         ) x
+         WHERE (SELECT count(*) FROM started) < 1000
+         ORDER BY x.started_at DESC FETCH FIRST 1000 ROWS WITH TIES)
+    ) x
+    ORDER BY x.started_at DESC, x.cluster, x.object_id NULLS FIRST
+    LIMIT 1000
+) p
+LEFT JOIN LATERAL (
+    SELECT n.kind, n.namespace, n.name FROM grafana.drift_period n
+    WHERE n.object_id = p.object_id AND n.started_at = p.started_at
+    LIMIT 1
+) o ON true
+ORDER BY p.started_at DESC, p.cluster, o.kind NULLS FIRST, o.namespace, o.name
 """
 
 

@@ -12,15 +12,18 @@ Three backends, told apart at run time:
 The hourly rollups of the history (`heartbeat_hourly`, `transition_hourly`; migration 0018)
 are continuous aggregates on TimescaleDB; elsewhere the `rollup` job keeps their tables
 (refresh_rollups). `placement_hourly` (0029), summed from `transition_hourly` per environment
-and cluster type, is a table the `rollup` job keeps on every backend. They outlive the history
-they sum, and are kept for FLEETMARK_ROLLUP_RETENTION: by a retention policy on each
-continuous aggregate, or by the `retention` job.
+and cluster type, and `placement_drift_hourly` (0030), the minutes clusters were drifted per
+environment and cluster type from the drift periods, are tables the `rollup` job keeps on every
+backend. They outlive the history they sum, and are kept for FLEETMARK_ROLLUP_RETENTION: by a
+retention policy on each continuous aggregate, or by the `retention` job.
 
 The `retention` job of the hub (hub/jobs.py) runs at start and then daily. On TimescaleDB it
 sets the policies to the settings (replacing those that differ); elsewhere it drops what is
 older than the retention itself: whole chunks (drop_chunks) on the Apache build, rows in
-batches on plain PostgreSQL. What is dropped is gone: history pages end there, and questions
-over a longer range (DORA) are refused rather than answered from part of it.
+batches on plain PostgreSQL. Drift periods (a plain table on every backend) that ended before
+FLEETMARK_HISTORY_RETENTION are deleted by the job everywhere, in batches. What is dropped is
+gone: history pages end there, and questions over a longer range (DORA) are refused rather
+than answered from part of it.
 """
 
 from dataclasses import dataclass
@@ -59,8 +62,9 @@ ROLLUP_LAG = timedelta(hours=1)
 ROLLUP_REFRESHED = timedelta(days=3)
 # Continuous aggregates on TimescaleDB, tables the rollup job keeps elsewhere.
 ROLLUP_VIEWS = ("heartbeat_hourly", "transition_hourly")
-# Summed from transition_hourly: a table the rollup job keeps on every backend, after those.
-PLACEMENT_ROLLUP = "placement_hourly"
+# Summed per environment and cluster type (from transition_hourly, and from the drift periods):
+# tables the rollup job keeps on every backend, after those.
+PLACEMENT_ROLLUPS = ("placement_hourly", "placement_drift_hourly")
 # Rows deleted per transaction on plain PostgreSQL: short transactions, no long lock on ingest.
 DELETE_BATCH = 50_000
 
@@ -187,16 +191,22 @@ async def drop_expired(
                 )
                 dropped[table] = len(list(chunks))
             continue
-        total = 0
-        while True:
-            async with write_session(sessions) as session:
-                deleted = await session.execute(_delete_batch(table, column, before))
-                count = cast(CursorResult[Any], deleted).rowcount
-            total += count
-            if count < DELETE_BATCH:
-                break
-        dropped[table] = total
+        dropped[table] = await _delete_expired(sessions, table, column, before)
     return dropped | await _drop_expired_rollups(sessions, settings, (*ROLLUP_VIEWS,), now)
+
+
+async def _delete_expired(
+    sessions: async_sessionmaker[AsyncSession], table: str, column: str, before: datetime
+) -> int:
+    """Delete the rows of `table` whose `column` is before `before`, a batch a transaction."""
+    total = 0
+    while True:
+        async with write_session(sessions) as session:
+            deleted = await session.execute(_delete_batch(table, column, before))
+            count = cast(CursorResult[Any], deleted).rowcount
+        total += count
+        if count < DELETE_BATCH:
+            return total
 
 
 async def _drop_expired_rollups(
@@ -207,9 +217,9 @@ async def _drop_expired_rollups(
 ) -> dict[str, int]:
     """Delete the hours of those rollup tables older than the rollups' retention."""
     dropped = {}
-    for view in (*views, PLACEMENT_ROLLUP):
+    for view in (*views, *PLACEMENT_ROLLUPS):
         async with write_session(sessions) as session:
-            # The names are ROLLUP_VIEWS' and PLACEMENT_ROLLUP, not input.
+            # The names are ROLLUP_VIEWS' and PLACEMENT_ROLLUPS', not input.
             deleted = await session.execute(
                 text(f"DELETE FROM {view}_rollup WHERE hour < :before"),  # noqa: S608
                 {"before": now - settings.rollup_retention},
@@ -230,7 +240,8 @@ async def keep_history(
     sessions: async_sessionmaker[AsyncSession], settings: HubSettings, now: datetime
 ) -> None:
     """The retention job's run: policies on TimescaleDB (and the dropping of the placement
-    rollup's hours, which no policy keeps), the dropping itself elsewhere."""
+    rollups' hours, which no policy keeps), the dropping itself elsewhere; the drift periods
+    that ended before the history's retention on every backend."""
     async with exclusive(sessions, RETENTION_LOCK) as acquired:
         if not acquired:
             log.info("history retention skipped: another replica holds the lock")
@@ -238,11 +249,16 @@ async def keep_history(
         async with write_session(sessions) as session:
             found = await backend(session)
             changed = await apply_policies(session, settings) if found.licensed else {}
+        dropped = {
+            "drift_period": await _delete_expired(
+                sessions, "drift_period", "ended_at", now - settings.history_retention
+            )
+        }
         if found.licensed:
-            dropped = await _drop_expired_rollups(sessions, settings, (), now)
+            dropped |= await _drop_expired_rollups(sessions, settings, (), now)
             log.info("history policies", backend=found.name, changed=changed, dropped=dropped)
         else:
-            dropped = await drop_expired(sessions, settings, found, now)
+            dropped |= await drop_expired(sessions, settings, found, now)
             log.info("history dropped", backend=found.name, dropped=dropped)
 
 
@@ -250,7 +266,7 @@ async def refresh_rollups(
     sessions: async_sessionmaker[AsyncSession], now: datetime
 ) -> dict[str, int] | None:
     """The rollup job's run, for the rollups that are tables (ROLLUP_VIEWS on plain
-    PostgreSQL and TimescaleDB's Apache build, PLACEMENT_ROLLUP everywhere): each view's hours
+    PostgreSQL and TimescaleDB's Apache build, PLACEMENT_ROLLUPS everywhere): each view's hours
     from ROLLUP_REFRESHED before its watermark (from the start, the first time) up to an hour
     ago are computed again, by the view itself, and the watermark moves on. Hours rolled up
     per view; None when another replica is at it."""
@@ -261,7 +277,7 @@ async def refresh_rollups(
             tables = () if (await backend(session)).continuous_aggregates else ROLLUP_VIEWS
             until = (now - ROLLUP_LAG).replace(minute=0, second=0, microsecond=0)
             refreshed = {}
-            for view in (*tables, PLACEMENT_ROLLUP):
+            for view in (*tables, *PLACEMENT_ROLLUPS):
                 watermark = await session.scalar(
                     text("SELECT materialized_until FROM rollup_watermark WHERE name = :view"),
                     {"view": view},
@@ -281,7 +297,7 @@ async def _refresh(
     await session.execute(
         text("UPDATE rollup_watermark SET materialized_until = :since WHERE name = :view"), bounds
     )
-    # The names are ROLLUP_VIEWS' and PLACEMENT_ROLLUP, not input.
+    # The names are ROLLUP_VIEWS' and PLACEMENT_ROLLUPS', not input.
     await session.execute(
         text(f"DELETE FROM {view}_rollup WHERE hour >= :since OR :since IS NULL"),  # noqa: S608
         bounds,

@@ -37,6 +37,14 @@ RAW = {
                count(*) FILTER (WHERE t.applied_sha IS NOT NULL OR t.applied_version IS NOT NULL),
                count(*) FILTER (WHERE t.ready IS FALSE), count(*) FILTER (WHERE t.drifted)
         FROM status_transition t JOIN cluster c ON c.id = t.cluster_id GROUP BY 1, 2, 3""",
+    # The clusters' drift periods (whole minutes here), a minute at a time.
+    "placement_drift_hourly": """
+        SELECT COALESCE(c.environment_id, 0), COALESCE(c.cluster_type_id, 0),
+               date_bin(INTERVAL '1 hour', m.minute, TIMESTAMPTZ '2000-01-01 UTC'), count(*)
+        FROM drift_period x JOIN cluster c ON c.id = x.cluster_id
+        CROSS JOIN LATERAL generate_series(
+            x.started_at, x.ended_at - INTERVAL '1 minute', INTERVAL '1 minute') AS m (minute)
+        WHERE x.object_id IS NULL GROUP BY 1, 2, 3""",
 }
 VIEWS = {
     "heartbeat_hourly": "SELECT cluster_id, hour, reports, objects FROM heartbeat_hourly",
@@ -46,6 +54,9 @@ VIEWS = {
     "placement_hourly": (
         "SELECT environment_id, cluster_type_id, hour, transitions, applied, not_ready, drifted "
         "FROM placement_hourly"
+    ),
+    "placement_drift_hourly": (
+        "SELECT environment_id, cluster_type_id, hour, minutes FROM placement_drift_hourly"
     ),
 }
 # Three days back from now, so that the refresh (up to an hour ago) materializes them.
@@ -91,6 +102,20 @@ async def assert_rollups_equal_the_raw_history(admin: AsyncConnection) -> None:
         expected = await rows(admin, RAW[view])
         assert expected, f"no history behind {view}"
         assert await rows(admin, query) == expected, view
+
+
+async def drifted(admin: AsyncConnection, cluster: str, since: timedelta, until: timedelta) -> None:
+    """A drift period of the cluster (and one of its object, which is not the cluster's)."""
+    await admin.execute(
+        text(
+            "INSERT INTO drift_period (cluster_id, object_id, started_at, ended_at) "
+            "SELECT c.id, o.id, :since, :until FROM cluster c "
+            "CROSS JOIN LATERAL (VALUES (NULL), ((SELECT min(id) FROM object_state "
+            "                                     WHERE cluster_id = c.id))) AS o (id) "
+            "WHERE c.name = :cluster"
+        ),
+        {"cluster": cluster, "since": DAY0 + since, "until": DAY0 + until},
+    )
 
 
 async def refresh(admin: AsyncConnection, own_database: str, clock: FakeClock) -> None:
@@ -151,6 +176,17 @@ async def test_the_hourly_rollups_answer_as_the_raw_history_does(
             ready=hour % 9 != 0,
             drifted=hour % 7 == 0,
         )
+    # Drifted within an hour, over a day of them, and twice in one hour.
+    hours = timedelta(hours=1)
+    await drifted(admin, "drone-01", 1 * hours + timedelta(minutes=15), 3 * hours)
+    await drifted(admin, "drone-01", 30 * hours, 30 * hours + timedelta(minutes=45))
+    await drifted(
+        admin, "drone-02", 2 * hours + timedelta(minutes=30), 26 * hours + timedelta(minutes=10)
+    )
+    await drifted(
+        admin, "drone-02", 27 * hours + timedelta(minutes=5), 27 * hours + timedelta(minutes=20)
+    )
+    await drifted(admin, "drone-02", 27 * hours + timedelta(minutes=40), 28 * hours)
 
     await assert_rollups_equal_the_raw_history(admin)
     clock.now = DAY0 + timedelta(days=3)
@@ -160,13 +196,16 @@ async def test_the_hourly_rollups_answer_as_the_raw_history_does(
     # A spool delivers late: a transition into an hour rolled up already, which the next
     # refresh takes in.
     await send("drone-02", timedelta(hours=47, minutes=50), SHA_A, ready=False)
+    await drifted(
+        admin, "drone-02", 47 * hours + timedelta(minutes=10), 47 * hours + timedelta(minutes=50)
+    )
     clock.now = DAY0 + timedelta(days=3)
     await refresh(admin, own_database, clock)
     await assert_rollups_equal_the_raw_history(admin)
 
     # The environment went through what it went through: hours rolled up stay summed under
     # the placement of then, a cluster moved or decommissioned since included.
-    before = await rows(admin, VIEWS["placement_hourly"])
+    before = {view: await rows(admin, VIEWS[view]) for view in store.PLACEMENT_ROLLUPS}
     await admin.execute(
         text(
             "UPDATE cluster SET cluster_type_id = NULL, decommissioned_at = :now "
@@ -174,7 +213,7 @@ async def test_the_hourly_rollups_answer_as_the_raw_history_does(
         ),
         {"now": clock()},
     )
-    assert await rows(admin, VIEWS["placement_hourly"]) == before
+    assert {view: await rows(admin, VIEWS[view]) for view in store.PLACEMENT_ROLLUPS} == before
 
 
 async def test_drift_minutes_per_hour_add_up_the_drift_periods(admin: AsyncConnection) -> None:

@@ -45,7 +45,8 @@ async def connected(url: str) -> AsyncIterator[AsyncConnection]:
 
 
 async def fill(admin: AsyncConnection) -> None:
-    """One cluster with one object, a transition and a heartbeat at each of AGES ago."""
+    """One cluster with one object, a transition, a heartbeat and ten minutes of drift at each
+    of AGES ago."""
     await cluster_service.register(
         AsyncSession(bind=admin),
         ClusterRegistration(name="drone-01", environment="dev", cluster_type="drone"),
@@ -71,6 +72,14 @@ async def fill(admin: AsyncConnection) -> None:
             text(
                 "INSERT INTO cluster_heartbeat (cluster_id, bucket_at, report_count, "
                 "object_count) SELECT id, :at, 1, 1 FROM cluster"
+            ),
+            {"at": NOW - age},
+        )
+        await admin.execute(
+            text(
+                "INSERT INTO drift_period (cluster_id, started_at, ended_at) "
+                "SELECT id, h.hour, h.hour + INTERVAL '10 minutes' "
+                "FROM cluster, date_trunc('hour', CAST(:at AS timestamptz)) AS h (hour)"
             ),
             {"at": NOW - age},
         )
@@ -114,6 +123,8 @@ async def test_history_older_than_its_retention_is_dropped(own_database: str) ->
         # Chunks are dropped whole: a 7-day chunk goes once all of it is past the retention.
         assert await ages(admin, "status_transition", "observed_at") == [1, 40]
         assert await ages(admin, "cluster_heartbeat", "bucket_at") == [1]
+        # Drift periods go with the history, by the row, once ended.
+        assert await ages(admin, "drift_period", "started_at") == [1, 40]
 
 
 async def test_rollups_outlive_the_history_for_their_own_retention(own_database: str) -> None:
@@ -147,8 +158,9 @@ async def test_rollups_outlive_the_history_for_their_own_retention(own_database:
                 assert kept in ([1, 40], [1, 40, 100]), view
             else:
                 assert kept == [1, 40], view
-        # A table on every backend: its hours go by the row.
-        assert await ages(admin, store.PLACEMENT_ROLLUP, "hour") == [1, 40]
+        # Tables on every backend: their hours go by the row.
+        for view in store.PLACEMENT_ROLLUPS:
+            assert await ages(admin, view, "hour") == [1, 40], view
 
 
 async def test_timescaledb_policies_follow_the_settings(own_database: str) -> None:
@@ -231,7 +243,12 @@ async def test_the_apache_timescaledb_build_keeps_hypertables_and_drops_chunks_i
             refreshed = await store.refresh_rollups(create_sessionmaker(engine), NOW)
         finally:
             await engine.dispose()
-        assert refreshed == {"heartbeat_hourly": 2, "transition_hourly": 2, "placement_hourly": 2}
+        assert refreshed == {
+            "heartbeat_hourly": 2,
+            "transition_hourly": 2,
+            "placement_hourly": 2,
+            "placement_drift_hourly": 2,
+        }
 
 
 async def test_the_hub_applies_the_retention_at_start(own_database: str) -> None:

@@ -148,8 +148,10 @@ class DriftPeriod(Base):
             "object_id",
             postgresql_where=text("ended_at IS NULL AND object_id IS NOT NULL"),
         ),
-        # The periods of a dashboard's time range: ended since its start, or open (0023).
+        # The periods of a dashboard's time range: ended since its start, or open (0023);
+        # its newest first (0030).
         Index(None, "ended_at"),
+        Index(None, "started_at"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

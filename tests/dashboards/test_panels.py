@@ -7,6 +7,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tests.dashboards.conftest import PanelQuery, ReadOnly, Seeded, panel_queries
 from tests.harvest import scenario
@@ -196,6 +198,12 @@ async def test_drift(readonly: ReadOnly, seeded: Seeded) -> None:
     for _, environment, value in minutes:
         per_environment[environment] = per_environment.get(environment, 0) + value
     assert per_environment == pytest.approx({"dev": 540, "stage": 180})
+    # One cluster chosen: its own periods, not the fleet's sums.
+    one_minutes = await series(
+        readonly, seeded, "fleetmark-drift: Drift minutes per environment", cluster=["drone-02"]
+    )
+    assert {environment for _, environment, _ in one_minutes} == {"dev"}
+    assert sum(value for _, _, value in one_minutes) == pytest.approx(180)
     assert {moment for moment, _, _ in minutes} == {
         bucket(now - timedelta(hours=hours)) for hours in (3, 2, 1, 0)
     }
@@ -210,6 +218,46 @@ async def test_drift(readonly: ReadOnly, seeded: Seeded) -> None:
         "stage-drone-01",
         "stage-large-01",
     }
+
+
+async def test_drift_periods_are_the_newest_of_the_range_however_many(
+    readonly: ReadOnly, seeded: Seeded, session: AsyncSession
+) -> None:
+    query, now = PANELS["fleetmark-drift: Drift periods"], seeded.now
+    every = await readonly.variables(query.dashboard)
+
+    # The last hour: the periods still open since three hours ago, and drone-01's, which
+    # ended now; none started in it.
+    hour = await readonly.panel(query, every, now - timedelta(hours=1), now)
+    assert {row["Cluster"] for row in hour} == {
+        "drone-01",
+        "drone-02",
+        "large-01",
+        "stage-drone-01",
+        "stage-large-01",
+    }
+
+    # 1,000 periods of drone-02 in the last hour, a second apart: the newest 1,000 are
+    # shown, newest first, those older than the hour no longer among them.
+    await session.execute(
+        text(
+            "INSERT INTO drift_period (cluster_id, started_at, ended_at) "
+            "SELECT c.id, CAST(:now AS timestamptz) - make_interval(secs => 3000 - n), "
+            "       CAST(:now AS timestamptz) - make_interval(secs => 1000 - n) "
+            "FROM cluster c, generate_series(1, 1000) AS n WHERE c.name = 'drone-02'"
+        ),
+        {"now": now},
+    )
+    hour = await readonly.panel(query, every, now - timedelta(hours=1), now)
+    assert len(hour) == 1000
+    started = [row["Started"] for row in hour]
+    assert started == sorted(started, reverse=True)
+    assert min(started) >= now - timedelta(hours=1)
+    ours = [
+        moment for moment, row in zip(started, hour, strict=True) if row["Cluster"] == "drone-02"
+    ]
+    assert ours == [now - timedelta(seconds=3000 - n) for n in range(1000, 1000 - len(ours), -1)]
+    assert len(ours) >= 990
 
 
 async def test_deployment_history(readonly: ReadOnly, seeded: Seeded) -> None:
