@@ -31,7 +31,13 @@ with `--database-url`, which it refuses):
 - `remote-gone`: the platform repository's remote gone for three simulated minutes (the hub
   must say so and harvest the next release as usual);
 - `outage`: the hub stopped for three simulated minutes while agents spool, then started
-  again, the time until every spool is empty measured;
+  again, the time until every report built meanwhile is answered measured;
+- `template-fails`: the hub's scheduler follows the reference scenario's control plane
+  (`hub.demo`'s repositories, into a platform repository of their own that the hub does not
+  harvest) every 2 s; a Template that fails to render for one cluster type (large's argocd)
+  is promoted to dev with a config change every assignment renders. The next run must report
+  the error for that cluster type alone, keep its assignments' output and write the others';
+  once the Template is fixed, the error must clear;
 - `force-push`: dev's head rewritten away (the branch reset to its parent, a different commit
   pushed with --force), then dev's clusters move to the new head. Until they do, the gate
   must judge every cluster on the rewritten commit not_applied for the new head and say it
@@ -112,6 +118,8 @@ from agent.client import HubClient, Reply
 from agent.delivery import Reporter
 from agent.report import ClusterIdentity, ObjectRecord, Report
 from agent.spool import Spool
+from hub.demo import scenario
+from hub.demo.story import DemoRepositories
 from hub.embedded import start_embedded_postgres
 
 with warnings.catch_warnings():
@@ -126,6 +134,12 @@ HOUR = 60.0  # simulated minutes in the run
 SNAPSHOT_EVERY = 5.0  # simulated minutes between two full snapshots of a cluster
 PROGRESSING = 1.0  # simulated minutes a reconciler takes to apply a commit
 OUTAGE = 3.0  # simulated minutes the hub is away in the outage
+# template-fails: the argocd Template (large's reconciler in the scenario's control plane) made
+# to fail to render, an action left unclosed.
+BROKEN_ARGOCD = scenario.ARGOCD_TEMPLATE.replace(
+    'repoURL: "{{ .Manifests.repo }}"', 'repoURL: "{{ .Manifests.repo "'
+)
+FAILING_CLUSTER_TYPE = "large"
 # Seconds the store's PostgreSQL is down in postgres-restart: longer than the hub waits for a
 # database connection (database_pool_timeout, 10 s), so that reports are refused (or given up
 # on) and agents keep them for later, rather than only waiting a little longer for an answer.
@@ -147,6 +161,7 @@ FAULTS = {
     "kill": 0.35,
     "remote-gone": 0.5,
     "outage": 0.62,
+    "template-fails": 0.75,
     "force-push": 0.85,
 }
 SHORT_FAULTS = "postgres-restart,kill,outage"  # --short's
@@ -498,6 +513,23 @@ def gate_state(state: State | None, repo: PlatformRepo, target: str) -> str:
     return "compliant" if ready else "not_ready"
 
 
+def promote_dev(scheduling: DemoRepositories, argocd: str, environment: str) -> None:
+    """A commit of `main` with `argocd` as the argocd Template, promoted to dev in one commit
+    that also sets dev's ENVIRONMENT config, which every dev assignment renders: a scheduler
+    run after it has output to write for every cluster type."""
+    control_plane = scheduling.control_plane
+    main = control_plane.commit_on("main", "argocd template", {"templates/argocd.yaml": argocd})
+    config = {"ENVIRONMENT": environment, "SOME_COMMON_ENVIRONMENT_VARIABLE": '"false"'}
+    control_plane.commit_on(
+        "dev",
+        f"Promote {main[:12]} to dev, ENVIRONMENT {environment}",
+        {
+            "base-repo.yaml": scenario.base_repo(main, scheduling.urls.control_plane),
+            "configs/dev-config.yaml": scenario.config_map("dev-config", {}, config),
+        },
+    )
+
+
 # --- the simulated fleet -----------------------------------------------------------------------
 
 
@@ -799,6 +831,18 @@ class Run:
             "FLEETMARK_DRIFT_INTERVAL": "5",
             "FLEETMARK_ENV_DIFF_INTERVAL": "10",
         }
+        # template-fails: the hub's scheduler follows the reference scenario's control plane
+        # into a platform repository of its own, which the hub does not harvest: the fleet's
+        # platform repository stays the run's alone.
+        self.scheduling = None
+        if "template-fails" in args.faults:
+            self.scheduling = DemoRepositories.create(workdir / "scheduling")
+            env |= {
+                "FLEETMARK_SCHEDULE_CONTROL_PLANE": str(self.scheduling.control_plane.path),
+                "FLEETMARK_SCHEDULE_GITOPS": str(self.scheduling.platform_gitops),
+                "FLEETMARK_SCHEDULE_ENVIRONMENTS": '["dev"]',
+                "FLEETMARK_SCHEDULE_INTERVAL": "2",
+            }
         self.hub = Hub(fleetmark_executable(args.fleetmark), env, workdir / "data", free_port())
         self.base_url = f"http://127.0.0.1:{self.hub.port}"
         self.fleet = Fleet(args, workdir, self.base_url, self.repo)
@@ -822,6 +866,8 @@ class Run:
             await self.restart_database(DATABASE_DOWN)
         elif fault == "force-push":
             await self.force_push("dev", "r2-rewritten", 3)
+        elif fault == "template-fails":
+            await self.template_fails()
         else:
             await self.restart(fault, self.fleet.seconds(OUTAGE) if fault == "outage" else 1.0)
 
@@ -917,6 +963,87 @@ class Run:
             f"{refused:,} times, agents gave up waiting {gave_up:,} times; every report built "
             f"meanwhile answered {replay}"
         )
+
+    async def template_fails(self) -> None:
+        """A Template that fails to render for one cluster type, promoted to dev in the control
+        plane the hub's scheduler follows: its next run must report the error for that cluster
+        type's assignments only (they keep their output) and write the others' as usual; once
+        the Template is fixed, the error clears."""
+        scheduling = self.scheduling
+        assert scheduling is not None
+        rendered = await self.scheduled(lambda errors, assignments: not errors and assignments)
+        if rendered is None:
+            self.findings.mismatch("template-fails: the scheduler never rendered dev")
+            return
+        before = await asyncio.to_thread(scheduling.platform_head, "dev")
+        await asyncio.to_thread(promote_dev, scheduling, BROKEN_ARGOCD, "Development")
+        broken_at = time.monotonic()
+
+        def failed(errors: list[Any], assignments: list[Any]) -> bool:
+            return bool(errors) and scheduling.platform_head("dev") != before
+
+        seen = await self.scheduled(failed)
+        if seen is None:
+            self.findings.mismatch("template-fails: no scheduling error a minute after the break")
+            return
+        errors, assignments = seen
+        reported = time.monotonic() - broken_at
+        head = await asyncio.to_thread(scheduling.platform_head, "dev")
+        others = sorted({a["cluster_type"] for a in assignments} - {FAILING_CLUSTER_TYPE})
+        if not others:
+            self.findings.mismatch("template-fails: no assignment of another cluster type")
+        wrong = [
+            f"{e['kind']} {e['cluster_type']}/{e['deployment_target']}"
+            for e in errors
+            if (e["kind"], e["cluster_type"]) != ("template", FAILING_CLUSTER_TYPE)
+        ]
+        # The failing cluster type's assignments keep their previous output; the others have
+        # the commit the run wrote.
+        wrong += [
+            f"{a['cluster_type']}/{a['deployment_target']} {a['status']} at {a['commit_sha']}"
+            for a in assignments
+            if (a["status"], a["commit_sha"] == head)
+            != (
+                ("failed", False)
+                if a["cluster_type"] == FAILING_CLUSTER_TYPE
+                else ("rendered", True)
+            )
+        ]
+        for problem in wrong:
+            self.findings.mismatch(f"template-fails: {problem}")
+        await asyncio.to_thread(promote_dev, scheduling, scenario.ARGOCD_TEMPLATE, "Dev")
+        cleared = await self.scheduled(
+            lambda errors, assignments: (
+                not errors and all(a["status"] == "rendered" for a in assignments)
+            )
+        )
+        if cleared is None:
+            self.findings.mismatch("template-fails: the error stayed a minute after the fix")
+        self.findings.faults.append(
+            f"template-fails: {len(errors)} template error(s) for {FAILING_CLUSTER_TYPE} "
+            f"{reported:.1f} s after the break, {', '.join(others)} rendered at {head[:8]}; "
+            + ("cleared after the fix" if cleared else "not cleared")
+        )
+
+    async def scheduled(
+        self, done: Callable[[list[Any], list[Any]], Any]
+    ) -> tuple[list[Any], list[Any]] | None:
+        """dev's scheduling errors and assignments once `done` says so of them (None: not
+        within a minute)."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            errors = await call(
+                self.admin, "GET", "/api/v1/scheduling/errors", params={"environment": "dev"}
+            )
+            assignments = await call(
+                self.admin, "GET", "/api/v1/assignments", params={"environment": "dev"}
+            )
+            if errors.status_code == assignments.status_code == 200:
+                found = (errors.json()["items"], assignments.json()["items"])
+                if await asyncio.to_thread(done, *found):
+                    return found
+            await asyncio.sleep(0.5)
+        return None
 
     async def readiness(self) -> int:
         """The status of GET /readyz (not counted with the traffic: its 503 has no Retry-After,
@@ -1094,6 +1221,11 @@ class Run:
         except httpx.HTTPError:
             return  # the hub is away: the fault is counted by the transport
         if response.status_code != 200:
+            # A head a force-push rewrote away, asked about just after the hub harvested the
+            # rewrite: no branch holds it any more, and the gate says it does not know it.
+            rewritten = target in self.repo.rewritten and response.status_code == 404
+            if rewritten and response.json().get("error") == "unknown_commit":
+                return
             if not self.fleet.traffic.fault:
                 self.findings.mismatch(f"gate {environment}: HTTP {response.status_code}")
             return
