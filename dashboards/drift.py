@@ -88,21 +88,22 @@ GROUP BY 1, 2
 ORDER BY 1, 2
 """
 
-# The newest 1,000 periods of the range: those started in it, walked newest first
-# (ix_drift_period_started_at), the first 1,000 and those tied with the last; only when they
-# are fewer, those started before it and open or ended in it (found by ix_drift_period_open
-# and the ended_at index, then ordered: walked from the range's start back, they would be
-# looked for through the whole history). Of these, the first 1,000 by start, cluster and
-# object; the objects' names read for those alone, and shown in name order.
+# The newest 1,000 periods of the range, ties (the periods an evaluation opens together)
+# broken by cluster and object: those started in it walked newest first by the index on
+# (started_at, cluster_id, object_id); only when they are fewer, those started before it and
+# open or ended in it (found by the open-period and ended_at indexes, then ordered: walked
+# from the range's start back, they would be looked for through the whole history). The
+# objects' names read for those 1,000 alone, shown in name order.
 _PERIODS_OF = f"""
-    SELECT x.cluster, x.environment, x.cluster_type, x.object_id, x.started_at, x.ended_at,
-           x.reasons
+    SELECT x.cluster_id, x.cluster, x.environment, x.cluster_type, x.object_id, x.started_at,
+           x.ended_at, x.reasons
     FROM grafana.drift_period x
     WHERE {scope("x")} AND"""
+_NEWEST = "ORDER BY x.started_at DESC, x.cluster_id DESC, x.object_id DESC LIMIT 1000"
 PERIODS = f"""
 WITH started AS MATERIALIZED (
     {_PERIODS_OF} x.started_at BETWEEN $__timeFrom() AND $__timeTo()
-    ORDER BY x.started_at DESC FETCH FIRST 1000 ROWS WITH TIES
+    {_NEWEST}
 )
 SELECT p.cluster AS "Cluster", p.environment AS "Environment", p.cluster_type AS "Cluster type",
        COALESCE(o.kind || '/' || o.name, '(cluster)') AS "Object",
@@ -119,10 +120,9 @@ FROM (
              OFFSET 0
          ) x
          WHERE (SELECT count(*) FROM started) < 1000
-         ORDER BY x.started_at DESC FETCH FIRST 1000 ROWS WITH TIES)
+         {_NEWEST})
     ) x
-    ORDER BY x.started_at DESC, x.cluster, x.object_id NULLS FIRST
-    LIMIT 1000
+    {_NEWEST}
 ) p
 LEFT JOIN LATERAL (
     SELECT n.kind, n.namespace, n.name FROM grafana.drift_period n

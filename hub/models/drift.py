@@ -149,9 +149,9 @@ class DriftPeriod(Base):
             postgresql_where=text("ended_at IS NULL AND object_id IS NOT NULL"),
         ),
         # The periods of a dashboard's time range: ended since its start, or open (0023);
-        # its newest first (0030).
+        # its newest first, ties by cluster and object (0030).
         Index(None, "ended_at"),
-        Index(None, "started_at"),
+        Index(None, "started_at", "cluster_id", "object_id"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

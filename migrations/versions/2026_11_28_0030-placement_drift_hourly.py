@@ -16,8 +16,10 @@ before the watermark in `rollup_watermark`, the last three days of them recomput
 and from the watermark on spread when asked, from the periods that reach past it. Kept for
 FLEETMARK_ROLLUP_RETENTION, as the other rollups.
 
-`ix_drift_period_started_at`: the newest periods of a range, found newest first (the
-dashboards' list of drift periods) instead of every period of the range sorted.
+`ix_drift_period_started_at_cluster_id_object_id`: the newest periods of a range, found
+newest first (the dashboards' list of drift periods) instead of every period of the range
+sorted; ties broken by cluster and object within the index, for the periods one evaluation
+opens together (a commit on prod's branch opens some 80,000 at one instant).
 
 `grafana.placement_drift_hourly` names the environment and cluster type for the dashboards.
 
@@ -43,7 +45,11 @@ WATERMARK = "rollup_watermark_of('placement_drift_hourly')"
 
 
 def upgrade() -> None:
-    op.create_index(op.f("ix_drift_period_started_at"), "drift_period", ["started_at"])
+    op.create_index(
+        op.f("ix_drift_period_started_at_cluster_id_object_id"),
+        "drift_period",
+        ["started_at", "cluster_id", "object_id"],
+    )
     op.execute(f"""
         CREATE FUNCTION rollup_watermark_of(rollup text) RETURNS timestamptz
         LANGUAGE sql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
@@ -106,4 +112,6 @@ def downgrade() -> None:
         DELETE FROM rollup_watermark WHERE name = 'placement_drift_hourly';
         DROP FUNCTION rollup_watermark_of(text);
     """)
-    op.drop_index(op.f("ix_drift_period_started_at"), table_name="drift_period")
+    op.drop_index(
+        op.f("ix_drift_period_started_at_cluster_id_object_id"), table_name="drift_period"
+    )
