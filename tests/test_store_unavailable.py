@@ -329,6 +329,45 @@ async def test_while_the_database_is_down_requests_are_refused_at_once_until_it_
     assert stored == revision("drone-01", 5)
 
 
+async def test_a_connection_the_server_ends_costs_one_request_and_no_outage(
+    private_server: PrivateServer,
+) -> None:
+    tokens = await register(private_server.url, ["drone-01"])
+    clock = FakeClock()
+    app = create_app(hub_settings(), private_server.url, clock=clock)
+    agent = bearer(tokens["drone-01"])
+
+    async def send(sequence: int) -> httpx.Response:
+        body = report("drone-01", sequence=sequence, observed_at=clock.advance(seconds=1))
+        return await hub.post("/api/v1/reports", json=body, headers=agent)
+
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://hub.test"
+        ) as hub,
+    ):
+        assert (await send(1)).status_code == 200
+        async with await psycopg.AsyncConnection.connect(
+            private_server.server.get_uri(), autocommit=True
+        ) as admin:
+            await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = 'fleetmark-hub'"
+            )
+        # Sent one after another without a pause: each report on an ended connection is
+        # refused, and the hub, finding the server there, goes on taking the next ones.
+        statuses = [(await send(sequence)).status_code for sequence in range(2, 8)]
+        metrics = (await hub.get("/metrics")).text
+
+    connections = 2 * hub_settings().database_pool_size  # report ingest's pool
+    assert 503 in statuses
+    assert statuses == sorted(statuses, reverse=True)
+    assert statuses.count(503) <= connections
+    assert statuses[-1] == 200
+    assert "fleetmark_store_reachable 1.0" in metrics.splitlines()
+
+
 @pytest.mark.parametrize(
     "error",
     [
