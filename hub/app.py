@@ -15,6 +15,7 @@ from hub.clusters.router import router as clusters_router
 from hub.database import (
     STORE_BUSY_ERRORS,
     STORE_UNAVAILABLE_ERRORS,
+    StoreGate,
     create_engine,
     create_sessionmaker,
     create_statement_pool,
@@ -78,8 +79,15 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
     )
     app.state.settings = settings
     app.state.clock = clock
-    app.state.metrics = HubMetrics(fleet_max_age=settings.metrics_refresh_interval, clock=clock)
-    install_error_handlers(app, busy=STORE_BUSY_ERRORS, unavailable=STORE_UNAVAILABLE_ERRORS)
+    app.state.store_gate = gate = StoreGate(
+        database_url, connect_timeout=settings.database_pool_timeout
+    )
+    app.state.metrics = HubMetrics(
+        fleet_max_age=settings.metrics_refresh_interval, clock=clock, gate=gate
+    )
+    install_error_handlers(
+        app, gate=gate, busy=STORE_BUSY_ERRORS, unavailable=STORE_UNAVAILABLE_ERRORS
+    )
     for router in (
         health_router,
         ingest_router,

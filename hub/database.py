@@ -7,14 +7,19 @@ transactions so a query path can never write.
 A unit of work that is one SQL statement is atomic on its own. Report ingest, the hot path,
 is one: it runs on `Statements`, autocommit connections from a pool of plain psycopg
 connections, in one round trip without BEGIN, COMMIT or the ORM around it.
+
+A `StoreGate` stands before both: while the database cannot be reached, requests are refused
+at once instead of each waiting for a connection.
 """
 
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import Any, NewType, Protocol
 
 import psycopg
+import structlog
 from psycopg_pool import AsyncConnectionPool, PoolTimeout, TooManyRequests
 from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
@@ -31,6 +36,8 @@ from sqlalchemy.ext.asyncio import (
 from hub.embedded import start_embedded_postgres
 from hub.settings import HubSettings
 
+log = structlog.get_logger(__name__)
+
 ReadSession = NewType("ReadSession", AsyncSession)
 # The psycopg connection a single-statement unit of work runs on (see Statements).
 StatementConnection = psycopg.AsyncConnection[Any]
@@ -38,15 +45,94 @@ APPLICATION_NAME = "fleetmark-hub"
 # Raised when every database connection stays busy past database_pool_timeout: the hub is
 # overloaded, not broken, so clients are told to retry (503) rather than shown an error.
 STORE_BUSY_ERRORS: tuple[type[Exception], ...] = (PoolTimeout, TooManyRequests, EnginePoolTimeout)
+
+
+class StoreUnreachable(Exception):
+    """The hub's last attempt to connect to the store failed (see StoreGate)."""
+
+
 # Raised when the store cannot be reached or drops the connection (refused, lost mid-statement,
 # shut down, restarting; psycopg's InterfaceError for a connection already closed), bare or as
 # SQLAlchemy wraps them: a request that meets one is told to retry (503), like a busy store.
 STORE_UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
+    StoreUnreachable,
     psycopg.OperationalError,
     psycopg.InterfaceError,
     EngineOperationalError,
     EngineInterfaceError,
 )
+
+
+# Seconds between two connection attempts while the store cannot be reached.
+STORE_PROBE_INTERVAL = 1.0
+
+
+class StoreGate:
+    """Whether requests that need the store try it, or are refused at once.
+
+    - Open until a request fails with one of STORE_UNAVAILABLE_ERRORS (`doubt`). One statement
+      failing does not yet say the server is gone (the server may have ended that one
+      connection), so the next request to come first opens a connection of its own.
+    - That attempt failing shuts the gate: requests raise StoreUnreachable at once, where each
+      would otherwise wait `database_pool_timeout` seconds for a pool that cannot connect.
+    - While shut, the first request STORE_PROBE_INTERVAL seconds after the last attempt tries
+      again; a connection that succeeds opens the gate, and that request goes on.
+
+    A busy store (every connection in use) never shuts it: that is load, not an outage.
+    """
+
+    def __init__(
+        self,
+        database_url: str,
+        *,
+        connect_timeout: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.conninfo = _conninfo(database_url)
+        self.connect_timeout = max(round(connect_timeout), 1)
+        self.clock = clock
+        self.unreachable = False
+        self._attempt_due: float | None = None  # None while nothing says the store is gone
+        self._attempting = False
+
+    def doubt(self) -> None:
+        if self._attempt_due is None:
+            self._attempt_due = self.clock()
+
+    async def check(self) -> None:
+        """Return when the request may use the store; raise StoreUnreachable when not."""
+        due = self._attempt_due
+        if due is None:
+            return
+        if self._attempting or self.clock() < due:
+            if self.unreachable:
+                raise StoreUnreachable
+            return
+        self._attempting = True
+        try:
+            connection = await psycopg.AsyncConnection.connect(
+                self.conninfo,
+                connect_timeout=self.connect_timeout,
+                application_name=APPLICATION_NAME,
+            )
+        except psycopg.Error as exc:
+            if not self.unreachable:
+                log.warning("database unreachable: refusing requests until it answers", error=exc)
+            self.unreachable = True
+            self._attempt_due = self.clock() + STORE_PROBE_INTERVAL
+            raise StoreUnreachable from exc
+        finally:
+            self._attempting = False
+        await connection.close()
+        if self.unreachable:
+            log.warning("database reachable again")
+        self.unreachable = False
+        self._attempt_due = None
+
+
+def _conninfo(database_url: str) -> str:
+    """The libpq form of a SQLAlchemy URL (postgresql+psycopg://...)."""
+    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def normalise_database_url(url: str) -> str:
@@ -106,9 +192,12 @@ def create_statement_pool(url: str, settings: HubSettings) -> AsyncConnectionPoo
     (on, unless changed there), so a report answered 2xx survives a crash; with
     `ingest_synchronous_commit` off they do not wait. Opened and closed by the app's lifespan;
     a request that finds every connection busy for `database_pool_timeout` seconds gets
-    PoolTimeout, answered with 503.
+    PoolTimeout, answered with 503. A connection lost with the server is opened again for as
+    long, then left to be opened when a request asks for one: after a longer outage the pool
+    connects as soon as requests come back (StoreGate), not after its back-off, which doubles
+    each time (1, 2, 4, 8, 16 s, ...).
     """
-    conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    conninfo = _conninfo(url)
     options = {"autocommit": True, "application_name": APPLICATION_NAME}
     if not settings.ingest_synchronous_commit:
         options["options"] = "-c synchronous_commit=off"
@@ -117,6 +206,7 @@ def create_statement_pool(url: str, settings: HubSettings) -> AsyncConnectionPoo
         min_size=1,
         max_size=2 * settings.database_pool_size,
         timeout=settings.database_pool_timeout,
+        reconnect_timeout=settings.database_pool_timeout,
         kwargs=options,
         name="fleetmark-statements",
         open=False,

@@ -1,7 +1,8 @@
 """Request dependencies as Annotated aliases.
 
 Sessions are function-scoped: their commit runs before the response is sent, so a client
-never sees success for work that was not committed.
+never sees success for work that was not committed. Each passes the app's StoreGate first: while
+the database cannot be reached, a request that needs it is answered 503 at once.
 """
 
 from collections.abc import AsyncIterator, Callable
@@ -14,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.clusters import service as clusters
 from hub.clusters.repository import ClusterIdentity
-from hub.database import ReadSession, Statements, read_session, write_session
+from hub.database import ReadSession, Statements, StoreGate, read_session, write_session
 from hub.jobs import Jobs
 from hub.settings import HubSettings
 from hub.tokens import service as tokens
@@ -40,17 +41,25 @@ async def get_jobs(request: Request) -> Jobs:
     return jobs
 
 
+async def _store_reachable(request: Request) -> None:
+    gate: StoreGate = request.app.state.store_gate
+    await gate.check()
+
+
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
+    await _store_reachable(request)
     async with write_session(request.app.state.sessionmaker) as session:
         yield session
 
 
 async def get_statements(request: Request) -> Statements:
+    await _store_reachable(request)
     statements: Statements = request.app.state.statements
     return statements
 
 
 async def get_read_session(request: Request) -> AsyncIterator[ReadSession]:
+    await _store_reachable(request)
     async with read_session(request.app.state.sessionmaker) as session:
         yield session
 

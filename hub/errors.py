@@ -14,6 +14,8 @@ from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import ErrorDetails
 from starlette.exceptions import HTTPException
 
+from hub.database import StoreGate, StoreUnreachable
+
 
 class ErrorBody(BaseModel):
     """What every error answer of the hub holds."""
@@ -190,7 +192,8 @@ _DESCRIPTIONS = {
     403: "The token may not do this.",
     413: "The body is over the size limit.",
     422: "A parameter or the body breaks a rule; each problem names the field and the rule.",
-    503: "Every database connection is busy; retry after Retry-After seconds.",
+    503: "Every database connection is busy, or the database cannot be reached; retry after "
+    "Retry-After seconds.",
 }
 _HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "Bearer"}},
@@ -221,17 +224,20 @@ def error_response(status: int, description: str) -> Responses:
 
 # Seconds a client is asked to wait when the store is busy or cannot be reached.
 RETRY_AFTER_BUSY = 5
+STORE_UNAVAILABLE_DETAIL = "the database cannot be reached; retry later"
 
 
 def install_error_handlers(
     app: FastAPI,
     *,
+    gate: StoreGate,
     busy: tuple[type[Exception], ...] = (),
     unavailable: tuple[type[Exception], ...] = (),
 ) -> None:
     """Domain errors as {"error", "detail"}; `busy` names the errors of an overloaded store,
     `unavailable` those of a store that is down or dropped the connection: both are 503 with
-    Retry-After, which clients (the agent among them) take as "try later", not as a failure."""
+    Retry-After, which clients (the agent among them) take as "try later", not as a failure.
+    An unavailable store makes `gate` check whether the database can still be reached."""
 
     async def domain_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, FleetmarkError)
@@ -256,28 +262,29 @@ def install_error_handlers(
             headers=exc.headers,
         )
 
-    async def store_busy(_: Request, exc: Exception) -> JSONResponse:
+    def try_later(error: str, detail: str) -> JSONResponse:
         return JSONResponse(
-            {
-                "error": "store_busy",
-                "detail": "every database connection is busy; retry later",
-            },
+            {"error": error, "detail": detail},
             status_code=503,
             headers={"Retry-After": str(RETRY_AFTER_BUSY)},
         )
 
+    async def store_busy(_: Request, exc: Exception) -> JSONResponse:
+        if gate.unreachable:
+            # The request waited for a connection while the database went away.
+            return try_later("store_unavailable", STORE_UNAVAILABLE_DETAIL)
+        return try_later("store_busy", "every database connection is busy; retry later")
+
     async def store_unavailable(request: Request, exc: Exception) -> JSONResponse:
-        log.warning(
-            "database unavailable", path=request.url.path, error=type(exc).__name__, detail=str(exc)
-        )
-        return JSONResponse(
-            {
-                "error": "store_unavailable",
-                "detail": "the database cannot be reached; retry later",
-            },
-            status_code=503,
-            headers={"Retry-After": str(RETRY_AFTER_BUSY)},
-        )
+        if not isinstance(exc, StoreUnreachable):  # the gate has said so once already
+            log.warning(
+                "database unavailable",
+                path=request.url.path,
+                error=type(exc).__name__,
+                detail=str(exc),
+            )
+            gate.doubt()
+        return try_later("store_unavailable", STORE_UNAVAILABLE_DETAIL)
 
     app.add_exception_handler(FleetmarkError, domain_error)
     for error in busy:

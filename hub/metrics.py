@@ -9,12 +9,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy.exc import SQLAlchemyError
 
-from hub.database import STORE_BUSY_ERRORS, STORE_UNAVAILABLE_ERRORS
+from hub.database import STORE_BUSY_ERRORS, STORE_UNAVAILABLE_ERRORS, StoreGate
 from hub.errors import FleetmarkError
 from hub.ingest.schemas import ReportReply
 from hub.monitoring.service import FleetSnapshot
@@ -235,8 +235,14 @@ class FleetCollector(Collector):
 
 
 class HubMetrics:
-    def __init__(self, *, fleet_max_age: timedelta, clock: Clock) -> None:
+    def __init__(self, *, fleet_max_age: timedelta, clock: Clock, gate: StoreGate) -> None:
         self.registry = CollectorRegistry()
+        Gauge(
+            "fleetmark_store_reachable",
+            "0 while this process answers 503 at once to requests that need the database, its "
+            "last attempt to connect having failed; 1 otherwise.",
+            registry=self.registry,
+        ).set_function(lambda: 0.0 if gate.unreachable else 1.0)
         self.reports = Counter(
             "fleetmark_reports_total",
             "Agent reports received by this process, by outcome: accepted, duplicate, or "

@@ -44,6 +44,8 @@ AGENTS = 4
 # Reports acknowledged before the crash, and by each agent after the restart.
 BEFORE_CRASH = 60
 AFTER_RESTART = 3
+# Seconds an agent waits before sending a refused report again.
+RESEND_PAUSE = 0.05
 
 
 @dataclass
@@ -163,6 +165,9 @@ async def run_agent(
                 agent.refused_while_down += 1
                 if all(a.refused_while_down for a in agents):
                     outage.refused_while_down.set()
+            # The agent waits Retry-After; a moment here. A refusal the hub gives at once runs
+            # without a pause in the app, and the agents would otherwise hold the event loop.
+            await asyncio.sleep(RESEND_PAUSE)
 
 
 async def test_every_report_answered_2xx_survives_a_database_crash(
@@ -250,6 +255,117 @@ async def test_every_report_answered_2xx_survives_a_database_crash(
     assert state == {
         agent.cluster: revision(agent.cluster, agent.acknowledged[-1]) for agent in agents
     }
+
+
+async def test_while_the_database_is_down_requests_are_refused_at_once_until_it_is_back(
+    private_server: PrivateServer,
+) -> None:
+    tokens = await register(private_server.url, ["drone-01"])
+    clock = FakeClock()
+    # Long enough that a request waiting for a connection would show.
+    app = create_app(hub_settings(database_pool_timeout=30), private_server.url, clock=clock)
+    agent, admin = bearer(tokens["drone-01"]), bearer(tokens["admin"])
+
+    async def send(sequence: int) -> httpx.Response:
+        body = report(
+            "drone-01",
+            sequence=sequence,
+            observed_at=clock.advance(seconds=1),
+            objects=[kustomization("app", revision("drone-01", sequence))],
+        )
+        return await hub.post("/api/v1/reports", json=body, headers=agent)
+
+    async def reachable() -> str:
+        metrics = (await hub.get("/metrics")).text
+        return next(
+            line for line in metrics.splitlines() if line.startswith("fleetmark_store_reachable ")
+        )
+
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://hub.test"
+        ) as hub,
+    ):
+        assert (await send(1)).status_code == 200
+        await asyncio.to_thread(private_server.crash)
+
+        down = asyncio.get_running_loop().time()
+        while_down = [
+            await send(2),
+            await send(3),
+            await hub.get("/api/v1/clusters", headers=admin),
+            await hub.post("/api/v1/clusters", json={"name": "drone-99"}, headers=admin),
+            await send(4),
+        ]
+        answered_in = asyncio.get_running_loop().time() - down
+        assert await reachable() == "fleetmark_store_reachable 0.0"
+
+        await asyncio.to_thread(private_server.restart)
+        back = asyncio.get_running_loop().time()
+        while (after := await send(5)).status_code != 200:
+            assert after.status_code == 503
+            assert asyncio.get_running_loop().time() - back < 10, after.json()
+            await asyncio.sleep(0.1)
+        listed = await hub.get("/api/v1/clusters", headers=admin)
+        assert await reachable() == "fleetmark_store_reachable 1.0"
+
+    assert answered_in < 10
+    assert [response.status_code for response in while_down] == [503] * 5
+    assert all(response.headers["Retry-After"] == "5" for response in while_down)
+    assert all(
+        response.json()
+        == {"error": "store_unavailable", "detail": "the database cannot be reached; retry later"}
+        for response in while_down
+    )
+    assert listed.status_code == 200
+    assert [cluster["name"] for cluster in listed.json()["items"]] == ["drone-01"]
+    engine = create_async_engine(private_server.url)
+    try:
+        async with engine.connect() as connection:
+            stored = await connection.scalar(text("SELECT applied_revision FROM object_state"))
+    finally:
+        await engine.dispose()
+    assert stored == revision("drone-01", 5)
+
+
+async def test_a_connection_the_server_ends_costs_one_request_and_no_outage(
+    private_server: PrivateServer,
+) -> None:
+    tokens = await register(private_server.url, ["drone-01"])
+    clock = FakeClock()
+    app = create_app(hub_settings(), private_server.url, clock=clock)
+    agent = bearer(tokens["drone-01"])
+
+    async def send(sequence: int) -> httpx.Response:
+        body = report("drone-01", sequence=sequence, observed_at=clock.advance(seconds=1))
+        return await hub.post("/api/v1/reports", json=body, headers=agent)
+
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://hub.test"
+        ) as hub,
+    ):
+        assert (await send(1)).status_code == 200
+        async with await psycopg.AsyncConnection.connect(
+            private_server.server.get_uri(), autocommit=True
+        ) as admin:
+            await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = 'fleetmark-hub'"
+            )
+        # Sent one after another without a pause: each report on an ended connection is
+        # refused, and the hub, finding the server there, goes on taking the next ones.
+        statuses = [(await send(sequence)).status_code for sequence in range(2, 8)]
+        metrics = (await hub.get("/metrics")).text
+
+    connections = 2 * hub_settings().database_pool_size  # report ingest's pool
+    assert 503 in statuses
+    assert statuses == sorted(statuses, reverse=True)
+    assert statuses.count(503) <= connections
+    assert statuses[-1] == 200
+    assert "fleetmark_store_reachable 1.0" in metrics.splitlines()
 
 
 @pytest.mark.parametrize(
