@@ -1,10 +1,17 @@
-"""Fleet run: a simulated fleet lives through a scripted hour against one hub, faults injected,
-and everything it was told is reconciled with the store.
+"""Fleet run: a simulated fleet lives through a scripted hour against one hub (or several
+replicas of it), faults injected, and everything it was told is reconciled with the store.
 
 The hub is `fleetmark serve` in a process of its own, on a PostgreSQL the run starts (the
-embedded one, plain or with `--timescaledb`) or on a scratch database (`--database-url`). It
-harvests a platform repository the run creates and commits to throughout: a branch per
-environment, dev, stage and prod.
+embedded one, plain or with `--timescaledb`) or on a scratch database (`--database-url`).
+With `--replicas N`, N such processes share the store, each on a port and with a data
+directory of its own, as on hosts of their own; their jobs take turns through the store's
+advisory locks. Cluster i reports to replica i mod N; the run's own requests (registrations,
+gate samples, the script's) go to the replicas in turn. The hub harvests two repositories the
+run creates, each with a branch per environment, dev, stage and prod: a platform repository
+the run commits to throughout, which assigns a workload's two deployment targets to each
+cluster type of each environment (Kalypso's layout, a config differing per environment),
+and the app repository those assignments follow, its version of the workload on each branch
+(1.1.0 on dev, 1.0.0 on stage and prod at the start).
 
 Every simulated cluster is registered through the API and reports through the agent's own
 delivery path: `agent.delivery.Reporter` numbering reports, `agent.client.HubClient` posting
@@ -17,6 +24,7 @@ soon as its reconciler moves. The hour (compressed into `--minutes`) is scripted
   environment's branch that its clusters pick up within minutes (Progressing, then Ready);
 - a failing rollout: a release that fails on one cluster type in dev until a fix follows;
 - drift appearing and healing: clusters behind their branch while a rollout goes on;
+- the workload's 1.1.0 promoted to stage's app branch, its clusters applying it;
 - clusters joining, and (when the hub has the route) decommissioned.
 
 Faults (`--faults`, at fixed points of the hour; all by default, all but `postgres-restart`
@@ -27,11 +35,12 @@ with `--database-url`, which it refuses):
   connection; the hub answers 503 with Retry-After, or the agents give up waiting, and they
   keep their reports and send them again; the time until every report built meanwhile is
   answered is measured;
-- `kill`: the hub killed with SIGKILL and started again;
+- `kill`: the hub killed with SIGKILL and started again (with replicas, the first replica);
 - `remote-gone`: the platform repository's remote gone for three simulated minutes (the hub
   must say so and harvest the next release as usual);
 - `outage`: the hub stopped for three simulated minutes while agents spool, then started
-  again, the time until every report built meanwhile is answered measured;
+  again, the time until every report built meanwhile is answered measured (with replicas, the
+  last replica: its agents spool and replay to it once it is back, the others' go on);
 - `template-fails`: the hub's scheduler follows the reference scenario's control plane
   (`hub.demo`'s repositories, into a platform repository of their own that the hub does not
   harvest) every 2 s; a Template that fails to render for one cluster type (large's argocd)
@@ -50,12 +59,26 @@ stale clusters allowed) about each environment's head and checks the verdict and
 of clusters in each state against what the record says they may be at that moment. At the
 end, after every spool is replayed, it checks that each acknowledged report was stored
 exactly once (the hub's per-cluster report counts and agent sessions), that every state
-change of every object is in history, in order, and that drift says what the record says.
+change of every object is in history, in order, that drift says what the record says, and
+that the environment diff of dev, stage and prod (GET /api/v1/diff, every row, once the hub
+has summed up what clusters run after the last report) shows, per row (a deployment target
+of the workload on a cluster type) and environment, the assignment, the desired version, the
+clusters, the versions their last reports run and the reasons it differs (not assigned,
+awaiting promotion, config) as the record and the repositories say.
+
+Meanwhile, every 5 s, the dashboards' heaviest panel (the history dashboard's "What changed
+when", the dashboard benchmark's slowest) runs as Grafana would run it: its macros expanded
+as Grafana's PostgreSQL datasource does, over the last 24 hours, logged in as a role granted
+by `fleetmark db grant-readonly` (made, and dropped at the end, as benchmarks/dashboards.py
+does); its p50/p99/max are printed with the endpoints', and at the end it must list prod's
+clusters moving to prod's last release.
+
 Any mismatch or loss, or any 5xx that is not a 503 with Retry-After during a fault, makes
 the exit status 1, with a listing of what mismatched.
 
     .venv/bin/python benchmarks/fleet.py --short             # CI: 300 clusters, three faults
     .venv/bin/python benchmarks/fleet.py --clusters 2000 --minutes 2
+    .venv/bin/python benchmarks/fleet.py --clusters 300 --minutes 2 --replicas 2
     .venv/bin/python benchmarks/fleet.py                     # 10,000 clusters, 10 minutes
     .venv/bin/python benchmarks/fleet.py --timescaledb       # the store on TimescaleDB
     .venv/bin/python benchmarks/fleet.py --short --faults postgres-restart,force-push
@@ -175,8 +198,8 @@ ENVIRONMENTS = {
 }
 REGIONS = ("east-us", "west-us")
 TARGETS = ("functional-test", "performance-test")
-# The workload's version on each environment's branch of the app repository: every cluster
-# runs its branch's head all hour; stage and prod await dev's.
+# The workload's version on each environment's branch of the app repository at the start (each
+# cluster runs its branch's head): stage and prod await dev's, stage gets it in the hour.
 APP_VERSIONS = {"dev": "1.1.0", "stage": "1.0.0", "prod": "1.0.0"}
 FAILING_TYPE = "small"
 # Where in the hour each fault strikes.
@@ -284,7 +307,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 class PlatformRepo:
     """A bare repository the hub harvests, a branch per environment, and a working copy the run
     commits from; `initial` gives each branch's first files beside release.yaml (the app
-    repository is one too, its releases never moved)."""
+    repository is one too)."""
 
     def __init__(
         self,
@@ -626,7 +649,7 @@ class Cluster:
     ready: bool | None = True
     reporter: Reporter | None = None
     task: asyncio.Task[None] | None = None
-    built: tuple[tuple[str, str, bool | None], list[ObjectRecord]] | None = None
+    built: tuple[tuple[str, str, bool | None, str], list[ObjectRecord]] | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -642,10 +665,10 @@ class Cluster:
         )
 
     def objects(self, platform_url: str, app_url: str) -> list[ObjectRecord]:
-        """The platform root as the script moves it on; the apps steady at one release.
-        Built again only when the root moved: the simulator's CPU bounds how big a fleet it
+        """The platform root and the workload's reconcilers as the script moves them on.
+        Built again only when one moved: the simulator's CPU bounds how big a fleet it
         drives."""
-        state = (self.applied, self.attempted, self.ready)
+        state = (self.applied, self.attempted, self.ready, self.app)
         if self.built is None or self.built[0] != state:
             self.built = (state, self._objects(platform_url, app_url))
         return self.built[1]
@@ -828,6 +851,25 @@ class Fleet:
             )
         )
 
+    async def roll_out_app(self, environment: str, sha: str, spread: float) -> None:
+        """Each cluster of the environment applies the app commit `sha` within `spread`
+        simulated minutes."""
+
+        async def one(cluster: Cluster, delay: float) -> None:
+            await asyncio.sleep(delay)
+            if self.stopping or cluster.name in self.record.decommissioned:
+                return
+            cluster.app = sha
+            cluster.changed.set()
+
+        await asyncio.gather(
+            *(
+                one(cluster, self.random.uniform(0, self.seconds(spread)))
+                for cluster in list(self.clusters.values())
+                if cluster.environment == environment
+            )
+        )
+
     def pending(self) -> int:
         return sum(c.reporter.pending for c in self.clusters.values() if c.reporter)
 
@@ -965,6 +1007,8 @@ class Run:
             workdir, "app", lambda environment: app_gitops(environment, APP_VERSIONS[environment])
         )
         app_url = f"file://{self.app.bare}"
+        # Every app commit's version.
+        self.app_versions = {self.app.heads[env][-1]: APP_VERSIONS[env] for env in ENVIRONMENTS}
         self.repo = PlatformRepo(workdir, initial=lambda env: assignments(env, app_url))
         (workdir / "repositories.yaml").write_text(
             f"environments: [{', '.join(ENVIRONMENTS)}]\n"
@@ -1298,7 +1342,11 @@ class Run:
 
     # -- the harvest, as the gate sees it
 
-    async def harvest_seen(self, environment: str, sha: str, limit: float = 60.0) -> None:
+    async def harvest_seen(
+        self, environment: str, sha: str, limit: float = 60.0, *, gate: bool = True
+    ) -> None:
+        """Wait until the hub has harvested `sha` as the head of the environment's branch; with
+        `gate` (a platform commit), the gate samples ask about it from then on."""
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             with contextlib.suppress(httpx.HTTPError):
@@ -1306,7 +1354,8 @@ class Run:
                 for repository in response.json() if response.status_code == 200 else []:
                     for branch in repository["branches"]:
                         if branch["name"] == environment and branch["head_sha"] == sha:
-                            self.harvested[environment] = sha
+                            if gate:
+                                self.harvested[environment] = sha
                             return
             await asyncio.sleep(0.5)
         self.findings.mismatch(f"{environment}: commit {sha[:12]} not harvested in {limit:.0f} s")
@@ -1317,6 +1366,17 @@ class Run:
         sha = await asyncio.to_thread(self.repo.commit, environment, name)
         await self.harvest_seen(environment, sha)
         await self.fleet.roll_out(environment, sha, spread, fails)
+
+    async def app_release(self, environment: str, version: str, spread: float) -> None:
+        """A new version of the workload on the app repository's branch of the environment,
+        which its clusters' workload reconcilers apply within `spread` simulated minutes."""
+        files = app_gitops(environment, version)
+        sha = await asyncio.to_thread(
+            self.app.commit, environment, f"hello-world {version}", files=files
+        )
+        self.app_versions[sha] = version
+        await self.harvest_seen(environment, sha, gate=False)
+        await self.fleet.roll_out_app(environment, sha, spread)
 
     # -- the script
 
@@ -1334,6 +1394,7 @@ class Run:
             (24, self.join),
             (28, lambda: self.release("prod", "r1", 10)),
             (36, lambda: self.release("stage", "r2", 6)),
+            (40, lambda: self.app_release("stage", "1.1.0", 6)),
             (44, self.decommission),
             (46, lambda: self.release("prod", "r2", 10)),
         ]
@@ -1571,7 +1632,8 @@ class Run:
         desired version, the clusters, the versions their last reports run (with how many
         clusters) and those not reporting, and the reasons about it; the row's other reasons
         (config) under None."""
-        version_of = {self.app.heads[env][-1]: APP_VERSIONS[env] for env in ENVIRONMENTS}
+        version_of = self.app_versions
+        desired = {env: version_of[self.app.heads[env][-1]] for env in ENVIRONMENTS}
         # Each object's last state the hub acknowledged, per cluster.
         last = {name: changes(reports) for name, reports in self.record.acked.items()}
         types = sorted({t for _, types in ENVIRONMENTS.values() for t in types})
@@ -1590,9 +1652,9 @@ class Run:
                 if len(assigned) > 1:
                     reasons[None].append("config")  # ENVIRONMENT differs
                 for earlier, later in itertools.pairwise(assigned):
-                    if APP_VERSIONS[earlier] != APP_VERSIONS[later]:
-                        newer = [int(n) for n in APP_VERSIONS[earlier].split(".")] > [
-                            int(n) for n in APP_VERSIONS[later].split(".")
+                    if desired[earlier] != desired[later]:
+                        newer = [int(n) for n in desired[earlier].split(".")] > [
+                            int(n) for n in desired[later].split(".")
                         ]
                         reasons[later].append("awaiting_promotion" if newer else "diverged")
                 for env in ENVIRONMENTS:
@@ -1617,11 +1679,11 @@ class Run:
                         failing = failing or state[2] is False
                     if failing:
                         reasons[env].append("failed")
-                    elif set(runs) - {APP_VERSIONS[env]}:
+                    elif set(runs) - {desired[env]}:
                         reasons[env].append("drifted")
                     row[env] = (
                         True,
-                        APP_VERSIONS[env],
+                        desired[env],
                         len(members),
                         sorted((version, count) for version, count in runs.items()),
                         len(members) - sum(runs.values()),
@@ -1689,7 +1751,15 @@ class Run:
                 for environment in wanted
                 if got.get(key, {}).get(environment) != wanted[environment]
             ] + [f"{'/'.join(key)}: not in the record" for key in got.keys() - expected.keys()]
-        self.findings.diff = f"{len(expected)} rows, {len(ENVIRONMENTS)} environments each"
+        reasons = Counter(
+            reason
+            for cells in expected.values()
+            for environment, cell in cells.items()
+            for reason in (cell if environment is None else cell[-1])
+        )
+        self.findings.diff = f"{len(expected)} rows of {len(ENVIRONMENTS)} environments; " + (
+            ", ".join(f"{reason} {count}" for reason, count in sorted(reasons.items()))
+        )
         for difference in differences:
             self.findings.mismatch(f"environment diff after 90 s: {difference}")
 
