@@ -76,7 +76,7 @@ clusters moving to prod's last release.
 Any mismatch or loss, or any 5xx that is not a 503 with Retry-After during a fault, makes
 the exit status 1, with a listing of what mismatched.
 
-    .venv/bin/python benchmarks/fleet.py --short             # CI: 300 clusters, three faults
+    .venv/bin/python benchmarks/fleet.py --short             # CI: 300 clusters, 2 replicas
     .venv/bin/python benchmarks/fleet.py --clusters 2000 --minutes 2
     .venv/bin/python benchmarks/fleet.py --clusters 300 --minutes 2 --replicas 2
     .venv/bin/python benchmarks/fleet.py                     # 10,000 clusters, 10 minutes
@@ -245,7 +245,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--short",
         action="store_true",
-        help=f"CI's run: 300 clusters, 2 minutes, faults {SHORT_FAULTS} (unless --faults).",
+        help=f"CI's run: 300 clusters, 2 minutes, 2 hub replicas, faults {SHORT_FAULTS} "
+        "(unless --replicas, --faults).",
     )
     parser.add_argument(
         "--sample-every", type=float, default=3.0, help="Seconds between two gate samples."
@@ -256,9 +257,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--replicas",
         type=int,
-        default=1,
+        default=None,
         help="Hub processes on the one store, each on a port of its own; cluster i reports to "
-        "replica i mod N, the run's own requests take turns.",
+        "replica i mod N, the run's own requests take turns. Default: 1, or with --short 2.",
     )
     store = parser.add_argument_group("store")
     store.add_argument(
@@ -276,6 +277,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.short:
         args.clusters, args.minutes = 300, 2.0
+    if args.replicas is None:
+        args.replicas = 2 if args.short else 1
     if args.faults is None:
         default = SHORT_FAULTS.split(",") if args.short else list(FAULTS)
         args.faults = [f for f in default if not (args.database_url and f in OWN_SERVER_FAULTS)]
@@ -614,6 +617,28 @@ def assignments(environment: str, app_url: str) -> dict[str, str]:
                 environment, cluster_type, target, manifest, config_of(environment, cluster_type)
             )
     return files
+
+
+def diff_cells(row: dict[str, Any]) -> dict[str | None, Any]:
+    """A row of GET /api/v1/diff as the run's expectation reads (Run.expected_diff): per
+    environment (assigned, desired version, clusters, [(version or commit, clusters)], not
+    reporting, [reasons about it]); under None the row's other reasons (config)."""
+    reasons: dict[str | None, list[str]] = defaultdict(list)
+    for difference in row["differences"]:
+        reasons[difference["environment"]].append(difference["reason"])
+    cells: dict[str | None, Any] = {None: sorted(reasons[None])}
+    unassigned = {"clusters": 0, "versions": [], "not_reporting": 0}
+    for cell in row["environments"]:
+        deployed = cell["deployed"] or unassigned
+        cells[cell["environment"]] = (
+            cell["assigned"],
+            cell["desired"] and cell["desired"]["version"],
+            deployed["clusters"],
+            sorted((v["version"] or v["commit"], v["clusters"]) for v in deployed["versions"]),
+            deployed["not_reporting"],
+            sorted(reasons[cell["environment"]]),
+        )
+    return cells
 
 
 def promote_dev(scheduling: DemoRepositories, argocd: str, environment: str) -> None:
@@ -1626,7 +1651,7 @@ class Run:
                         + ("" if len(held) != len(states) else " (different states)")
                     )
 
-    def expected_diff(self) -> dict[tuple[str, str], dict[str | None, Any]]:
+    def expected_diff(self) -> dict[tuple[str, str, str], dict[str | None, Any]]:
         """The environment diff as the record says it should read at the end: per row (a target
         of the workload on a cluster type) and environment, whether it is assigned there, the
         desired version, the clusters, the versions their last reports run (with how many
@@ -1637,7 +1662,7 @@ class Run:
         # Each object's last state the hub acknowledged, per cluster.
         last = {name: changes(reports) for name, reports in self.record.acked.items()}
         types = sorted({t for _, types in ENVIRONMENTS.values() for t in types})
-        expected: dict[tuple[str, str], dict[str | None, Any]] = {}
+        expected: dict[tuple[str, str, str], dict[str | None, Any]] = {}
         for cluster_type in types:
             reconciler = RECONCILERS[cluster_type]
             kind, namespace = (
@@ -1689,7 +1714,7 @@ class Run:
                         len(members) - sum(runs.values()),
                     )
                 cells = {env: (*row[env], sorted(reasons[env])) for env in ENVIRONMENTS}
-                expected[(cluster_type, target_name(target))] = {
+                expected[(WORKLOAD, cluster_type, target_name(target))] = {
                     **cells,
                     None: sorted(reasons[None]),
                 }
@@ -1717,33 +1742,10 @@ class Run:
             summed = body.get("deployed_at") if response.status_code == 200 else None
             if not summed or datetime.fromisoformat(summed) <= last:
                 continue
-            got: dict[tuple[str, str], dict[str | None, Any]] = {}
+            got = {}
             for row in body["rows"]["items"]:
-                if row["workload"] != WORKLOAD:
-                    got[(row["cluster_type"], f"unexpected workload {row['workload']}")] = {}
-                    continue
-                reasons: dict[str | None, list[str]] = defaultdict(list)
-                for difference in row["differences"]:
-                    reasons[difference["environment"]].append(difference["reason"])
-                cells: dict[str | None, Any] = {None: sorted(reasons[None])}
-                for cell in row["environments"]:
-                    deployed = cell["deployed"] or {
-                        "clusters": 0,
-                        "versions": [],
-                        "not_reporting": 0,
-                    }
-                    cells[cell["environment"]] = (
-                        cell["assigned"],
-                        cell["desired"] and cell["desired"]["version"],
-                        deployed["clusters"],
-                        sorted(
-                            (v["version"] or v["commit"], v["clusters"])
-                            for v in deployed["versions"]
-                        ),
-                        deployed["not_reporting"],
-                        sorted(reasons[cell["environment"]]),
-                    )
-                got[(row["cluster_type"], row["deployment_target"])] = cells
+                key = (row["workload"], row["cluster_type"], row["deployment_target"] or "")
+                got[key] = diff_cells(row)
             differences = [
                 f"{'/'.join(key)} {environment or 'row'}: {got.get(key, {}).get(environment)}, "
                 f"record {wanted[environment]}"
@@ -1751,14 +1753,14 @@ class Run:
                 for environment in wanted
                 if got.get(key, {}).get(environment) != wanted[environment]
             ] + [f"{'/'.join(key)}: not in the record" for key in got.keys() - expected.keys()]
-        reasons = Counter(
+        said = Counter(
             reason
             for cells in expected.values()
             for environment, cell in cells.items()
             for reason in (cell if environment is None else cell[-1])
         )
         self.findings.diff = f"{len(expected)} rows of {len(ENVIRONMENTS)} environments; " + (
-            ", ".join(f"{reason} {count}" for reason, count in sorted(reasons.items()))
+            ", ".join(f"{reason} {count}" for reason, count in sorted(said.items()))
         )
         for difference in differences:
             self.findings.mismatch(f"environment diff after 90 s: {difference}")
