@@ -95,16 +95,21 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def ready(url: str) -> None:
-    """The hourly rollups refreshed, as the hub's rollup job keeps them where they are tables
-    (the query benchmark's jobs leave them be), and the environment diff and the gate answers
-    kept, as the hub's jobs keep them for the dashboards; the role Grafana would use made if
-    missing (able to log in, on servers that trust local connections) and granted as the
-    command grants."""
+def make_role(url: str) -> None:
+    """The role Grafana would use, made if missing: able to log in, on servers that trust local
+    connections."""
     with psycopg.connect(url, autocommit=True) as connection:
         exists = connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (ROLE,))
         if exists.fetchone() is None:
             connection.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(ROLE)))
+
+
+def ready(url: str) -> None:
+    """The hourly rollups refreshed, as the hub's rollup job keeps them where they are tables
+    (the query benchmark's jobs leave them be), and the environment diff and the gate answers
+    kept, as the hub's jobs keep them for the dashboards; the role Grafana would use made if
+    missing and granted as the command grants."""
+    make_role(url)
 
     async def run() -> None:
         engine = create_async_engine(normalise_database_url(url))

