@@ -221,6 +221,7 @@ PANEL_EVERY = 5.0
 PANEL_RANGE = dashboard_benchmark.RANGES["24 h"][0]
 SPOOL_BYTES = 4 * 2**20
 ADMIN_CONNECTIONS = 4
+POOL_CONNECTIONS = 4  # connections in each of the agents' pools
 FLUSH_EVERY = 5.0
 DRAIN_SECONDS = 120.0  # seconds between two replays of a spool, as the agent's runner does
 
@@ -252,7 +253,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--sample-every", type=float, default=3.0, help="Seconds between two gate samples."
     )
     parser.add_argument(
-        "--connections", type=int, default=32, help="Connections the agents share at most."
+        "--connections",
+        type=int,
+        default=32,
+        help="Connections the agents share at most, to each hub replica.",
     )
     parser.add_argument(
         "--replicas",
@@ -425,30 +429,51 @@ def endpoint_of(path: str) -> str:
     return "other"
 
 
-class TimedTransport(httpx.AsyncBaseTransport):
-    """The shared connection pool, timing every request and counting its status.
+Pool = tuple[asyncio.Semaphore, httpx.AsyncHTTPTransport]  # a pool's free slots, the pool
 
-    Requests wait for a connection here, not in the pool: httpcore's pool scans every waiting
+
+class TimedTransport(httpx.AsyncBaseTransport):
+    """The agents' connections to each hub replica, timing every request and counting its
+    status.
+
+    Requests wait for a connection here, not in a pool: httpcore's pool scans every waiting
     request on each change, which with thousands of agents waiting costs more CPU than the
-    requests. A request's latency is the hub's: from having a connection to the answer.
+    requests. For each request the pool also checks every connection it holds, so each
+    replica's `connections` are kept in pools of `POOL_CONNECTIONS`, taken in turn. A
+    request's latency is the hub's: from having a connection to the answer.
     """
 
     def __init__(self, traffic: Traffic, connections: int) -> None:
         self._traffic = traffic
-        self._slots = asyncio.Semaphore(connections)
-        self._inner = httpx.AsyncHTTPTransport(
-            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-        )
+        self._connections = connections
+        self._replicas: dict[tuple[str, int | None], Iterator[Pool]] = {}
+        self._pools: list[Pool] = []
+
+    def _pool(self, url: httpx.URL) -> Pool:
+        origin = (url.host, url.port)
+        if origin not in self._replicas:
+            per = min(POOL_CONNECTIONS, self._connections)
+            limits = httpx.Limits(max_connections=per, max_keepalive_connections=per)
+            pools = [
+                (asyncio.Semaphore(per), httpx.AsyncHTTPTransport(limits=limits))
+                for _ in range(max(1, self._connections // per))
+            ]
+            self._pools += pools
+            self._replicas[origin] = itertools.cycle(pools)
+        return next(self._replicas[origin])
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        async with self._slots:
-            return await self._timed(request)
+        slots, pool = self._pool(request.url)
+        async with slots:
+            return await self._timed(pool, request)
 
-    async def _timed(self, request: httpx.Request) -> httpx.Response:
+    async def _timed(
+        self, pool: httpx.AsyncHTTPTransport, request: httpx.Request
+    ) -> httpx.Response:
         endpoint = endpoint_of(request.url.path)
         started = time.perf_counter()
         try:
-            response = await self._inner.handle_async_request(request)
+            response = await pool.handle_async_request(request)
         except httpx.TransportError as exc:
             self._traffic.statuses[(endpoint, type(exc).__name__)] += 1
             raise
@@ -465,7 +490,8 @@ class TimedTransport(httpx.AsyncBaseTransport):
         return response
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        for _, pool in self._pools:
+            await pool.aclose()
 
 
 async def call(client: httpx.AsyncClient, method: str, path: str, **kwargs: Any) -> httpx.Response:
