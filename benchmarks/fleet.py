@@ -139,7 +139,7 @@ from ingest import (
 # This directory's agent.py (the agent benchmark) would shadow the agent package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.client import HubClient, Reply
+from agent.client import HubClient, HubUnavailable, Reply
 from agent.delivery import Reporter
 from agent.report import ClusterIdentity, ObjectRecord, Report
 from agent.spool import Spool
@@ -223,6 +223,9 @@ SPOOL_BYTES = 4 * 2**20
 ADMIN_CONNECTIONS = 4
 POOL_CONNECTIONS = 4  # connections in each of the agents' pools
 FLUSH_EVERY = 5.0
+# Two rounds of a job, one after the other on different replicas, may seem to overlap by the
+# moments between one asking for the job's lock and the other's recording its end.
+JOB_OVERLAP = timedelta(seconds=1)
 DRAIN_SECONDS = 120.0  # seconds between two replays of a spool, as the agent's runner does
 
 
@@ -429,51 +432,21 @@ def endpoint_of(path: str) -> str:
     return "other"
 
 
-Pool = tuple[asyncio.Semaphore, httpx.AsyncHTTPTransport]  # a pool's free slots, the pool
-
-
 class TimedTransport(httpx.AsyncBaseTransport):
-    """The agents' connections to each hub replica, timing every request and counting its
-    status.
-
-    Requests wait for a connection here, not in a pool: httpcore's pool scans every waiting
-    request on each change, which with thousands of agents waiting costs more CPU than the
-    requests. For each request the pool also checks every connection it holds, so each
-    replica's `connections` are kept in pools of `POOL_CONNECTIONS`, taken in turn. A
-    request's latency is the hub's: from having a connection to the answer.
-    """
+    """A few connections to one hub replica, timing every request and counting its status. A
+    request's latency is the hub's: from having a connection to the answer."""
 
     def __init__(self, traffic: Traffic, connections: int) -> None:
         self._traffic = traffic
-        self._connections = connections
-        self._replicas: dict[tuple[str, int | None], Iterator[Pool]] = {}
-        self._pools: list[Pool] = []
-
-    def _pool(self, url: httpx.URL) -> Pool:
-        origin = (url.host, url.port)
-        if origin not in self._replicas:
-            per = min(POOL_CONNECTIONS, self._connections)
-            limits = httpx.Limits(max_connections=per, max_keepalive_connections=per)
-            pools = [
-                (asyncio.Semaphore(per), httpx.AsyncHTTPTransport(limits=limits))
-                for _ in range(max(1, self._connections // per))
-            ]
-            self._pools += pools
-            self._replicas[origin] = itertools.cycle(pools)
-        return next(self._replicas[origin])
+        self._pool = httpx.AsyncHTTPTransport(
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        slots, pool = self._pool(request.url)
-        async with slots:
-            return await self._timed(pool, request)
-
-    async def _timed(
-        self, pool: httpx.AsyncHTTPTransport, request: httpx.Request
-    ) -> httpx.Response:
         endpoint = endpoint_of(request.url.path)
         started = time.perf_counter()
         try:
-            response = await pool.handle_async_request(request)
+            response = await self._pool.handle_async_request(request)
         except httpx.TransportError as exc:
             self._traffic.statuses[(endpoint, type(exc).__name__)] += 1
             raise
@@ -490,8 +463,21 @@ class TimedTransport(httpx.AsyncBaseTransport):
         return response
 
     async def aclose(self) -> None:
-        for _, pool in self._pools:
-            await pool.aclose()
+        await self._pool.aclose()
+
+
+@dataclass
+class Connections:
+    """Connections to one replica that some agents share, a slot for each.
+
+    An agent takes a slot before its request's timeout starts: a real agent, with a connection
+    of its own, would not wait at all. httpcore's pool checks every connection it holds for
+    each request, and scans every waiting request on each change, which with thousands of
+    agents waiting costs more CPU than the requests: hence small pools, waited for outside.
+    """
+
+    slots: asyncio.Semaphore
+    transport: TimedTransport
 
 
 async def call(client: httpx.AsyncClient, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -567,11 +553,17 @@ def describe(report: Report) -> Sent:
 
 
 class RecordingClient(HubClient):
-    """The agent's client, telling the record what the hub acknowledged."""
+    """The agent's client on shared connections, telling the record what the hub
+    acknowledged."""
 
-    def __init__(self, record: Record, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, record: Record, connections: Connections, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, transport=connections.transport, **kwargs)
         self._record = record
+        self._slots = connections.slots
+
+    async def _attempt(self, body: bytes) -> Reply | HubUnavailable:
+        async with self._slots:  # the attempt's timeout starts with a connection to use
+            return await super()._attempt(body)
 
     async def send(self, report: Report, **kwargs: Any) -> Reply:
         name = report.cluster.name
@@ -777,7 +769,18 @@ class Fleet:
         self.random = random.Random(args.seed)
         self.record = Record()
         self.traffic = Traffic()
-        self.transport = TimedTransport(self.traffic, args.connections)
+        # Each replica's connections, in pools of POOL_CONNECTIONS given to its agents in turn.
+        self.connections = [
+            [
+                Connections(
+                    asyncio.Semaphore(POOL_CONNECTIONS),
+                    TimedTransport(self.traffic, POOL_CONNECTIONS),
+                )
+                for _ in range(max(1, args.connections // POOL_CONNECTIONS))
+            ]
+            for _ in base_urls
+        ]
+        self.turns = [itertools.cycle(pools) for pools in self.connections]
         self.clusters: dict[str, Cluster] = {}
         self.started = time.monotonic()
         self.stopping = False
@@ -820,9 +823,9 @@ class Fleet:
                     raise SystemExit(f"registering {cluster.name}: {response.text}")
                 client = RecordingClient(
                     self.record,
+                    next(self.turns[cluster.replica]),
                     self.base_urls[cluster.replica],
                     token=response.json()["token"],
-                    transport=self.transport,
                     timeout=10.0,
                 )
                 spool = Spool(self.workdir / "spool" / cluster.name, max_bytes=SPOOL_BYTES)
@@ -974,6 +977,61 @@ class PanelWatch:
             self.connection.close()
 
 
+class JobRounds:
+    """Every round of the hubs' jobs, read from the store's `job_run` every few seconds (it
+    keeps only the newest rounds of each job and outcome): with replicas, each job must run on
+    one at a time, its advisory lock making the others skip that round.
+
+    A round's times are the hub's, taken before it asks for the lock and after it let go, so
+    two rounds one after the other may seem to overlap by the moments between; only rounds
+    overlapping by more than `JOB_OVERLAP` count.
+    """
+
+    def __init__(self, database_url: str) -> None:
+        self.database_url = database_url
+        self.connection: psycopg.Connection[Any] | None = None
+        self.rounds: dict[int, tuple[str, str, datetime, datetime]] = {}
+
+    def collect(self) -> None:
+        if self.connection is None or self.connection.closed:
+            self.connection = psycopg.connect(self.database_url, autocommit=True)
+        rows = self.connection.execute(
+            "SELECT id, job, outcome, started_at, finished_at FROM job_run "
+            "WHERE outcome IN ('succeeded', 'skipped')"
+        )
+        for id_, job, outcome, started_at, finished_at in rows:
+            self.rounds[id_] = (job, outcome, started_at, finished_at)
+
+    def overlapping(self) -> list[str]:
+        """Rounds of a job that ran at the same time."""
+        ran: dict[str, list[tuple[datetime, datetime]]] = defaultdict(list)
+        for job, outcome, started_at, finished_at in self.rounds.values():
+            if outcome == "succeeded":
+                ran[job].append((started_at, finished_at))
+        found = []
+        for job, rounds in sorted(ran.items()):
+            rounds.sort()
+            for (_, ended), (started, _) in itertools.pairwise(rounds):
+                if ended - started > JOB_OVERLAP:
+                    found.append(
+                        f"job {job}: a round started at {started:%H:%M:%S.%f} while another "
+                        f"ran until {ended:%H:%M:%S.%f}"
+                    )
+        return found
+
+    def summary(self) -> str:
+        counts = Counter((job, outcome) for job, outcome, _, _ in self.rounds.values())
+        jobs = sorted({job for job, _ in counts})
+        return ", ".join(
+            f"{job} {counts[(job, 'succeeded')]} ran/{counts[(job, 'skipped')]} skipped"
+            for job in jobs
+        )
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+
+
 # --- the run -----------------------------------------------------------------------------------
 
 
@@ -1105,6 +1163,7 @@ class Run:
         self.turn = 0
         self.fleet = Fleet(args, workdir, self.base_urls, self.repo, self.app)
         self.findings = Findings()
+        self.jobs = JobRounds(database_url)
         self.harvested: dict[str, str] = {}  # each branch's head as the hub has harvested it
         # The parent of a head a force-push rewrote away, once the hub has harvested the new
         # head: the gate is asked about it too, and counts the clusters still on the rewritten
@@ -1501,6 +1560,10 @@ class Run:
         while True:
             await asyncio.sleep(self.args.sample_every)
             self.usage.sample()
+            try:
+                await asyncio.to_thread(self.jobs.collect)
+            except psycopg.OperationalError:
+                self.jobs.close()  # the store away (postgres-restart): read again next time
             for environment, head in list(self.harvested.items()):
                 await self.check_gate(environment, head)
             for environment, target in list(self.below_rewrite.items()):
@@ -1879,13 +1942,19 @@ class Run:
             await self.check_diff()
             await self.check_panel()
             await asyncio.to_thread(self.reconcile)
+            await asyncio.to_thread(self.jobs.collect)
+            for overlap in self.jobs.overlapping():
+                self.findings.mismatch(overlap)
         self.panel.close()
+        self.jobs.close()
         await asyncio.to_thread(dashboard_benchmark.revoke, self.database_url)
         with contextlib.closing(psycopg.connect(self.database_url)) as db:
             self.size_end = db.execute("SELECT pg_database_size(current_database())").fetchone()[0]
         for admin in self.admins:
             await admin.aclose()
-        await fleet.transport.aclose()
+        for pools in fleet.connections:
+            for pool in pools:
+                await pool.transport.aclose()
 
     def admin_token(self) -> str:
         output = self.hubs[0].cli("tokens", "create", "fleet-admin", "--scope", "admin")
@@ -1972,6 +2041,7 @@ class Run:
         for environment, answer in findings.last_gate.items():
             line(f"last gate answer, {environment}", answer)
         line("faults", "; ".join(findings.faults) or "none")
+        line("job rounds, none at once", self.jobs.summary())
         line("decommissioning", findings.decommission or "not reached")
         line("environment diff reconciled", findings.diff or "not reached")
         problems = findings.mismatches + [f"unexpected {u}" for u in traffic.unexpected]
