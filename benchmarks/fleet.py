@@ -16,9 +16,10 @@ and the app repository those assignments follow, its version of the workload on 
 Every simulated cluster is registered through the API and reports through the agent's own
 delivery path: `agent.delivery.Reporter` numbering reports, `agent.client.HubClient` posting
 them over loopback HTTP, `agent.spool.Spool` keeping them on disk while the hub is away and
-replaying them after. All clusters live in this process as asyncio tasks sharing one
-connection pool; each sends a full snapshot every 5 simulated minutes and a change report as
-soon as its reconciler moves. The hour (compressed into `--minutes`) is scripted:
+replaying them after. All clusters live in this process as asyncio tasks sharing a few
+connections to each replica; each sends a full snapshot every 5 simulated minutes (the first at a random
+moment of the first 5, as in a fleet already running) and a change report as soon as its
+reconciler moves. The hour (compressed into `--minutes`) is scripted:
 
 - promotions: two releases roll through dev, stage and prod, each a commit on the
   environment's branch that its clusters pick up within minutes (Progressing, then Ready);
@@ -410,11 +411,20 @@ class PlatformRepo:
 # --- what the run observes: HTTP figures -------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Timed:
+    started: float
+    seconds: float
+    fault: str | None
+
+
 @dataclass
 class Traffic:
     """Latencies and statuses by endpoint, as the run's HTTP clients saw them."""
 
-    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    # Per endpoint, each answered request: when it started (time.monotonic()), the seconds it
+    # took, and the fault going on as it started or ended, if any.
+    latencies: dict[str, list[Timed]] = field(default_factory=lambda: defaultdict(list))
     statuses: Counter[tuple[str, str]] = field(default_factory=Counter)
     unexpected: list[str] = field(default_factory=list)
     fault: str | None = None  # the fault going on now, if any
@@ -444,6 +454,7 @@ class TimedTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         endpoint = endpoint_of(request.url.path)
+        fault = self._traffic.fault
         started = time.perf_counter()
         try:
             response = await self._pool.handle_async_request(request)
@@ -454,7 +465,10 @@ class TimedTransport(httpx.AsyncBaseTransport):
             # Given up: by the agent's client (no answer within its timeout), or the run stopping.
             self._traffic.statuses[(endpoint, "given up")] += 1
             raise
-        self._traffic.latencies[endpoint].append(time.perf_counter() - started)
+        took = time.perf_counter() - started
+        self._traffic.latencies[endpoint].append(
+            Timed(time.monotonic() - took, took, fault or self._traffic.fault)
+        )
         status = response.status_code
         self._traffic.statuses[(endpoint, str(status))] += 1
         expected = status == 503 and "Retry-After" in response.headers and self._traffic.fault
@@ -857,10 +871,10 @@ class Fleet:
         )
 
     async def _live(self, cluster: Cluster, offset: float, period: float) -> None:
-        """Report a full snapshot every period (the first at once) and each change as it
-        happens; replay the spool while it holds reports."""
+        """Report a full snapshot every period, the first `offset` into it (the fleet's
+        snapshots spread over the period, as in a fleet that was running before the hour
+        began), and each change as it happens; replay the spool while it holds reports."""
         assert cluster.reporter is not None
-        await self._submit(cluster, full=True)
         next_snapshot = time.monotonic() + offset
         while not self.stopping:
             wait = next_snapshot - time.monotonic()
@@ -1975,12 +1989,26 @@ class Run:
         line("reports acknowledged", f"{acked:,} ({record.duplicates:,} answered duplicate)")
         line("reports/s", f"{acked / self.wall:,.1f}")
         for endpoint in ("ingest", "gate", "drift", "diff"):
-            latencies = sorted(traffic.latencies.get(endpoint, []))
-            line(
-                f"{endpoint} latency (n={len(latencies):,})",
-                f"p50 {ms(percentile(latencies, 0.5))}, p99 {ms(percentile(latencies, 0.99))}, "
-                f"max {ms(latencies[-1] if latencies else float('nan'))}",
-            )
+            timed = traffic.latencies.get(endpoint, [])
+            for label, latencies in (
+                (f"{endpoint} latency", sorted(t.seconds for t in timed)),
+                ("  outside the faults", sorted(t.seconds for t in timed if t.fault is None)),
+            ):
+                line(
+                    f"{label} (n={len(latencies):,})",
+                    f"p50 {ms(percentile(latencies, 0.5))}, "
+                    f"p99 {ms(percentile(latencies, 0.99))}, "
+                    f"max {ms(latencies[-1] if latencies else float('nan'))}",
+                )
+        slowest = sorted(traffic.latencies.get("gate", []), key=lambda t: -t.seconds)[:5]
+        line(
+            "slowest gate answers",
+            ", ".join(
+                f"{ms(t.seconds)} at {(t.started - self.fleet.started) / 60:.1f} min"
+                + (f" ({t.fault})" if t.fault else "")
+                for t in slowest
+            ),
+        )
         panel = sorted(self.panel.seconds)
         line(
             f"panel {PANEL!r} as Grafana (n={len(panel):,})",

@@ -1328,11 +1328,14 @@ def served(args: argparse.Namespace, url: str, workdir: Path) -> Iterator[Hub]:
         "FLEETMARK_DATA_DIR": str(workdir / "data"),
         "FLEETMARK_DATABASE_URL": url,
         # The generated repositories cannot be fetched: no harvest. The drift, env diff and
-        # DORA jobs ran before the hub started; they do not run while requests are measured.
+        # DORA jobs ran before the hub started; they, and the gate's kept answers (judging
+        # every environment's newest commits, half a second a minute at 10,000 clusters), do
+        # not run while requests are measured.
         "FLEETMARK_HARVEST_INTERVAL": "86400",
         "FLEETMARK_DRIFT_INTERVAL": "86400",
         "FLEETMARK_ENV_DIFF_INTERVAL": "86400",
         "FLEETMARK_DORA_INTERVAL": "86400",
+        "FLEETMARK_GATE_ANSWERS_INTERVAL": "86400",
     }
     for pair in args.hub_env:
         key, separator, value = pair.partition("=")
