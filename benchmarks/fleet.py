@@ -17,9 +17,9 @@ Every simulated cluster is registered through the API and reports through the ag
 delivery path: `agent.delivery.Reporter` numbering reports, `agent.client.HubClient` posting
 them over loopback HTTP, `agent.spool.Spool` keeping them on disk while the hub is away and
 replaying them after. All clusters live in this process as asyncio tasks sharing a few
-connections to each replica; each sends a full snapshot every 5 simulated minutes (the first at a random
-moment of the first 5, as in a fleet already running) and a change report as soon as its
-reconciler moves. The hour (compressed into `--minutes`) is scripted:
+connections to each replica; each sends a full snapshot every 5 simulated minutes (the first
+at a random moment of the first 5, as in a fleet already running) and a change report as soon
+as its reconciler moves. The hour (compressed into `--minutes`) is scripted:
 
 - promotions: two releases roll through dev, stage and prod, each a commit on the
   environment's branch that its clusters pick up within minutes (Progressing, then Ready);
