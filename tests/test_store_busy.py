@@ -222,3 +222,41 @@ async def test_ingest_waits_for_the_wal_flush_unless_configured_not_to(
             assert await cursor.fetchone() == (expected,)
     finally:
         await statements.close()
+
+
+async def test_a_cluster_registers_while_another_transaction_references_its_type(
+    hub: httpx.AsyncClient, admin: AsyncConnection
+) -> None:
+    """Whatever references an environment or a cluster type (a cluster registered or placed,
+    the drift job's totals) key-share locks its row until its transaction ends. Registering
+    another cluster of that type must not wait for such a transaction: it did, locking the row
+    as if to change its key, and the drift job, rewriting its totals while waiting on the
+    registration in turn, made a deadlock of it."""
+    await register(admin, "drone-01")
+    async with admin.begin():
+        created = await token_service.create(
+            AsyncSession(bind=admin),
+            TokenRequest(name="platform", scope="admin"),
+            token_secret=TOKEN_SECRET,
+        )
+    async with admin.begin():
+        await admin.execute(
+            text(
+                "SELECT FROM cluster_type t JOIN environment e ON e.id = t.environment_id "
+                "WHERE e.name = 'dev' AND t.name = 'drone' FOR KEY SHARE"
+            )
+        )
+        async with asyncio.timeout(5):
+            registered = await hub.post(
+                "/api/v1/clusters",
+                json={"name": "drone-02", "environment": "dev", "cluster_type": "drone"},
+                headers=bearer(created.token),
+            )
+    assert registered.status_code == 201, registered.text
+    types = await admin.execute(
+        text(
+            "SELECT c.name, t.name FROM cluster c JOIN cluster_type t ON t.id = c.cluster_type_id "
+            "ORDER BY c.name"
+        )
+    )
+    assert types.all() == [("drone-01", "drone"), ("drone-02", "drone")]

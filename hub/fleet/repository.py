@@ -2,8 +2,8 @@
 
 from collections.abc import Sequence
 
-from sqlalchemy import func, select, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import Select, func, select, update
+from sqlalchemy.dialects.postgresql import Insert, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.models import Cluster, ClusterType, Environment
@@ -25,13 +25,12 @@ async def fleet_parts(session: AsyncSession) -> list[tuple[int, int]]:
 
 
 async def ensure_environment(session: AsyncSession, name: str) -> int:
-    statement = (
-        insert(Environment)
-        .values(name=name)
-        .on_conflict_do_update(index_elements=[Environment.name], set_={"name": name})
-        .returning(Environment.id)
+    return await _get_or_create(
+        session,
+        select(Environment.id).where(Environment.name == name),
+        insert(Environment),
+        name=name,
     )
-    return (await session.execute(statement)).scalar_one()
 
 
 async def order_environments(session: AsyncSession, names: Sequence[str]) -> None:
@@ -56,12 +55,30 @@ async def order_environments(session: AsyncSession, names: Sequence[str]) -> Non
 
 
 async def ensure_cluster_type(session: AsyncSession, environment_id: int, name: str) -> int:
-    statement = (
-        insert(ClusterType)
-        .values(environment_id=environment_id, name=name)
-        .on_conflict_do_update(
-            index_elements=[ClusterType.environment_id, ClusterType.name], set_={"name": name}
-        )
-        .returning(ClusterType.id)
+    return await _get_or_create(
+        session,
+        select(ClusterType.id).where(
+            ClusterType.environment_id == environment_id, ClusterType.name == name
+        ),
+        insert(ClusterType),
+        environment_id=environment_id,
+        name=name,
     )
-    return (await session.execute(statement)).scalar_one()
+
+
+async def _get_or_create(
+    session: AsyncSession, find: Select[int], create: Insert, **values: object
+) -> int:
+    """The id of the row `find` finds, inserted with `values` if there is none. An existing
+    row is only read: every row referencing it (a cluster, the drift totals) holds a key-share
+    lock on it until its transaction ends, and an upsert locking it as if to change its key
+    would wait for those (and deadlock with one waiting in turn for this transaction). A row
+    inserted meanwhile by another transaction is waited for, then read."""
+    found = await session.scalar(find)
+    if found is None:
+        found = await session.scalar(
+            create.values(**values).on_conflict_do_nothing().returning(create.table.c.id)
+        )
+    if found is None:
+        found = (await session.execute(find)).scalar_one()
+    return found
