@@ -681,6 +681,9 @@ async def judge(
     to follow), and `narrowing` narrows them. Lists the first `leading` clusters and those of
     the page."""
     state_of = list(ClusterState)
+    # Planned for each request's values: a plan prepared for any values, as psycopg's prepared
+    # statements come to use, guesses at every size and commit the JSON parameters carry.
+    await session.execute(select(func.set_config("plan_cache_mode", "force_custom_plan", True)))
     spelled = [
         (index, url, ref)
         for index, source in enumerate(sources)
