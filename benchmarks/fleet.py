@@ -69,6 +69,11 @@ of the workload on a cluster type) and environment, the assignment, the desired 
 clusters, the versions their last reports run and the reasons it differs (not assigned,
 awaiting promotion, config) as the record and the repositories say.
 
+A process of its own asks the gate the same question every second, about each environment's
+head, the replicas in turn, one question at a time, as another team's pipeline would: its
+latencies are the gate's as a client sees it that shares nothing with the simulated agents
+(the run's own samples are timed from the event loop the agents' thousands of tasks share).
+
 Meanwhile, every 5 s, the dashboards' heaviest panel (the history dashboard's "What changed
 when", the dashboard benchmark's slowest) runs as Grafana would run it: its macros expanded
 as Grafana's PostgreSQL datasource does, over the last 24 hours, logged in as a role granted
@@ -96,7 +101,9 @@ import contextlib
 import importlib.util
 import itertools
 import logging
+import multiprocessing
 import os
+import queue
 import random
 import re
 import shutil
@@ -224,6 +231,11 @@ PANEL_EVERY = 5.0
 PANEL_RANGE = dashboard_benchmark.RANGES["24 h"][0]
 SPOOL_BYTES = 4 * 2**20
 ADMIN_CONNECTIONS = 4
+# What the gate samples ask besides the environment and the commit: soak 0, stale clusters
+# allowed (the record knows when each cluster applied, not how the hub's clock saw it), one
+# cluster listed (the counts cover them all).
+SAMPLED = {"soak": "0", "allow_stale": "true", "limit": "1"}
+PROBE_EVERY = 1.0  # seconds between two rounds of the probe's gate questions
 POOL_CONNECTIONS = 4  # connections in each of the agents' pools
 FLUSH_EVERY = 5.0
 # Two rounds of a job, one after the other on different replicas, may seem to overlap by the
@@ -415,21 +427,40 @@ class PlatformRepo:
 
 @dataclass(frozen=True, slots=True)
 class Timed:
-    started: float
+    started: float  # time.monotonic()
     seconds: float
-    fault: str | None
 
 
 @dataclass
 class Traffic:
     """Latencies and statuses by endpoint, as the run's HTTP clients saw them."""
 
-    # Per endpoint, each answered request: when it started (time.monotonic()), the seconds it
-    # took, and the fault going on as it started or ended, if any.
+    # Per endpoint, each answered request: when it started, and the seconds it took.
     latencies: dict[str, list[Timed]] = field(default_factory=lambda: defaultdict(list))
     statuses: Counter[tuple[str, str]] = field(default_factory=Counter)
     unexpected: list[str] = field(default_factory=list)
-    fault: str | None = None  # the fault going on now, if any
+    # Each fault and when it went on (time.monotonic()), from striking until it is over; those
+    # going on now, since when. Two may overlap in a short run.
+    windows: list[tuple[str, float, float]] = field(default_factory=list)
+    going: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def fault(self) -> str | None:
+        """A fault going on now, if any."""
+        return next(iter(self.going), None)
+
+    def strike(self, fault: str) -> None:
+        self.going[fault] = time.monotonic()
+
+    def over(self, fault: str) -> None:
+        self.windows.append((fault, self.going.pop(fault), time.monotonic()))
+
+    def fault_of(self, timed: Timed) -> str | None:
+        """The fault going on at some moment of a request, if any."""
+        for fault, start, end in self.windows:
+            if timed.started <= end and timed.started + timed.seconds >= start:
+                return fault
+        return None
 
 
 def endpoint_of(path: str) -> str:
@@ -456,7 +487,6 @@ class TimedTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         endpoint = endpoint_of(request.url.path)
-        fault = self._traffic.fault
         started = time.perf_counter()
         try:
             response = await self._pool.handle_async_request(request)
@@ -468,9 +498,7 @@ class TimedTransport(httpx.AsyncBaseTransport):
             self._traffic.statuses[(endpoint, "given up")] += 1
             raise
         took = time.perf_counter() - started
-        self._traffic.latencies[endpoint].append(
-            Timed(time.monotonic() - took, took, fault or self._traffic.fault)
-        )
+        self._traffic.latencies[endpoint].append(Timed(time.monotonic() - took, took))
         status = response.status_code
         self._traffic.statuses[(endpoint, str(status))] += 1
         expected = status == 503 and "Retry-After" in response.headers and self._traffic.fault
@@ -1118,6 +1146,79 @@ class Usage:
                 )
 
 
+def ask_gate(
+    base_urls: list[str],
+    token: str,
+    every: float,
+    targets: multiprocessing.Queue[dict[str, str]],
+    stop: Any,  # a multiprocessing Event
+    answers: multiprocessing.Queue[list[tuple[float, float | None, str]]],
+) -> None:
+    """The gate as another team's pipeline asks it, in a process of its own: every `every`
+    seconds, about each environment's harvested head (as `targets` last said), the replicas in
+    turn, one request at a time; each answer's start (time.monotonic()), seconds and status
+    (None and the error when no answer came), put on `answers` once `stop` is set."""
+    clients = [
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30.0)
+        for url in base_urls
+    ]
+    heads: dict[str, str] = {}
+    asked: list[tuple[float, float | None, str]] = []
+    turn = itertools.count()
+    while not stop.wait(every):
+        with contextlib.suppress(queue.Empty):
+            while True:
+                heads.update(targets.get_nowait())
+        for environment, commit in heads.items():
+            client = clients[next(turn) % len(clients)]
+            params = {"environment": environment, "commit": commit} | SAMPLED
+            started = time.monotonic()
+            try:
+                status = str(client.get("/api/v1/gates/promotion", params=params).status_code)
+            except httpx.HTTPError as exc:
+                asked.append((started, None, type(exc).__name__))
+                continue
+            asked.append((started, time.monotonic() - started, status))
+    for client in clients:
+        client.close()
+    answers.put(asked)
+
+
+class GateProbe:
+    """`ask_gate` in a process of its own, started with the hour and stopped with it: the
+    gate's latency as a client sees it that shares nothing with the simulated agents (the
+    run's own gate samples are timed from the event loop their thousands of tasks share)."""
+
+    def __init__(self, base_urls: list[str], token: str, every: float) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.targets: multiprocessing.Queue[dict[str, str]] = context.Queue()
+        self.answers: multiprocessing.Queue[list[tuple[float, float | None, str]]] = context.Queue()
+        self.stop_asking = context.Event()
+        self.process = context.Process(
+            target=ask_gate,
+            args=(base_urls, token, every, self.targets, self.stop_asking, self.answers),
+            daemon=True,
+        )
+        self.latencies: list[Timed] = []
+        self.statuses: Counter[str] = Counter()
+
+    def start(self, heads: dict[str, str]) -> None:
+        self.targets.put(dict(heads))
+        self.process.start()
+
+    def follow(self, environment: str, head: str) -> None:
+        if self.process.is_alive():
+            self.targets.put({environment: head})
+
+    def stop(self) -> None:
+        self.stop_asking.set()
+        for started, seconds, status in self.answers.get(timeout=60):
+            self.statuses[status] += 1
+            if seconds is not None:
+                self.latencies.append(Timed(started, seconds))
+        self.process.join()
+
+
 class Run:
     def __init__(
         self,
@@ -1186,6 +1287,7 @@ class Run:
         self.jobs = JobRounds(database_url)
         self.acked_before = 0  # reports acknowledged before the hour began
         self.harvested: dict[str, str] = {}  # each branch's head as the hub has harvested it
+        self.probe: GateProbe | None = None  # the hour's gate questions from a process apart
         # The parent of a head a force-push rewrote away, once the hub has harvested the new
         # head: the gate is asked about it too, and counts the clusters still on the rewritten
         # commit as having it.
@@ -1254,7 +1356,7 @@ class Run:
         replica, which = self.struck(how)
         hub = self.hubs[replica]
         assert hub.process is not None
-        self.fleet.traffic.fault = how
+        self.fleet.traffic.strike(how)
         self.usage.sample()
         if how == "kill":
             os.killpg(hub.process.pid, signal.SIGKILL)
@@ -1269,7 +1371,7 @@ class Run:
         if how == "outage":
             self.findings.replay_seconds = await self.caught_up(back)
         await asyncio.sleep(5)
-        self.fleet.traffic.fault = None
+        self.fleet.traffic.over(how)
 
     async def caught_up(self, since: float) -> float | None:
         """Seconds from `since` until every report built before it is answered: no agent holds
@@ -1297,7 +1399,7 @@ class Run:
         say unavailable while the database is down and ready again once it is back."""
         assert self.server is not None
         traffic = self.fleet.traffic
-        traffic.fault = "postgres-restart"
+        traffic.strike("postgres-restart")
         refused_before = traffic.statuses[("ingest", "503")]
         gave_up_before = traffic.statuses[("ingest", "given up")]
         self.usage.sample()
@@ -1318,7 +1420,7 @@ class Run:
             self.findings.mismatch("/readyz not ready a minute after the database was back")
         caught_up = await self.caught_up(back)
         await asyncio.sleep(5)
-        traffic.fault = None
+        traffic.over("postgres-restart")
         refused = traffic.statuses[("ingest", "503")] - refused_before
         gave_up = traffic.statuses[("ingest", "given up")] - gave_up_before
         replay = "not in 300 s" if caught_up is None else f"{caught_up:.1f} s after"
@@ -1487,6 +1589,8 @@ class Run:
                         if branch["name"] == environment and branch["head_sha"] == sha:
                             if gate:
                                 self.harvested[environment] = sha
+                                if self.probe is not None:
+                                    self.probe.follow(environment, sha)
                             return
             await asyncio.sleep(0.5)
         self.findings.mismatch(f"{environment}: commit {sha[:12]} not harvested in {limit:.0f} s")
@@ -1598,13 +1702,7 @@ class Run:
         try:
             response = await self.admin.get(
                 "/api/v1/gates/promotion",
-                params={
-                    "environment": environment,
-                    "commit": target,
-                    "soak": "0",
-                    "allow_stale": "true",
-                    "limit": 1,
-                },
+                params={"environment": environment, "commit": target} | SAMPLED,
             )
         except httpx.HTTPError:
             return  # the hub is away: the fault is counted by the transport
@@ -1952,12 +2050,15 @@ class Run:
         )
         fleet.started = time.monotonic()
         self.usage = Usage(self.hubs, self.facts.postmaster)
+        self.probe = GateProbe(self.base_urls, admin_token, PROBE_EVERY)
+        self.probe.start(self.harvested)
         fleet.start(clusters)
         sampler = asyncio.create_task(self.sample())
         watcher = asyncio.create_task(self.watch_panel())
         await self.script()
         sampler.cancel()
         watcher.cancel()
+        await asyncio.to_thread(self.probe.stop)
         with phase("replaying every spool, then reconciling the store with the record"):
             await self.drain()
             self.usage.sample()
@@ -1997,6 +2098,32 @@ class Run:
             raise SystemExit(f"no token in the output of fleetmark tokens create:\n{output}")
         return match[0]
 
+    def latency_lines(self, label: str, timed: list[Timed]) -> None:
+        """p50/p99/max over the hour and outside the faults, and the ten slowest, when."""
+        traffic = self.fleet.traffic
+        for what, latencies in (
+            (label, sorted(t.seconds for t in timed)),
+            ("  outside the faults", sorted(t.seconds for t in timed if not traffic.fault_of(t))),
+        ):
+            line(
+                f"{what} (n={len(latencies):,})",
+                f"p50 {ms(percentile(latencies, 0.5))}, "
+                f"p99 {ms(percentile(latencies, 0.99))}, "
+                f"max {ms(latencies[-1] if latencies else float('nan'))}",
+            )
+
+    def slowest(self, label: str, timed: list[Timed]) -> None:
+        """The ten slowest answers and when in the hour they came."""
+        fault_of = self.fleet.traffic.fault_of
+        line(
+            label,
+            ", ".join(
+                f"{ms(t.seconds)} at {(t.started - self.fleet.started) / 60:.1f} min"
+                + (f" ({fault})" if (fault := fault_of(t)) else "")
+                for t in sorted(timed, key=lambda t: -t.seconds)[:10]
+            ),
+        )
+
     def print_figures(self) -> None:
         traffic, findings, record = self.fleet.traffic, self.findings, self.record
         acked = sum(len(reports) for reports in record.acked.values())
@@ -2013,25 +2140,14 @@ class Run:
         )
         line("reports/s in the hour", f"{(acked - self.acked_before) / self.wall:,.1f}")
         for endpoint in ("ingest", "gate", "drift", "diff"):
-            timed = traffic.latencies.get(endpoint, [])
-            for label, latencies in (
-                (f"{endpoint} latency", sorted(t.seconds for t in timed)),
-                ("  outside the faults", sorted(t.seconds for t in timed if t.fault is None)),
-            ):
-                line(
-                    f"{label} (n={len(latencies):,})",
-                    f"p50 {ms(percentile(latencies, 0.5))}, "
-                    f"p99 {ms(percentile(latencies, 0.99))}, "
-                    f"max {ms(latencies[-1] if latencies else float('nan'))}",
-                )
-        slowest = sorted(traffic.latencies.get("gate", []), key=lambda t: -t.seconds)[:10]
+            self.latency_lines(f"{endpoint} latency", traffic.latencies.get(endpoint, []))
+        self.slowest("slowest gate answers", traffic.latencies.get("gate", []))
+        assert self.probe is not None
+        self.latency_lines("gate latency, asked apart", self.probe.latencies)
+        self.slowest("  its slowest answers", self.probe.latencies)
         line(
-            "slowest gate answers",
-            ", ".join(
-                f"{ms(t.seconds)} at {(t.started - self.fleet.started) / 60:.1f} min"
-                + (f" ({t.fault})" if t.fault else "")
-                for t in slowest
-            ),
+            "  its answers by status",
+            ", ".join(f"{s}: {n:,}" for s, n in sorted(self.probe.statuses.items())),
         )
         panel = sorted(self.panel.seconds)
         line(
