@@ -102,6 +102,7 @@ import importlib.util
 import itertools
 import logging
 import multiprocessing
+import multiprocessing.synchronize
 import os
 import queue
 import random
@@ -1159,7 +1160,7 @@ def ask_gate(
     token: str,
     every: float,
     targets: multiprocessing.Queue[dict[str, str]],
-    stop: Any,  # a multiprocessing Event
+    stop: multiprocessing.synchronize.Event,
     answers: multiprocessing.Queue[list[tuple[float, float | None, str]]],
 ) -> None:
     """The gate as another team's pipeline asks it, in a process of its own: every `every`
@@ -1220,7 +1221,14 @@ class GateProbe:
 
     def stop(self) -> None:
         self.stop_asking.set()
-        for started, seconds, status in self.answers.get(timeout=60):
+        try:
+            asked = self.answers.get(timeout=60)
+        except queue.Empty:
+            raise SystemExit(
+                "the process asking the gate apart gave no answers in a minute "
+                f"(exit code {self.process.exitcode})"
+            ) from None
+        for started, seconds, status in asked:
             self.statuses[status] += 1
             if seconds is not None:
                 self.latencies.append(Timed(started, seconds))
