@@ -367,9 +367,10 @@ expected AS (
     FROM cluster c
     WHERE c.environment_id = :environment AND c.decommissioned_at IS NULL
 ),
--- Walked from the sources' URL spellings and refs (ix_object_state_source): walked from the
--- expected clusters, the statement would read all their objects. A branch is an
--- environment's, so what is found is almost only theirs; `candidate` keeps only theirs.
+-- Walked from the sources' URL spellings and refs (ix_object_state_source, which carries every
+-- column read here: an index-only scan, not a heap page per object): walked from the expected
+-- clusters, the statement would read all their objects. A branch is an environment's, so what
+-- is found is almost only theirs; `candidate` keeps only theirs.
 -- A path is compared as hub.harvest.platform.normalise_path reads it: no empty or '.' parts;
 -- any path when the source names none (CASE: `IS NULL OR` would have the planner guess that
 -- almost no object passes, and join what follows by nested loops).

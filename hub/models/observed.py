@@ -88,9 +88,25 @@ class ObjectState(Base):
     __table_args__ = (
         UniqueConstraint("cluster_id", "reconciler", "kind", "namespace", "name"),
         # Objects by the source they apply: the URL spellings in use, and the objects that
-        # apply a repository's branch (migrations 0011 and 0013; the first says why it is not
-        # partial on removed_at).
-        Index("ix_object_state_source", "source_url", "url_ref"),
+        # apply a repository's branch with what the gate judges them by (migrations 0011, 0013
+        # and 0031; the first says why it is not partial on removed_at).
+        Index(
+            "ix_object_state_source",
+            "source_url",
+            "url_ref",
+            postgresql_include=[
+                "id",
+                "cluster_id",
+                "source_path",
+                "applied_revision",
+                "applied_sha",
+                "attempted_sha",
+                "ready",
+                "applied_since",
+                "ready_since",
+                "removed_at",
+            ],
+        ),
         # Migration 0026 adds ix_object_state_name_c, (name COLLATE "C", id), for deployment
         # history by object name: a collation of its own, which models cannot state.
     )
