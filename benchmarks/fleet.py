@@ -1224,9 +1224,13 @@ class GateProbe:
         try:
             asked = self.answers.get(timeout=60)
         except queue.Empty:
+            if self.process.is_alive():
+                self.process.terminate()
+                ended = "it was still running, and is stopped"
+            else:
+                ended = f"it ended with exit code {self.process.exitcode}"
             raise SystemExit(
-                "the process asking the gate apart gave no answers in a minute "
-                f"(exit code {self.process.exitcode})"
+                f"the process asking the gate apart gave no answers in a minute ({ended})"
             ) from None
         for started, seconds, status in asked:
             self.statuses[status] += 1
