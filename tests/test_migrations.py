@@ -241,3 +241,23 @@ def test_objects_learn_the_ref_whose_revisions_they_apply_from_their_source_obje
         ("drone-02", "flux-system"): None,
         ("drone-02", "apps"): "stage",
     }
+
+
+def test_objects_are_vacuumed_after_a_thousand_odd_changes_not_a_fifth_of_the_table(
+    fresh_database: Callable[[], str],
+) -> None:
+    """The gate's index-only scan of object_state needs its changed pages vacuumed soon."""
+    url = fresh_database()
+    migrate.upgrade(url)
+    engine = create_engine(url, poolclass=pool.NullPool)
+    try:
+        with engine.connect() as connection:
+            options = connection.scalar(
+                text("SELECT reloptions FROM pg_class WHERE oid = 'object_state'::regclass")
+            )
+    finally:
+        engine.dispose()
+    assert sorted(options) == [
+        "autovacuum_vacuum_scale_factor=0.01",
+        "autovacuum_vacuum_threshold=1000",
+    ]
