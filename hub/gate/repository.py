@@ -442,8 +442,7 @@ stretch AS MATERIALIZED (
       AND k.applied_since > :soaked_before
 ),
 candidate AS (
-    SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, e.asked,
-           p.place,
+    SELECT k.cluster_id, k.cluster, k.cluster_type, k.last_seen_at, k.asked, k.place,
            k.id, k.ready,
            CASE WHEN k.ready THEN k.ready_since END AS ready_since,
            COALESCE(stretch.since, k.applied_since) AS contains_since,
@@ -452,9 +451,18 @@ candidate AS (
            COALESCE(applied.rewritten, false) AS rewritten,
            COALESCE(k.attempted_target, false) OR COALESCE(attempted.carries, false)
                AS attempted
-    FROM expected e
-    JOIN place p ON p.cluster_type = e.cluster_type
-    LEFT JOIN tracked k ON k.cluster_id = e.id AND k.source = p.source
+    -- The expected clusters meet their objects first (OFFSET 0: before the commits compared):
+    -- the planner, which cannot tell how many objects `tracked` holds, would otherwise join
+    -- them to each lookup of `compared` first and hash the thousands of them once per lookup.
+    FROM (
+        SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, e.asked,
+               p.place, k.source, k.id, k.applied_sha, k.applied_nothing, k.attempted_target,
+               k.attempted_sha, k.ready, k.applied_since, k.ready_since
+        FROM expected e
+        JOIN place p ON p.cluster_type = e.cluster_type
+        LEFT JOIN tracked k ON k.cluster_id = e.id AND k.source = p.source
+        OFFSET 0
+    ) AS k
     LEFT JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
     LEFT JOIN compared attempted
       ON attempted.source = k.source AND attempted.sha = k.attempted_sha

@@ -7,7 +7,7 @@ again every answer reads them from the heap, and walks the index entries the upd
 behind. At PostgreSQL's default (a fifth of the table changed) that waits for some 40,000
 changed objects at 10,000 clusters, and a rollout through prod makes some 14,000. Now
 1,000 and 1 % of the rest suffice (about 3,000), and autovacuum looks once a minute: under a
-fleet's load (benchmarks/fleet.py --replicas 2) the gate's p99 went from 162 ms to 109-136.
+fleet's load (benchmarks/fleet.py --replicas 2) the gate's p99 went from 162 ms to 109-149.
 
 Revision ID: 0032_object_state_vacuum
 Revises: 0031_gate_covering_index
