@@ -565,10 +565,14 @@ async def source_spellings(session: AsyncSession) -> list[str]:
 
 
 # What every gate answer needs before it judges, in one round trip: the environment, the live
-# branches of platform repositories that stand for it, and the reported URL spellings.
+# branches of platform repositories that stand for it, and the reported URL spellings. The
+# judgements that follow in the transaction are planned for their own values (plan_cache_mode):
+# a plan prepared for any values, as psycopg's prepared statements come to use, guesses at every
+# size and commit the JSON parameters carry. Set here, it costs no round trip of its own.
 _SCOPE = text(f"""{_SPELLING_WALK},
 reported AS MATERIALIZED (
-    SELECT COALESCE(array_agg(url ORDER BY url), '{{}}') AS urls
+    SELECT COALESCE(array_agg(url ORDER BY url), '{{}}') AS urls,
+           set_config('plan_cache_mode', 'force_custom_plan', true) AS planned
     FROM spelling WHERE url IS NOT NULL
 )
 SELECT e.id AS environment_id, (SELECT urls FROM reported) AS spellings, b.id,
@@ -592,7 +596,8 @@ class Scope:
 
 
 async def scope(session: AsyncSession, environment: str) -> Scope | None:
-    """The environment's scope; None when no environment has that name."""
+    """The environment's scope; None when no environment has that name. Judgements in the
+    same transaction are planned for their own values from then on."""
     rows = (await session.execute(_SCOPE, {"name": environment})).all()
     if not rows:
         return None
@@ -674,7 +679,7 @@ class Judgement:
 async def judge(
     session: AsyncSession,
     *,
-    environment: int,
+    scope: Scope,
     sources: Sequence[Source],
     placements: Sequence[tuple[str | None, int | None]],
     narrowing: Narrowing,
@@ -684,15 +689,12 @@ async def judge(
     limit: int,
     offset: int,
 ) -> Judgement:
-    """Judge the environment's expected clusters, those its cluster types are placed on,
-    each by the objects that follow the sources it is placed on: `placements` pairs a cluster
-    type (None: every one, and clusters in none) with an index into `sources` (None: nothing
-    to follow), and `narrowing` narrows them. Lists the first `leading` clusters and those of
-    the page."""
+    """Judge the expected clusters of the scope's environment (read in this transaction),
+    those its cluster types are placed on, each by the objects that follow the sources it is
+    placed on: `placements` pairs a cluster type (None: every one, and clusters in none) with
+    an index into `sources` (None: nothing to follow), and `narrowing` narrows them. Lists the
+    first `leading` clusters and those of the page."""
     state_of = list(ClusterState)
-    # Planned for each request's values: a plan prepared for any values, as psycopg's prepared
-    # statements come to use, guesses at every size and commit the JSON parameters carry.
-    await session.execute(select(func.set_config("plan_cache_mode", "force_custom_plan", True)))
     spelled = [
         (index, url, ref)
         for index, source in enumerate(sources)
@@ -703,7 +705,7 @@ async def judge(
         await session.execute(
             _JUDGE,
             {
-                "environment": environment,
+                "environment": scope.environment_id,
                 "narrowed": bool(narrowing.cluster_types or narrowing.selector.match_expressions),
                 "cluster_types": list(narrowing.cluster_types) or None,
                 "selector": json.dumps(

@@ -179,7 +179,7 @@ class ClusterPage:
 async def _judge(
     session: AsyncSession,
     target: Target,
-    environment_id: int,
+    scope: Scope,
     sources: Sequence[Source],
     placements: Sequence[tuple[str | None, int | None]],
     narrowing: Narrowing,
@@ -191,7 +191,7 @@ async def _judge(
     the reasons name, and the page's) and concludes."""
     judgement = await repository.judge(
         session,
-        environment=environment_id,
+        scope=scope,
         sources=sources,
         placements=placements,
         narrowing=narrowing,
@@ -297,7 +297,7 @@ def _platform_source(branch: Branch, urls: list[str], sha: str, starts: Membersh
 async def _judge_commit(
     session: AsyncSession,
     environment: str,
-    environment_id: int,
+    scope: Scope,
     branch: Branch,
     urls: list[str],
     sha: str,
@@ -310,7 +310,7 @@ async def _judge_commit(
     target = PlatformCommit(environment=environment, sha=sha)
     source = _platform_source(branch, urls, sha, starts)
     decision, judgement = await _judge(
-        session, target, environment_id, [source], [(None, 0)], narrowing, options, now, page
+        session, target, scope, [source], [(None, 0)], narrowing, options, now, page
     )
     wire_target = GateTarget(
         kind="platform_commit",
@@ -401,7 +401,7 @@ async def _platform_commit_gate(
     return await _judge_commit(
         session,
         environment,
-        scope.environment_id,
+        scope,
         branch,
         urls,
         sha,
@@ -452,7 +452,7 @@ async def promotable(
         result = await _judge_commit(
             session,
             environment,
-            scope.environment_id,
+            scope,
             by_id[branch_id],
             urls[branch_id],
             sha,
@@ -593,7 +593,7 @@ async def _workload_version_gate(
     decision, judgement = await _judge(
         session,
         target,
-        scope.environment_id,
+        scope,
         sources,
         placements,
         narrowing,
