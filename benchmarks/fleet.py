@@ -937,8 +937,11 @@ class Fleet:
             wait = next_snapshot - time.monotonic()
             if cluster.reporter.pending:
                 wait = min(wait, FLUSH_EVERY)
+            # asyncio.timeout, not wait_for: wait_for returns the event when a cancellation
+            # meets its setting, and the agent lives on when the run is stopped.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(cluster.changed.wait(), max(0.0, wait))
+                async with asyncio.timeout(max(0.0, wait)):
+                    await cluster.changed.wait()
             if self.stopping:
                 return
             if cluster.changed.is_set():
