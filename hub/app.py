@@ -26,6 +26,7 @@ from hub.drift.router import router as drift_router
 from hub.envdiff.router import router as envdiff_router
 from hub.errors import install_error_handlers
 from hub.gate.router import router as gate_router
+from hub.harvest.config import load_repositories_file
 from hub.harvest.router import router as repositories_router
 from hub.health.router import router as health_router
 from hub.ingest.router import REPORT_COMPONENTS
@@ -50,6 +51,10 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.repositories_file is not None:
+            # A file the harvest cannot use (a URL with credentials, …) stops the start, the
+            # error naming the file and the entry, rather than failing every harvest.
+            load_repositories_file(settings.repositories_file)
         engine = create_engine(database_url, settings)
         statements = create_statement_pool(database_url, settings)
         # Without waiting: a store that is down shows in /readyz, not as a failed start.

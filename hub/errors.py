@@ -15,13 +15,14 @@ from pydantic_core import ErrorDetails
 from starlette.exceptions import HTTPException
 
 from hub.database import StoreGate, StoreUnreachable
+from hub.harvest.urls import RedactedText
 
 
 class ErrorBody(BaseModel):
     """What every error answer of the hub holds."""
 
     error: str = Field(description="The kind of error, a code: unknown_cluster, store_busy, …")
-    detail: str = Field(description="What is wrong, in words.")
+    detail: RedactedText = Field(description="What is wrong, in words.")
 
 
 class Problem(BaseModel):
@@ -33,7 +34,7 @@ class Problem(BaseModel):
         "empty for the body as a whole."
     )
     rule: str = Field(description="The rule broken, a code: string_too_long, int_parsing, …")
-    message: str
+    message: RedactedText
 
 
 class ValidationErrorBody(ErrorBody):

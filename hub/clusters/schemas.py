@@ -5,6 +5,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, StringConstraints, model_validator
 
+from hub.harvest.urls import RedactedText, RedactedUrl
 from hub.params import StorableText
 
 ClusterName = Annotated[
@@ -64,7 +65,7 @@ class ObjectStateOut(BaseModel):
     kind: str
     namespace: str
     name: str
-    source_url: str | None
+    source_url: RedactedUrl | None
     source_ref: str | None
     source_path: str | None
     applied_revision: str | None
@@ -73,7 +74,7 @@ class ObjectStateOut(BaseModel):
     attempted_revision: str | None
     ready: bool | None
     reason: str | None
-    message: str | None
+    message: RedactedText | None
     health: str | None
     drifted: bool
     suspended: bool

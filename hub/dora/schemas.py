@@ -5,6 +5,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from hub.harvest.urls import RedactedText, RedactedUrl
+
 Subject = Literal["platform_commits", "workload_versions"]
 
 
@@ -70,7 +72,9 @@ class DoraDeployment(BaseModel):
         description="The commit that brought the revision: the platform commit, or the first "
         "app commit that carried the version."
     )
-    repository: str | None = Field(description="The platform repository; None for a version.")
+    repository: RedactedUrl | None = Field(
+        description="The platform repository; None for a version."
+    )
     branch: str | None
     committed_at: datetime
     started_at: datetime = Field(description="A cluster first attempted or applied it.")
@@ -82,7 +86,7 @@ class DoraDeployment(BaseModel):
     failed_clusters: int
     failed_cluster: str | None = Field(description="The cluster that failed first.")
     failure_reason: str | None
-    failure_message: str | None
+    failure_message: RedactedText | None
     restored_at: datetime | None = Field(description="Every cluster Ready again after failing.")
     time_to_restore_seconds: float | None
     completed_in_range: bool = Field(description="Counts in deployment frequency and lead time.")

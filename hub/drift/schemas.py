@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from hub.harvest.urls import RedactedText, RedactedUrl
+
 
 class Reason(StrEnum):
     """Why an object is drifted, in the order they are listed."""
@@ -44,7 +46,7 @@ class Source(BaseModel):
     """What the object follows, as its agent reported it (for a Flux object that names a source
     object, that object's URL and ref)."""
 
-    url: str | None
+    url: RedactedUrl | None
     ref: str | None
     path: str | None
 
@@ -52,7 +54,7 @@ class Source(BaseModel):
 class Desired(BaseModel):
     """The harvested branch the object follows and its head: what it should run."""
 
-    repository: str = Field(description="Normalised URL of the harvested repository.")
+    repository: RedactedUrl = Field(description="Normalised URL of the harvested repository.")
     branch: str
     head_sha: str | None
 
@@ -73,7 +75,7 @@ class DriftReason(BaseModel):
     """One reason with its evidence; fields that do not concern the reason are None."""
 
     reason: Reason
-    detail: str = Field(description="The reason in words, with its evidence.")
+    detail: RedactedText = Field(description="The reason in words, with its evidence.")
     commits: int | None = Field(
         default=None, description="behind: commits of the branch not applied yet."
     )
@@ -87,7 +89,7 @@ class DriftReason(BaseModel):
         description="behind: seconds since `since`; stale: seconds the agent has been silent.",
     )
     reconciler_reason: str | None = Field(default=None, description="failing: the Ready reason.")
-    message: str | None = Field(default=None, description="failing: the Ready message.")
+    message: RedactedText | None = Field(default=None, description="failing: the Ready message.")
     config: list[ConfigMismatch] | None = Field(default=None, description="config_mismatch.")
 
 

@@ -5,12 +5,13 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from hub.envdiff.compare import CellState, DifferenceKind, Reason
+from hub.harvest.urls import RedactedUrl
 
 
 class AppSource(BaseModel):
     """What the assignment's reconciler follows in the application GitOps repository."""
 
-    repository: str | None = Field(description="Normalised URL.")
+    repository: RedactedUrl | None = Field(description="Normalised URL.")
     branch: str | None = Field(description="None: the repository's default branch.")
     path: str | None
     pinned_ref: str | None = Field(

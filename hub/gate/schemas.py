@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter, ValidationError
 
 from hub.gate.policy import ClusterState, Verdict
+from hub.harvest.urls import RedactedText, RedactedUrl
 
 _SECONDS = re.compile(r"\d+(?:\.\d+)?")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3_600, "d": 86_400}
@@ -51,7 +52,9 @@ class GateAssignment(BaseModel):
 
     cluster_type: str
     deployment_target: str
-    repository: str | None = Field(description="The app GitOps repository (normalised URL).")
+    repository: RedactedUrl | None = Field(
+        description="The app GitOps repository (normalised URL)."
+    )
     branch: str | None
     path: str | None
 
@@ -60,7 +63,7 @@ class GateTarget(BaseModel):
     kind: Literal["platform_commit", "workload_version"]
     environment: str
     description: str = Field(description="The target in words, as the reasons name it.")
-    repository: str | None = Field(
+    repository: RedactedUrl | None = Field(
         default=None, description="The platform GitOps repository (normalised URL)."
     )
     branch: str | None = Field(default=None, description="The environment's platform branch.")
@@ -91,7 +94,7 @@ class GateCounts(BaseModel):
 
 
 class HarvestedBranch(BaseModel):
-    repository: str
+    repository: RedactedUrl
     branch: str
     head_sha: str | None
     harvested_at: datetime | None = Field(description="When the harvester last read the branch.")
@@ -110,7 +113,7 @@ class GateCluster(BaseModel):
     name: str
     cluster_type: str | None
     state: ClusterState
-    explanation: str
+    explanation: RedactedText
     object: str | None = Field(
         description="The reconciler object judged (<reconciler>/<kind>/<namespace>/<name>); "
         "None when none tracks the target's source."
@@ -123,7 +126,7 @@ class GateCluster(BaseModel):
     soak_ends_at: datetime | None
     soak_remaining_seconds: float | None
     reason: str | None
-    message: str | None
+    message: RedactedText | None
 
 
 class GateClusterPage(BaseModel):
@@ -139,7 +142,7 @@ class GateClusterPage(BaseModel):
 class GateResult(BaseModel):
     target: GateTarget
     verdict: Verdict
-    reasons: list[str]
+    reasons: list[RedactedText]
     evaluated_at: datetime
     earliest_pass_at: datetime | None = Field(
         description="When the gate opens (the last soak end) if clusters keep reporting; None "

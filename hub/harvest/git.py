@@ -26,7 +26,7 @@ from typing import IO
 import git
 from git.objects.fun import tree_entries_from_data
 
-from hub.harvest.urls import InvalidRepositoryUrl, check_clone_url
+from hub.harvest.urls import InvalidRepositoryUrl, check_clone_url, redact_text
 
 # Tree entry modes (git stores them as octal numbers).
 MODE_DIRECTORY = 0o040000
@@ -163,7 +163,8 @@ def _failure(action: str, exc: Exception, secrets: list[str]) -> GitFailure:
         detail = "; ".join(shown) or f"exit status {exc.status}"
     else:
         detail = str(exc) or type(exc).__name__
-    message = f"{action} failed: {detail}"
+    # git's messages name the URL as given, user name and all.
+    message = redact_text(f"{action} failed: {detail}")
     for secret in secrets:
         message = message.replace(secret, "***")
     return GitFailure(message)

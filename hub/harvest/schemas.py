@@ -15,9 +15,12 @@ from pydantic import (
 )
 
 from hub.harvest.urls import (
+    CREDENTIALS_REFUSED,
     InvalidRepositoryUrl,
+    RedactedText,
+    RedactedUrl,
     check_clone_url,
-    has_password,
+    has_credentials,
     normalise_repository_url,
 )
 from hub.params import StorablePath, StorableText
@@ -92,7 +95,7 @@ class RepositoryConfig(BaseModel):
         description=(
             "https://, http://, ssh://, user@host:path, or (development mode, or with "
             "FLEETMARK_ALLOW_LOCAL_REPOSITORIES) a file:// URL or an absolute path; "
-            "no password in it."
+            "no credentials in it (no user name on http(s), no password)."
         )
     )
     role: Role
@@ -104,10 +107,8 @@ class RepositoryConfig(BaseModel):
     @field_validator("url")
     @classmethod
     def _valid_url(cls, url: str) -> str:
-        if has_password(url):
-            raise ValueError(
-                "the URL holds a password; reference the secret in `credentials` instead"
-            )
+        if has_credentials(url):
+            raise ValueError(CREDENTIALS_REFUSED)
         url = url.strip()
         try:
             check_clone_url(url)
@@ -168,7 +169,7 @@ class BranchStatus(BaseModel):
 class HarvestErrorOut(BaseModel):
     commit_sha: str | None
     path: str | None
-    message: str
+    message: RedactedText
     occurrences: int
     occurred_at: datetime
     last_occurred_at: datetime
@@ -176,8 +177,8 @@ class HarvestErrorOut(BaseModel):
 
 class RepositoryStatus(BaseModel):
     id: int
-    url: str = Field(description="Normalised: one form for https, ssh and .git spellings.")
-    clone_url: str
+    url: RedactedUrl = Field(description="Normalised: one form for https, ssh and .git spellings.")
+    clone_url: RedactedUrl
     role: Role
     source: Literal["file", "api", "discovered"]
     enabled: bool
@@ -186,7 +187,7 @@ class RepositoryStatus(BaseModel):
         description="How the secret is referenced; the reference itself is not shown."
     )
     fetched_at: datetime | None
-    fetch_error: str | None
+    fetch_error: RedactedText | None
     branches: list[BranchStatus]
     error_count: int = Field(description="Distinct harvest errors recorded for the repository.")
     recent_errors: list[HarvestErrorOut]
@@ -201,7 +202,7 @@ class BranchOutcome(BaseModel):
 
 
 class RepositoryOutcome(BaseModel):
-    url: str
+    url: RedactedUrl
     role: Role
     branches: list[BranchOutcome]
     errors: int = Field(default=0, description="Problems recorded during this run.")

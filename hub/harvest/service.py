@@ -237,7 +237,7 @@ async def list_repositories(session: AsyncSession, *, now: datetime) -> list[Rep
             {
                 "id": item.id,
                 "url": item.url,
-                "clone_url": redact_url(item.clone_url),
+                "clone_url": item.clone_url,
                 "role": item.role,
                 "source": item.source,
                 "enabled": item.enabled,
@@ -734,6 +734,13 @@ def _stored_assignment(state: AssignmentState | None) -> StoredAssignment | None
     )
 
 
+_CREDENTIALS_DROPPED = (
+    "{} is harvested without the credentials its URL held (a user name or password): "
+    "repository content must not carry them; list the repository in the repositories file "
+    "with `credentials` (token_file or token_env) instead"
+)
+
+
 async def _discover(
     session: AsyncSession,
     run: _Run,
@@ -741,26 +748,31 @@ async def _discover(
     observations: Observations[AssignmentKey, AssignmentState],
 ) -> tuple[dict[str, int], list[ErrorRecord]]:
     """Application repositories the reconcilers of `item` point at, by normalised URL, and a
-    harvest error, at the commit and folder that first names it, for each one refused."""
+    harvest error, at the commit and folder that first names it, for each one refused or
+    recorded without the credentials its URL held."""
     ids: dict[str, int] = {}
     seen: set[AppSource] = set()
-    refused: list[ErrorRecord] = []
+    problems: list[ErrorRecord] = []
     for sha, observed in observations.steps:
         for (cluster_type, target), state in observed.items():
             for source in () if state is None else state.sources:
                 if source in seen:
                     continue
                 seen.add(source)
+                where = f"{cluster_type}/{target}"
                 refusal = discovery_refusal(source.url, item.clone_url, run.discovery_allowed)
                 url = spelled_repository(source.url)
                 if refusal is not None or url is None:
                     message = f"repository not harvested: {refusal or source.url}"
-                    refused.append(ErrorRecord(sha, f"{cluster_type}/{target}", message))
+                    problems.append(ErrorRecord(sha, where, message))
                     continue
+                clone_url = redact_url(source.url)
+                if clone_url != source.url:
+                    problems.append(ErrorRecord(sha, where, _CREDENTIALS_DROPPED.format(clone_url)))
                 ids[url] = await repository.ensure_discovered(
-                    session, url, source.url, source.branch or DEFAULT_BRANCH, item.id
+                    session, url, clone_url, source.branch or DEFAULT_BRANCH, item.id
                 )
-    return ids, refused
+    return ids, problems
 
 
 async def _store_assignments(
@@ -773,8 +785,8 @@ async def _store_assignments(
     observations: Observations[AssignmentKey, AssignmentState],
     ids: dict[str, int],
 ) -> list[ErrorRecord]:
-    """Store the assignments' revisions; the harvest errors of repositories refused."""
-    app_ids, refused = await _discover(session, run, item, observations)
+    """Store the assignments' revisions; the harvest errors of the repositories they name."""
+    app_ids, problems = await _discover(session, run, item, observations)
     changes = track(
         stored,
         [
@@ -810,7 +822,7 @@ async def _store_assignments(
     await repository.close_revisions(
         session, AssignmentRevision, [(revision, ids[sha]) for revision, sha in changes.closed]
     )
-    return refused
+    return problems
 
 
 def _until(revision: NewRevision[Any, Any], ids: dict[str, int]) -> int | None:

@@ -17,7 +17,10 @@ from pointing the hub at its own files or at hosts the operator did not allow.
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Annotated
 from urllib.parse import urlsplit
+
+from pydantic import AfterValidator
 
 # scp-like syntax: [user@]host:path (no scheme, no slash before the colon).
 _SCP = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>(?!//).+)$")
@@ -181,18 +184,55 @@ def _allows(entry: str, url: str) -> bool:
     return normalised == prefix or normalised.startswith(prefix.rstrip("/") + "/")
 
 
+# A token goes in the user name of an http(s) URL (`https://ghp_…@github.com/…`), so there any
+# userinfo is a secret; other schemes keep their user (`ssh://git@host/…` names none), never a
+# password.
+_SECRET_USER_SCHEMES = frozenset({"http", "https"})
+# A URL's scheme and authority in prose; the look-behind starts a scheme only where a word does,
+# so a long run of letters costs one pass.
+_URL_AUTHORITY = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*)://([^\s/?#]*)")
+CREDENTIALS_REFUSED = (
+    "the URL holds credentials (a user name or password); reference the secret in "
+    "`credentials` (token_file or token_env) instead"
+)
+
+
+def _shown_authority(scheme: str, authority: str) -> str:
+    if "@" not in authority:
+        return authority
+    userinfo, _, host = authority.rpartition("@")
+    if scheme.lower() in _SECRET_USER_SCHEMES:
+        return host
+    return f"{userinfo.split(':', 1)[0]}@{host}"
+
+
+@lru_cache(maxsize=4096)
 def redact_url(url: str) -> str:
-    """The URL without any password embedded in it, for messages and logs."""
-    parts = urlsplit(url) if "://" in url else None
-    if parts is None or parts.password is None:
+    """`url` without its credentials, to store, show and log: no userinfo on http(s), no
+    password on other schemes. Cached: agents report a few URLs over and over."""
+    scheme, separator, rest = url.partition("://")
+    if not separator or "@" not in rest:
         return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = f"{parts.username}:***@" if parts.username else "***@"
-    return parts._replace(netloc=user + netloc).geturl()
+    end = next((index for index, char in enumerate(rest) if char in "/?#"), len(rest))
+    return f"{scheme}://{_shown_authority(scheme, rest[:end])}{rest[end:]}"
 
 
-def has_password(url: str) -> bool:
-    return "://" in url and urlsplit(url).password is not None
+def redact_text(text: str) -> str:
+    """`text` (a message, an error) with every URL in it redacted as by `redact_url`."""
+    if "@" not in text or "://" not in text:
+        return text
+    return _URL_AUTHORITY.sub(
+        lambda found: f"{found[1]}://{_shown_authority(found[1], found[2])}", text
+    )
+
+
+def has_credentials(url: str) -> bool:
+    return redact_url(url) != url
+
+
+# As the hub answers with them (response schemas): without credentials.
+RedactedUrl = Annotated[str, AfterValidator(redact_url)]
+RedactedText = Annotated[str, AfterValidator(redact_text)]
 
 
 @lru_cache(maxsize=4096)

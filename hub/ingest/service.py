@@ -12,6 +12,7 @@ from hub.clusters import repository as clusters
 from hub.clusters.repository import ClusterIdentity
 from hub.database import Statements
 from hub.errors import ClusterMismatch, NotAuthenticated
+from hub.harvest.urls import has_credentials, redact_url
 from hub.ingest import repository
 from hub.ingest.schemas import ObjectRecord, Report, ReportReply
 from hub.models.observed import FLUX_SOURCE_KINDS
@@ -44,7 +45,9 @@ def _row(record: ObjectRecord) -> repository.Record:
     if source is None:
         source_url = source_ref = source_path = None
     else:
-        source_url, source_ref, source_path = source.url, source.ref, source.path
+        # Stored without credentials (`_url_warnings` says so); cached per distinct URL.
+        source_url = None if source.url is None else redact_url(source.url)
+        source_ref, source_path = source.ref, source.path
     return (
         record.reconciler,
         record.kind,
@@ -104,6 +107,26 @@ def _revision_warnings(report: Report) -> list[str]:
         more = len(warnings) - _NAMED_RECORDS
         warnings = [*warnings[:_NAMED_RECORDS], f"and {more} more revisions of no known form"]
     return warnings
+
+
+def _url_warnings(report: Report) -> list[str]:
+    """One warning for the records whose source URL held credentials, dropped before storing."""
+    named = [
+        (record, record.source.url)
+        for record in report.objects
+        if record.source is not None
+        and record.source.url is not None
+        and has_credentials(record.source.url)
+    ]
+    if not named:
+        return []
+    (record, url), more = named[0], len(named) - 1
+    others = f" (and {more} more object{'s' if more > 1 else ''})" if more else ""
+    return [
+        f"{record.reconciler} {record.kind} {record.namespace}/{record.name}{others}: "
+        f"source.url held credentials (a user name or password), dropped: stored as "
+        f"{redact_url(url)}"
+    ]
 
 
 def _placement_warnings(cluster: ClusterIdentity, report: Report) -> list[str]:
@@ -186,5 +209,9 @@ async def ingest(
         accepted=applied.accepted,
         changed=applied.changed,
         duplicate=False,
-        warnings=[*_placement_warnings(cluster, report), *_revision_warnings(report)],
+        warnings=[
+            *_placement_warnings(cluster, report),
+            *_revision_warnings(report),
+            *_url_warnings(report),
+        ],
     )

@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from hub.harvest.schemas import HarvestReport
+from hub.harvest.urls import RedactedText
 from hub.params import StorableText
 from hub.scheduling.schemas import ScheduleRun
 
@@ -32,7 +33,7 @@ class RequestedRun(BaseModel):
     outcome: RunOutcome
     started_at: datetime
     finished_at: datetime | None = Field(description="None while it runs.")
-    error: str | None = Field(description="Why it failed, when it did.")
+    error: RedactedText | None = Field(description="Why it failed, when it did.")
     harvest: HarvestReport | None = Field(
         default=None, description="What a harvest did, once it succeeded."
     )

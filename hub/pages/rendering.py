@@ -13,7 +13,6 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from hub.gate.policy import format_duration
-from hub.harvest.urls import redact_url
 from hub.pages.access import TOKEN_COOKIE
 
 STATIC = Path(__file__).parent / "static"
@@ -46,9 +45,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    environment.filters.update(
-        when=when, short=short, seconds=seconds, words=words, redact=redact_url
-    )
+    environment.filters.update(when=when, short=short, seconds=seconds, words=words)
     return environment
 
 

@@ -5,6 +5,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from hub.harvest.urls import RedactedUrl
+
 AgentStatus = Literal["reporting", "stale", "never_reported"]
 
 
@@ -77,7 +79,7 @@ class Deployment(BaseModel):
     kind: str
     namespace: str
     name: str
-    source_url: str | None
+    source_url: RedactedUrl | None
     source_ref: str | None
     source_path: str | None
     applied_revision: str | None

@@ -24,7 +24,7 @@ from hub.harvest.git import Credentials, GitFailure, LocalRepository, remote_url
 from hub.harvest.urls import (
     InvalidRepositoryUrl,
     discovery_refusal,
-    has_password,
+    has_credentials,
     normalise_repository_url,
     redact_url,
 )
@@ -99,8 +99,10 @@ class ControlPlaneFetch:
                 continue
 
     def __call__(self, ref: RepoRef, /) -> Fetched:
-        if has_password(ref.repo):
-            raise FetchError("a repository URL must not carry a password")
+        if has_credentials(ref.repo):
+            raise FetchError(
+                "a repository URL must not carry credentials (a user name or password)"
+            )
         try:
             given = normalise_repository_url(ref.repo) in self._aliases
             refusal = (

@@ -6,7 +6,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from hub.harvest.urls import InvalidRepositoryUrl, has_password, normalise_repository_url
+from hub.harvest.urls import (
+    InvalidRepositoryUrl,
+    RedactedText,
+    RedactedUrl,
+    has_credentials,
+    normalise_repository_url,
+)
 
 Mode = Literal["direct", "branch"]
 AssignmentStatus = Literal["rendered", "failed", "rejected"]
@@ -18,10 +24,10 @@ def _repository_location(text: str) -> str:
     """A repository URL as given, or a local path made absolute: the same repository whatever
     the directory the hub runs in, and the spelling the control plane's files may use."""
     text = text.strip()
-    if has_password(text):
+    if has_credentials(text):
         raise ValueError(
-            "a repository URL must not carry a password; git reads credentials from its own "
-            "configuration (a credential helper, an SSH key)"
+            "a repository URL must not carry credentials (a user name or password); git reads "
+            "them from its own configuration (a credential helper, an SSH key)"
         )
     if not text.startswith((".", "/", "~")):
         try:
@@ -62,11 +68,11 @@ class Problem(BaseModel):
             "repository could not be read or written."
         )
     )
-    message: str
+    message: RedactedText
     cluster_type: str | None = None
     deployment_target: str | None = None
     template: str | None = None
-    source: str | None = Field(
+    source: RedactedText | None = Field(
         default=None, description="The repository, branch and commit a document was read from."
     )
     file: str | None = Field(
@@ -88,7 +94,7 @@ class EnvironmentOutcome(BaseModel):
     """One environment of a run: the commit written (if any) and every problem met."""
 
     environment: str
-    gitops_url: str
+    gitops_url: RedactedUrl
     mode: Mode
     branch: str | None = Field(
         description="Where the commit went: the environment branch or deployment/<timestamp>."
@@ -118,13 +124,13 @@ class EnvironmentOutcome(BaseModel):
     )
     changes: list[AssignmentChange]
     errors: list[Problem]
-    failure: str | None = Field(
+    failure: RedactedText | None = Field(
         default=None, description="Why nothing could be written for this environment."
     )
 
 
 class ScheduleRun(BaseModel):
-    control_plane: str
+    control_plane: RedactedUrl
     environments: list[EnvironmentOutcome]
     seconds: float
 
@@ -146,7 +152,7 @@ class ScheduledAssignmentOut(BaseModel):
     files: list[str]
     content_hash: str | None = Field(description="sha256 over its folder's files.")
     config_hash: str | None
-    gitops_url: str
+    gitops_url: RedactedUrl
     branch: str | None = Field(description="The branch of the commit that last changed its folder.")
     commit_sha: str | None
     changed_at: datetime | None
@@ -161,7 +167,7 @@ class AssignmentPage(BaseModel):
 
 
 class SchedulingErrorOut(Problem):
-    gitops_url: str
+    gitops_url: RedactedUrl
     first_seen_at: datetime
     last_seen_at: datetime
 

@@ -47,7 +47,6 @@ from hub.harvest.urls import (
     InvalidRepositoryUrl,
     is_local_url,
     normalise_repository_url,
-    redact_url,
 )
 from hub.scheduling import repository
 from hub.scheduling.clones import (
@@ -203,7 +202,7 @@ async def run_schedule(
     finally:
         await asyncio.to_thread(clones.close)
     return ScheduleRun(
-        control_plane=redact_url(request.control_plane),
+        control_plane=request.control_plane,
         environments=outcomes,
         seconds=time.perf_counter() - started,
     )

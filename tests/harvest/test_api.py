@@ -97,7 +97,7 @@ async def test_admin_adds_and_removes_a_repository(
             {"url": "https://github.com/c/a", "role": "cluster"},
             "role: Input should be 'platform' or 'app'",
         ),
-        ({"url": "https://bot:hunter2@github.com/c/a", "role": "app"}, "the URL holds a password"),
+        ({"url": "https://bot:hunter2@github.com/c/a", "role": "app"}, "the URL holds credentials"),
         ({"url": "ftp://github.com/c/a", "role": "app"}, "unsupported repository URL scheme"),
         (
             {"url": "https://github.com/c/a", "role": "app", "credentials": {"token": "ghp_x"}},

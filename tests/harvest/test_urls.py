@@ -8,7 +8,9 @@ from hub.harvest.urls import (
     InvalidRepositoryUrl,
     check_clone_url,
     discovery_refusal,
+    has_credentials,
     normalise_repository_url,
+    redact_text,
     redact_url,
 )
 
@@ -45,9 +47,35 @@ def test_what_is_not_a_repository_url(url: str) -> None:
         normalise_repository_url(url)
 
 
-def test_redacted_urls_hide_passwords_only() -> None:
-    assert redact_url("https://bot:hunter2@github.com/a/b") == "https://bot:***@github.com/a/b"
-    assert redact_url("https://github.com/a/b") == "https://github.com/a/b"
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://ghp_t0ken@github.com/a/b.git", "https://github.com/a/b.git"),
+        ("https://bot:hunter2@github.com/a/b", "https://github.com/a/b"),
+        ("HTTP://bot:hunter2@git.internal:8080/a?b=c@d", "HTTP://git.internal:8080/a?b=c@d"),
+        ("https://@github.com/a/b", "https://github.com/a/b"),
+        ("https://github.com/a/b@v1", "https://github.com/a/b@v1"),
+        ("ssh://git@github.com/a/b", "ssh://git@github.com/a/b"),
+        ("ssh://git:hunter2@github.com/a/b", "ssh://git@github.com/a/b"),
+        ("git@github.com:a/b.git", "git@github.com:a/b.git"),
+        ("/srv/git/a", "/srv/git/a"),
+    ],
+)
+def test_redacted_urls_keep_no_credentials(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+    assert has_credentials(url) is (url != shown)
+
+
+def test_redacted_text_hides_every_url_s_credentials() -> None:
+    text = (
+        "fatal: unable to access 'https://ghp_t0ken@github.com/a/b.git/' (from "
+        "ssh://git:hunter2@host/c, mail ops@example.com)"
+    )
+
+    assert redact_text(text) == (
+        "fatal: unable to access 'https://github.com/a/b.git/' (from ssh://git@host/c, mail "
+        "ops@example.com)"
+    )
 
 
 @pytest.mark.parametrize(

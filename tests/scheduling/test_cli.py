@@ -136,11 +136,14 @@ def test_what_cannot_be_written_at_all_exits_with_1(
 
 
 @pytest.mark.usefixtures("cli_database")
-def test_a_repository_url_carrying_a_password_is_refused(platform: Platform) -> None:
+@pytest.mark.parametrize("userinfo", ["bot:s3cret", "s3cret"])
+def test_a_repository_url_carrying_credentials_is_refused(
+    platform: Platform, userinfo: str
+) -> None:
     code, output = fleetmark(
         "schedule",
         "--control-plane",
-        "https://bot:s3cret@git.example.com/platform/control-plane.git",
+        f"https://{userinfo}@git.example.com/platform/control-plane.git",
         "-e",
         "dev",
         "--gitops",
@@ -148,5 +151,5 @@ def test_a_repository_url_carrying_a_password_is_refused(platform: Platform) -> 
     )
 
     assert code == 1
-    assert "must not carry a password" in output
+    assert "must not carry credentials" in output
     assert "s3cret" not in output
