@@ -34,12 +34,20 @@ from hub.ingest.router import router as ingest_router
 from hub.jobs import start_jobs, stop_jobs
 from hub.metrics import HubMetrics, RequestMetricsMiddleware
 from hub.monitoring.router import router as runs_router
+from hub.pages.headers import SecurityHeaders
 from hub.pages.router import public as pages_public_router
 from hub.pages.router import router as pages_router
+from hub.pages.throttle import FailedSignIns
 from hub.query.router import router as query_router
 from hub.scheduling.router import router as scheduling_router
 from hub.settings import HubSettings
 from hub.tokens.router import router as tokens_router
+
+# The API's documentation pages (FastAPIOffline serves them and does not keep their paths).
+DOCS_URL = "/docs"
+REDOC_URL = "/redoc"
+OAUTH2_REDIRECT_URL = "/docs/oauth2-redirect"
+DOCS_PATHS = (DOCS_URL, REDOC_URL, OAUTH2_REDIRECT_URL)
 
 
 def utc_now() -> datetime:
@@ -75,6 +83,9 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
 
     # /docs and /redoc load Swagger UI and ReDoc from the hub, so they render air-gapped too.
     app = FastAPIOffline(
+        docs_url=DOCS_URL,
+        redoc_url=REDOC_URL,
+        swagger_ui_oauth2_redirect_url=OAUTH2_REDIRECT_URL,
         title="fleetmark",
         version=hub.__version__,
         summary="Deployment observability hub for GitOps fleets.",
@@ -87,6 +98,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
     app.state.store_gate = gate = StoreGate(
         database_url, connect_timeout=settings.database_pool_timeout
     )
+    app.state.failed_sign_ins = FailedSignIns()
     app.state.metrics = HubMetrics(
         fleet_max_age=settings.metrics_refresh_interval, clock=clock, gate=gate
     )
@@ -111,6 +123,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
     ):
         app.include_router(router)
     app.add_middleware(RequestMetricsMiddleware, metrics=app.state.metrics)
+    app.add_middleware(SecurityHeaders, docs_paths=DOCS_PATHS)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -73,6 +73,18 @@ class InsufficientScope(FleetmarkError):
     error = "insufficient_scope"
 
 
+class CrossSiteRequest(FleetmarkError):
+    """A form posted to the hub by a page of another site."""
+
+    status_code = 403
+    error = "cross_site_request"
+
+
+class TooManyAttempts(FleetmarkError):
+    status_code = 429
+    error = "too_many_attempts"
+
+
 class ClusterMismatch(FleetmarkError):
     status_code = 403
     error = "cluster_mismatch"

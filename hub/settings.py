@@ -64,6 +64,22 @@ class HubSettings(BaseSettings):
         gt=0,
         description="Seconds a client has to send a request's body once its headers are in.",
     )
+    forwarded_allow_ips: str = Field(
+        default="127.0.0.1",
+        description=(
+            "Comma-separated addresses or networks of the proxies whose X-Forwarded-Proto and "
+            "X-Forwarded-For `fleetmark serve` believes (`*`: any); the scheme decides whether "
+            "the sign-in cookie is Secure."
+        ),
+    )
+    sign_in_lifetime: Interval = Field(
+        default=timedelta(hours=8),
+        ge=timedelta(minutes=1),
+        description=(
+            "How long a sign-in to the pages lasts (seconds or ISO 8601); then the browser is "
+            "asked for a token again."
+        ),
+    )
     stale_after_seconds: int = Field(default=600, gt=0)
     database_pool_size: int = Field(default=10, gt=0)
     database_pool_timeout: float = Field(

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Route, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, Route, sync_playwright
 
 CHROMIUM = shutil.which("chromium")
 # Seconds a page may take to load, or an element to appear, before the test fails.
@@ -56,6 +56,19 @@ def open_page(browser: Browser, hub_url: str) -> tuple[Page, list[str]]:
     page.set_default_timeout(PAGE_TIMEOUT * 1000)
     page.route("**/*", only_the_hub)
     return page, refused
+
+
+def policy_violations(page: Page) -> list[str]:
+    """The Content-Security-Policy violations Chromium reports on the tab's console, as they
+    come (a blocked script, style or file)."""
+    violations: list[str] = []
+
+    def note(message: ConsoleMessage) -> None:
+        if "Content Security Policy" in message.text:
+            violations.append(message.text)
+
+    page.on("console", note)
+    return violations
 
 
 def screenshot(page: Page, name: str) -> None:

@@ -69,6 +69,7 @@ def serve(
         http=DeadlineHttpToolsProtocol,
         access_log=False,
         proxy_headers=True,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
     )
 
 

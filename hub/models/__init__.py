@@ -1,6 +1,6 @@
 """ORM classes and tables of the store; Alembic owns the schema (`migrations/`)."""
 
-from hub.models.auth import ApiToken
+from hub.models.auth import ApiToken, PageSignIn
 from hub.models.base import Base
 from hub.models.desired import Assignment, AssignmentRevision, HarvestError, ManifestRevision
 from hub.models.dora import DoraRefresh, DoraRollup
@@ -65,6 +65,7 @@ __all__ = [
     "ManifestRevision",
     "ObjectDrift",
     "ObjectState",
+    "PageSignIn",
     "Repository",
     "ScheduledAssignment",
     "SchedulingError",

@@ -1,8 +1,9 @@
-"""API tokens for people and automation (admin or read scope)."""
+"""API tokens for people and automation (admin or read scope), and the sign-ins to the pages
+made from them."""
 
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, String
+from sqlalchemy import CheckConstraint, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from hub.models.base import Base, created_at_column
@@ -18,3 +19,18 @@ class ApiToken(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = created_at_column()
     revoked_at: Mapped[datetime | None]
+
+
+class PageSignIn(Base):
+    """A browser signed in to the pages with an API token: the cookie holds a random id, only
+    its keyed hash is stored. Sign-out deletes the row; so does revoking the token."""
+
+    __tablename__ = "page_sign_in"
+    __table_args__ = (Index(None, "expires_at"),)
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    api_token_id: Mapped[int] = mapped_column(
+        ForeignKey("api_token.id", ondelete="CASCADE"), index=True
+    )
+    created_at: Mapped[datetime] = created_at_column()
+    expires_at: Mapped[datetime]

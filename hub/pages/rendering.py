@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from hub.gate.policy import format_duration
-from hub.pages.access import TOKEN_COOKIE
+from hub.pages.access import sign_in_cookie
 
 STATIC = Path(__file__).parent / "static"
 # Rows per page unless `limit` says otherwise: a page stays small at any fleet size.
@@ -78,9 +78,11 @@ def render(
     page = _TEMPLATES.get_template(template)
     html = page.render(
         request=request,
-        signed_in=TOKEN_COOKIE in request.cookies,
+        signed_in=sign_in_cookie(request) in request.cookies,
         link=lambda **changes: link(request, **changes),
         query=query,
         **context,
     )
-    return HTMLResponse(html, status_code=status_code)
+    # A page shows the fleet as it is now, and in production only to a signed-in reader:
+    # neither the browser nor a proxy keeps a copy.
+    return HTMLResponse(html, status_code=status_code, headers={"Cache-Control": "no-store"})

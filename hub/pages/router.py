@@ -18,19 +18,31 @@ from fastapi.routing import APIRoute
 from pydantic import BeforeValidator
 
 from hub.clusters import service as clusters
-from hub.deps import ClockDep, ReadSessionDep, SettingsDep
+from hub.deps import ClockDep, ReadSessionDep, SessionDep, SettingsDep
 from hub.drift import service as drift
 from hub.drift.schemas import Reason
 from hub.envdiff import service as envdiff
-from hub.errors import FleetmarkError, NotAuthenticated, describe_validation_error
+from hub.errors import FleetmarkError, NotAuthenticated, TooManyAttempts, describe_validation_error
 from hub.gate import service as gate
 from hub.gate.policy import ClusterState
 from hub.gate.schemas import Duration
 from hub.harvest import service as harvest
-from hub.pages.access import TOKEN_COOKIE, SignInRequired, check_token, local_path, require_reader
+from hub.pages.access import (
+    FailedSignInsDep,
+    PageUrl,
+    SignInRequired,
+    client_address,
+    is_https,
+    local_path,
+    refuse_cross_site,
+    require_reader,
+    sign_in_cookie,
+    sign_in_id,
+)
 from hub.pages.rendering import PAGE_SIZE, STATIC, query, render
 from hub.params import MAX_REPEATED, Limit, Offset, Text
 from hub.query import service as fleet
+from hub.tokens import service as tokens
 
 # How many of an environment's newest platform commits the gate page offers.
 NEWEST_COMMITS = 5
@@ -58,6 +70,7 @@ class PageRoute(APIRoute):
                 response = render(
                     request, "error.html", status_code=exc.status_code, problem=exc.detail
                 )
+                response.headers.update(exc.headers or {})
                 if isinstance(exc, NotAuthenticated):
                     response.headers["WWW-Authenticate"] = "Bearer"
                 return response
@@ -93,7 +106,9 @@ async def style_sheet() -> FileResponse:
 
 @public.get("/login")
 async def sign_in_form(
-    request: Request, settings: SettingsDep, next_page: Annotated[Text, Query(alias="next")] = "/"
+    request: Request,
+    settings: SettingsDep,
+    next_page: Annotated[PageUrl, Query(alias="next")] = "/",
 ) -> Response:
     return render(
         request,
@@ -107,17 +122,35 @@ async def sign_in_form(
 @public.post("/login")
 async def sign_in(
     request: Request,
-    session: ReadSessionDep,
+    session: SessionDep,
     settings: SettingsDep,
+    clock: ClockDep,
+    failed: FailedSignInsDep,
     token: Annotated[str, Form(max_length=MAX_TOKEN_CHARS)],
-    next_page: Annotated[Text, Form(alias="next")] = "/",
+    next_page: Annotated[PageUrl, Form(alias="next")] = "/",
 ) -> Response:
-    """Keeps a read token in an HttpOnly cookie: scripts on a page can never read it."""
+    """Signs the browser in with a read token: its cookie (HttpOnly, out of reach of scripts)
+    holds the id of a new sign-in, not the token."""
+    refuse_cross_site(request)
+    address, now = client_address(request), clock()
+    wait = failed.retry_after(address, now)
+    if wait is not None:
+        raise TooManyAttempts(
+            f"too many failed sign-ins from {address}; try again in {wait} seconds",
+            headers={"Retry-After": str(wait)},
+        )
     back_to = local_path(next_page)
-    token = token.strip()
+    lifetime = settings.sign_in_lifetime
     try:
-        await check_token(session, token, settings)
+        signed_in = await tokens.sign_in(
+            session,
+            token.strip(),
+            now=now,
+            lifetime=lifetime,
+            token_secret=settings.token_secret.get_secret_value(),
+        )
     except NotAuthenticated as exc:
+        failed.record(address, now)
         return render(
             request,
             "login.html",
@@ -128,19 +161,29 @@ async def sign_in(
         )
     response = RedirectResponse(back_to, status_code=303)
     response.set_cookie(
-        TOKEN_COOKIE,
-        token,
+        sign_in_cookie(request),
+        signed_in,
+        max_age=int(lifetime.total_seconds()),
+        path="/",
+        secure=is_https(request),
         httponly=True,
         samesite="lax",
-        secure=request.url.scheme == "https",
     )
     return response
 
 
 @public.post("/logout")
-async def sign_out() -> Response:
+async def sign_out(request: Request, session: SessionDep, settings: SettingsDep) -> Response:
+    refuse_cross_site(request)
+    signed_in = sign_in_id(request)
+    if signed_in:
+        await tokens.sign_out(
+            session, signed_in, token_secret=settings.token_secret.get_secret_value()
+        )
     response = RedirectResponse("/login", status_code=303)
-    response.delete_cookie(TOKEN_COOKIE, httponly=True, samesite="lax")
+    response.delete_cookie(
+        sign_in_cookie(request), path="/", secure=is_https(request), httponly=True, samesite="lax"
+    )
     return response
 
 

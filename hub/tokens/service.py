@@ -1,11 +1,11 @@
-"""API token lifecycle and scope checks."""
+"""API token lifecycle and scope checks, and the sign-ins to the pages made from tokens."""
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.errors import AlreadyExists, InsufficientScope, NotAuthenticated, UnknownToken
-from hub.security import API_TOKEN_PREFIX, hash_token, new_token
+from hub.security import API_TOKEN_PREFIX, SIGN_IN_PREFIX, hash_token, new_token
 from hub.tokens import repository
 from hub.tokens.schemas import CreatedToken, Scope, TokenInfo, TokenRequest
 
@@ -69,3 +69,40 @@ async def require_scope(
         raise NotAuthenticated("the API token is unknown or revoked")
     if needed not in _GRANTS[scope]:
         raise InsufficientScope(f"this needs a token with scope {needed!r}; yours has {scope!r}")
+
+
+async def sign_in(
+    session: AsyncSession,
+    token: str,
+    *,
+    now: datetime,
+    lifetime: timedelta,
+    token_secret: str,
+) -> str:
+    """A new sign-in to the pages with a read (or admin) token: the random id the browser keeps
+    in its cookie, which is not the token and is stored only as a keyed hash."""
+    await require_scope(session, token, "read", token_secret=token_secret)
+    await repository.delete_expired_sign_ins(session, now)
+    sign_in_id = new_token(SIGN_IN_PREFIX)
+    made = await repository.create_sign_in(
+        session,
+        id_hash=hash_token(token_secret, sign_in_id),
+        token_hash=hash_token(token_secret, token),
+        expires_at=now + lifetime,
+    )
+    if not made:  # revoked since it was checked
+        raise NotAuthenticated("the API token is unknown or revoked")
+    return sign_in_id
+
+
+async def require_sign_in(
+    session: AsyncSession, sign_in_id: str | None, *, now: datetime, token_secret: str
+) -> None:
+    if not sign_in_id:
+        raise NotAuthenticated("sign in with an API token")
+    if not await repository.signed_in(session, hash_token(token_secret, sign_in_id), now):
+        raise NotAuthenticated("the sign-in has expired or its API token was revoked")
+
+
+async def sign_out(session: AsyncSession, sign_in_id: str, *, token_secret: str) -> None:
+    await repository.delete_sign_in(session, hash_token(token_secret, sign_in_id))

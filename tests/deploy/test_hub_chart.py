@@ -261,6 +261,22 @@ def test_the_ingress_and_service_monitor_reach_the_hubs_port() -> None:
     assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
 
 
+def test_behind_a_tls_ingress_the_hub_believes_its_forwarded_scheme() -> None:
+    with_tls = charts.load_values(EVERYTHING)
+    narrowed = with_tls | {"ingress": with_tls["ingress"] | {"forwardedAllowIps": "10.42.0.0/16"}}
+    without_tls = with_tls | {"ingress": with_tls["ingress"] | {"tls": []}}
+
+    def allowed(chart_values: dict[str, Any]) -> str | None:
+        documents = charts.render(CHART, chart_values)
+        (hub,) = pod_of(documents, "Deployment")["containers"]
+        return env_of(hub, documents).get("FLEETMARK_FORWARDED_ALLOW_IPS")
+
+    assert allowed(with_tls) == "*"
+    assert allowed(narrowed) == "10.42.0.0/16"
+    assert allowed(without_tls) is None
+    assert allowed(charts.load_values(DEFAULTS)) is None
+
+
 def test_a_setting_the_chart_owns_is_refused_by_name() -> None:
     wrong = charts.load_values(DEFAULTS) | {"settings": {"database_url": "postgresql://x/y"}}
 

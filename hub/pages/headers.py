@@ -1,0 +1,48 @@
+"""The headers every answer of the hub carries, so that a browser runs nothing on its pages but
+what the hub serves, frames none of them, sniffs no other type into an answer, and tells no
+other site which page linked to it.
+
+The pages have no script and no inline style (one style sheet, `/static/fleetmark.css`), so
+their policy allows only the hub's own files. Swagger UI (`/docs`) and ReDoc (`/redoc`), served
+from the hub too, start from an inline script and style themselves inline, so they get a policy
+of their own that allows that; they show the hub's own OpenAPI document, nothing from a request.
+"""
+
+from collections.abc import Collection
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+PAGES_POLICY = "default-src 'self'; frame-ancestors 'none'"
+DOCS_POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; worker-src 'self' blob:; frame-ancestors 'none'"
+)
+
+_COMMON = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+]
+_PAGES = [*_COMMON, (b"content-security-policy", PAGES_POLICY.encode())]
+_DOCS = [*_COMMON, (b"content-security-policy", DOCS_POLICY.encode())]
+
+
+class SecurityHeaders:
+    """Adds the headers to every HTTP answer; `docs_paths` get the documentation's policy."""
+
+    def __init__(self, app: ASGIApp, docs_paths: Collection[str]) -> None:
+        self.app = app
+        self.docs_paths = frozenset(docs_paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        added = _DOCS if scope["path"] in self.docs_paths else _PAGES
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), *added]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
