@@ -190,8 +190,9 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
     return Jobs(scheduler, loop, thread, engine, sessions)
 
 
-# The jobs whose kept results expect the clusters in service (drift, the environment diff's
-# summary and kept diff, the gate's kept answers): run at once after a decommissioning.
+# The jobs whose kept results expect the clusters in service where they are placed (drift, the
+# environment diff's summary and kept diff, the gate's kept answers): run at once after a
+# decommissioning or a placement.
 FLEET_JOBS = (DRIFT_JOB, ENV_DIFF_JOB, GATE_ANSWERS_JOB)
 
 

@@ -122,6 +122,14 @@ class HubSettings(BaseSettings):
             "when it began running its revision and being Ready (seconds or ISO 8601)."
         ),
     )
+    agent_placement: Literal["operator", "first-report"] = Field(
+        default="operator",
+        description=(
+            "operator: an admin places each cluster (at registration or `fleetmark clusters "
+            "place`); a report's environment and cluster type are only recorded. first-report: "
+            "an unplaced cluster's first claim places it, into a declared environment only."
+        ),
+    )
     log_format: Literal["console", "json"] | None = None
     repositories_file: Path | None = Field(
         default=None, description="YAML file listing the GitOps repositories to harvest."

@@ -53,6 +53,10 @@ def unique() -> str:
     return uuid.uuid4().hex[:8]
 
 
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
 def fleetmark(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args))
 
@@ -153,6 +157,33 @@ def test_decommissioning_hides_a_cluster_and_keeps_its_time(
     assert f"gone-{unique}" in everything.stdout
     assert "decommissioned 20" in everything.stdout
     assert "2 of 2 clusters" in everything.stdout
+
+
+@pytest.mark.usefixtures("cli_database")
+def test_placing_a_cluster_that_was_unplaced(unique: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    name, environment = f"place-{unique}", f"env-{unique}"
+    fleetmark("clusters", "register", name)
+
+    before = fleetmark("clusters", "list")
+    placed = fleetmark("clusters", "place", name, "-e", environment, "-t", "drone")
+    again = fleetmark("clusters", "place", name, "-e", environment, "-o", "json")
+    bad = fleetmark("clusters", "place", name, "-e", "<x>")
+    unknown = fleetmark("clusters", "place", f"never-{unique}", "-e", environment)
+    listed = fleetmark("clusters", "list", "--environment", environment, "--output", "json")
+
+    [row] = [line for line in before.stdout.splitlines() if name in line]
+    assert "unplaced" in row
+    assert placed.exit_code == 0, placed.output
+    assert f"Cluster {name} placed in {environment}/drone." in words(placed.stdout)
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["cluster_type"] is None
+    assert bad.exit_code == 1
+    assert "--environment" in bad.stderr
+    assert unknown.exit_code == 1
+    assert f"error: no cluster named 'never-{unique}'" in unknown.stderr
+    [item] = json.loads(listed.stdout)["items"]
+    assert (item["name"], item["environment"]) == (name, environment)
 
 
 @pytest.mark.usefixtures("cli_database")

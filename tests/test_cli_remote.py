@@ -89,7 +89,9 @@ def test_clusters_through_the_api(served: Served) -> None:
     )
     rotated = served.admin("clusters", "rotate", "drone-1")
     revoked = served.admin("clusters", "revoke", "drone-1")
-    served.admin("clusters", "register", "drone-2", "--environment", "dev")
+    served.admin("clusters", "register", "drone-2")
+    unplaced = served.admin("clusters", "list")
+    placed = served.admin("clusters", "place", "drone-2", "-e", "dev", "-t", "drone")
     decommissioned = served.admin("clusters", "decommission", "drone-2")
     listed = served.admin("clusters", "list", "-o", "json")
     everything = served.admin("clusters", "list", "--decommissioned")
@@ -101,6 +103,10 @@ def test_clusters_through_the_api(served: Served) -> None:
     assert token_in(rotated, "fmc_") != token_in(registered, "fmc_")
     assert revoked.exit_code == 0, revoked.output
     assert "Revoked the token of cluster drone-1." in revoked.stdout
+    [row] = [line for line in unplaced.stdout.splitlines() if "drone-2" in line]
+    assert "unplaced" in row
+    assert placed.exit_code == 0, placed.output
+    assert "Cluster drone-2 placed in dev/drone." in words(placed.stdout)
     assert decommissioned.exit_code == 0, decommissioned.output
     assert "Cluster drone-2 decommissioned at" in words(decommissioned.stdout)
     [item] = json.loads(listed.stdout)["items"]

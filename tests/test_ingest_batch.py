@@ -20,6 +20,8 @@ from hub.app import create_app
 from hub.clusters import repository as clusters
 from hub.database import StatementConnection, Statements
 from hub.deps import get_statements
+from hub.harvest.schemas import RepositoriesFile
+from hub.harvest.service import sync_repositories_file
 from hub.ingest import repository, service
 from hub.ingest.schemas import Report, ReportReply
 from tests.conftest import (
@@ -79,8 +81,9 @@ async def client(
     session: AsyncSession, clock: FakeClock, database_url: str, statements: OneConnection
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The app on the test session, every request's statements on one shared connection; an
-    unexpected error is answered with 500 as a server would, not raised into the test."""
-    app = create_app(hub_settings(), database_url, clock=clock)
+    unexpected error is answered with 500 as a server would, not raised into the test. First
+    reports place clusters (FLEETMARK_AGENT_PLACEMENT=first-report), so that batches place."""
+    app = create_app(hub_settings(agent_placement="first-report"), database_url, clock=clock)
     use_test_session(app, session)
 
     async def shared() -> Statements:
@@ -223,6 +226,7 @@ async def test_a_report_the_store_refuses_fails_alone(
 async def test_clusters_placed_together_share_the_environment_and_cluster_types_they_name(
     make_agent: MakeAgent, session: AsyncSession, statements: OneConnection
 ) -> None:
+    await sync_repositories_file(session, RepositoriesFile(environments=["staging"]))
     agents = await make_agents(make_agent, 3)
     claims = [("staging", "drone"), ("staging", "drone"), ("staging", "large")]
 
@@ -265,6 +269,7 @@ async def ingest(
         max_backdate=timedelta(days=1),
         token_secret=TOKEN_SECRET,
         busy_timeout=busy_timeout,
+        agent_placement=False,
     )
 
 

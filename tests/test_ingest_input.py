@@ -4,7 +4,6 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
 
 from hub.ingest.schemas import MAX_MESSAGE_CHARS, TRUNCATION_MARK
@@ -304,77 +303,3 @@ async def test_failed_upgrade_keeps_applied_and_attempted_apart(agent: Agent, st
 
     stored = (await store.objects(agent.cluster))["app"]
     assert (stored["applied_sha"], stored["attempted_sha"]) == (SHA_A, SHA_B)
-
-
-# --- where the cluster belongs --------------------------------------------------------------
-
-
-async def _placement(client: httpx.AsyncClient, token: str, name: str) -> tuple[Any, Any]:
-    detail = (await client.get(f"/api/v1/clusters/{name}", headers=bearer(token))).json()
-    return detail["environment"], detail["cluster_type"]
-
-
-async def test_agent_places_an_unplaced_cluster(agent: Agent, read_token: str) -> None:
-    reply = await agent.send_ok([], environment="dev", cluster_type="drone")
-
-    assert reply["warnings"] == []
-    assert await _placement(agent.client, read_token, agent.cluster) == ("dev", "drone")
-    listed = await agent.client.get(
-        "/api/v1/clusters", params={"environment": "dev"}, headers=bearer(read_token)
-    )
-    assert [item["name"] for item in listed.json()["items"]] == [agent.cluster]
-
-
-async def test_agent_names_the_cluster_type_a_registration_left_open(
-    make_agent: MakeAgent, read_token: str
-) -> None:
-    agent = await make_agent("drone-dev-1", environment="dev")
-
-    reply = await agent.send_ok([], environment="dev", cluster_type="drone")
-
-    assert reply["warnings"] == []
-    assert await _placement(agent.client, read_token, agent.cluster) == ("dev", "drone")
-
-
-async def test_registration_wins_over_a_disagreeing_agent(
-    make_agent: MakeAgent, read_token: str
-) -> None:
-    agent = await make_agent("large-stage-1", environment="stage", cluster_type="large")
-
-    reply = await agent.send_ok([], environment="dev", cluster_type="drone")
-
-    assert reply["warnings"] == [
-        "cluster.environment 'dev' ignored: the cluster is registered in 'stage'",
-        "cluster.cluster_type 'drone' ignored: the cluster is registered as 'large'",
-    ]
-    assert await _placement(agent.client, read_token, agent.cluster) == ("stage", "large")
-
-
-async def test_agent_agreeing_with_registration_gets_no_warning(
-    make_agent: MakeAgent, read_token: str
-) -> None:
-    agent = await make_agent("large-stage-1", environment="stage", cluster_type="large")
-
-    reply = await agent.send_ok([], environment="stage", cluster_type="large")
-
-    assert reply["warnings"] == []
-    assert await _placement(agent.client, read_token, agent.cluster) == ("stage", "large")
-
-
-async def test_placement_longer_than_a_dimension_name_is_refused(
-    agent: Agent, read_token: str
-) -> None:
-    response = await agent.send([], environment="e" * 64)
-
-    assert response.status_code == 422
-    assert "cluster.environment" in response.json()["detail"]
-    assert await _placement(agent.client, read_token, agent.cluster) == (None, None)
-
-
-async def test_duplicate_report_places_nothing(agent: Agent, read_token: str) -> None:
-    await agent.send_ok([], sequence=1)
-
-    reply = await agent.send_ok([], sequence=1, environment="dev", cluster_type="drone")
-
-    assert reply["duplicate"] is True
-    assert await _placement(agent.client, read_token, agent.cluster) == (None, None)

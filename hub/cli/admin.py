@@ -27,7 +27,13 @@ from hub.cli.output import (
 )
 from hub.cli.target import Target, act, administers
 from hub.clusters import service as cluster_service
-from hub.clusters.schemas import ClusterDetail, ClusterPage, ClusterRegistration, RegisteredCluster
+from hub.clusters.schemas import (
+    ClusterDetail,
+    ClusterPage,
+    ClusterPlacement,
+    ClusterRegistration,
+    RegisteredCluster,
+)
 from hub.harvest import service as harvest_service
 from hub.harvest.schemas import CredentialsReference, RepositoryConfig, RepositoryStatus, Role
 from hub.settings import HubSettings
@@ -99,6 +105,49 @@ def register_cluster(
         ),
     )
     show_token(registered.name, registered.token, "Registered cluster")
+
+
+@clusters.command("place")
+@administers
+def place_cluster(
+    name: str,
+    environment: Annotated[
+        str, typer.Option("--environment", "-e", help="Environment the cluster counts in.")
+    ],
+    cluster_type: Annotated[
+        str | None, typer.Option("--cluster-type", "-t", help="Cluster type it backs.")
+    ] = None,
+    output: OutputOption = Output.table,
+    *,
+    where: Target,
+) -> None:
+    """Set or change where a cluster counts; its agent's claim never does. A change counts
+    from now: its open drift periods end, its history stays."""
+    try:
+        placement = ClusterPlacement(environment=environment, cluster_type=cluster_type)
+    except ValidationError as exc:
+        raise fail(
+            validation_failure(
+                exc, {"environment": "--environment", "cluster_type": "--cluster-type"}
+            )
+        ) from exc
+    detail = act(
+        where,
+        lambda remote: remote.call(
+            "PUT", f"{_cluster(name)}/placement", ClusterDetail, body=placement
+        ),
+        lambda settings, session: cluster_service.place(
+            session, name, placement, now=_now(), stale_after=_stale_after(settings)
+        ),
+    )
+    if output is not Output.table:
+        show(detail, output, _placement_row)
+        return
+    console.print(
+        f"Cluster [bold]{escape(name)}[/] placed in "
+        f"{escape(_placement(detail.environment, detail.cluster_type))}.",
+        highlight=False,
+    )
 
 
 @clusters.command("rotate")
@@ -223,7 +272,7 @@ def _cluster_rows(page: ClusterPage) -> Rows:
         [
             (
                 item.name,
-                item.environment,
+                item.environment or Cell(Text("unplaced", style="yellow"), None),
                 item.cluster_type,
                 Cell(
                     Text(when(item.last_seen_at), style="yellow" if item.stale else ""),
@@ -238,6 +287,17 @@ def _cluster_rows(page: ClusterPage) -> Rows:
             )
             for item in page.items
         ],
+    )
+
+
+def _placement(environment: str | None, cluster_type: str | None) -> str:
+    return f"{environment}/{cluster_type}" if cluster_type else str(environment)
+
+
+def _placement_row(detail: ClusterDetail) -> Rows:
+    return Rows(
+        ("cluster", "environment", "cluster type"),
+        [(detail.name, detail.environment, detail.cluster_type)],
     )
 
 

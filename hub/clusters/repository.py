@@ -1,11 +1,12 @@
 """SQL for clusters and their current object state."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncRawCursor
-from sqlalchemy import ColumnElement, Row, RowMapping, and_, func, select, update
+from sqlalchemy import ColumnElement, RowMapping, and_, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -128,6 +129,30 @@ async def decommission(session: AsyncSession, name: str, now: datetime) -> bool:
     return (await session.execute(statement)).scalar_one_or_none() is not None
 
 
+async def place(
+    session: AsyncSession, name: str, environment_id: int, cluster_type_id: int | None
+) -> tuple[int, bool] | None:
+    """Set a cluster's placement: its id and whether that changed it; None when there is no
+    such cluster."""
+    found = (
+        await session.execute(
+            select(Cluster.id, Cluster.environment_id, Cluster.cluster_type_id)
+            .where(Cluster.name == name)
+            .with_for_update()
+        )
+    ).one_or_none()
+    if found is None:
+        return None
+    if (found.environment_id, found.cluster_type_id) == (environment_id, cluster_type_id):
+        return found.id, False
+    await session.execute(
+        update(Cluster)
+        .where(Cluster.id == found.id)
+        .values(environment_id=environment_id, cluster_type_id=cluster_type_id)
+    )
+    return found.id, True
+
+
 async def decommissioned_at(session: AsyncSession, name: str) -> datetime | None:
     found: datetime | None = await session.scalar(
         select(Cluster.decommissioned_at).where(Cluster.name == name)
@@ -143,7 +168,7 @@ async def list_clusters(
     decommissioned: bool,
     limit: int,
     offset: int,
-) -> tuple[list[Row[Any]], int]:
+) -> tuple[Sequence[RowMapping], int]:
     """A page of clusters with counts of their objects by readiness, and the total count."""
     live = aliased(ObjectState)
     counts = (
@@ -169,6 +194,8 @@ async def list_clusters(
             Cluster.name,
             Environment.name.label("environment"),
             ClusterType.name.label("cluster_type"),
+            Cluster.claimed_environment,
+            Cluster.claimed_cluster_type,
             Cluster.labels,
             Cluster.registered_at,
             Cluster.first_seen_at,
@@ -185,8 +212,8 @@ async def list_clusters(
         .where(and_(True, *filters))
     )
     total = (await session.execute(select(func.count()).select_from(base.subquery()))).scalar_one()
-    rows = (await session.execute(base.order_by(Cluster.name).limit(limit).offset(offset))).all()
-    return list(rows), total
+    page = base.order_by(Cluster.name).limit(limit).offset(offset)
+    return (await session.execute(page)).mappings().all(), total
 
 
 async def cluster_detail(session: AsyncSession, name: str) -> RowMapping | None:
@@ -196,6 +223,8 @@ async def cluster_detail(session: AsyncSession, name: str) -> RowMapping | None:
             Cluster.name,
             Environment.name.label("environment"),
             ClusterType.name.label("cluster_type"),
+            Cluster.claimed_environment,
+            Cluster.claimed_cluster_type,
             Cluster.labels,
             Cluster.registered_at,
             Cluster.first_seen_at,

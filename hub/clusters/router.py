@@ -1,4 +1,5 @@
-"""Cluster endpoints: list and inspect (read scope), register and manage tokens (admin)."""
+"""Cluster endpoints: list and inspect (read scope), register, place and manage tokens
+(admin)."""
 
 from datetime import timedelta
 from typing import Annotated
@@ -6,7 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, BackgroundTasks, Query, status
 
 from hub.clusters import service
-from hub.clusters.schemas import ClusterDetail, ClusterPage, ClusterRegistration, RegisteredCluster
+from hub.clusters.schemas import (
+    ClusterDetail,
+    ClusterPage,
+    ClusterPlacement,
+    ClusterRegistration,
+    RegisteredCluster,
+)
 from hub.deps import (
     AdminAccess,
     ClockDep,
@@ -128,5 +135,36 @@ async def decommission_cluster(
         session, name, now=clock(), stale_after=timedelta(seconds=settings.stale_after_seconds)
     )
     # After the response, so after the commit: the jobs see the cluster decommissioned.
+    after.add_task(run_soon, jobs, FLEET_JOBS)
+    return detail
+
+
+@router.put(
+    "/{name}/placement",
+    response_model=ClusterDetail,
+    dependencies=[AdminAccess],
+    responses=_NOT_FOUND,
+)
+async def place_cluster(
+    name: Text,
+    placement: ClusterPlacement,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    jobs: JobsDep,
+    after: BackgroundTasks,
+) -> ClusterDetail:
+    """Set or change the environment and cluster type a cluster counts in (created when new);
+    its agent's claim never does. A change counts from now: the gate, drift, DORA and the
+    environment diff count the cluster in its new place, its open drift periods end, and its
+    history stays as it was."""
+    detail = await service.place(
+        session,
+        name,
+        placement,
+        now=clock(),
+        stale_after=timedelta(seconds=settings.stale_after_seconds),
+    )
+    # After the response, so after the commit: the jobs see the cluster in its new place.
     after.add_task(run_soon, jobs, FLEET_JOBS)
     return detail

@@ -3,7 +3,14 @@
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from hub.harvest.urls import RedactedText, RedactedUrl
 from hub.params import StorableText
@@ -15,6 +22,17 @@ ClusterName = Annotated[
 DimensionName = Annotated[
     str, StringConstraints(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 ]
+DIMENSION_NAME_RULE = "lowercase letters, digits and '-', at most 63 characters"
+_DIMENSION_NAME: TypeAdapter[str] = TypeAdapter(DimensionName)
+
+
+def is_dimension_name(text: str) -> bool:
+    """Whether registration takes `text` as an environment or cluster type name."""
+    try:
+        _DIMENSION_NAME.validate_python(text)
+    except ValidationError:
+        return False
+    return True
 
 
 class ClusterRegistration(BaseModel):
@@ -30,6 +48,13 @@ class ClusterRegistration(BaseModel):
         return self
 
 
+class ClusterPlacement(BaseModel):
+    """Where a cluster counts: set by an admin, never by its agent's claim."""
+
+    environment: DimensionName
+    cluster_type: DimensionName | None = None
+
+
 class RegisteredCluster(BaseModel):
     name: str
     token: str = Field(description="Shown once; only its hash is stored.")
@@ -39,6 +64,12 @@ class ClusterSummary(BaseModel):
     name: str
     environment: str | None
     cluster_type: str | None
+    claimed_environment: str | None = Field(
+        description="The environment the agent's latest report claims; it places nothing."
+    )
+    claimed_cluster_type: str | None = Field(
+        description="The cluster type the agent's latest report claims; it places nothing."
+    )
     labels: dict[str, str]
     registered_at: datetime
     first_seen_at: datetime | None
@@ -107,6 +138,12 @@ class ClusterDetail(BaseModel):
     name: str
     environment: str | None
     cluster_type: str | None
+    claimed_environment: str | None = Field(
+        description="The environment the agent's latest report claims; it places nothing."
+    )
+    claimed_cluster_type: str | None = Field(
+        description="The cluster type the agent's latest report claims; it places nothing."
+    )
     labels: dict[str, str]
     registered_at: datetime
     first_seen_at: datetime | None

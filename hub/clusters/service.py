@@ -10,12 +10,14 @@ from hub.clusters.schemas import (
     AgentStatus,
     ClusterDetail,
     ClusterPage,
+    ClusterPlacement,
     ClusterRegistration,
     ClusterSummary,
     ObjectStateOut,
     RegisteredCluster,
     SkippedKindOut,
 )
+from hub.drift import repository as drift_repository
 from hub.errors import AlreadyExists, NotAuthenticated, UnknownCluster
 from hub.fleet.repository import ensure_cluster_type, ensure_environment
 from hub.security import CLUSTER_TOKEN_PREFIX, hash_token, new_token
@@ -84,6 +86,30 @@ async def decommission(
     return await cluster_detail(session, name, now=now, stale_after=stale_after)
 
 
+async def place(
+    session: AsyncSession,
+    name: str,
+    placement: ClusterPlacement,
+    *,
+    now: datetime,
+    stale_after: timedelta,
+) -> ClusterDetail:
+    """Set or change where a cluster counts (its environment and cluster type, created when
+    new). A change counts from `now`: its open drift periods end (the next evaluation opens
+    them in the new place); its history stays as it was."""
+    environment_id = await ensure_environment(session, placement.environment)
+    cluster_type_id = None
+    if placement.cluster_type is not None:
+        cluster_type_id = await ensure_cluster_type(session, environment_id, placement.cluster_type)
+    placed = await repository.place(session, name, environment_id, cluster_type_id)
+    if placed is None:
+        raise UnknownCluster(f"no cluster named {name!r}")
+    cluster_id, changed = placed
+    if changed:
+        await drift_repository.end_open_periods(session, cluster_id, now)
+    return await cluster_detail(session, name, now=now, stale_after=stale_after)
+
+
 async def authenticate(
     session: AsyncSession, token: str | None, *, token_secret: str
 ) -> ClusterIdentity:
@@ -116,7 +142,7 @@ async def list_clusters(
         offset=offset,
     )
     items = [
-        ClusterSummary(**row._mapping, stale=_is_stale(row.last_seen_at, now, stale_after))
+        ClusterSummary(**row, stale=_is_stale(row["last_seen_at"], now, stale_after))
         for row in rows
     ]
     return ClusterPage(items=items, total=total, limit=limit, offset=offset)

@@ -36,6 +36,7 @@ from sqlalchemy import (
     true,
     tuple_,
     union_all,
+    update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -502,6 +503,16 @@ async def record_periods(
         )
     ).one()
     return PeriodChanges(**row._asdict())
+
+
+async def end_open_periods(session: AsyncSession, cluster_id: int, now: datetime) -> None:
+    """End a cluster's open periods at `now` (it was placed elsewhere): drift counts in its
+    new place from then on, as the next evaluation opens what is still drifted."""
+    await session.execute(
+        update(DriftPeriod)
+        .where(DriftPeriod.cluster_id == cluster_id, DriftPeriod.ended_at.is_(None))
+        .values(ended_at=now)
+    )
 
 
 async def set_evaluated(session: AsyncSession, now: datetime) -> None:

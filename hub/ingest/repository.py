@@ -91,6 +91,7 @@ REPORT_TYPES = {
     "full_snapshot": "boolean",
     "claimed_environment": "text",
     "claimed_cluster_type": "text",
+    "agent_placement": "boolean",
     "records": "jsonb",
     "skipped_kinds": "jsonb",
 }
@@ -211,16 +212,24 @@ vanished AS (
 # it counts as older than any report, so a store a future time once froze is freed by the
 # next report rather than frozen until that time.
 #
-# A fresh report places a cluster that registration left open: without an environment, into
-# the one the agent names (and its cluster type); with an environment but no cluster type,
-# into the cluster type the agent names there (unless it names another environment). Both
-# are created when new.
+# Placement is the operator's: a report's claimed environment and cluster type (valid names
+# or none; the service drops others) are kept on the cluster, and place nothing. Only where
+# the operator opts in (agent_placement, FLEETMARK_AGENT_PLACEMENT=first-report) does a fresh
+# report place a cluster left open: without an environment, into the one it claims if that
+# is declared (a place in the repositories file's promotion order, or scheduled from the
+# control plane); with an environment but no cluster type, into the cluster type it claims
+# there (unless it claims another environment). The cluster type must be one the control
+# plane declares for the environment, or any (created when new) where it declares none. A
+# claim never creates an environment, and never moves a cluster: what the cluster's row
+# holds when it is updated (an admin may have placed it meanwhile) wins.
 #
 # A batch never holds two reports of one cluster (the batcher sees to it), so the fresh
 # reports' cluster ids key everything after the anti-replay window, and no INSERT ... ON
-# CONFLICT DO UPDATE meets the same row twice; environments and cluster types that several
-# clusters are placed in at once are inserted once (DISTINCT) for the same reason, in name
-# order so that batches placing clusters at the same time lock those rows in one order.
+# CONFLICT DO UPDATE meets the same row twice; cluster types that several clusters are
+# placed in at once are inserted once (DISTINCT) for the same reason, in name order so that
+# batches placing clusters at the same time insert them in one order. An existing cluster
+# type is only read (rows referencing it key-share lock it); one another batch inserts at
+# the same time is left to the cluster's next claim.
 #
 # An object's row carries when its current run of the applied revision began (applied_since)
 # and, while it is Ready, when its current Ready period began (ready_since): kept here as the
@@ -358,39 +367,56 @@ heartbeat AS (
         object_count = GREATEST(h.object_count, EXCLUDED.object_count)
 ),
 placement AS (
-    SELECT f.id, COALESCE(f.environment, f.claimed_environment) AS environment,
-           f.claimed_cluster_type AS cluster_type
+    SELECT f.id, e.id AS environment_id, e.name AS environment,
+           CASE WHEN d.cluster_types IS NULL OR f.claimed_cluster_type = ANY(d.cluster_types)
+                THEN f.claimed_cluster_type END AS cluster_type
     FROM fresh f
-    WHERE (f.environment IS NULL AND f.claimed_environment IS NOT NULL)
-       OR (f.environment IS NOT NULL AND f.cluster_type IS NULL
-           AND f.claimed_cluster_type IS NOT NULL
-           AND (f.claimed_environment IS NULL OR f.claimed_environment = f.environment))
-),
-placed_environment AS (
-    INSERT INTO environment AS e (name)
-    SELECT DISTINCT environment FROM placement ORDER BY environment
-    ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
-    RETURNING e.id, e.name
+    JOIN environment e ON e.name = COALESCE(f.environment, f.claimed_environment)
+    CROSS JOIN LATERAL (
+        SELECT bool_or(true) AS scheduled,
+               array_agg(t.name) FILTER (WHERE t.name IS NOT NULL) AS cluster_types
+        FROM scheduling_target st
+        LEFT JOIN LATERAL unnest(st.cluster_types) AS t (name) ON true
+        WHERE st.environment_id = e.id
+    ) AS d
+    WHERE f.agent_placement
+      AND ((f.environment IS NULL AND (e.position IS NOT NULL OR d.scheduled))
+           OR (f.environment IS NOT NULL AND f.cluster_type IS NULL
+               AND f.claimed_cluster_type IS NOT NULL
+               AND (f.claimed_environment IS NULL OR f.claimed_environment = f.environment)))
 ),
 placed_cluster_type AS (
     INSERT INTO cluster_type AS ct (environment_id, name)
-    SELECT DISTINCT e.id, p.cluster_type
-    FROM placement p JOIN placed_environment e ON e.name = p.environment
-    WHERE p.cluster_type IS NOT NULL
-    ORDER BY e.id, p.cluster_type
-    ON CONFLICT (environment_id, name) DO UPDATE SET name = EXCLUDED.name
+    SELECT DISTINCT p.environment_id, p.cluster_type
+    FROM placement p
+    WHERE p.cluster_type IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM cluster_type x
+        WHERE (x.environment_id, x.name) = (p.environment_id, p.cluster_type))
+    ORDER BY p.environment_id, p.cluster_type
+    ON CONFLICT (environment_id, name) DO NOTHING
     RETURNING ct.id, ct.environment_id, ct.name
+),
+placed AS (
+    SELECT p.id, p.environment_id, p.environment, COALESCE(x.id, n.id) AS cluster_type_id,
+           COALESCE(x.name, n.name) AS cluster_type
+    FROM placement p
+    LEFT JOIN cluster_type x ON (x.environment_id, x.name) = (p.environment_id, p.cluster_type)
+    LEFT JOIN placed_cluster_type n
+      ON (n.environment_id, n.name) = (p.environment_id, p.cluster_type)
 ),
 seen AS (
     UPDATE cluster c SET
         last_seen_at = GREATEST(c.last_seen_at, f.received_at),
         first_seen_at = COALESCE(c.first_seen_at, f.received_at),
-        environment_id = COALESCE(e.id, c.environment_id),
-        cluster_type_id = CASE WHEN e.id IS NULL THEN c.cluster_type_id ELSE ct.id END
+        claimed_environment = f.claimed_environment,
+        claimed_cluster_type = f.claimed_cluster_type,
+        environment_id = COALESCE(c.environment_id, p.environment_id),
+        cluster_type_id = CASE
+            WHEN c.environment_id IS NULL OR c.environment_id = p.environment_id
+            THEN COALESCE(c.cluster_type_id, p.cluster_type_id)
+            ELSE c.cluster_type_id END
     FROM fresh f
-    LEFT JOIN placement p ON p.id = f.id
-    LEFT JOIN placed_environment e ON e.name = p.environment
-    LEFT JOIN placed_cluster_type ct ON ct.environment_id = e.id AND ct.name = p.cluster_type
+    LEFT JOIN placed p ON p.id = f.id
     WHERE c.id = f.id
 ),
 changed AS (
@@ -398,11 +424,13 @@ changed AS (
     FROM (SELECT cluster_id FROM upserted UNION ALL SELECT cluster_id FROM vanished) AS c
     GROUP BY cluster_id
 )
-SELECT me.id, me.name, me.environment, me.cluster_type,
-       f.id IS NOT NULL AS fresh, COALESCE(changed.changed, 0) AS changed
+SELECT me.id, me.name, COALESCE(me.environment, p.environment),
+       COALESCE(me.cluster_type, p.cluster_type), f.id IS NOT NULL AS fresh,
+       COALESCE(changed.changed, 0) AS changed
 FROM report r
 LEFT JOIN me USING (ord)
 LEFT JOIN fresh f USING (ord)
+LEFT JOIN placed p ON p.id = f.id
 LEFT JOIN changed ON changed.cluster_id = f.id
 ORDER BY r.ord
 """.encode()  # noqa: S608 - composed from the constants above, never from input
@@ -618,6 +646,7 @@ async def apply_report(
     records: Sequence[Record],
     claimed_environment: str | None,
     claimed_cluster_type: str | None,
+    agent_placement: bool,
     skipped_kinds: Sequence[Mapping[str, str]],
     snapshot_part: tuple[str, int, int] | None,
     busy_timeout: float,
@@ -641,6 +670,7 @@ async def apply_report(
         full_snapshot,
         claimed_environment,
         claimed_cluster_type,
+        agent_placement,
         records,
         skipped_kinds,
     )

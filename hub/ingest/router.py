@@ -106,4 +106,5 @@ async def _ingest(
         max_backdate=settings.ingest_max_backdate,
         token_secret=token_secret,
         busy_timeout=settings.database_pool_timeout,
+        agent_placement=settings.agent_placement == "first-report",
     )

@@ -79,8 +79,12 @@ Name = Annotated[str, StringConstraints(min_length=1, max_length=253)]
 ShortText = Annotated[str, StringConstraints(max_length=1024)]
 Message = Annotated[str, AfterValidator(_truncate_message)]
 ReportedTime = Annotated[AwareDatetime, AfterValidator(_not_ahead_of_the_hub)]
-# Environment and cluster type names are stored as varchar(63), as registration allows.
-DimensionName = Annotated[str, StringConstraints(min_length=1, max_length=63)]
+# What an agent claims about its placement: never refused (an agent drops a refused report for
+# good), only recorded when it is a name registration would take (hub.ingest.service).
+Claim = Annotated[
+    str,
+    Field(description="Claimed only: an admin places the cluster (see FLEETMARK_AGENT_PLACEMENT)."),
+]
 LabelKey = Annotated[str, StringConstraints(min_length=1, max_length=317)]
 LabelValue = Annotated[str, StringConstraints(max_length=1024)]
 
@@ -91,8 +95,8 @@ class Strict(BaseModel):
 
 class ClusterIdentity(Strict):
     name: Name
-    environment: DimensionName | None = None
-    cluster_type: DimensionName | None = None
+    environment: Claim | None = None
+    cluster_type: Claim | None = None
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=256)
 
 

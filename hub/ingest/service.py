@@ -10,6 +10,7 @@ from functools import lru_cache
 
 from hub.clusters import repository as clusters
 from hub.clusters.repository import ClusterIdentity
+from hub.clusters.schemas import DIMENSION_NAME_RULE, is_dimension_name
 from hub.database import Statements
 from hub.errors import ClusterMismatch, NotAuthenticated
 from hub.harvest.urls import has_credentials, redact_url
@@ -89,6 +90,8 @@ async def authenticate(statements: Statements, token: str | None, *, token_secre
 
 # Records named by unknown-form warnings in one reply; the rest are counted.
 _NAMED_RECORDS = 20
+# Characters of a claimed name a warning repeats.
+_SHOWN_CLAIM = 63
 
 
 def _revision_warnings(report: Report) -> list[str]:
@@ -129,28 +132,67 @@ def _url_warnings(report: Report) -> list[str]:
     ]
 
 
-def _placement_warnings(cluster: ClusterIdentity, report: Report) -> list[str]:
-    """What the agent claimed that registration overrides.
+_PLACE = "an admin places it (fleetmark clusters place)"
 
-    Registration left open is filled in by the ingest statement (environment, cluster type);
-    a registration that names them wins, and a disagreeing agent gets a warning back.
-    """
-    claimed = report.cluster
+
+def _placement_text(environment: str | None, cluster_type: str | None) -> str:
+    if cluster_type is None:
+        return str(environment)
+    return f"{environment or '-'}/{cluster_type}"
+
+
+def _valid_claims(report: Report) -> tuple[str | None, str | None, list[str]]:
+    """The claimed environment and cluster type that are names registration takes (others
+    are ignored, with a warning naming the field)."""
+    claims: list[str | None] = []
     warnings = []
-    if cluster.environment is not None and claimed.environment not in (
-        None,
-        cluster.environment,
+    for field, claimed in (
+        ("environment", report.cluster.environment),
+        ("cluster_type", report.cluster.cluster_type),
     ):
+        if claimed is None or is_dimension_name(claimed):
+            claims.append(claimed)
+            continue
+        shown = claimed if len(claimed) <= _SHOWN_CLAIM else claimed[:_SHOWN_CLAIM] + "…"
         warnings.append(
-            f"cluster.environment {claimed.environment!r} ignored: "
-            f"the cluster is registered in {cluster.environment!r}"
+            f"cluster.{field} {shown!r} ignored: not a name registration takes "
+            f"({DIMENSION_NAME_RULE})"
         )
-    if claimed.cluster_type not in (None, cluster.cluster_type) and cluster.cluster_type:
-        warnings.append(
-            f"cluster.cluster_type {claimed.cluster_type!r} ignored: "
-            f"the cluster is registered as {cluster.cluster_type!r}"
-        )
-    return warnings
+        claims.append(None)
+    return claims[0], claims[1], warnings
+
+
+def _placement_warning(
+    cluster: ClusterIdentity,
+    environment: str | None,
+    cluster_type: str | None,
+    *,
+    agent_placement: bool,
+) -> list[str]:
+    """What the agent claimed (valid names) that its placement, after this report, is not.
+
+    Placement is the operator's; where first reports may place (`agent_placement`), only into
+    a declared environment and cluster type, and never elsewhere later."""
+    disagrees = (environment is not None and environment != cluster.environment) or (
+        cluster_type is not None and cluster_type != cluster.cluster_type
+    )
+    if not disagrees:
+        return []
+    claimed = f"claimed {_placement_text(environment, cluster_type)} ignored"
+    if cluster.environment is None:
+        if agent_placement:
+            return [
+                f"{claimed}: a claim places a cluster only into a declared environment "
+                f"(the repositories file's environments or the control plane); {_PLACE}"
+            ]
+        return [f"{claimed}: the cluster is not placed; {_PLACE}"]
+    placed = _placement_text(cluster.environment, cluster.cluster_type)
+    if cluster.cluster_type is None and agent_placement:
+        return [
+            f"{claimed}: the cluster is placed in {placed}, and a claim names only a cluster "
+            f"type the control plane declares there; {_PLACE}"
+        ]
+    return [f"{claimed}: the cluster is placed in {placed}; {_PLACE}"]
 
 
 async def ingest(
@@ -163,10 +205,12 @@ async def ingest(
     max_backdate: timedelta,
     token_secret: str,
     busy_timeout: float,
+    agent_placement: bool,
 ) -> ReportReply:
     """Authenticate, check the token is this cluster's, and apply the report, in one statement.
 
-    A report that waits `busy_timeout` seconds for the store gets PoolTimeout (503).
+    With `agent_placement` (FLEETMARK_AGENT_PLACEMENT=first-report) a claim may place a cluster
+    left open. A report that waits `busy_timeout` seconds for the store gets PoolTimeout (503).
     """
     if not token:
         raise NotAuthenticated(_NO_CREDENTIALS)
@@ -174,6 +218,7 @@ async def ingest(
     # the future: the time is the hub's, so the next report is newer.
     observed_at = min(report.observed_at, received_at)
     part = report.snapshot_part
+    environment, cluster_type, claim_warnings = _valid_claims(report)
     applied = await repository.apply_report(
         statements,
         token_hash=hash_token(token_secret, token),
@@ -188,8 +233,9 @@ async def ingest(
         not_before=observed_at - max_backdate,
         full_snapshot=report.full_snapshot,
         records=[_row(record) for record in report.objects],
-        claimed_environment=report.cluster.environment,
-        claimed_cluster_type=report.cluster.cluster_type,
+        claimed_environment=environment,
+        claimed_cluster_type=cluster_type,
+        agent_placement=agent_placement,
         skipped_kinds=[skipped.model_dump() for skipped in report.skipped_kinds],
         snapshot_part=None if part is None else (part.id, part.index, part.count),
         busy_timeout=busy_timeout,
@@ -210,7 +256,10 @@ async def ingest(
         changed=applied.changed,
         duplicate=False,
         warnings=[
-            *_placement_warnings(cluster, report),
+            *claim_warnings,
+            *_placement_warning(
+                cluster, environment, cluster_type, agent_placement=agent_placement
+            ),
             *_revision_warnings(report),
             *_url_warnings(report),
         ],

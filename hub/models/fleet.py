@@ -83,3 +83,6 @@ class Cluster(Base):
     first_seen_at: Mapped[datetime | None]
     last_seen_at: Mapped[datetime | None]
     decommissioned_at: Mapped[datetime | None]
+    # What the latest report claims (a valid name, or none): shown, never the placement.
+    claimed_environment: Mapped[str | None] = mapped_column(String(63))
+    claimed_cluster_type: Mapped[str | None] = mapped_column(String(63))

@@ -36,6 +36,8 @@ class SchedulingTarget(Base):
     tree_sha: Mapped[str | None] = mapped_column(String(64))
     render_state: Mapped[bytes | None]
     scheduled_at: Mapped[datetime | None]
+    # The ClusterTypes the control plane declares for the environment, as last scheduled.
+    cluster_types: Mapped[list[str] | None] = mapped_column(ARRAY(String))
     created_at: Mapped[datetime] = created_at_column()
 
 

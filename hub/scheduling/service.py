@@ -233,7 +233,7 @@ async def _schedule_environment(sessions: Sessions, job: _Job, name: str) -> Env
         stored = await repository.stored_target(session, job.gitops_url, name)
     written = await asyncio.to_thread(_write_environment, job, snapshot, stored)
     async with write_session(sessions) as session:
-        await _record(session, job, written, stored)
+        await _record(session, job, written, stored, sorted(snapshot.cluster_types))
     return written.outcome
 
 
@@ -519,14 +519,21 @@ def _git_problem(environment: str, message: str) -> Problem:
 
 
 async def _record(
-    session: AsyncSession, job: _Job, written: _Written, stored: StoredTarget | None
+    session: AsyncSession,
+    job: _Job,
+    written: _Written,
+    stored: StoredTarget | None,
+    cluster_types: list[str],
 ) -> None:
+    """Store a run for one environment, with the cluster types the control plane declares for
+    it (where FLEETMARK_AGENT_PLACEMENT=first-report, a claim may name only those)."""
     outcome = written.outcome
     environment_id = await ensure_environment(session, outcome.environment)
     target_id = await repository.ensure_target(session, job.gitops_url, environment_id)
     values: dict[str, Any] = {
         "control_plane_url": normalise_repository_url(job.request.control_plane),
         "scheduled_at": job.now,
+        "cluster_types": cluster_types,
     }
     # A state is written only when it changed: unchanged, it is most runs' and can be large.
     state_changed = written.state_json is not None and (

@@ -9,7 +9,8 @@ import pytest
 
 from hub.gate.policy import ClusterState
 from hub.harvest.urls import normalise_repository_url
-from tests.correlation.fleet import Fleet
+from tests.conftest import MakeAgent
+from tests.correlation.fleet import Fleet, SimCluster
 from tests.harvest.scenario import WORKLOAD
 from tests.support import FakeClock, bearer
 
@@ -407,3 +408,33 @@ async def test_the_gate_and_promotable_narrowed_by_cluster_type_and_label_select
     assert (the_vm["verdict"], expected(the_vm)) == ("pending", ["vm-01"])
     assert promotable["commit"] == head
     assert expected(promotable["gate"]) == ["drone-01"]
+
+
+async def test_a_cluster_counts_where_an_admin_places_it_not_where_it_claims(
+    dev: Fleet,
+    client: httpx.AsyncClient,
+    read_token: str,
+    admin_token: str,
+    make_agent: MakeAgent,
+    clock: FakeClock,
+) -> None:
+    head = dev.platform_heads["dev"]
+    await soak(dev, clock, head)
+    rogue = SimCluster(await make_agent("rogue-01"), "dev", "drone", dev.platform.url, dev.app.url)
+    rogue.run_platform(None, attempted=head, ready=False, reason="ReconciliationFailed")
+    records = [record for records in rogue.objects.values() for record in records]
+    await rogue.agent.send_ok(records, environment="dev", cluster_type="drone")
+
+    claimed = await ok(client, read_token, GATE, environment="dev", commit=head)
+
+    assert claimed["verdict"] == "passed"
+    assert [item["name"] for item in claimed["clusters"]["items"]] == ["drone-01", "large-01"]
+    placed = await client.put(
+        "/api/v1/clusters/rogue-01/placement",
+        json={"environment": "dev", "cluster_type": "drone"},
+        headers=bearer(admin_token),
+    )
+    assert placed.status_code == 200, placed.text
+    after = await ok(client, read_token, GATE, environment="dev", commit=head)
+    assert after["verdict"] == "failed"
+    assert "rogue-01" in [item["name"] for item in after["clusters"]["items"]]
