@@ -17,7 +17,8 @@ import httpx
 import typer
 
 from hub.cli.output import console, errors, fail
-from hub.cli.remote import DEFAULT_HUB, HubOption, bearer, error_of, read_token_file, refusal
+from hub.cli.remote import DEFAULT_HUB, HubOption, bearer, error_of, refusal
+from hub.cli.secret_files import read_secret_file
 from hub.simulation import SimulatedCluster, Simulation
 
 TIMEOUT = 10.0
@@ -36,7 +37,7 @@ def simulate(
     ] = 30.0,
 ) -> None:
     """Register a small simulated fleet and keep it reporting until stopped."""
-    admin_token = read_token_file(token_file)
+    admin_token = read_secret_file(token_file, "--token-file")
     simulation = Simulation.made_up(clusters_per_type)
     stopping = threading.Event()
 
