@@ -39,6 +39,7 @@ import asyncio
 import os
 import random
 import ssl
+import stat
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -141,7 +142,12 @@ class Withheld(HubError):
 
 
 class _TokenFile:
-    """The bearer token, read again when its file changes (a Secret's atomic update does)."""
+    """The bearer token, read again when its file changes (a Secret's atomic update does).
+
+    The file holds the token alone, on one line; its content is never logged, whatever is wrong
+    with it. A file the agent's user owns that its group or others may read is warned about
+    once per version (one owned by root, as a Kubernetes Secret volume's files are, is root's
+    to protect, as OpenSSH judges a private key)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -150,17 +156,34 @@ class _TokenFile:
 
     def current(self) -> str:
         try:
-            status = os.stat(self.path)
-            version = (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size)
-            if self._token is not None and version == self._version:
-                return self._token
-            token = self.path.read_text(encoding="utf-8").strip()
+            with self.path.open(encoding="utf-8") as file:
+                status = os.fstat(file.fileno())
+                version = (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size)
+                if self._token is not None and version == self._version:
+                    return self._token
+                text = file.read()
         except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise NotAuthorised(
-                None, None, f"cannot read the cluster token from {self.path}: {exc}"
+                None, None, f"cannot read the cluster token from {self.path}: {reason}"
             ) from exc
-        if not token:
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if not lines:
             raise NotAuthorised(None, None, f"the cluster token file {self.path} is empty")
+        if len(lines) > 1:
+            raise NotAuthorised(
+                None,
+                None,
+                f"the cluster token file {self.path} holds {len(lines)} lines; it must hold "
+                "the token alone, on one line",
+            )
+        token = lines[0]
+        if status.st_uid == os.getuid() and status.st_mode & (stat.S_IRGRP | stat.S_IROTH):
+            log.warning(
+                "the cluster token file may be read by its group or others; chmod 600 it",
+                token_file=str(self.path),
+                mode=f"{stat.S_IMODE(status.st_mode):04o}",
+            )
         if self._token is not None and token != self._token:
             log.info("cluster token changed; using the new one", token_file=str(self.path))
         self._token, self._version = token, version

@@ -45,7 +45,7 @@ class HubSettings(BaseSettings):
         default=None,
         description=(
             "A file holding the admin token the hub creates, named admin, when it starts and no "
-            "admin token exists; unset, it makes one and prints it once."
+            "admin token exists; unset, it makes one and keeps it in data_dir/admin.token."
         ),
     )
     host: str = "127.0.0.1"

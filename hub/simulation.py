@@ -29,6 +29,7 @@ __all__ = [
     "ARGO_ROOT",
     "RECONCILERS",
     "ROOT",
+    "SIMULATED_LABEL",
     "Failure",
     "Followed",
     "SimulatedCluster",
@@ -42,6 +43,8 @@ ROOT = "flux-system"
 ARGO_ROOT = "platform"
 RECONCILERS = {"drone": "flux", "large": "argocd", "small": "flux", "command-center": "flux"}
 REPORT_SCHEMA = "fleetmark.report/v1"
+# The label every simulated cluster is registered with: simulate takes over no other cluster.
+SIMULATED_LABEL = ("fleetmark.io/simulated", "true")
 
 ENVIRONMENTS = ("dev", "stage")
 WORKLOAD = "hello-world"
@@ -171,11 +174,12 @@ class SimulatedCluster:
     silent: bool = False
 
     def registration(self) -> dict[str, Any]:
+        key, value = SIMULATED_LABEL
         return {
             "name": self.name,
             "environment": self.environment,
             "cluster_type": self.cluster_type,
-            "labels": self.labels,
+            "labels": {**self.labels, key: value},
         }
 
 

@@ -35,9 +35,10 @@ class Served:
         assert made.exit_code == 0, made.output
         self.admin_file = self.write_token("admin-token", token_in(made))
 
-    def write_token(self, name: str, token: str) -> Path:
+    def write_token(self, name: str, token: str, mode: int = 0o600) -> Path:
         path = self.tmp_path / name
         path.write_text(f"{token}\n")
+        path.chmod(mode)
         return path
 
     def admin(self, *args: str) -> Result:
@@ -273,6 +274,46 @@ def test_the_read_commands_take_a_token_file(served: Served) -> None:
     assert history.exit_code == 0, history.output
     assert gate.exit_code == 3
     assert "cannot be read" in gate.stderr
+
+
+def test_a_token_file_of_more_than_one_line_is_refused_naming_it_never_showing_it(
+    served: Served,
+) -> None:
+    token = served.admin_file.read_text().strip()
+    pasted = served.write_token("pasted-token", f"{token}\n\nfmc_second-secret\n")
+    trailing = served.write_token("trailing-blank-lines", f"\n{token}\n\n  \n")
+
+    refused = fleetmark("tokens", "list", "--hub", served.hub.url, "--token-file", str(pasted))
+    taken = fleetmark("tokens", "list", "--hub", served.hub.url, "--token-file", str(trailing))
+
+    assert refused.exit_code == 1
+    assert (
+        f"error: --token-file {pasted}: holds 2 lines; it must hold the secret alone, on one line"
+        in words(refused.stderr)
+    )
+    assert token not in refused.output
+    assert "second-secret" not in refused.output
+    assert taken.exit_code == 0, taken.output
+
+
+def test_a_token_file_others_may_read_is_used_with_a_warning_naming_it(served: Served) -> None:
+    token = served.admin_file.read_text().strip()
+    shared = served.write_token("shared-token", token, mode=0o644)
+    group = served.write_token("group-token", token, mode=0o640)
+
+    open_to_all = fleetmark("tokens", "list", "--hub", served.hub.url, "--token-file", str(shared))
+    open_to_group = fleetmark("tokens", "list", "--hub", served.hub.url, "--token-file", str(group))
+    private = served.admin("tokens", "list")
+
+    assert open_to_all.exit_code == open_to_group.exit_code == 0, open_to_all.output
+    assert (
+        f"warning: --token-file {shared}: its group or others may read it (mode 0644); chmod 600 it"
+    ) in words(open_to_all.stderr)
+    assert f"warning: --token-file {group}: its group or others may read it (mode 0640)" in words(
+        open_to_group.stderr
+    )
+    assert private.exit_code == 0, private.output
+    assert "warning" not in private.stderr
 
 
 def test_a_run_asked_for_answers_202_with_where_to_poll(served: Served) -> None:

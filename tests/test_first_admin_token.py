@@ -1,6 +1,7 @@
 """The first admin token: a hub installed by Helm or compose is administered through the API."""
 
 import secrets
+import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,18 @@ def hub_database(database_server: DatabaseServer) -> Iterator[str]:
 def token_file(path: Path) -> Path:
     path.write_text("fma_" + secrets.token_urlsafe(32) + "\n")
     return path
+
+
+def serve(environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`fleetmark serve` on a port it cannot bind: it ends after the first admin token."""
+    return subprocess.run(
+        [FLEETMARK, "serve", "--no-migrate", "--port", "1"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def tokens(url: str, token: str) -> httpx.Response:
@@ -57,21 +70,60 @@ def test_the_hub_creates_the_admin_token_from_the_file_once(
     assert "admin token" not in (tmp_path / "second.log").read_text()
 
 
-def test_without_a_file_the_token_is_printed_once(hub_database: str, tmp_path: Path) -> None:
-    environment = hub_environment(hub_database, tmp_path)
+def test_without_a_file_the_token_is_kept_in_the_data_folder(
+    hub_database: str, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    kept = data / "admin.token"
+    environment = hub_environment(hub_database, data) | {"FLEETMARK_MODE": "production"}
+
+    with served_hub(environment, tmp_path / "first.log") as hub:
+        token = kept.read_text().strip()
+        answer = tokens(hub.url, token)
+    mode = stat.S_IMODE(kept.stat().st_mode)
+    with served_hub(environment, tmp_path / "second.log") as hub:
+        again = tokens(hub.url, token)
+    first_log = " ".join((tmp_path / "first.log").read_text().split())
+
+    assert token.startswith("fma_")
+    assert answer.status_code == 200, answer.text
+    assert [t["name"] for t in answer.json()] == ["admin"]
+    assert mode == 0o600
+    assert f"created admin token admin, kept in {kept} (readable by its owner only)" in first_log
+    assert token not in first_log
+    assert [t["name"] for t in again.json()] == ["admin"]
+    assert kept.read_text().strip() == token
+    assert "admin token" not in (tmp_path / "second.log").read_text()
+
+
+def test_in_development_the_kept_token_is_printed_too(hub_database: str, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    environment = hub_environment(hub_database, data)
 
     with served_hub(environment, tmp_path / "first.log") as hub:
         printed = hub.output().split("shown only this once:\n", 1)[1].split("\n", 1)[0]
         answer = tokens(hub.url, printed)
-    with served_hub(environment, tmp_path / "second.log") as hub:
-        again = tokens(hub.url, printed)
 
-    assert printed.startswith("fma_")
     assert answer.status_code == 200, answer.text
-    assert [t["name"] for t in answer.json()] == ["admin"]
-    assert [t["name"] for t in again.json()] == ["admin"]
-    assert printed not in (tmp_path / "second.log").read_text()
-    assert "shown only this once" not in (tmp_path / "second.log").read_text()
+    assert (data / "admin.token").read_text().strip() == printed
+
+
+def test_no_token_is_made_when_it_cannot_be_kept(hub_database: str, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "admin.token").mkdir(parents=True)
+    environment = hub_environment(hub_database, data)
+
+    refused = serve(environment)
+    (data / "admin.token").rmdir()
+    with served_hub(environment, tmp_path / "hub.log") as hub:
+        answer = tokens(hub.url, (data / "admin.token").read_text().strip())
+
+    assert refused.returncode == 1
+    assert f"cannot keep the first admin token in {data / 'admin.token'}" in " ".join(
+        refused.stderr.split()
+    )
+    # The refused start left no admin token behind: the next start made the one it kept.
+    assert answer.status_code == 200, answer.text
 
 
 @pytest.mark.parametrize(
@@ -80,7 +132,8 @@ def test_without_a_file_the_token_is_printed_once(hub_database: str, tmp_path: P
         ("not-a-token\n", "does not hold a fleetmark API token"),
         ("fma_short", "does not hold a fleetmark API token"),
         ("fmc_" + "a" * 43, "does not hold a fleetmark API token"),
-        ("fma_" + "a" * 43 + "\nmore", "does not hold a fleetmark API token"),
+        ("fma_" + "a" * 43 + "\nfma_" + "b" * 43, "holds 2 lines"),
+        ("", "is empty"),
         (None, "cannot be read"),
     ],
 )
@@ -92,14 +145,8 @@ def test_a_bad_token_file_stops_the_start_naming_it(
         secret.write_text(content)
     environment = hub_environment(hub_database, tmp_path, FLEETMARK_ADMIN_TOKEN_FILE=str(secret))
 
-    result = subprocess.run(
-        [FLEETMARK, "serve", "--no-migrate", "--port", "1"],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = serve(environment)
 
     assert result.returncode == 1
     assert f"FLEETMARK_ADMIN_TOKEN_FILE {secret}: {problem}" in " ".join(result.stderr.split())
+    assert "a" * 43 not in result.stderr

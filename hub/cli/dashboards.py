@@ -9,11 +9,14 @@ Pushing again finds the folder and the data source and stores the same dashboard
 their version numbers move on.
 
 Nothing is written before Grafana's version is checked and the data source's connection is
-known; every refusal ends the command with what is wrong and what to do about it. The database
-password goes to Grafana (which keeps it encrypted) and is never printed.
+known; every refusal ends the command with what is wrong and what to do about it. The token and
+the database password come from files or variables, never the command line; the password goes
+to Grafana (which keeps it encrypted) and is never printed, and a Grafana URL holding
+credentials is refused without being shown.
 """
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from requests.exceptions import Timeout
 
 from hub.cli.output import console, fail
+from hub.cli.secret_files import read_secret_file
 
 # The names every dashboard and alert rule refers to (see dashboards/provisioning/).
 DATASOURCE_UID = "fleetmark"
@@ -220,8 +224,8 @@ class Grafana:
             yield
         except GrafanaUnauthorizedError:
             raise PushRefused(
-                f"{at} refused the token when asked to {action} (401 Unauthorized): pass a "
-                "valid service account token of this Grafana with --token (or "
+                f"{at} refused the token when asked to {action} (401 Unauthorized): give a "
+                "valid service account token of this Grafana in --token-file (or "
                 "FLEETMARK_GRAFANA_TOKEN); it may have expired or been revoked"
             ) from None
         except GrafanaServerError as exc:
@@ -447,6 +451,12 @@ def push(
 
 def _grafana_url(url: str) -> str:
     parts = urlsplit(url)
+    if "@" in parts.netloc or (parts.scheme not in ("http", "https") and "@" in url):
+        # Not shown: what stands before the @ may be a password.
+        raise fail(
+            "--grafana-url (FLEETMARK_GRAFANA_URL) holds a user name or password: push signs in "
+            "with the service account token alone; give Grafana's URL without them"
+        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise fail(
             f"--grafana-url must be Grafana's http(s) URL, such as https://grafana.example.com, "
@@ -454,6 +464,14 @@ def _grafana_url(url: str) -> str:
         )
     # grafana-client puts `api/` right after the path: Grafana under a sub-path needs its slash.
     return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/"))
+
+
+def _secret(file: Path | None, option: str, variable: str) -> str | None:
+    """A secret from its file when one is given (it wins over the variable), else from the
+    variable: never from the command line, where other users of the machine can read it."""
+    if file is not None:
+        return read_secret_file(file, option)
+    return os.environ.get(variable) or None
 
 
 dashboards_app = typer.Typer(help="fleetmark's Grafana dashboards.", no_args_is_help=True)
@@ -468,14 +486,15 @@ def push_command(
             help="Grafana's URL, with its sub-path if it is served under one.",
         ),
     ],
-    token: Annotated[
-        str,
+    token_file: Annotated[
+        Path | None,
         typer.Option(
-            envvar="FLEETMARK_GRAFANA_TOKEN",
-            help="A service account token: Editor, or Admin when the data source is created.",
+            envvar="FLEETMARK_GRAFANA_TOKEN_FILE",
+            help="A file holding a service account token: Editor, or Admin when the data "
+            "source is created. Or give the token in FLEETMARK_GRAFANA_TOKEN.",
             show_default=False,
         ),
-    ],
+    ] = None,
     folder: Annotated[
         str, typer.Option(help="The Grafana folder the dashboards go to (created if missing).")
     ] = DEFAULT_FOLDER,
@@ -505,12 +524,12 @@ def push_command(
             help="The read-only role Grafana connects as (`fleetmark db grant-readonly ROLE`).",
         ),
     ] = None,
-    db_password: Annotated[
-        str | None,
+    db_password_file: Annotated[
+        Path | None,
         typer.Option(
-            envvar="FLEETMARK_GRAFANA_DB_PASSWORD",
-            help="That role's password, which Grafana keeps encrypted; better given by the "
-            "variable, as other users of the machine can see a command line.",
+            envvar="FLEETMARK_GRAFANA_DB_PASSWORD_FILE",
+            help="A file holding that role's password, which Grafana keeps encrypted. Or give "
+            "it in FLEETMARK_GRAFANA_DB_PASSWORD.",
             show_default=False,
         ),
     ] = None,
@@ -534,11 +553,19 @@ def push_command(
     dashboard overwritten by its uid. The --db-* options are needed only to create the data
     source."""
     url = _grafana_url(grafana_url)
+    token = _secret(token_file, "--token-file", "FLEETMARK_GRAFANA_TOKEN")
+    if token is None:
+        raise fail(
+            "a Grafana service account token is needed: give the file that holds it with "
+            "--token-file (or FLEETMARK_GRAFANA_TOKEN_FILE), or the token in "
+            "FLEETMARK_GRAFANA_TOKEN"
+        )
+    db_password = _secret(db_password_file, "--db-password-file", "FLEETMARK_GRAFANA_DB_PASSWORD")
     options = {
         "--db-host (FLEETMARK_GRAFANA_DB_HOST)": db_host,
         "--db-name (FLEETMARK_GRAFANA_DB_NAME)": db_name,
         "--db-user (FLEETMARK_GRAFANA_DB_USER)": db_user,
-        "--db-password (FLEETMARK_GRAFANA_DB_PASSWORD)": db_password,
+        "--db-password-file (or FLEETMARK_GRAFANA_DB_PASSWORD)": db_password,
     }
     connection = (
         Connection(db_host, db_name, db_user, db_password, db_sslmode, timescaledb)

@@ -16,6 +16,7 @@ import typer
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from hub.cli.output import Cell, console, fail, invalid, option_name, short_sha
+from hub.cli.secret_files import read_secret_file
 from hub.gate.policy import format_duration
 
 M = TypeVar("M", bound=BaseModel)
@@ -41,22 +42,10 @@ TokenFileOption = Annotated[
 Params = Mapping[str, str | Sequence[str] | None]
 
 
-def read_token_file(path: Path) -> str:
-    """The token a file holds (surrounding whitespace dropped); a clear failure otherwise."""
-    try:
-        token = path.read_text().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise fail(f"--token-file {path}: cannot be read ({reason})") from None
-    if not token:
-        raise fail(f"--token-file {path}: is empty")
-    return token
-
-
 def api_token(token: str | None, token_file: Path | None) -> str | None:
     """The token to send: from --token-file when given (it wins over FLEETMARK_TOKEN), else
     --token / FLEETMARK_TOKEN."""
-    return token if token_file is None else read_token_file(token_file)
+    return token if token_file is None else read_secret_file(token_file, "--token-file")
 
 
 def bearer(token: str | None) -> dict[str, str]:

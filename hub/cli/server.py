@@ -9,7 +9,9 @@ from urllib.parse import unquote
 
 import typer
 import uvicorn
+from rich.markup import escape
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncSession
 
 import hub
 from hub import migrate
@@ -21,11 +23,15 @@ from hub.cli.common import (
     open_database,
     run_in_database,
 )
-from hub.cli.output import console, fail, show_token
+from hub.cli.output import console, fail
+from hub.cli.secret_files import read_secret_file
 from hub.http import DeadlineHttpToolsProtocol
 from hub.security import API_TOKEN_FORMAT, API_TOKEN_PREFIX
 from hub.settings import HubSettings
 from hub.tokens import service as token_service
+
+# Where, in the data folder, the hub keeps the first admin token it made itself.
+ADMIN_TOKEN_FILE_NAME = "admin.token"  # noqa: S105 - a file name, not a secret
 
 
 def serve(
@@ -74,36 +80,64 @@ def serve(
 
 
 def _create_first_admin_token(settings: HubSettings, url: str) -> None:
-    """The admin token from FLEETMARK_ADMIN_TOKEN_FILE, or a new one printed once."""
-    path = settings.admin_token_file
-    token = None if path is None else _read_admin_token(path)
-    created = run_in_database(
-        url,
-        settings,
-        lambda session: token_service.create_first_admin(
+    """The admin token from FLEETMARK_ADMIN_TOKEN_FILE, or a new one kept in the data folder."""
+    given = settings.admin_token_file
+    token = None if given is None else _read_admin_token(given)
+    kept = settings.data_dir / ADMIN_TOKEN_FILE_NAME
+
+    async def create(session: AsyncSession) -> str | None:
+        created = await token_service.create_first_admin(
             session, token=token, token_secret=settings.token_secret.get_secret_value()
-        ),
-    )
+        )
+        if created is not None and given is None:
+            # Before the commit: a token no file holds is never made.
+            _keep(created, kept)
+        return created
+
+    created = run_in_database(url, settings, create)
     if created is None:
         return
     name = token_service.FIRST_ADMIN_TOKEN_NAME
-    if path is not None:
+    if given is not None:
         console.print(
-            f"admin token [bold]{name}[/] created from {path}", highlight=False, soft_wrap=True
+            f"admin token [bold]{name}[/] created from {escape(str(given))}",
+            highlight=False,
+            soft_wrap=True,
         )
         return
-    show_token(name, created, "No admin token existed: created admin token")
+    console.print(
+        f"No admin token existed: created admin token [bold]{name}[/], kept in "
+        f"{escape(str(kept))} (readable by its owner only)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if settings.mode == "development":
+        # Production logs are kept and shipped; only the file holds the token there.
+        console.print("Its token (development mode), shown only this once:", highlight=False)
+        console.print(created, style="bold green", highlight=False, soft_wrap=True)
+
+
+def _keep(token: str, path: Path) -> None:
+    """`token` in `path`, readable and writable by its owner alone from the first byte on."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            os.fchmod(descriptor, 0o600)  # a file left by an earlier store kept its mode
+            file.write(f"{token}\n")
+    except OSError as exc:
+        raise fail(
+            f"cannot keep the first admin token in {escape(str(path))} ({exc.strerror or exc}): "
+            "make the data folder writable, or give the token in FLEETMARK_ADMIN_TOKEN_FILE"
+        ) from None
 
 
 def _read_admin_token(path: Path) -> str:
-    try:
-        token = path.read_text().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise fail(f"FLEETMARK_ADMIN_TOKEN_FILE {path}: cannot be read ({exc})") from exc
+    token = read_secret_file(path, "FLEETMARK_ADMIN_TOKEN_FILE")
     if not API_TOKEN_FORMAT.fullmatch(token):
         raise fail(
-            f"FLEETMARK_ADMIN_TOKEN_FILE {path}: does not hold a fleetmark API token "
-            f"({API_TOKEN_PREFIX} and 43 characters of A-Z a-z 0-9 _ -, one line)"
+            f"FLEETMARK_ADMIN_TOKEN_FILE {escape(str(path))}: does not hold a fleetmark API "
+            f"token ({API_TOKEN_PREFIX} and 43 characters of A-Z a-z 0-9 _ -, one line)"
         )
     return token
 

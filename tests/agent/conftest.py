@@ -279,10 +279,11 @@ async def register_cluster(engine: AsyncEngine, name: str, environment: str) -> 
     return registered.token
 
 
-def write_token(path: Path, token: str) -> None:
+def write_token(path: Path, token: str, mode: int = 0o600) -> None:
     """Writes a token file as a mounted Secret holds it (a new file swapped in)."""
     replacement = path.with_name(path.name + ".new")
     replacement.write_text(token + "\n")
+    replacement.chmod(mode)
     replacement.replace(path)
 
 

@@ -396,6 +396,48 @@ async def test_no_usable_token_is_not_authorised_without_a_request(
     assert requests == []
 
 
+async def test_a_token_file_of_more_than_one_line_is_refused_naming_it_never_logging_it(
+    token_file: Path, sleeps: Sleeps
+) -> None:
+    write_token(token_file, f"{TOKEN}\n\nfmc_second-secret")
+    handler, requests = scripted(httpx.Response(200, json=OK))
+    async with client_for(handler, token_file, sleeps) as client:
+        with capture_logs() as logs, pytest.raises(NotAuthorised) as raised:
+            await client.send(make_report(1))
+
+    assert raised.value.detail == (
+        f"the cluster token file {token_file} holds 2 lines; it must hold the token alone, "
+        "on one line"
+    )
+    assert requests == []
+    assert "second-secret" not in repr(logs)
+    assert TOKEN not in repr(logs)
+
+
+async def test_a_token_file_others_may_read_is_warned_about_once_per_version(
+    token_file: Path, sleeps: Sleeps
+) -> None:
+    handler, requests = scripted(httpx.Response(200, json=OK))
+    async with client_for(handler, token_file, sleeps) as client:
+        with capture_logs() as private:
+            await client.send(make_report(1))
+        write_token(token_file, "fm-rotated-token", mode=0o644)
+        with capture_logs() as shared:
+            await client.send(make_report(2))
+            await client.send(make_report(3))
+
+    assert [entry for entry in private if entry["log_level"] == "warning"] == []
+    assert [entry for entry in shared if entry["log_level"] == "warning"] == [
+        {
+            "event": "the cluster token file may be read by its group or others; chmod 600 it",
+            "token_file": str(token_file),
+            "mode": "0644",
+            "log_level": "warning",
+        }
+    ]
+    assert len(requests) == 3
+
+
 async def test_a_token_can_be_given_directly(sleeps: Sleeps) -> None:
     handler, requests = scripted(httpx.Response(200, json=OK))
     async with HubClient(

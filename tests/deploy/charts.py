@@ -1,5 +1,11 @@
-"""The repository's Helm charts, rendered by Helm's own SDK as `helm template` would."""
+"""The repository's Helm charts, rendered by Helm's own SDK as `helm template` would, or as
+`helm upgrade` would against a cluster holding given Secrets (for the charts' `lookup`)."""
 
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +38,68 @@ def render(chart: Path, chart_values: dict[str, Any]) -> list[dict[str, Any]]:
         if path.endswith(".yaml"):
             documents.extend(doc for doc in yaml.safe_load_all(text) if doc)
     return documents
+
+
+def render_upgrade(
+    chart: Path, chart_values: dict[str, Any], secrets: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Every manifest `helm upgrade` would apply for `chart` in a cluster holding `secrets`."""
+    with (
+        secrets_api(secrets) as url,
+        helm.Config(kube_apiserver=url, namespace=NAMESPACE) as config,
+        helm.Chart.load(chart) as loaded,
+    ):
+        rendered = config.render(
+            loaded, chart_values, name=chart.name, namespace=NAMESPACE, is_upgrade=True
+        )
+    return [
+        doc
+        for path, text in rendered.items()
+        if path.endswith(".yaml")
+        for doc in yaml.safe_load_all(text)
+        if doc
+    ]
+
+
+@contextmanager
+def secrets_api(secrets: list[dict[str, Any]]) -> Iterator[str]:
+    """A Kubernetes API on a local port that serves `secrets` (what Helm's `lookup` of a
+    Secret asks: the core group's discovery, then the object) and 404 for anything else."""
+    by_path = {
+        f"/api/v1/namespaces/{s['metadata']['namespace']}/secrets/{s['metadata']['name']}": s
+        for s in secrets
+    }
+    discovery = {
+        "kind": "APIResourceList",
+        "groupVersion": "v1",
+        "resources": [
+            {"name": "secrets", "namespaced": True, "kind": "Secret", "verbs": ["get", "list"]}
+        ],
+    }
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            found = discovery if path == "/api/v1" else by_path.get(path)
+            body = json.dumps(found or {"kind": "Status", "reason": "NotFound", "code": 404})
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def lint_problems(chart: Path, chart_values: dict[str, Any]) -> list[Any]:

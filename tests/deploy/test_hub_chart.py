@@ -1,8 +1,10 @@
 """The hub's Helm chart, rendered by Helm's own SDK: locked-down replicas of `fleetmark serve`
 on a schema the migration hook upgraded first, every setting one the hub accepts, the
 repositories file and git credentials where the file says they are, the first admin token from
-the Secret, and the dashboards as ConfigMaps equal to the built ones."""
+the Secret (made by the chart when none is given, and kept by an upgrade), and the dashboards
+as ConfigMaps equal to the built ones."""
 
+import base64
 import json
 import os
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from dashboards import build
 from hub.harvest.config import parse_repositories
 from hub.health.router import router as health_router
+from hub.security import API_TOKEN_FORMAT
 from hub.settings import HubSettings
 from tests.deploy import charts
 from tests.deploy.charts import helm
@@ -190,6 +193,56 @@ def test_without_an_admin_token_the_hub_is_given_none() -> None:
 
     assert "FLEETMARK_ADMIN_TOKEN_FILE" not in env_of(hub, documents)
     assert set(secret["data"]) == {"database-url", "token-secret"}
+
+
+def admin_token_of(documents: list[dict[str, Any]]) -> str:
+    (secret,) = only(documents, "Secret")
+    return base64.b64decode(secret["data"]["admin-token"]).decode()
+
+
+def test_without_an_admin_token_given_the_chart_makes_one_the_hub_accepts() -> None:
+    chart_values = charts.load_values(DEFAULTS)
+
+    first = admin_token_of(charts.render(CHART, chart_values))
+    second = admin_token_of(charts.render(CHART, chart_values))
+
+    assert API_TOKEN_FORMAT.fullmatch(first), first
+    assert first != second
+
+
+def test_an_upgrade_keeps_the_admin_token_the_chart_made() -> None:
+    chart_values = charts.load_values(DEFAULTS)
+    kept = "fma_" + "k" * 43
+    made = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "fleetmark-hub", "namespace": charts.NAMESPACE},
+        "data": {
+            "database-url": base64.b64encode(b"postgresql://old@db/fleetmark").decode(),
+            "admin-token": base64.b64encode(kept.encode()).decode(),
+        },
+    }
+    elsewhere = made | {"metadata": {"name": "fleetmark-hub", "namespace": "other"}}
+
+    upgraded = admin_token_of(charts.render_upgrade(CHART, chart_values, [made]))
+    installed = admin_token_of(charts.render_upgrade(CHART, chart_values, [elsewhere]))
+
+    assert upgraded == kept
+    assert API_TOKEN_FORMAT.fullmatch(installed)
+    assert installed != kept
+
+
+def test_a_given_admin_token_wins_over_the_kept_one() -> None:
+    chart_values = charts.load_values(DEFAULTS)
+    given = chart_values["secret"]["adminToken"] = "fma_" + "g" * 43
+    kept = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "fleetmark-hub", "namespace": charts.NAMESPACE},
+        "data": {"admin-token": base64.b64encode(b"fma_" + b"k" * 43).decode()},
+    }
+
+    assert admin_token_of(charts.render_upgrade(CHART, chart_values, [kept])) == given
 
 
 def test_an_existing_secret_is_used_instead_of_a_new_one() -> None:

@@ -28,15 +28,11 @@ from tests.grafana.fake_grafana import (
 )
 
 PASSWORD = "s3cret-Reader-pw"
-CONNECTION = [
-    "--db-host", "db.internal:5432",
-    "--db-name", "fleetmark",
-    "--db-user", "fleetmark_grafana",
-    "--db-password", PASSWORD,
-]  # fmt: skip
 ENVIRONMENT = (
     "FLEETMARK_GRAFANA_URL",
     "FLEETMARK_GRAFANA_TOKEN",
+    "FLEETMARK_GRAFANA_TOKEN_FILE",
+    "FLEETMARK_GRAFANA_DB_PASSWORD_FILE",
     "FLEETMARK_GRAFANA_DB_HOST",
     "FLEETMARK_GRAFANA_DB_NAME",
     "FLEETMARK_GRAFANA_DB_USER",
@@ -94,22 +90,34 @@ def url(grafana: FakeGrafana) -> Iterator[str]:
         yield base
 
 
-def push(url: str, source: Path, *args: str, token: str = ADMIN_TOKEN, **env: str) -> Result:
+def secret_file(path: Path, secret: str) -> Path:
+    path.write_text(f"{secret}\n")
+    path.chmod(0o600)
+    return path
+
+
+def connection(source: Path) -> list[str]:
+    """The options that say how Grafana reaches the database, the password in a file beside
+    `source`."""
+    password = secret_file(source.parent / "db-password", PASSWORD)
+    return [
+        "--db-host", "db.internal:5432",
+        "--db-name", "fleetmark",
+        "--db-user", "fleetmark_grafana",
+        "--db-password-file", str(password),
+    ]  # fmt: skip
+
+
+def push(url: str, source: Path, *args: str, token: str | None = ADMIN_TOKEN, **env: str) -> Result:
+    """`fleetmark dashboards push` of `source`, the token (if any) in a file beside it."""
     environment: dict[str, str | None] = dict.fromkeys(ENVIRONMENT)
     environment |= env
+    given = []
+    if token is not None:
+        given = ["--token-file", str(secret_file(source.parent / "grafana-token", token))]
     return CliRunner().invoke(
         cli,
-        [
-            "dashboards",
-            "push",
-            "--grafana-url",
-            url,
-            "--token",
-            token,
-            "--from",
-            str(source),
-            *args,
-        ],
+        ["dashboards", "push", "--grafana-url", url, *given, "--from", str(source), *args],
         env=environment,
     )
 
@@ -130,7 +138,7 @@ def folder_titled(grafana: FakeGrafana, title: str) -> dict[str, Any]:
 def test_first_push_creates_the_folder_the_data_source_and_the_dashboards(
     grafana: FakeGrafana, url: str, built: Path
 ) -> None:
-    result = push(url, built, *CONNECTION)
+    result = push(url, built, *connection(built))
 
     assert result.exit_code == 0, result.output
     folder = folder_titled(grafana, "fleetmark")
@@ -195,11 +203,11 @@ def test_the_connection_comes_from_the_environment_too(
 def test_a_second_push_changes_nothing_but_the_versions(
     grafana: FakeGrafana, url: str, built: Path
 ) -> None:
-    assert push(url, built, *CONNECTION).exit_code == 0
+    assert push(url, built, *connection(built)).exit_code == 0
     folders, sources = json.dumps(grafana.folders), json.dumps(grafana.datasources)
     first = {uid: d["dashboard"] for uid, d in grafana.dashboards.items()}
 
-    again = push(url, built, *CONNECTION)
+    again = push(url, built, *connection(built))
 
     assert again.exit_code == 0, again.output
     assert grafana.calls("POST", "/api/folders") == 1
@@ -223,7 +231,7 @@ def test_a_second_push_changes_nothing_but_the_versions(
 def test_push_overwrites_a_dashboard_edited_in_grafana(
     grafana: FakeGrafana, url: str, built: Path
 ) -> None:
-    assert push(url, built, *CONNECTION).exit_code == 0
+    assert push(url, built, *connection(built)).exit_code == 0
     edited = grafana.dashboards["fleetmark-drift"]["dashboard"]
     edited["title"], edited["panels"] = "Drift (mine)", []
 
@@ -273,6 +281,81 @@ def test_an_existing_folder_and_data_source_are_used_as_they_are(
     assert grafana.calls("POST", "/api/datasources") == 1
 
 
+# --- secrets: from files or variables, never shown ----------------------------------------------
+
+
+def test_the_token_and_the_password_may_come_from_variables(
+    grafana: FakeGrafana, url: str, built: Path
+) -> None:
+    args = connection(built)[:-2]  # without --db-password-file
+
+    result = push(
+        url,
+        built,
+        *args,
+        token=None,
+        FLEETMARK_GRAFANA_TOKEN=ADMIN_TOKEN,
+        FLEETMARK_GRAFANA_DB_PASSWORD=PASSWORD,
+    )
+
+    assert result.exit_code == 0, result.output
+    assert grafana.secrets["fleetmark"] == {"password": PASSWORD}
+
+
+def test_no_secret_is_taken_from_the_command_line(url: str, built: Path) -> None:
+    token = push(url, built, "--token", ADMIN_TOKEN, token=None)
+    password = push(url, built, "--db-password", PASSWORD)
+    none = push(url, built, token=None)
+
+    assert token.exit_code == password.exit_code == 2
+    assert "No such option: --token" in token.output
+    assert "No such option: --db-password" in password.output
+    assert none.exit_code == 1
+    assert (
+        "a Grafana service account token is needed: give the file that holds it with "
+        "--token-file (or FLEETMARK_GRAFANA_TOKEN_FILE), or the token in FLEETMARK_GRAFANA_TOKEN"
+    ) in words(none.stderr)
+
+
+def test_a_secret_file_of_more_than_one_line_is_refused_naming_it_never_showing_it(
+    grafana: FakeGrafana, url: str, built: Path, tmp_path: Path
+) -> None:
+    pasted = secret_file(tmp_path / "pasted", f"{ADMIN_TOKEN}\nsecond-secret")
+    passwords = secret_file(tmp_path / "passwords", f"{PASSWORD}\n\nold-password")
+
+    token = push(url, built, "--token-file", str(pasted), token=None)
+    password = push(url, built, *connection(built)[:-1], str(passwords))
+
+    assert token.exit_code == password.exit_code == 1
+    assert (
+        f"error: --token-file {pasted}: holds 2 lines; it must hold the secret alone, on one line"
+    ) in words(token.stderr)
+    assert f"error: --db-password-file {passwords}: holds 2 lines" in words(password.stderr)
+    for said in (token.output, password.output):
+        for secret in (ADMIN_TOKEN, "second-secret", PASSWORD, "old-password"):
+            assert secret not in said
+    assert (grafana.folders, grafana.datasources, grafana.dashboards) == ({}, {}, {})
+
+
+def test_a_grafana_url_with_credentials_is_refused_never_showing_them(
+    grafana: FakeGrafana, url: str, built: Path
+) -> None:
+    host = url.removeprefix("http://")
+    with_password = push(f"http://admin:hunter2@{host}", built, *connection(built))
+    token_as_user = push(f"http://glsa_user-secret@{host}", built, *connection(built))
+    without_scheme = push(f"admin:hunter2@{host}", built, *connection(built))
+
+    for result in (with_password, token_as_user, without_scheme):
+        assert result.exit_code == 1
+        assert (
+            "--grafana-url (FLEETMARK_GRAFANA_URL) holds a user name or password: push signs in "
+            "with the service account token alone; give Grafana's URL without them"
+        ) in words(result.stderr)
+        assert "hunter2" not in result.output
+        assert "user-secret" not in result.output
+    assert (grafana.folders, grafana.datasources, grafana.dashboards) == ({}, {}, {})
+
+
 # --- what the command says when it cannot -------------------------------------------------------
 
 
@@ -284,28 +367,28 @@ def test_without_a_data_source_the_connection_is_asked_for_before_anything_is_wr
     assert result.exit_code == 1
     assert (
         "has no data source 'fleetmark' yet, and to create it push needs --db-name "
-        "(FLEETMARK_GRAFANA_DB_NAME), --db-password (FLEETMARK_GRAFANA_DB_PASSWORD)"
+        "(FLEETMARK_GRAFANA_DB_NAME), --db-password-file (or FLEETMARK_GRAFANA_DB_PASSWORD)"
     ) in words(result.stderr)
     assert "fleetmark db grant-readonly ROLE" in words(result.stderr)
     assert (grafana.folders, grafana.datasources, grafana.dashboards) == ({}, {}, {})
 
 
 def test_a_refused_token(grafana: FakeGrafana, url: str, built: Path) -> None:
-    result = push(url, built, *CONNECTION, token="glsa_revoked")
+    result = push(url, built, *connection(built), token="glsa_revoked")
 
     assert result.exit_code == 1
     assert (
         f"Grafana at {url}/ refused the token when asked to look up the data source 'fleetmark' "
-        "(401 Unauthorized): pass a valid service account token of this Grafana with --token "
+        "(401 Unauthorized): give a valid service account token of this Grafana in --token-file "
         "(or FLEETMARK_GRAFANA_TOKEN)"
     ) in words(result.stderr)
     assert (grafana.folders, grafana.datasources, grafana.dashboards) == ({}, {}, {})
 
 
 def test_a_token_without_the_rights(grafana: FakeGrafana, url: str, built: Path) -> None:
-    editor = push(url, built, *CONNECTION, token=EDITOR_TOKEN)
-    viewer = push(url, built, *CONNECTION, token=VIEWER_TOKEN)
-    assert push(url, built, *CONNECTION).exit_code == 0
+    editor = push(url, built, *connection(built), token=EDITOR_TOKEN)
+    viewer = push(url, built, *connection(built), token=VIEWER_TOKEN)
+    assert push(url, built, *connection(built)).exit_code == 0
     read_only = push(url, built, token=VIEWER_TOKEN)
 
     assert editor.exit_code == viewer.exit_code == read_only.exit_code == 1
@@ -326,7 +409,7 @@ def test_a_token_without_the_rights(grafana: FakeGrafana, url: str, built: Path)
 def test_a_grafana_too_old(url: str, built: Path, grafana: FakeGrafana) -> None:
     grafana.version = "10.2.2"
 
-    result = push(url, built, *CONNECTION)
+    result = push(url, built, *connection(built))
 
     assert result.exit_code == 1
     assert (
@@ -341,7 +424,7 @@ def test_a_newer_grafana_and_one_that_hides_its_version_are_fine(
     url: str, built: Path, grafana: FakeGrafana
 ) -> None:
     grafana.version = "12.3.0-18235911813"
-    assert push(url, built, *CONNECTION).exit_code == 0
+    assert push(url, built, *connection(built)).exit_code == 0
     grafana.version = None  # type: ignore[assignment]
     hidden = push(url, built)
     assert hidden.exit_code == 0, hidden.output
@@ -376,7 +459,7 @@ def test_a_dashboard_refused_with_412(
         "POST", "/api/dashboards/db", 412, {"message": messages[status], "status": status}
     )
 
-    result = push(url, built, *CONNECTION)
+    result = push(url, built, *connection(built))
 
     assert result.exit_code == 1
     assert f"Grafana at {url}/ refused the dashboard 'fleetmark-drift': {explained}" in words(
@@ -398,7 +481,7 @@ def test_grafana_in_trouble(
 ) -> None:
     grafana.answer_next("POST", "/api/folders", status, body)
 
-    result = push(url, built, *CONNECTION)
+    result = push(url, built, *connection(built))
 
     assert result.exit_code == 1
     message = body["message"] if isinstance(body, dict) else body
@@ -413,7 +496,7 @@ def test_grafana_in_trouble(
 def test_grafana_unreachable(built: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}"
 
-    result = push(url, built, *CONNECTION)
+    result = push(url, built, *connection(built))
 
     assert result.exit_code == 1
     assert f"Grafana at {url}/ is unreachable (" in words(result.stderr)
@@ -428,7 +511,7 @@ def test_grafana_that_does_not_answer(built: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(dashboards, "TIMEOUT_SECONDS", 1.0)
     with socket.create_server(("127.0.0.1", 0)) as silent:
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        result = push(url, built, *CONNECTION)
+        result = push(url, built, *connection(built))
 
     assert result.exit_code == 1
     assert (
@@ -448,13 +531,13 @@ def test_a_url_that_is_not_grafana(url: str, built: Path, tmp_path: Path) -> Non
     thread.start()
     web = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        not_grafana = push(web, built, *CONNECTION)
+        not_grafana = push(web, built, *connection(built))
     finally:
         server.shutdown()
         server.server_close()
         thread.join()
-    elsewhere = push(f"{url}/grafana", built, *CONNECTION)
-    no_url = push("grafana.example.com", built, *CONNECTION)
+    elsewhere = push(f"{url}/grafana", built, *connection(built))
+    no_url = push("grafana.example.com", built, *connection(built))
 
     assert not_grafana.exit_code == elsewhere.exit_code == no_url.exit_code == 1
     assert (
@@ -486,7 +569,7 @@ def test_dashboards_that_cannot_be_pushed(grafana: FakeGrafana, url: str, tmp_pa
         (twice / name).write_text(json.dumps(dashboard("same", name)))
 
     results = {
-        name: push(url, tmp_path / name, *CONNECTION)
+        name: push(url, tmp_path / name, *connection(tmp_path / name))
         for name in ("empty", "broken", "untitled", "twice")
     }
 
@@ -511,7 +594,7 @@ def test_a_dashboard_grafana_does_not_take(grafana: FakeGrafana, url: str, built
     uid = "fleetmark-drift-" + "x" * 30  # Grafana's uids are at most 40 characters
     (built / "fleetmark-drift.json").write_text(json.dumps(dashboard(uid, "Drift")))
 
-    result = push(url, built, *CONNECTION)
+    result = push(url, built, *connection(built))
 
     assert result.exit_code == 1
     assert unwrapped(
@@ -534,9 +617,9 @@ def test_a_data_source_of_another_kind_under_the_uid(
         {"name": "fleetmark", "uid": "pg-1", "type": DATASOURCE_TYPE},
     )  # fmt: skip
 
-    other_kind = push(url, built, *CONNECTION)
+    other_kind = push(url, built, *connection(built))
     with serve(taken) as taken_url:
-        name_taken = push(taken_url, built, *CONNECTION)
+        name_taken = push(taken_url, built, *connection(built))
 
     assert other_kind.exit_code == name_taken.exit_code == 1
     assert (
