@@ -7,9 +7,11 @@ from types import FrameType
 from typing import Annotated
 from urllib.parse import unquote
 
+import structlog
 import typer
 import uvicorn
 from sqlalchemy.engine import make_url
+from uvicorn.config import LOGGING_CONFIG
 
 import hub
 from hub import migrate
@@ -26,6 +28,8 @@ from hub.http import DeadlineHttpToolsProtocol
 from hub.security import API_TOKEN_FORMAT, API_TOKEN_PREFIX
 from hub.settings import HubSettings
 from hub.tokens import service as token_service
+
+log = structlog.get_logger("fleetmark.serve")
 
 
 def serve(
@@ -51,10 +55,12 @@ def serve(
         if settings.database_url is None
         else "FLEETMARK_DATABASE_URL"
     )
-    console.print(
-        f"fleetmark {hub.__version__} starting on [bold]http://{host}:{port}[/]", highlight=False
+    log.info(
+        "hub starting",
+        version=hub.__version__,
+        url=f"http://{host}:{port}",
+        database=f"{_display_url(url)} ({where})",
     )
-    console.print(f"database: {_display_url(url)} ({where})", highlight=False, soft_wrap=True)
     # Workers build their app from the environment; hand them the database already resolved.
     os.environ["FLEETMARK_DATABASE_URL"] = url
     # uvicorn re-raises SIGTERM after a graceful shutdown; exiting normally instead lets the
@@ -69,6 +75,9 @@ def serve(
         http=DeadlineHttpToolsProtocol,
         access_log=False,
         proxy_headers=True,
+        # In JSON mode the hub routes uvicorn's loggers itself (hub/logs.py); uvicorn's own
+        # set-up would put them back to plain lines.
+        log_config=None if settings.effective_log_format == "json" else LOGGING_CONFIG,
     )
 
 
