@@ -82,7 +82,7 @@ ShortText = Annotated[str, StringConstraints(max_length=1024)]
 Message = Annotated[str, AfterValidator(_truncate_message)]
 # A time before 1970 is refused, naming the field: nothing a cluster observed is that old, and
 # the hub's arithmetic on it (observed_at less FLEETMARK_INGEST_MAX_BACKDATE) must stay in range.
-ReportedTime = Annotated[AwareDatetime, WithinReach, AfterValidator(_not_ahead_of_the_hub)]
+ReportedTime = Annotated[AwareDatetime, AfterValidator(_not_ahead_of_the_hub), WithinReach]
 # Environment and cluster type names are stored as varchar(63), as registration allows.
 DimensionName = Annotated[str, StringConstraints(min_length=1, max_length=63)]
 LabelKey = Annotated[str, StringConstraints(min_length=1, max_length=317)]
