@@ -11,14 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from hub.database import Statements
-from hub.models import (
-    AgentSession,
-    Cluster,
-    ClusterType,
-    Environment,
-    ObjectState,
-    SnapshotPart,
-)
+from hub.models import AgentSession, Cluster, ClusterType, Environment, ObjectState, SnapshotPart
 
 
 @dataclass(frozen=True, slots=True)
