@@ -137,6 +137,13 @@ class SchedulingRunning(FleetmarkError):
     error = "scheduling_running"
 
 
+class TooManyRuns(FleetmarkError):
+    """As many runs of the job as are kept were asked for within the time they are kept."""
+
+    status_code = 429
+    error = "too_many_runs"
+
+
 class InvalidConfiguration(FleetmarkError):
     """A configuration file the hub was given cannot be used."""
 
@@ -208,11 +215,11 @@ _DESCRIPTIONS = {
     503: "Every database connection is busy, or the database cannot be reached; retry after "
     "Retry-After seconds.",
 }
+_RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}}
 _HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "Bearer"}},
-    503: {
-        "Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."},
-    },
+    429: _RETRY_AFTER,
+    503: _RETRY_AFTER,
 }
 
 

@@ -10,7 +10,6 @@ from typing import Annotated
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
-BIGINT_MAX = 2**63 - 1
 INTEGER_MAX = 2**31 - 1
 # The longest text parameter: the longest name Kubernetes allows (a DNS subdomain); shas,
 # versions and config keys are shorter. With at most MAX_REPEATED values of a repeatable one,
@@ -18,6 +17,7 @@ INTEGER_MAX = 2**31 - 1
 MAX_TEXT_CHARS = 253
 MAX_REPEATED = 20
 MAX_PAGE = 1000
+MAX_OFFSET = 1_000_000_000
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
@@ -72,9 +72,13 @@ TextList = Annotated[list[Text], Field(max_length=MAX_REPEATED)]
 Id = Annotated[int, Field(ge=1, le=INTEGER_MAX)]
 # A count a caller sets (INTEGER).
 Count = Annotated[int, Field(ge=1, le=INTEGER_MAX)]
-# A moment a query is asked about: within the years the hub's date arithmetic (a range of
-# days or weeks around it) can reach.
-Timestamp = Annotated[AwareDatetime, BeforeValidator(_not_a_number), AfterValidator(_within_reach)]
-# Paging: rows skipped (SQL's OFFSET takes a BIGINT) and rows returned.
-Offset = Annotated[int, Field(ge=0, le=BIGINT_MAX)]
+# A moment within the years the hub's date arithmetic (a range of days or weeks around it)
+# can reach.
+WithinReach = AfterValidator(_within_reach)
+# A moment a query is asked about.
+Timestamp = Annotated[AwareDatetime, BeforeValidator(_not_a_number), WithinReach]
+# Paging: rows skipped and rows returned. SQL's OFFSET reads every row it skips, so no page
+# worth asking for lies a billion rows on; the bound keeps offset + limit, which the queries
+# compute, within INTEGER.
+Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
 Limit = Annotated[int, Field(ge=1, le=MAX_PAGE)]

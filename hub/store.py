@@ -21,7 +21,8 @@ The `retention` job of the hub (hub/jobs.py) runs at start and then daily. On Ti
 sets the policies to the settings (replacing those that differ); elsewhere it drops what is
 older than the retention itself: whole chunks (drop_chunks) on the Apache build, rows in
 batches on plain PostgreSQL. Drift periods (a plain table on every backend) that ended before
-FLEETMARK_HISTORY_RETENTION are deleted by the job everywhere, in batches. What is dropped is
+FLEETMARK_HISTORY_RETENTION are deleted by the job everywhere, in batches, and so are the
+parts of snapshots that never completed, an hour after they arrived. What is dropped is
 gone: history pages end there, and questions over a longer range (DORA) are refused rather
 than answered from part of it.
 """
@@ -50,6 +51,7 @@ from hub.database import exclusive, write_session
 from hub.errors import UnknownRole
 from hub.migrate import HYPERTABLES
 from hub.models import Base
+from hub.models.observed import SNAPSHOT_PARTS_KEPT
 from hub.settings import HubSettings
 
 log = structlog.get_logger("fleetmark.store")
@@ -241,7 +243,8 @@ async def keep_history(
 ) -> None:
     """The retention job's run: policies on TimescaleDB (and the dropping of the placement
     rollups' hours, which no policy keeps), the dropping itself elsewhere; the drift periods
-    that ended before the history's retention on every backend."""
+    that ended before the history's retention, and the parts of snapshots that never
+    completed, on every backend."""
     async with exclusive(sessions, RETENTION_LOCK) as acquired:
         if not acquired:
             log.info("history retention skipped: another replica holds the lock")
@@ -252,7 +255,10 @@ async def keep_history(
         dropped = {
             "drift_period": await _delete_expired(
                 sessions, "drift_period", "ended_at", now - settings.history_retention
-            )
+            ),
+            "snapshot_part": await _delete_expired(
+                sessions, "snapshot_part", "received_at", now - SNAPSHOT_PARTS_KEPT
+            ),
         }
         if found.licensed:
             dropped |= await _drop_expired_rollups(sessions, settings, (), now)

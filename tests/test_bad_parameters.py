@@ -7,6 +7,7 @@ import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
+from hub.params import MAX_OFFSET, MAX_PAGE
 from tests.conftest import RegisterCluster
 from tests.support import bearer
 
@@ -169,6 +170,55 @@ async def test_an_empty_report_body_is_422(
     assert response.status_code == 422
     assert [p["rule"] for p in response.json()["problems"]] == ["json_invalid"]
     await assert_declared(client, "POST", "/api/v1/reports", response)
+
+
+# The pages that page (the API's paged operations are read from /openapi.json), and what the
+# operations that need more than an offset are asked.
+PAGED_PAGES = ["/", "/drift", "/diff", "/clusters/drone-dev-1", "/gate?environment=dev"]
+REQUIRED_QUERIES = {
+    "/api/v1/gates/promotion": "?environment=dev&commit=abcdef1",
+    "/api/v1/diff": "?environment=dev&environment=stage",
+}
+# An offset near BIGINT's end: offset + limit overflowed in the queries (500).
+NEAR_BIGINT_END = 9223372036854775758
+
+
+async def _paged_urls(client: httpx.AsyncClient) -> list[str]:
+    """Every paged operation and page, with what it requires: environments dev and stage are
+    those of the test's clusters."""
+    document = (await client.get("/openapi.json")).json()
+    urls = []
+    for path, operations in document["paths"].items():
+        parameters = operations.get("get", {}).get("parameters", [])
+        if not any(parameter["name"] == "offset" for parameter in parameters):
+            continue
+        required = [p["name"] for p in parameters if p.get("required") and p["in"] == "query"]
+        assert not required or path in REQUIRED_QUERIES, path
+        urls.append(path.format(environment="dev") + REQUIRED_QUERIES.get(path, ""))
+    assert len(urls) >= 10
+    return urls + PAGED_PAGES
+
+
+async def test_paging_is_bounded_and_never_a_5xx(
+    client: httpx.AsyncClient, register_cluster: RegisterCluster, read_token: str
+) -> None:
+    await register_cluster("drone-dev-1", environment="dev", cluster_type="drone")
+    await register_cluster("drone-stage-1", environment="stage", cluster_type="drone")
+
+    for url in await _paged_urls(client):
+        separator = "&" if "?" in url else "?"
+        furthest = await client.get(
+            f"{url}{separator}offset={MAX_OFFSET}&limit={MAX_PAGE}", headers=bearer(read_token)
+        )
+        beyond = await client.get(
+            f"{url}{separator}offset={NEAR_BIGINT_END}", headers=bearer(read_token)
+        )
+
+        assert furthest.status_code < 500, (url, furthest.text[:500])
+        assert beyond.status_code == 422, (url, beyond.text[:500])
+        if url.startswith("/api/"):
+            problems = [(p["field"], p["rule"]) for p in beyond.json()["problems"]]
+            assert problems == [("offset", "less_than_equal")], url
 
 
 async def test_soak_is_at_most_a_year(client: httpx.AsyncClient, read_token: str) -> None:

@@ -50,6 +50,21 @@ async def test_report_without_a_valid_token_is_unauthenticated(
     assert await store.agent_sessions(agent.cluster) == {}
 
 
+async def test_report_of_a_time_before_1970_without_a_valid_token_is_unauthenticated(
+    agent: Agent,
+) -> None:
+    body = report_body(agent.cluster, sequence=1, observed_at=agent.clock.now)
+
+    response = await agent.client.post(
+        "/api/v1/reports",
+        json=body | {"observed_at": "0001-01-01T00:00:00Z"},
+        headers=bearer("fmc_not-a-token-anyone-was-given"),
+    )
+
+    assert response.status_code == 401
+    assert response.json()["error"] == "not_authenticated"
+
+
 async def test_revoked_token_is_refused_at_once(agent: Agent, admin_token: str) -> None:
     await agent.send_ok([kustomization("app")])
 
@@ -92,6 +107,20 @@ MALFORMED = {
     "naive time": (
         lambda body: body | {"observed_at": "2026-11-22T12:00:00"},
         "observed_at: Input should have timezone info",
+    ),
+    "year 1": (
+        lambda body: body | {"observed_at": "0001-01-01T00:00:00Z"},
+        "observed_at: must be from 1970-01-01T00:00:00Z",
+    ),
+    "before 1970": (
+        lambda body: body | {"observed_at": "1969-12-31T23:59:59Z"},
+        "observed_at: must be from 1970-01-01T00:00:00Z",
+    ),
+    "last transition in year 1": (
+        lambda body: _with_objects(
+            body, kustomization("app", last_transition_at="0001-01-01T00:00:00+14:00")
+        ),
+        "objects.0.last_transition_at: must be from 1970-01-01T00:00:00Z",
     ),
     "sequence zero": (lambda body: body | {"sequence": 0}, "sequence: Input should be greater"),
     "unknown field": (lambda body: body | {"colour": "red"}, "colour: Extra inputs"),

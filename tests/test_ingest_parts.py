@@ -1,9 +1,15 @@
 """Full snapshots in parts: the hub applies a snapshot sent in several reports as one."""
 
+from collections import Counter
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.ingest.repository import SNAPSHOT_PARTS_PER_CLUSTER
+from hub.ingest.schemas import MAX_SNAPSHOT_PARTS
 from tests.conftest import MakeClient
 from tests.support import SHA_A, SHA_B, Agent, FakeClock, Store, bearer, kustomization, report
 
@@ -155,6 +161,72 @@ async def test_parts_older_than_an_hour_do_not_complete_a_snapshot(
 
     assert await removed(fleet, store) == set()
     assert await store.snapshot_parts(fleet.cluster) == [("snap-1", 1)]
+
+
+async def _open_snapshot(
+    session: AsyncSession, cluster: str, snapshot: str, parts: int, received_at: datetime
+) -> None:
+    """`parts` parts of a snapshot of MAX_SNAPSHOT_PARTS, as if sent at `received_at`."""
+    await session.execute(
+        text(
+            "INSERT INTO snapshot_part (cluster_id, snapshot_id, part_index, part_count, "
+            "observed_at, received_at, keys) "
+            "SELECT c.id, :snapshot, n, :count, :at, :at, '[]' "
+            "FROM cluster c, generate_series(0, :parts - 1) AS n WHERE c.name = :cluster"
+        ),
+        {
+            "cluster": cluster,
+            "snapshot": snapshot,
+            "parts": parts,
+            "count": MAX_SNAPSHOT_PARTS,
+            "at": received_at,
+        },
+    )
+    await session.commit()
+
+
+async def _parts_kept(store: Store, cluster: str) -> dict[str, int]:
+    return dict(Counter(snapshot for snapshot, _ in await store.snapshot_parts(cluster)))
+
+
+async def test_a_part_past_the_clusters_bound_drops_the_oldest_open_snapshot(
+    fleet: Agent, store: Store, session: AsyncSession, clock: FakeClock
+) -> None:
+    bound = SNAPSHOT_PARTS_PER_CLUSTER
+    oldest, newer = bound // 2, bound // 2 - 1
+    await _open_snapshot(
+        session, fleet.cluster, "oldest", oldest, clock.now - timedelta(minutes=40)
+    )
+    await _open_snapshot(session, fleet.cluster, "newer", newer, clock.now - timedelta(minutes=20))
+
+    await fleet.send_ok([kustomization("a", V1)], snapshot_part=part(0))
+    assert await _parts_kept(store, fleet.cluster) == {
+        "oldest": oldest,
+        "newer": newer,
+        "snap-1": 1,
+    }
+
+    # One part more than the bound: the snapshot sent least recently goes, whole.
+    await fleet.send_ok([kustomization("b", V1)], snapshot_part=part(1))
+    assert await _parts_kept(store, fleet.cluster) == {"newer": newer, "snap-1": 2}
+    assert (await store.objects(fleet.cluster))["b"]["applied_revision"] == V1
+
+    await fleet.send_ok([kustomization("c", V1)], snapshot_part=part(2))
+    assert await removed(fleet, store) == {"d", "e"}
+    assert await _parts_kept(store, fleet.cluster) == {}
+
+
+async def test_decommissioning_drops_the_clusters_open_snapshots(
+    fleet: Agent, store: Store, admin_token: str
+) -> None:
+    await fleet.send_ok([kustomization("a", V1)], snapshot_part=part(0))
+
+    response = await fleet.client.post(
+        f"/api/v1/clusters/{fleet.cluster}/decommission", headers=bearer(admin_token)
+    )
+
+    assert response.status_code == 200, response.text
+    assert await store.snapshot_parts(fleet.cluster) == []
 
 
 @pytest.mark.parametrize(

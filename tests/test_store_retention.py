@@ -268,3 +268,22 @@ async def test_the_hub_applies_the_retention_at_start(own_database: str) -> None
                 if await admin.scalar(query) == "30 days":
                     break
                 await asyncio.sleep(0.05)
+
+
+async def test_parts_of_a_snapshot_never_completed_go_an_hour_after_they_came(
+    own_database: str,
+) -> None:
+    async with connected(own_database) as admin:
+        await fill(admin)
+        for minutes in (90, 61, 59, 1):
+            await admin.execute(
+                text(
+                    "INSERT INTO snapshot_part (cluster_id, snapshot_id, part_index, part_count, "
+                    "observed_at, received_at, keys) "
+                    "SELECT id, :snapshot, 0, 2, :at, :at, '[]' FROM cluster"
+                ),
+                {"snapshot": f"{minutes} min", "at": NOW - timedelta(minutes=minutes)},
+            )
+        await keep(own_database)
+        kept = await admin.scalars(text("SELECT snapshot_id FROM snapshot_part ORDER BY 1"))
+        assert list(kept) == ["1 min", "59 min"]

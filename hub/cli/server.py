@@ -7,11 +7,13 @@ from types import FrameType
 from typing import Annotated
 from urllib.parse import unquote
 
+import structlog
 import typer
 import uvicorn
 from rich.markup import escape
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
+from uvicorn.config import LOGGING_CONFIG
 
 import hub
 from hub import migrate
@@ -32,6 +34,7 @@ from hub.tokens import service as token_service
 
 # Where, in the data folder, the hub keeps the first admin token it made itself.
 ADMIN_TOKEN_FILE_NAME = "admin.token"  # noqa: S105 - a file name, not a secret
+log = structlog.get_logger("fleetmark.serve")
 
 
 def serve(
@@ -57,10 +60,12 @@ def serve(
         if settings.database_url is None
         else "FLEETMARK_DATABASE_URL"
     )
-    console.print(
-        f"fleetmark {hub.__version__} starting on [bold]http://{host}:{port}[/]", highlight=False
+    log.info(
+        "hub starting",
+        version=hub.__version__,
+        url=f"http://{host}:{port}",
+        database=f"{_display_url(url)} ({where})",
     )
-    console.print(f"database: {_display_url(url)} ({where})", highlight=False, soft_wrap=True)
     # Workers build their app from the environment; hand them the database already resolved.
     os.environ["FLEETMARK_DATABASE_URL"] = url
     # uvicorn re-raises SIGTERM after a graceful shutdown; exiting normally instead lets the
@@ -76,6 +81,9 @@ def serve(
         access_log=False,
         proxy_headers=True,
         forwarded_allow_ips=settings.forwarded_allow_ips,
+        # In JSON mode the hub routes uvicorn's loggers itself (hub/logs.py); uvicorn's own
+        # set-up would put them back to plain lines.
+        log_config=None if settings.effective_log_format == "json" else LOGGING_CONFIG,
     )
 
 

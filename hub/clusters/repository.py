@@ -6,13 +6,13 @@ from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncRawCursor
-from sqlalchemy import ColumnElement, RowMapping, and_, func, select, update
+from sqlalchemy import ColumnElement, RowMapping, and_, delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from hub.database import Statements
-from hub.models import AgentSession, Cluster, ClusterType, Environment, ObjectState
+from hub.models import AgentSession, Cluster, ClusterType, Environment, ObjectState, SnapshotPart
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +114,9 @@ async def set_token_hash(
 
 
 async def decommission(session: AsyncSession, name: str, now: datetime) -> bool:
-    """Mark a cluster decommissioned as of `now` (kept when it was already) and revoke its
-    token; False when there is no such cluster."""
+    """Mark a cluster decommissioned as of `now` (kept when it was already), revoke its token
+    and drop the parts of its snapshots not yet complete, which no part can complete now;
+    False when there is no such cluster."""
     statement = (
         update(Cluster)
         .where(Cluster.name == name)
@@ -126,7 +127,11 @@ async def decommission(session: AsyncSession, name: str, now: datetime) -> bool:
         )
         .returning(Cluster.id)
     )
-    return (await session.execute(statement)).scalar_one_or_none() is not None
+    cluster_id = (await session.execute(statement)).scalar_one_or_none()
+    if cluster_id is None:
+        return False
+    await session.execute(delete(SnapshotPart).where(SnapshotPart.cluster_id == cluster_id))
+    return True
 
 
 async def place(

@@ -25,6 +25,7 @@ from psycopg_pool import PoolTimeout
 
 from hub.clusters.repository import CLUSTER_IDENTITY_SQL, ClusterIdentity
 from hub.database import Statements
+from hub.ingest.schemas import MAX_SNAPSHOT_PARTS
 from hub.models.observed import HEARTBEAT_BUCKET, REPLAY_WINDOW, SNAPSHOT_PARTS_KEPT
 
 STATE_COLUMNS = (
@@ -112,6 +113,11 @@ def _columns(alias: str) -> str:
     return ", ".join(f"{alias}.{column}" for column in STATE_COLUMNS)
 
 
+_PARTS_KEPT = f"{SNAPSHOT_PARTS_KEPT.total_seconds():.0f} seconds"
+# Parts a cluster keeps, of every snapshot not yet complete: as many as one snapshot may have.
+SNAPSHOT_PARTS_PER_CLUSTER = MAX_SNAPSHOT_PARTS
+
+
 _VANISHED_FROM_SNAPSHOT = f"""
 vanished AS (
     UPDATE object_state t SET removed_at = f.observed_at, changed_at = f.observed_at
@@ -136,7 +142,22 @@ earlier_part AS (
     FROM part p
     JOIN snapshot_part s ON (s.cluster_id, s.snapshot_id) = (p.cluster_id, p.snapshot_id)
     WHERE s.part_index <> p.part_index
-      AND s.received_at >= p.received_at - INTERVAL '{SNAPSHOT_PARTS_KEPT}'
+      AND s.received_at >= p.received_at - INTERVAL '{_PARTS_KEPT}'
+),
+other_snapshot AS (
+    SELECT s.cluster_id, s.snapshot_id,
+           sum(count(*)) OVER (PARTITION BY s.cluster_id
+                               ORDER BY max(s.received_at) DESC, s.snapshot_id) AS kept_parts
+    FROM part p
+    JOIN snapshot_part s ON s.cluster_id = p.cluster_id AND s.snapshot_id <> p.snapshot_id
+    WHERE s.received_at >= p.received_at - INTERVAL '{_PARTS_KEPT}'
+    GROUP BY s.cluster_id, s.snapshot_id
+),
+crowded_out AS (
+    SELECT o.cluster_id, o.snapshot_id
+    FROM other_snapshot o
+    WHERE o.kept_parts + 1 + (SELECT count(*) FROM earlier_part e WHERE e.cluster_id = o.cluster_id)
+          > {SNAPSHOT_PARTS_PER_CLUSTER}
 ),
 completed AS (
     SELECT p.cluster_id, p.snapshot_id, p.not_after,
@@ -162,8 +183,9 @@ dropped_part AS (
     DELETE FROM snapshot_part s
     USING part p LEFT JOIN completed c ON c.cluster_id = p.cluster_id
     WHERE s.cluster_id = p.cluster_id
-      AND (s.received_at < p.received_at - INTERVAL '{SNAPSHOT_PARTS_KEPT}'
-           OR s.snapshot_id = c.snapshot_id OR s.observed_at <= c.observed_at)
+      AND (s.received_at < p.received_at - INTERVAL '{_PARTS_KEPT}'
+           OR s.snapshot_id = c.snapshot_id OR s.observed_at <= c.observed_at
+           OR (s.cluster_id, s.snapshot_id) IN (SELECT cluster_id, snapshot_id FROM crowded_out))
 ),
 named AS (
     SELECT e.cluster_id, k ->> 0 AS reconciler, k ->> 1 AS kind, k ->> 2 AS namespace,
@@ -252,9 +274,13 @@ vanished AS (
 # named and whose state is older than the snapshot's first part are removed as a full
 # snapshot removes them, and the rows of that snapshot and of every one observed no later are
 # dropped. A replayed part is not fresh and does nothing; a snapshot that never completes
-# removes nothing. Two parts of one cluster committing at the same time may each miss the
-# other (this statement reads the table as it was when it began): that snapshot then never
-# completes, which is safe; the agent sends parts one after another anyway.
+# removes nothing. A cluster keeps at most SNAPSHOT_PARTS_PER_CLUSTER parts: a part that would
+# pass the bound drops the parts of the cluster's other snapshots, the least recently sent
+# first, until it fits (an agent whose snapshot never completes loses only the removal of the
+# objects that vanished; refusing the part would lose its records, which are applied at once).
+# Two parts of one cluster committing at the same time may each miss the other (this
+# statement reads the table as it was when it began): that snapshot then never completes,
+# which is safe; the agent sends parts one after another anyway.
 def _apply_reports(*, parts: bool) -> bytes:
     """The ingest statement; with `parts`, for reports that are parts of a snapshot."""
     columns = f", {_PART}" if parts else ""

@@ -16,6 +16,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from hub.params import WithinReach
+
 REPORT_SCHEMA = "fleetmark.report/v1"
 MAX_MESSAGE_CHARS = 16_384
 MAX_OBJECTS = 20_000
@@ -78,7 +80,9 @@ def _truncate_message(value: str) -> str:
 Name = Annotated[str, StringConstraints(min_length=1, max_length=253)]
 ShortText = Annotated[str, StringConstraints(max_length=1024)]
 Message = Annotated[str, AfterValidator(_truncate_message)]
-ReportedTime = Annotated[AwareDatetime, AfterValidator(_not_ahead_of_the_hub)]
+# A time before 1970 is refused, naming the field: nothing a cluster observed is that old, and
+# the hub's arithmetic on it (observed_at less FLEETMARK_INGEST_MAX_BACKDATE) must stay in range.
+ReportedTime = Annotated[AwareDatetime, AfterValidator(_not_ahead_of_the_hub), WithinReach]
 # What an agent claims about its placement: never refused (an agent drops a refused report for
 # good), only recorded when it is a name registration would take (hub.ingest.service).
 Claim = Annotated[

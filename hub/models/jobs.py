@@ -1,11 +1,11 @@
 """Runs of the hub's background jobs (hub/jobs.py), kept in the store so that every replica can
 tell when each job last ran, how it went and how long it took (migration 0024_job_runs), and
-so that a run asked for through the API can be followed until it is done (0028)."""
+so that a run asked for through the API can be followed until it is done (0028, 0034)."""
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, CheckConstraint, Index, String, Text
+from sqlalchemy import BigInteger, CheckConstraint, Index, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from hub.models.base import Base
@@ -13,8 +13,9 @@ from hub.models.base import Base
 
 class JobRun(Base):
     """One round of a job on one replica: it ran and succeeded or failed, or it was skipped
-    because another replica held the job's lock; or, asked for through the API, it is running
-    still. Only the newest rows of each job and outcome are kept (hub/monitoring/repository.py)."""
+    because another replica held the job's lock; or, asked for through the API (`requested`),
+    it is running still. Only the newest rounds of each job and outcome are kept, and the
+    requested runs of the last day (hub/monitoring/service.py)."""
 
     __tablename__ = "job_run"
     __table_args__ = (
@@ -36,3 +37,5 @@ class JobRun(Base):
     error: Mapped[str | None] = mapped_column(Text)
     # What a run asked for through the API did (its report), for the caller polling it.
     result: Mapped[dict[str, Any] | None]
+    # Asked for through the API, not a periodic round.
+    requested: Mapped[bool] = mapped_column(server_default=false())

@@ -7,7 +7,7 @@ coarse time buckets for availability history; `agent_session` makes ingest idemp
 `snapshot_part` keeps the parts of a full snapshot sent in several reports until the last.
 """
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import (
     BigInteger,
@@ -34,8 +34,9 @@ HEARTBEAT_BUCKET = "5 minutes"
 # How many sequence numbers behind the newest one a late report is still recognised.
 REPLAY_WINDOW = 63
 # How long the parts of a snapshot wait for the rest, counted from the newest part of the
-# cluster to arrive; older parts are dropped (their snapshot removes nothing).
-SNAPSHOT_PARTS_KEPT = "1 hour"
+# cluster to arrive; older parts are dropped (their snapshot removes nothing), and the
+# retention job deletes those of clusters that send no more.
+SNAPSHOT_PARTS_KEPT = timedelta(hours=1)
 
 
 class AgentSession(Base):
@@ -65,7 +66,9 @@ class SnapshotPart(Base):
 
     A row per part, not per object: the keys of the objects the part named, as a JSON array
     of [reconciler, kind, namespace, name]. The last part to arrive removes the objects no
-    part named and drops the rows (hub/ingest/repository.py).
+    part named and drops the rows (hub/ingest/repository.py); the rows of a snapshot that
+    never completes are dropped after SNAPSHOT_PARTS_KEPT, when the cluster keeps too many,
+    and when it is decommissioned.
     """
 
     __tablename__ = "snapshot_part"

@@ -35,7 +35,13 @@ _ACCEPTED: Responses = {
     status.HTTP_202_ACCEPTED: {
         "description": "Started; poll the run at Location until its outcome is not running.",
         "headers": {"Location": {"schema": {"type": "string"}, "description": "/api/v1/runs/{id}"}},
-    }
+    },
+    **error_response(
+        429,
+        f"As many runs of this job as are kept ({service.MAX_REQUESTED_RUNS:,}) were asked "
+        f"for within {service.REQUESTED_RUNS_KEPT_HOURS} hours; retry after Retry-After "
+        "seconds, when the oldest expires.",
+    ),
 }
 
 

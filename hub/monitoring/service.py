@@ -8,6 +8,7 @@ reported before that, never_reported when it never did. Every replica reads the 
 so every replica exports the same fleet gauges.
 """
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -18,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from hub.database import read_session, write_session
 from hub.drift import service as drift_service
 from hub.drift.schemas import DriftSummary
-from hub.errors import UnknownRun
+from hub.errors import TooManyRuns, UnknownRun
 from hub.harvest import service as harvest_service
 from hub.harvest.schemas import RepositoryStatus
 from hub.models import JobRun
@@ -28,6 +29,11 @@ from hub.query import service as query_service
 from hub.query.schemas import FleetCluster, FleetState
 
 Outcome = Literal["succeeded", "failed", "skipped"]
+
+# How long a run asked for through the API answers by its id, and how many of a job's are kept.
+REQUESTED_RUNS_KEPT_HOURS = 24
+REQUESTED_RUNS_KEPT = timedelta(hours=REQUESTED_RUNS_KEPT_HOURS)
+MAX_REQUESTED_RUNS = 1000
 
 # Every cluster on one page: the per-cluster series list them all.
 _EVERY_CLUSTER = 2**31 - 1
@@ -126,14 +132,30 @@ def _requested(run: JobRun) -> RequestedRun:
 
 async def start_run(session: AsyncSession, job: RequestedJob, *, now: datetime) -> RequestedRun:
     """Record a run asked for through the API as running; the caller starts it once this is
-    committed (hub/jobs.py `run_requested`)."""
+    committed (hub/jobs.py `run_requested`).
+
+    Each run answers by its id for REQUESTED_RUNS_KEPT, and then is deleted by the next
+    request of its job; with MAX_REQUESTED_RUNS of the job kept, a request is refused
+    (TooManyRuns, Retry-After: until the oldest expires) rather than the oldest forgotten
+    while its caller may poll it still.
+    """
+    await repository.lock_requested_runs(session)
+    await repository.delete_requested_runs(session, job, through=now - REQUESTED_RUNS_KEPT)
+    kept, oldest = await repository.requested_runs(session, job)
+    if kept >= MAX_REQUESTED_RUNS and oldest is not None:
+        wait = math.ceil((oldest + REQUESTED_RUNS_KEPT - now).total_seconds())
+        raise TooManyRuns(
+            f"{kept} {job} runs were asked for within {REQUESTED_RUNS_KEPT_HOURS} hours, as "
+            f"many as are kept; the oldest expires in {wait} s",
+            headers={"Retry-After": str(max(wait, 1))},
+        )
     return _requested(await repository.start_run(session, job=job, started_at=now))
 
 
 async def requested_run(session: AsyncSession, run_id: int) -> RequestedRun:
     run = await repository.find_run(session, run_id)
-    # Periodic rounds share the table; a skipped one did nothing to follow.
-    if run is None or run.job not in ("harvest", "schedule") or run.outcome == "skipped":
+    # Periodic rounds share the table.
+    if run is None or not run.requested:
         raise UnknownRun(f"no harvest or scheduling run {run_id}")
     return _requested(run)
 

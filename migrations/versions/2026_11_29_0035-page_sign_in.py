@@ -5,7 +5,7 @@ from, and when it expires. Sign-out deletes the row, revoking the token deletes 
 expired rows go when the next sign-in is made (the index on expires_at).
 
 Revision ID: 0035_page_sign_in
-Revises: 0033_claimed_placement
+Revises: 0034_requested_runs_kept
 Create Date: 2026-11-29 10:00:00
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0035_page_sign_in"
-down_revision: str | None = "0033_claimed_placement"
+down_revision: str | None = "0034_requested_runs_kept"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
