@@ -10,6 +10,8 @@ from urllib.parse import unquote
 import typer
 import uvicorn
 from sqlalchemy.engine import make_url
+from uvicorn.config import STARTUP_FAILURE
+from uvicorn.supervisors import Multiprocess
 
 import hub
 from hub import migrate
@@ -56,11 +58,12 @@ def serve(
     )
     console.print(f"database: {_display_url(url)} ({where})", highlight=False, soft_wrap=True)
     # Workers build their app from the environment; hand them the database already resolved.
+    os.environ.pop("FLEETMARK_DATABASE_URL_FILE", None)
     os.environ["FLEETMARK_DATABASE_URL"] = url
     # uvicorn re-raises SIGTERM after a graceful shutdown; exiting normally instead lets the
     # embedded PostgreSQL be stopped on the way out.
     signal.signal(signal.SIGTERM, _exit_normally)
-    uvicorn.run(
+    config = uvicorn.Config(
         "hub.asgi:create_app_from_environment",
         factory=True,
         host=host,
@@ -70,6 +73,28 @@ def serve(
         access_log=False,
         proxy_headers=True,
     )
+    _run(config, settings.metrics_port)
+
+
+def _run(config: uvicorn.Config, metrics_port: int | None) -> None:
+    """uvicorn.run, with a second listening socket for /metrics when it has a port of its own:
+    one server, one app and one shutdown for both (hub.metrics.MetricsPortMiddleware tells
+    them apart)."""
+    sockets = [config.bind_socket()]
+    if metrics_port is not None:
+        metrics = uvicorn.Config(config.app, host=config.host, port=metrics_port)
+        sockets.append(metrics.bind_socket())
+    server = uvicorn.Server(config)
+    try:
+        if config.workers > 1:
+            Multiprocess(config, sockets=sockets).run()
+            return
+        config.load_app()
+        server.run(sockets=sockets)
+    except KeyboardInterrupt:  # Ctrl-C, once the server has shut down
+        return
+    if not server.started:
+        raise typer.Exit(STARTUP_FAILURE)
 
 
 def _create_first_admin_token(settings: HubSettings, url: str) -> None:
