@@ -53,9 +53,12 @@ RUN groupadd --system --gid 65532 fleetmark \
 RUN --mount=type=bind,from=wheels,source=/wheels,target=/wheels \
     pip install --no-cache-dir --no-index --find-links /wheels "fleetmark[hub,agent]==${VERSION}"
 
+# Production mode: the hub refuses to start without a token secret of its own
+# (FLEETMARK_TOKEN_SECRET or FLEETMARK_TOKEN_SECRET_FILE) and every page needs a token.
 ENV PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     HOME=/home/fleetmark \
+    FLEETMARK_MODE=production \
     FLEETMARK_DATA_DIR=/var/lib/fleetmark \
     FLEETMARK_HOST=0.0.0.0 \
     FLEETMARK_PORT=8080 \

@@ -32,7 +32,7 @@ from hub.health.router import router as health_router
 from hub.ingest.router import REPORT_COMPONENTS
 from hub.ingest.router import router as ingest_router
 from hub.jobs import start_jobs, stop_jobs
-from hub.metrics import HubMetrics, RequestMetricsMiddleware
+from hub.metrics import HubMetrics, MetricsPortMiddleware, RequestMetricsMiddleware
 from hub.monitoring.router import router as runs_router
 from hub.pages.headers import SecurityHeaders
 from hub.pages.router import public as pages_public_router
@@ -124,6 +124,8 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         app.include_router(router)
     app.add_middleware(RequestMetricsMiddleware, metrics=app.state.metrics)
     app.add_middleware(SecurityHeaders, docs_paths=DOCS_PATHS)
+    if settings.metrics_port is not None:
+        app.add_middleware(MetricsPortMiddleware, port=settings.metrics_port)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

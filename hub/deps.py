@@ -100,6 +100,20 @@ async def require_admin(credentials: BearerDep, session: SessionDep, settings: S
     )
 
 
+async def require_metrics(request: Request, credentials: BearerDep, settings: SettingsDep) -> None:
+    """/metrics in production, unless public: FLEETMARK_METRICS_TOKEN, checked without the
+    store (so that a scrape tells of the store's outage), or a stored token of scope metrics."""
+    token = _token(credentials)
+    if not settings.metrics_need_token or tokens.is_configured(token, settings.metrics_token):
+        return
+    await _store_reachable(request)
+    async with read_session(request.app.state.sessionmaker) as session:
+        await tokens.require_scope(
+            session, token, "metrics", token_secret=settings.token_secret.get_secret_value()
+        )
+
+
 ClusterTokenDep = Annotated[ClusterIdentity, Depends(authenticate_cluster)]
 ReadAccess = Depends(require_read)
 AdminAccess = Depends(require_admin)
+MetricsAccess = Depends(require_metrics)

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy.exc import SQLAlchemyError
+from starlette.responses import JSONResponse
 
 from hub.database import STORE_BUSY_ERRORS, STORE_UNAVAILABLE_ERRORS, StoreGate
 from hub.errors import FleetmarkError
@@ -39,6 +40,9 @@ _REFUSALS = {
 }
 REPORT_OUTCOMES = ("accepted", "duplicate", *dict.fromkeys(_REFUSALS.values()), "failed")
 _OBJECT_STATES = ("ready", "failing", "progressing", "suspended")
+# Request methods labelled by name; any other (PROPFIND, PURGE, made-up ones) is `other`, so
+# that anonymous requests cannot add label sets at will.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _AGENT_STATES = ("reporting", "stale", "never_reported")
 
 
@@ -257,7 +261,8 @@ class HubMetrics:
         )
         self.requests = Histogram(
             "fleetmark_http_request_duration_seconds",
-            "HTTP request latency by route and status.",
+            "HTTP request latency by method (GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS or "
+            "other), route and status.",
             ["method", "route", "status"],
             registry=self.registry,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
@@ -285,6 +290,8 @@ class HubMetrics:
         self._outcomes[outcome].inc()
 
     def time_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        if method not in _METHODS:
+            method = "other"
         key = (method, route, status)
         timer = self._timers.get(key)
         if timer is None:
@@ -321,3 +328,23 @@ class RequestMetricsMiddleware:
             route = scope.get("route")
             path = getattr(route, "path", "unmatched")
             self.metrics.time_request(scope["method"], path, status, time.perf_counter() - started)
+
+
+class MetricsPortMiddleware:
+    """With FLEETMARK_METRICS_PORT, a second listener of the same server: a request that came
+    in on it may ask for /metrics alone, and one on the hub's port (the one an Ingress routes)
+    never gets /metrics. Both answer anything else 404, as an unknown path is answered."""
+
+    def __init__(self, app: ASGIApp, port: int) -> None:
+        self.app = app
+        self.port = port
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            server = scope.get("server")
+            on_metrics_port = server is not None and server[1] == self.port
+            if on_metrics_port != (scope["path"] == "/metrics"):
+                missing = JSONResponse({"error": "not_found", "detail": "Not Found"}, 404)
+                await missing(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

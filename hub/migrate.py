@@ -88,9 +88,11 @@ def to_timescaledb(url: str) -> None:
         with engine.connect() as connection:
             preloaded = connection.execute(
                 text(
+                    # The loader's setting: it exists when the server preloads TimescaleDB,
+                    # and a role that is no superuser may read it.
                     "SELECT EXISTS (SELECT 1 FROM pg_available_extensions "
-                    "WHERE name = 'timescaledb') AND current_setting('shared_preload_libraries') "
-                    "LIKE '%timescaledb%'"
+                    "WHERE name = 'timescaledb') "
+                    "AND current_setting('timescaledb.disable_load', true) IS NOT NULL"
                 )
             ).scalar()
             installed = connection.execute(

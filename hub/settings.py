@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import BeforeValidator, Field, SecretStr, model_validator
@@ -31,16 +31,54 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("fleetmark"))
 
 
+def read_secret_file(path: Path, setting: str) -> str:
+    """The one line a secret file holds, without surrounding white space. Errors name the
+    setting and the file, never what it holds: a file of several lines may be something else
+    entirely (a key, a config file)."""
+    try:
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    except UnicodeDecodeError:
+        raise ValueError(f"{setting} {path}: is not UTF-8 text") from None
+    except OSError as exc:
+        raise ValueError(f"{setting} {path}: cannot be read ({exc.strerror or exc})") from None
+    lines = [line for line in lines if line]
+    if not lines:
+        raise ValueError(f"{setting} {path}: is empty")
+    if len(lines) > 1:
+        raise ValueError(
+            f"{setting} {path}: holds {len(lines)} lines; it must hold the secret alone, "
+            "on one line"
+        )
+    return lines[0]
+
+
+# Secret settings that may be read from a file instead, and the setting naming that file.
+_SECRET_FILES = {
+    "token_secret": "token_secret_file",
+    "database_url": "database_url_file",
+    "metrics_token": "metrics_token_file",
+}
+
+
 class HubSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="FLEETMARK_", extra="ignore")
+    # Errors never repeat the input: it holds the secrets.
+    model_config = SettingsConfigDict(
+        env_prefix="FLEETMARK_", extra="ignore", hide_input_in_errors=True
+    )
 
     mode: Literal["development", "production"] = "development"
     database_url: SecretStr | None = Field(
         default=None,
         description="PostgreSQL URL; without one, an embedded PostgreSQL in data_dir is used.",
     )
+    database_url_file: Path | None = Field(
+        default=None, description="A file holding database_url, instead of the variable."
+    )
     data_dir: Path = Field(default_factory=default_data_dir)
     token_secret: SecretStr = SecretStr(DEVELOPMENT_TOKEN_SECRET)
+    token_secret_file: Path | None = Field(
+        default=None, description="A file holding token_secret, instead of the variable."
+    )
     admin_token_file: Path | None = Field(
         default=None,
         description=(
@@ -211,6 +249,32 @@ class HubSettings(BaseSettings):
             "store again (seconds or ISO 8601); scrapes in between cost no query."
         ),
     )
+    metrics_public: bool = Field(
+        default=False,
+        description=(
+            "In production mode, serve /metrics without a token; otherwise it needs a token "
+            "of scope metrics (or admin). Development mode always serves it."
+        ),
+    )
+    metrics_port: int | None = Field(
+        default=None,
+        gt=0,
+        lt=65536,
+        description=(
+            "Serve /metrics on this port of its own, and only there; unset: on the hub's port."
+        ),
+    )
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        description=(
+            "A token /metrics takes besides the stored ones of scope metrics or admin, checked "
+            "without the store, so a scrape still answers while the store is down (at least "
+            "32 characters; Prometheus reads it from the same file)."
+        ),
+    )
+    metrics_token_file: Path | None = Field(
+        default=None, description="A file holding metrics_token, instead of the variable."
+    )
     metrics_per_cluster: bool = Field(
         default=False,
         description=(
@@ -322,13 +386,30 @@ class HubSettings(BaseSettings):
         ),
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _read_secret_files(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for name, file_setting in _SECRET_FILES.items():
+            path = data.get(file_setting)
+            if path is None:
+                continue
+            variable = f"FLEETMARK_{name.upper()}"
+            file_variable = f"FLEETMARK_{file_setting.upper()}"
+            if data.get(name) is not None:
+                raise ValueError(f"{variable} and {file_variable} are both set: set one of them")
+            data = {**data, name: read_secret_file(Path(path), file_variable)}
+        return data
+
     @model_validator(mode="after")
     def _refuse_default_secrets(self) -> "HubSettings":
         if self.mode != "development":
             if self.token_secret.get_secret_value() == DEVELOPMENT_TOKEN_SECRET:
                 raise ValueError(
-                    "FLEETMARK_TOKEN_SECRET must be set to a secret of your own "
-                    "when FLEETMARK_MODE is not 'development'"
+                    "FLEETMARK_TOKEN_SECRET must be set to a secret of your own (or "
+                    "FLEETMARK_TOKEN_SECRET_FILE to a file holding it) when FLEETMARK_MODE is "
+                    "not 'development'"
                 )
             if len(self.token_secret.get_secret_value()) < 32:
                 raise ValueError("FLEETMARK_TOKEN_SECRET must be at least 32 characters long")
@@ -357,6 +438,25 @@ class HubSettings(BaseSettings):
                     "not 'development' unless FLEETMARK_ALLOW_LOCAL_REPOSITORIES=true"
                 )
         return self
+
+    @model_validator(mode="after")
+    def _metrics_token_long_enough(self) -> "HubSettings":
+        if self.metrics_token is not None and len(self.metrics_token.get_secret_value()) < 32:
+            raise ValueError("FLEETMARK_METRICS_TOKEN must be at least 32 characters long")
+        return self
+
+    @model_validator(mode="after")
+    def _metrics_port_of_its_own(self) -> "HubSettings":
+        if self.metrics_port == self.port:
+            raise ValueError(
+                f"FLEETMARK_METRICS_PORT is FLEETMARK_PORT ({self.port}): give /metrics a port "
+                "of its own, or leave it unset to serve it on the hub's port"
+            )
+        return self
+
+    @property
+    def metrics_need_token(self) -> bool:
+        return self.mode != "development" and not self.metrics_public
 
     @property
     def local_repositories_allowed(self) -> bool:

@@ -229,6 +229,27 @@ async def test_tokens_create_admin(hub_client: httpx.AsyncClient, unique: str) -
 
 
 @pytest.mark.usefixtures("cli_database")
+async def test_a_metrics_token_reads_metrics_and_nothing_else(
+    cli_database_url: str, unique: str
+) -> None:
+    name = f"prometheus-{unique}"
+    result = await asyncio.to_thread(fleetmark, "tokens", "create", name, "--scope", "metrics")
+    token = re.search(r"fma_[\w-]{43}", result.stdout)
+    assert token is not None, result.output
+    app = create_app(hub_settings(mode="production"), cli_database_url)
+
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hub") as client,
+    ):
+        metrics = await client.get("/metrics", headers=bearer(token[0]))
+        fleet = await client.get("/api/v1/fleet", headers=bearer(token[0]))
+
+    assert f"Created metrics token {name}" in result.stdout
+    assert (metrics.status_code, fleet.status_code) == (200, 403)
+
+
+@pytest.mark.usefixtures("cli_database")
 async def test_cluster_token_revoke_and_rotate(hub_client: httpx.AsyncClient, unique: str) -> None:
     name = f"rotate-{unique}"
     await asyncio.to_thread(fleetmark, "clusters", "register", name)

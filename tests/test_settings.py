@@ -36,7 +36,59 @@ def test_the_cli_names_the_missing_secret(monkeypatch: pytest.MonkeyPatch, tmp_p
     # On the hub's host, on its database: the settings are the hub's.
     result = CliRunner().invoke(app, ["clusters", "list", "--data-dir", str(tmp_path)])
     assert result.exit_code == 1
-    assert "FLEETMARK_TOKEN_SECRET" in result.output
+    assert "(or FLEETMARK_TOKEN_SECRET_FILE to a file holding it)" in result.output
+
+
+def test_secrets_are_read_from_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("s" * 40 + "\n")
+    (tmp_path / "url").write_text("\npostgresql://hub:pw@db/fleetmark\n\n")
+    (tmp_path / "metrics").write_text("m" * 32)
+    for name in ("TOKEN_SECRET", "DATABASE_URL", "METRICS_TOKEN"):
+        monkeypatch.delenv(f"FLEETMARK_{name}", raising=False)
+    monkeypatch.setenv("FLEETMARK_TOKEN_SECRET_FILE", str(tmp_path / "secret"))
+    monkeypatch.setenv("FLEETMARK_DATABASE_URL_FILE", str(tmp_path / "url"))
+    monkeypatch.setenv("FLEETMARK_METRICS_TOKEN_FILE", str(tmp_path / "metrics"))
+
+    settings = HubSettings(mode="production")
+
+    assert settings.token_secret.get_secret_value() == "s" * 40
+    assert settings.database_url is not None
+    assert settings.database_url.get_secret_value() == "postgresql://hub:pw@db/fleetmark"
+    assert settings.metrics_token is not None
+    assert settings.metrics_token.get_secret_value() == "m" * 32
+
+
+def test_a_secret_given_twice_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("s" * 40)
+
+    with pytest.raises(ValidationError, match="FLEETMARK_TOKEN_SECRET and FLEETMARK_TOKEN_SECRET_"):
+        HubSettings(token_secret="t" * 40, token_secret_file=tmp_path / "secret")
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"hunter2-first\nhunter2-second\n", "holds 2 lines"),
+        (b"\n  \n", "is empty"),
+        (b"\xff\xfehunter2", "is not UTF-8 text"),
+        (None, "cannot be read (No such file or directory)"),
+    ],
+)
+def test_an_unusable_secret_file_is_refused_by_name_without_its_content(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, content: bytes | None, problem: str
+) -> None:
+    path = tmp_path / "database-url"
+    if content is not None:
+        path.write_bytes(content)
+    monkeypatch.setenv("FLEETMARK_MODE", "development")
+    monkeypatch.delenv("FLEETMARK_DATABASE_URL", raising=False)
+    monkeypatch.setenv("FLEETMARK_DATABASE_URL_FILE", str(path))
+
+    result = CliRunner().invoke(app, ["clusters", "list", "--data-dir", str(tmp_path)])
+
+    assert result.exit_code == 1
+    assert f"FLEETMARK_DATABASE_URL_FILE {path}: {problem}" in result.stderr
+    assert "hunter2" not in result.output
 
 
 @pytest.mark.parametrize(

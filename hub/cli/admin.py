@@ -327,7 +327,9 @@ def _token_state(active: bool, decommissioned_at: datetime | None) -> Cell | Tex
 @administers
 def create_token(
     name: str,
-    scope: Annotated[Scope, typer.Option(help="admin: everything; read: queries only.")] = "read",
+    scope: Annotated[
+        Scope, typer.Option(help="admin: everything; read: queries; metrics: /metrics alone.")
+    ] = "read",
     *,
     where: Target,
 ) -> None:

@@ -45,7 +45,8 @@ _SETTINGS = {name: f"FLEETMARK_{name.upper()}" for name in HubSettings.model_fie
 def load_settings(data_dir: Path | None = None, database_url: str | None = None) -> HubSettings:
     overrides: dict[str, Any] = {} if data_dir is None else {"data_dir": data_dir}
     if database_url is not None:
-        overrides["database_url"] = database_url
+        # --database-url stands for the variable and for the file alike.
+        overrides |= {"database_url": database_url, "database_url_file": None}
     try:
         settings = HubSettings(**overrides)
     except ValidationError as exc:

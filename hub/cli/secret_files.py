@@ -13,30 +13,23 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from hub import settings
 from hub.cli.output import errors, fail
 
 
 def read_secret_file(path: Path, source: str) -> str:
-    """The secret `path` holds, without surrounding white space. `source` names where the path
-    came from (`--token-file`) in every failure and warning, with the file."""
-    named = escape(f"{source} {path}")
+    """The secret `path` holds (hub.settings.read_secret_file's rules). `source` names where
+    the path came from (`--token-file`) in every failure and warning, with the file."""
     try:
-        with path.open(encoding="utf-8") as file:
-            status = os.fstat(file.fileno())
-            text = file.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise fail(f"{named}: cannot be read ({escape(reason)})") from None
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if not lines:
-        raise fail(f"{named}: is empty")
-    if len(lines) > 1:
-        raise fail(f"{named}: holds {len(lines)} lines; it must hold the secret alone, on one line")
+        secret = settings.read_secret_file(path, source)
+        status = path.stat()
+    except (OSError, ValueError) as exc:
+        raise fail(escape(str(exc))) from None
     if status.st_uid == os.getuid() and status.st_mode & (stat.S_IRGRP | stat.S_IROTH):
         errors.print(
-            f"[bold yellow]warning:[/] {named}: its group or others may read it "
-            f"(mode {stat.S_IMODE(status.st_mode):04o}); chmod 600 it",
+            f"[bold yellow]warning:[/] {escape(f'{source} {path}')}: its group or others may "
+            f"read it (mode {stat.S_IMODE(status.st_mode):04o}); chmod 600 it",
             highlight=False,
             soft_wrap=True,
         )
-    return lines[0]
+    return secret

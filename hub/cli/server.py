@@ -13,7 +13,8 @@ import uvicorn
 from rich.markup import escape
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
-from uvicorn.config import LOGGING_CONFIG
+from uvicorn.config import LOGGING_CONFIG, STARTUP_FAILURE
+from uvicorn.supervisors import Multiprocess
 
 import hub
 from hub import migrate
@@ -67,11 +68,12 @@ def serve(
         database=f"{_display_url(url)} ({where})",
     )
     # Workers build their app from the environment; hand them the database already resolved.
+    os.environ.pop("FLEETMARK_DATABASE_URL_FILE", None)
     os.environ["FLEETMARK_DATABASE_URL"] = url
     # uvicorn re-raises SIGTERM after a graceful shutdown; exiting normally instead lets the
     # embedded PostgreSQL be stopped on the way out.
     signal.signal(signal.SIGTERM, _exit_normally)
-    uvicorn.run(
+    config = uvicorn.Config(
         "hub.asgi:create_app_from_environment",
         factory=True,
         host=host,
@@ -85,6 +87,28 @@ def serve(
         # set-up would put them back to plain lines.
         log_config=None if settings.effective_log_format == "json" else LOGGING_CONFIG,
     )
+    _run(config, settings.metrics_port)
+
+
+def _run(config: uvicorn.Config, metrics_port: int | None) -> None:
+    """uvicorn.run, with a second listening socket for /metrics when it has a port of its own:
+    one server, one app and one shutdown for both (hub.metrics.MetricsPortMiddleware tells
+    them apart)."""
+    sockets = [config.bind_socket()]
+    if metrics_port is not None:
+        metrics = uvicorn.Config(config.app, host=config.host, port=metrics_port, log_config=None)
+        sockets.append(metrics.bind_socket())
+    server = uvicorn.Server(config)
+    try:
+        if config.workers > 1:
+            Multiprocess(config, sockets=sockets).run()
+            return
+        config.load_app()
+        server.run(sockets=sockets)
+    except KeyboardInterrupt:  # Ctrl-C, once the server has shut down
+        return
+    if not server.started:
+        raise typer.Exit(STARTUP_FAILURE)
 
 
 def _create_first_admin_token(settings: HubSettings, url: str) -> None:

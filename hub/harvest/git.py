@@ -200,6 +200,14 @@ def _follow_remote_head(
             return
 
 
+def _make_private(folder: Path) -> None:
+    """Create `folder` and each missing parent 0700: the clones hold what private repositories
+    hold, and the hub's user alone reads them."""
+    missing = [path for path in (folder, *folder.parents) if not path.exists()]
+    for path in reversed(missing):
+        path.mkdir(mode=0o700, exist_ok=True)
+
+
 class LocalRepository:
     """A bare clone in the hub's git cache, and what the harvest reads from it."""
 
@@ -232,7 +240,7 @@ class LocalRepository:
             if (path / "HEAD").exists():
                 repo = git.Repo(path)
             else:
-                path.mkdir(parents=True, exist_ok=True)
+                _make_private(path)
                 repo = git.Repo.init(path, bare=True)
             with repo:
                 repo.git.fetch(

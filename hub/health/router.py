@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from hub.deps import MetricsAccess
 from hub.health import service
 from hub.health.schemas import Health, Readiness
 from hub.jobs import Sessions, beside_jobs
@@ -36,7 +37,7 @@ async def readyz(request: Request) -> JSONResponse:
     return JSONResponse(Readiness(status="ready").model_dump(mode="json", exclude_none=True))
 
 
-@router.get("/metrics", include_in_schema=False)
+@router.get("/metrics", include_in_schema=False, dependencies=[MetricsAccess])
 async def metrics(request: Request) -> Response:
     """The fleet gauges are read from the store when their snapshot is due, on the jobs'
     thread; the text is written on a worker thread (thousands of lines with per-cluster

@@ -1,5 +1,5 @@
-"""API tokens for people and automation (admin or read scope), and the sign-ins to the pages
-made from them."""
+"""API tokens for people and automation (admin, read or metrics scope), and the sign-ins
+to the pages made from them."""
 
 from datetime import datetime
 
@@ -11,7 +11,7 @@ from hub.models.base import Base, created_at_column
 
 class ApiToken(Base):
     __tablename__ = "api_token"
-    __table_args__ = (CheckConstraint("scope IN ('admin', 'read')", name="scope"),)
+    __table_args__ = (CheckConstraint("scope IN ('admin', 'read', 'metrics')", name="scope"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(253), unique=True)

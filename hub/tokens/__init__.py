@@ -1,1 +1,2 @@
-"""API tokens (admin or read scope) for people, scripts and CI pipelines."""
+"""API tokens (admin, read or metrics scope) for people, scripts, CI pipelines and
+Prometheus."""

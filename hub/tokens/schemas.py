@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-Scope = Literal["admin", "read"]
+Scope = Literal["admin", "read", "metrics"]
 
 
 class TokenRequest(BaseModel):

@@ -1,7 +1,9 @@
 """API token lifecycle and scope checks, and the sign-ins to the pages made from tokens."""
 
+import hmac
 from datetime import datetime, timedelta
 
+from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.errors import AlreadyExists, InsufficientScope, NotAuthenticated, UnknownToken
@@ -12,7 +14,11 @@ from hub.tokens.schemas import CreatedToken, Scope, TokenInfo, TokenRequest
 FIRST_ADMIN_TOKEN_NAME = "admin"  # noqa: S105 - a name, not a secret
 
 # A scope and every scope it includes.
-_GRANTS: dict[str, set[Scope]] = {"admin": {"admin", "read"}, "read": {"read"}}
+_GRANTS: dict[str, set[Scope]] = {
+    "admin": {"admin", "read", "metrics"},
+    "read": {"read"},
+    "metrics": {"metrics"},
+}
 
 
 async def create(
@@ -57,6 +63,13 @@ async def list_tokens(session: AsyncSession) -> list[TokenInfo]:
         TokenInfo.model_validate(token, from_attributes=True)
         for token in await repository.list_tokens(session)
     ]
+
+
+def is_configured(token: str | None, configured: SecretStr | None) -> bool:
+    """Whether `token` is the one a setting holds (FLEETMARK_METRICS_TOKEN), in constant time."""
+    if token is None or configured is None:
+        return False
+    return hmac.compare_digest(token.encode(), configured.get_secret_value().encode())
 
 
 async def require_scope(

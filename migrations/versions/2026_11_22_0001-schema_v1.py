@@ -30,11 +30,13 @@ HYPERTABLES = {
 
 
 def timescaledb_available() -> bool:
-    """The extension is installed and preloaded, so CREATE EXTENSION will work."""
+    """The extension is installed and preloaded, so CREATE EXTENSION will work. Preloaded:
+    its loader's setting exists, which any role may read (shared_preload_libraries only one
+    with pg_read_all_settings, which the hub's role need not have)."""
     row = op.get_bind().execute(
         sa.text(
             "SELECT 1 FROM pg_available_extensions WHERE name = 'timescaledb' "
-            "AND current_setting('shared_preload_libraries') LIKE '%timescaledb%'"
+            "AND current_setting('timescaledb.disable_load', true) IS NOT NULL"
         )
     )
     return row.scalar() is not None

@@ -224,10 +224,40 @@ def test_an_emptydir_spool_needs_no_init_container() -> None:
     assert "initContainers" not in daemonset["spec"]["template"]["spec"]
 
 
-@pytest.mark.parametrize("path", ["/", "/spool", "/var/lib/../../etc", "var/lib/spool"])
-def test_the_schema_refuses_a_hostpath_spool_that_is_not_a_folder_of_its_own(path: str) -> None:
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/spool",
+        "/var/lib/../../etc",
+        "var/lib/spool",
+        "/etc/cron.d",
+        "/var/lib/kubelet",
+        "/var/lib/fleetmark-agent/../kubelet",
+        "/var/lib/fleetmark-agent/spool/../../kubelet",
+        "/var/lib/fleetmark-agent-other",
+        "/var/lib/fleetmark-agent/",
+    ],
+)
+def test_the_schema_refuses_a_hostpath_spool_outside_the_agents_folder(path: str) -> None:
+    # The init container, as root, hands the folder to the agent's user.
     wrong = values("namespaced-values.yaml")
     wrong["spool"]["hostPath"] = {"path": path}
 
     with pytest.raises(helm.HelmValuesError, match=r"/spool/hostPath/path"):
         render(wrong)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/var/lib/fleetmark-agent", "/var/lib/fleetmark-agent/spool", "/var/lib/fleetmark-agent/a/b"],
+)
+def test_the_schema_takes_a_hostpath_spool_in_the_agents_folder(path: str) -> None:
+    chart_values = values("namespaced-values.yaml")
+    chart_values["spool"]["hostPath"] = {"path": path}
+    chart_values["podSecurityContext"] = {"runAsNonRoot": True, "runAsUser": 1, "runAsGroup": 1}
+
+    (daemonset,) = only(render(chart_values), "DaemonSet")
+
+    volumes = {v["name"]: v for v in daemonset["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["spool"]["hostPath"]["path"] == path

@@ -1,18 +1,25 @@
-"""docker-compose.yml is a Compose file that `docker compose up` can start from a filled-in
-.env: valid against the Compose Specification's JSON Schema (tests/data/compose/, whose
-README.md names the upstream file and commit; nothing is fetched), every secret required from
-.env with no default, every variable in .env.example, every file it mounts in the repository,
-and each service started only after what it needs."""
+"""docker-compose.yml is a Compose file that `docker compose up` can start once
+compose/make-secrets.sh has made its secret files: valid against the Compose Specification's
+JSON Schema (tests/data/compose/, whose README.md names the upstream file and commit; nothing
+is fetched), every secret a file (never an environment value or on a command line), every
+fleetmark container read-only, ports on 127.0.0.1 unless told otherwise, every file it mounts
+in the repository, and each service started only after what it needs."""
 
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from jsonschema import Draft7Validator
+from sqlalchemy.engine import make_url
 
 from hub.health.router import router as health_router
+from hub.security import API_TOKEN_FORMAT
+from hub.settings import HubSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "tests" / "data" / "compose" / "compose-spec.json"
@@ -39,42 +46,110 @@ def test_the_compose_file_is_valid_against_the_compose_specification() -> None:
 def test_the_schema_refuses_what_compose_would() -> None:
     validator = Draft7Validator(json.loads(SCHEMA.read_text()))
     wrong = compose()
-    wrong["services"]["hub"]["depends_on"]["db"]["condition"] = "service_ready"
+    wrong["services"]["hub"]["depends_on"]["db-roles"]["condition"] = "service_ready"
     wrong["services"]["hub"]["restart_policy"] = "always"
 
     assert len(list(validator.iter_errors(wrong))) == 2
 
 
-def test_every_secret_is_required_from_env_with_no_default() -> None:
-    uses = VARIABLE.findall(COMPOSE_TEXT)
-    example = {
-        line.split("=", 1)[0]
-        for line in (ROOT / ".env.example").read_text().splitlines()
-        if line and not line.startswith("#")
-    }
-    secrets = {name for name, _ in uses if any(word in name for word in SECRET_WORDS)}
-    secrets |= {source["environment"] for source in compose()["secrets"].values()}
-
-    assert uses
-    assert {operator for name, operator in uses if name in secrets} == {":?"}
-    assert {name for name, _ in uses} | secrets <= example
-    assert secrets <= example
-
-
-def test_no_read_only_service_is_given_a_secret_compose_copies_in() -> None:
-    # Compose copies a secret that is not a file into the container, which it refuses to do
-    # (and says so) for a read-only root file system (docker/compose#12531).
+def test_no_secret_is_an_environment_value_or_on_a_command_line() -> None:
     document = compose()
-    copied = {name for name, source in document["secrets"].items() if "file" not in source}
-    given = {
-        name: service
-        for name, service in document["services"].items()
-        if copied & {s if isinstance(s, str) else s["source"] for s in service.get("secrets", [])}
+    given = {name: service.get("environment", {}) for name, service in document["services"].items()}
+    secret_values = {
+        (service, variable)
+        for service, environment in given.items()
+        for variable in environment
+        if any(word in variable for word in SECRET_WORDS) and not variable.endswith("_FILE")
+    }
+    uses = {name for name, _ in VARIABLE.findall(COMPOSE_TEXT)}
+
+    assert all("file" in source for source in document["secrets"].values())
+    assert secret_values == set()
+    assert uses == {"FLEETMARK_PUBLISH_ADDRESS"}
+    assert "password" not in " ".join(document["services"]["db-roles"]["command"][:2])
+
+
+def test_every_fleetmark_container_is_read_only_and_the_demo_fleet_is_opt_in() -> None:
+    services = compose()["services"]
+    fleetmark = {
+        name for name, s in services.items() if s.get("image", "").endswith("fleetmark:0.1.0")
     }
 
-    assert set(given) == {"hub", "simulate"}
-    assert [name for name, service in given.items() if service.get("read_only")] == []
-    assert document["services"]["grafana-grant"]["read_only"] is True
+    assert fleetmark == {"hub", "grafana-grant", "simulate"}
+    for name in fleetmark | {"prometheus"}:
+        assert services[name]["read_only"] is True, name
+        assert services[name]["cap_drop"] == ["ALL"], name
+    assert services["simulate"]["profiles"] == ["demo"]
+    assert [name for name, s in services.items() if "profiles" in s] == ["simulate"]
+
+
+def test_ports_are_published_on_the_loopback_address_unless_told_otherwise() -> None:
+    published = [
+        port for service in compose()["services"].values() for port in service.get("ports", [])
+    ]
+    example = (ROOT / ".env.example").read_text()
+
+    assert published
+    assert {port.rsplit(":", 2)[0] for port in published} == {
+        "${FLEETMARK_PUBLISH_ADDRESS:-127.0.0.1}"
+    }
+    assert "\nFLEETMARK_PUBLISH_ADDRESS=127.0.0.1\n" in example
+
+
+def test_the_secret_files_are_made_by_the_script_and_read_by_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "secrets"
+    subprocess.run(["sh", str(ROOT / "compose" / "make-secrets.sh"), str(folder)], check=True)
+    first = {path.name: path.read_text() for path in folder.iterdir()}
+    subprocess.run(["sh", str(ROOT / "compose" / "make-secrets.sh"), str(folder)], check=True)
+    document = compose()
+    hub = document["services"]["hub"]
+    mounted = {f"/run/secrets/{name}": folder / name for name in hub["secrets"]}
+    for name in list(os.environ):
+        if name.startswith("FLEETMARK_"):
+            monkeypatch.delenv(name)
+    for name, value in hub["environment"].items():
+        monkeypatch.setenv(name, str(mounted.get(value, value)))
+
+    settings = HubSettings()
+
+    assert {source["file"] for source in document["secrets"].values()} == {
+        f"./compose/secrets/{name}" for name in first
+    }
+    assert {path.name: path.read_text() for path in folder.iterdir()} == first  # kept
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    assert settings.mode == "production"
+    assert settings.database_url is not None
+    url = make_url(settings.database_url.get_secret_value())
+    assert (url.username, url.password, url.host, url.database) == (
+        "fleetmark",
+        first["hub_db_password"].strip(),
+        "db",
+        "fleetmark",
+    )
+    assert API_TOKEN_FORMAT.fullmatch(first["admin_token"].strip())
+    assert settings.metrics_port == 9464
+    assert settings.metrics_token is not None
+
+
+def test_prometheus_scrapes_the_hubs_metrics_port_with_the_metrics_token() -> None:
+    services = compose()["services"]
+    prometheus = services["prometheus"]
+    mounts = dict(volume.split(":")[:2] for volume in prometheus["volumes"])
+    config = yaml.safe_load((ROOT / "compose" / "prometheus.yml").read_text())
+    (job,) = config["scrape_configs"]
+    hub = services["hub"]["environment"]
+
+    assert mounts["./compose/prometheus.yml"] == "/etc/prometheus/prometheus.yml"
+    assert job["static_configs"] == [{"targets": [f"hub:{hub['FLEETMARK_METRICS_PORT']}"]}]
+    assert job["authorization"] == {
+        "type": "Bearer",
+        "credentials_file": hub["FLEETMARK_METRICS_TOKEN_FILE"],
+    }
+    assert "metrics_token" in prometheus["secrets"]
+    # The metrics port is the container's own: published nowhere.
+    assert [port.rsplit(":", 1)[1] for port in services["hub"]["ports"]] == ["8080"]
 
 
 def test_the_services_start_in_order() -> None:
@@ -83,13 +158,11 @@ def test_the_services_start_in_order() -> None:
     def waits_for(name: str) -> dict[str, str]:
         return {dep: spec["condition"] for dep, spec in services[name]["depends_on"].items()}
 
-    assert waits_for("hub") == {"db": "service_healthy"}
-    assert waits_for("grafana-role") == {"db": "service_healthy"}
-    assert waits_for("grafana-grant") == {
-        "hub": "service_healthy",
-        "grafana-role": "service_completed_successfully",
-    }
+    assert waits_for("db-roles") == {"db": "service_healthy"}
+    assert waits_for("hub") == {"db-roles": "service_completed_successfully"}
+    assert waits_for("grafana-grant") == {"hub": "service_healthy"}
     assert waits_for("grafana") == {"grafana-grant": "service_completed_successfully"}
+    assert waits_for("prometheus") == {"hub": "service_healthy"}
     assert waits_for("simulate") == {"hub": "service_healthy"}
     assert "healthcheck" in services["db"]
 
@@ -112,7 +185,8 @@ def test_the_simulated_fleet_reports_to_the_hub_with_the_admin_token() -> None:
 
     assert command[command.index("--hub") + 1] == f"http://hub:{hub_port}"
     assert command[command.index("--token-file") + 1] == "/run/secrets/admin_token"
-    assert services["simulate"]["secrets"] == services["hub"]["secrets"]
+    assert services["simulate"]["secrets"] == ["admin_token"]
+    assert "admin_token" in services["hub"]["secrets"]
 
 
 def test_grafana_reads_the_repositorys_provisioning_files_and_dashboards() -> None:
@@ -130,4 +204,13 @@ def test_grafana_reads_the_repositorys_provisioning_files_and_dashboards() -> No
     )
     datasource = (ROOT / "dashboards/provisioning/datasources/fleetmark.yaml").read_text()
     read = set(re.findall(r"\$(FLEETMARK_GRAFANA_DB_\w+)", datasource))
-    assert read <= set(grafana["environment"])
+    # The password from its secret file, set by the entrypoint in Grafana's own process.
+    given = {name for name in grafana["environment"] if name.startswith("FLEETMARK_")}
+    assert read == given | {"FLEETMARK_GRAFANA_DB_PASSWORD"}
+    assert (
+        'FLEETMARK_GRAFANA_DB_PASSWORD="$$(cat /run/secrets/grafana_db_password)"'
+        in (grafana["entrypoint"][-1])
+    )
+    assert grafana["environment"]["GF_SECURITY_ADMIN_PASSWORD__FILE"] == (
+        "/run/secrets/grafana_admin_password"
+    )

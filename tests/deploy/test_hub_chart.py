@@ -29,6 +29,10 @@ def only(documents: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [doc for doc in documents if doc["kind"] == kind]
 
 
+def named(documents: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [doc for doc in documents if doc["metadata"]["name"] == name]
+
+
 def pod_of(documents: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     (workload,) = only(documents, kind)
     pod: dict[str, Any] = workload["spec"]["template"]["spec"]
@@ -77,6 +81,9 @@ def settings_from(env: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> HubSe
         if name.startswith("FLEETMARK_") and isinstance(value, str):
             monkeypatch.setenv(name, value)
     monkeypatch.setenv("FLEETMARK_TOKEN_SECRET", "x" * 32)
+    if "FLEETMARK_METRICS_TOKEN_FILE" in env:  # mounted from its Secret
+        monkeypatch.delenv("FLEETMARK_METRICS_TOKEN_FILE")
+        monkeypatch.setenv("FLEETMARK_METRICS_TOKEN", "m" * 32)
     monkeypatch.setenv("FLEETMARK_DATABASE_URL", "postgresql://fleetmark@db.example.com/fleetmark")
     return HubSettings()
 
@@ -189,7 +196,7 @@ def test_without_an_admin_token_the_hub_is_given_none() -> None:
     chart_values = charts.load_values(DEFAULTS) | {"adminToken": {"enabled": False}}
     documents = charts.render(CHART, chart_values)
     (hub,) = pod_of(documents, "Deployment")["containers"]
-    (secret,) = only(documents, "Secret")
+    (secret,) = named(only(documents, "Secret"), CHART.name)
 
     assert "FLEETMARK_ADMIN_TOKEN_FILE" not in env_of(hub, documents)
     assert set(secret["data"]) == {"database-url", "token-secret"}
@@ -254,7 +261,7 @@ def test_an_existing_secret_is_used_instead_of_a_new_one() -> None:
 def test_the_schema_is_migrated_by_a_hook_before_the_hubs_start() -> None:
     documents = charts.render(CHART, charts.load_values(DEFAULTS))
     (job,) = only(documents, "Job")
-    (secret,) = only(documents, "Secret")
+    (secret,) = named(only(documents, "Secret"), CHART.name)
     (migrate,) = job["spec"]["template"]["spec"]["containers"]
     (hub,) = pod_of(documents, "Deployment")["containers"]
     hooks = job["metadata"]["annotations"]
@@ -295,23 +302,93 @@ def test_the_dashboards_are_configmaps_for_grafanas_sidecar_equal_to_the_built_o
         assert doc["metadata"]["annotations"] == {"grafana_folder": "fleetmark"}
 
 
-def test_the_ingress_and_service_monitor_reach_the_hubs_port() -> None:
-    documents = charts.render(CHART, charts.load_values(EVERYTHING))
+@pytest.mark.parametrize("path", [DEFAULTS, EVERYTHING], ids=lambda path: path.stem)
+def test_metrics_are_scraped_with_the_token_on_a_port_the_ingress_never_routes(
+    path: Path,
+) -> None:
+    chart_values = charts.load_values(path) | {"ingress": charts.load_values(EVERYTHING)["ingress"]}
+    chart_values["serviceMonitor"] = {"enabled": True}
+    documents = charts.render(CHART, chart_values)
+    pod = pod_of(documents, "Deployment")
+    (hub,) = pod["containers"]
+    env = env_of(hub, documents)
     (service,) = only(documents, "Service")
     (ingress,) = only(documents, "Ingress")
     (monitor,) = only(documents, "ServiceMonitor")
-    (policy,) = only(documents, "NetworkPolicy")
+    (endpoint,) = monitor["spec"]["endpoints"]
 
-    (port,) = service["spec"]["ports"]
-    backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
-    assert (backend["name"], backend["port"]["name"]) == (service["metadata"]["name"], port["name"])
-    assert monitor["spec"]["endpoints"][0]["port"] == port["name"]
-    assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
-    assert (
-        monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    ports = {port["name"]: port["containerPort"] for port in hub["ports"]}
+    assert ports["metrics"] == int(env["FLEETMARK_METRICS_PORT"]) != ports["http"]
+    assert {port["name"] for port in service["spec"]["ports"]} == {"http", "metrics"}
+    routed = {
+        path["backend"]["service"]["port"]["name"]
+        for rule in ingress["spec"]["rules"]
+        for path in rule["http"]["paths"]
+    }
+    assert routed == {"http"}
+    assert (endpoint["port"], endpoint["path"]) == ("metrics", "/metrics")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= (
+        service["metadata"]["labels"].items()
     )
-    assert policy["spec"]["ingress"][0]["ports"] == [{"port": "http", "protocol": "TCP"}]
-    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    # The ServiceMonitor sends the token the hub reads from its file.
+    volume, key = mounted_file(pod, hub, env["FLEETMARK_METRICS_TOKEN_FILE"])
+    (source,) = (v["secret"] for v in pod["volumes"] if v["name"] == volume)
+    assert endpoint["authorization"] == {
+        "type": "Bearer",
+        "credentials": {"name": source["secretName"], "key": key},
+    }
+    assert "FLEETMARK_METRICS_PUBLIC" not in env
+
+
+def test_the_metrics_token_is_generated_unless_a_secret_is_named() -> None:
+    documents = charts.render(CHART, charts.load_values(DEFAULTS))
+    (secret,) = named(only(documents, "Secret"), f"{CHART.name}-metrics")
+    token = base64.b64decode(secret["data"]["metrics-token"]).decode()
+
+    assert len(token) == 48
+    assert token.isalnum()
+    # Kept when the release goes: a Prometheus may still hold it.
+    assert secret["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+
+
+def test_public_metrics_need_no_token() -> None:
+    chart_values = charts.load_values(DEFAULTS)
+    chart_values["metrics"] = {"port": 9464, "public": True, "token": {"key": "metrics-token"}}
+    chart_values["serviceMonitor"] = {"enabled": True}
+    documents = charts.render(CHART, chart_values)
+    (hub,) = pod_of(documents, "Deployment")["containers"]
+    env = env_of(hub, documents)
+    (monitor,) = only(documents, "ServiceMonitor")
+
+    assert env["FLEETMARK_METRICS_PUBLIC"] == "true"
+    assert "FLEETMARK_METRICS_TOKEN_FILE" not in env
+    assert "authorization" not in monitor["spec"]["endpoints"][0]
+    assert named(only(documents, "Secret"), f"{CHART.name}-metrics") == []
+
+
+def test_the_network_policy_lets_in_the_ingress_controller_and_prometheus_by_default() -> None:
+    documents = charts.render(CHART, charts.load_values(DEFAULTS))
+    (policy,) = only(documents, "NetworkPolicy")
+    (deployment,) = only(documents, "Deployment")
+
+    def namespaces(rule: dict[str, Any]) -> list[str]:
+        return [
+            peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+            for peer in rule["from"]
+        ]
+
+    http, metrics = policy["spec"]["ingress"]
+    assert http["ports"] == [{"port": "http", "protocol": "TCP"}]
+    assert namespaces(http) == ["ingress-nginx"]
+    assert metrics["ports"] == [{"port": "metrics", "protocol": "TCP"}]
+    assert namespaces(metrics) == ["monitoring"]
+    # Egress stays open unless rules are given.
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= (
+        deployment["spec"]["template"]["metadata"]["labels"].items()
+    )
+    everything = only(charts.render(CHART, charts.load_values(EVERYTHING)), "NetworkPolicy")
+    assert everything[0]["spec"]["policyTypes"] == ["Ingress", "Egress"]
 
 
 def test_behind_a_tls_ingress_the_hub_believes_its_forwarded_scheme() -> None:

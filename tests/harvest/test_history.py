@@ -5,6 +5,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.settings import HubSettings
 from tests.harvest.conftest import Harvest, MakeRepo
 from tests.harvest.gitrepo import WorkRepo
 from tests.harvest.store import HarvestedRepo
@@ -225,3 +226,15 @@ async def test_vanished_branch_is_an_error_and_its_commits_become_unreachable(
     messages = [error["message"] for error in await store.errors()]
     assert "branch 'stage' no longer exists on the remote" in messages
     assert "branch 'stage' does not exist on the remote" in messages
+
+
+async def test_the_git_cache_is_the_hubs_users_alone(
+    app_repo: WorkRepo, harvest: Harvest, harvest_settings: HubSettings
+) -> None:
+    chain(app_repo, 1)
+
+    await harvest()
+
+    cache = harvest_settings.effective_git_cache_dir
+    (clone,) = cache.iterdir()
+    assert [oct(folder.stat().st_mode & 0o777) for folder in (cache, clone)] == ["0o700"] * 2

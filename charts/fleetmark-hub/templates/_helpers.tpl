@@ -37,6 +37,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 
+{{- define "fleetmark-hub.metricsTokenSecretName" -}}
+{{- default (printf "%s-metrics" (include "fleetmark-hub.fullname" .)) .Values.metrics.token.existingSecret -}}
+{{- end -}}
+
 {{- define "fleetmark-hub.secretName" -}}
 {{- default (include "fleetmark-hub.fullname" .) .Values.secret.existingSecret -}}
 {{- end -}}
@@ -46,7 +50,7 @@ The settings the chart owns, which `settings` may not set: they come from the Se
 chart's own mounts, or have one right value in a pod.
 */}}
 {{- define "fleetmark-hub.ownedSettings" -}}
-{{- list "mode" "database_url" "token_secret" "admin_token_file" "host" "port" "data_dir" "repositories_file" "git_credentials_dir" "log_format" | toJson -}}
+{{- list "mode" "database_url" "token_secret" "admin_token_file" "host" "port" "data_dir" "repositories_file" "git_credentials_dir" "log_format" "metrics_port" "metrics_public" "metrics_token" "metrics_token_file" "token_secret_file" "database_url_file" | toJson -}}
 {{- end -}}
 
 {{/* Environment of every hub container (the hub and the migration Job). */}}
