@@ -203,7 +203,7 @@ def test_without_an_admin_token_the_hub_is_given_none() -> None:
 
 
 def admin_token_of(documents: list[dict[str, Any]]) -> str:
-    (secret,) = only(documents, "Secret")
+    (secret,) = named(only(documents, "Secret"), CHART.name)
     return base64.b64decode(secret["data"]["admin-token"]).decode()
 
 
