@@ -18,6 +18,9 @@ PAGE_TIMEOUT = 30
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # Screenshots for review: kept after the run, ignored by git.
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "test-output" / "screenshots"
+# A name Chromium resolves to this machine: a hub reached by it is, to the browser, on another
+# host over plain http, not a secure origin (as a hub on a LAN address is), unlike 127.0.0.1.
+ANOTHER_HOST = "hub.test"
 
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None and not os.environ.get("CI"),
@@ -33,12 +36,22 @@ def chromium() -> Iterator[Browser]:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                f"--host-resolver-rules=MAP {ANOTHER_HOST} 127.0.0.1",
+            ],
         )
         try:
             yield browser
         finally:
             browser.close()
+
+
+def on_another_host(hub_url: str) -> str:
+    """The URL of a hub served on 127.0.0.1, by a name that is not localhost."""
+    return hub_url.replace("//127.0.0.1:", f"//{ANOTHER_HOST}:", 1)
 
 
 def open_page(browser: Browser, hub_url: str) -> tuple[Page, list[str]]:

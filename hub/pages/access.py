@@ -5,13 +5,12 @@ id of its sign-in, never the token; every page looks the sign-in up with its tok
 signing out or revoking the token ends it at once."""
 
 from typing import Annotated
-from urllib.parse import urlsplit
 
 from fastapi import Depends, Request
 from pydantic import StringConstraints
 
 from hub.deps import BearerDep, ClockDep, ReadSessionDep, SettingsDep
-from hub.errors import CrossSiteRequest, NotAuthenticated
+from hub.errors import NotAuthenticated
 from hub.pages.throttle import FailedSignIns
 from hub.tokens import service as tokens
 
@@ -58,37 +57,6 @@ def sign_in_id(request: Request) -> str | None:
 
 def client_address(request: Request) -> str:
     return request.client.host if request.client is not None else "unknown"
-
-
-def refuse_cross_site(request: Request) -> None:
-    """Refuse a form that a page of another site made the browser post here.
-
-    Browsers say where a request comes from in Sec-Fetch-Site (over https and to localhost),
-    else in Origin, which must then name this host. The pages' Referrer-Policy (no-referrer)
-    makes a browser send their own forms with `Origin: null`, which cannot be told from a
-    forged form's: without Sec-Fetch-Site (plain http to another host) it is refused too. A
-    request with neither header comes from no browser, and forges nothing.
-    """
-    site = request.headers.get("sec-fetch-site")
-    if site is not None:
-        if site not in ("same-origin", "none"):
-            raise CrossSiteRequest(
-                f"this form was sent from another site (Sec-Fetch-Site: {site}); "
-                "use the form on this hub's own page"
-            )
-        return
-    origin = request.headers.get("origin")
-    if origin is None:
-        return
-    if origin == "null":
-        raise CrossSiteRequest(
-            "the browser did not say which site this form came from (Origin: null); "
-            "reach the hub over https to sign in"
-        )
-    if urlsplit(origin).netloc.lower() != request.headers.get("host", "").lower():
-        raise CrossSiteRequest(
-            f"this form was sent from another site ({origin}); use the form on this hub's own page"
-        )
 
 
 async def get_failed_sign_ins(request: Request) -> FailedSignIns:

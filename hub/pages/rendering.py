@@ -13,7 +13,9 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from hub.gate.policy import format_duration
-from hub.pages.access import sign_in_cookie
+from hub.pages.access import sign_in_id
+from hub.pages.forms import sign_out_form_token
+from hub.settings import HubSettings
 
 STATIC = Path(__file__).parent / "static"
 # Rows per page unless `limit` says otherwise: a page stays small at any fleet size.
@@ -76,9 +78,14 @@ def render(
     request: Request, template: str, *, status_code: int = 200, **context: Any
 ) -> HTMLResponse:
     page = _TEMPLATES.get_template(template)
+    settings: HubSettings = request.app.state.settings
+    signed_in = sign_in_id(request)
     html = page.render(
         request=request,
-        signed_in=sign_in_cookie(request) in request.cookies,
+        # The sign-out form's token, on every page of a signed-in browser.
+        sign_out_token=None
+        if signed_in is None
+        else sign_out_form_token(settings.token_secret.get_secret_value(), signed_in),
         link=lambda **changes: link(request, **changes),
         query=query,
         **context,

@@ -34,14 +34,22 @@ from hub.pages.access import (
     client_address,
     is_https,
     local_path,
-    refuse_cross_site,
     require_reader,
     sign_in_cookie,
     sign_in_id,
 )
+from hub.pages.forms import (
+    FormToken,
+    keep_sign_in_form,
+    refuse_forged_sign_in,
+    refuse_forged_sign_out,
+    sign_in_form_nonce,
+    sign_in_form_token,
+)
 from hub.pages.rendering import PAGE_SIZE, STATIC, query, render
 from hub.params import MAX_REPEATED, Limit, Offset, Text
 from hub.query import service as fleet
+from hub.settings import HubSettings
 from hub.tokens import service as tokens
 
 # How many of an environment's newest platform commits the gate page offers.
@@ -104,19 +112,35 @@ async def style_sheet() -> FileResponse:
     return FileResponse(STATIC / "fleetmark.css", media_type="text/css")
 
 
+def _sign_in_page(
+    request: Request,
+    settings: HubSettings,
+    back_to: str,
+    *,
+    status_code: int = 200,
+    problem: str | None = None,
+) -> Response:
+    nonce = sign_in_form_nonce(request)
+    response = render(
+        request,
+        "login.html",
+        status_code=status_code,
+        back_to=back_to,
+        form_token=sign_in_form_token(settings.token_secret.get_secret_value(), nonce),
+        open_access=settings.mode == "development",
+        problem=problem,
+    )
+    keep_sign_in_form(request, response, nonce)
+    return response
+
+
 @public.get("/login")
 async def sign_in_form(
     request: Request,
     settings: SettingsDep,
     next_page: Annotated[PageUrl, Query(alias="next")] = "/",
 ) -> Response:
-    return render(
-        request,
-        "login.html",
-        back_to=local_path(next_page),
-        open_access=settings.mode == "development",
-        problem=None,
-    )
+    return _sign_in_page(request, settings, local_path(next_page))
 
 
 @public.post("/login")
@@ -128,10 +152,12 @@ async def sign_in(
     failed: FailedSignInsDep,
     token: Annotated[str, Form(max_length=MAX_TOKEN_CHARS)],
     next_page: Annotated[PageUrl, Form(alias="next")] = "/",
+    form_token: Annotated[FormToken | None, Form()] = None,
 ) -> Response:
     """Signs the browser in with a read token: its cookie (HttpOnly, out of reach of scripts)
     holds the id of a new sign-in, not the token."""
-    refuse_cross_site(request)
+    secret = settings.token_secret.get_secret_value()
+    refuse_forged_sign_in(request, form_token, secret)
     address, now = client_address(request), clock()
     wait = failed.retry_after(address, now)
     if wait is not None:
@@ -147,18 +173,11 @@ async def sign_in(
             token.strip(),
             now=now,
             lifetime=lifetime,
-            token_secret=settings.token_secret.get_secret_value(),
+            token_secret=secret,
         )
     except NotAuthenticated as exc:
         failed.record(address, now)
-        return render(
-            request,
-            "login.html",
-            status_code=401,
-            back_to=back_to,
-            open_access=settings.mode == "development",
-            problem=exc.detail,
-        )
+        return _sign_in_page(request, settings, back_to, status_code=401, problem=exc.detail)
     response = RedirectResponse(back_to, status_code=303)
     response.set_cookie(
         sign_in_cookie(request),
@@ -173,13 +192,17 @@ async def sign_in(
 
 
 @public.post("/logout")
-async def sign_out(request: Request, session: SessionDep, settings: SettingsDep) -> Response:
-    refuse_cross_site(request)
+async def sign_out(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    form_token: Annotated[FormToken | None, Form()] = None,
+) -> Response:
+    secret = settings.token_secret.get_secret_value()
+    refuse_forged_sign_out(request, form_token, secret)
     signed_in = sign_in_id(request)
     if signed_in:
-        await tokens.sign_out(
-            session, signed_in, token_secret=settings.token_secret.get_secret_value()
-        )
+        await tokens.sign_out(session, signed_in, token_secret=secret)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(
         sign_in_cookie(request), path="/", secure=is_https(request), httponly=True, samesite="lax"

@@ -1,9 +1,12 @@
 """Signing in to the pages of a hub in production mode: the browser's cookie is a random sign-in
 kept hashed in the store, never the token; signing out, expiry and revoking the token end it;
-forms posted from another site are refused; guessing is slowed down; every answer carries the
-headers that keep a browser from running, framing or sniffing anything else; and a long page
-URL survives the way through the sign-in form."""
+forms posted from another site are refused, and a browser that does not say where a form comes
+from (plain http to another host) signs in and out with the token of the hub's own form;
+guessing is slowed down; every answer carries the headers that keep a browser from running,
+framing or sniffing anything else; and a long page URL survives the way through the sign-in
+form."""
 
+import re
 from urllib.parse import quote
 
 import httpx
@@ -19,7 +22,11 @@ from tests.conftest import TOKEN_SECRET, MakeClient
 from tests.support import START, FakeClock, bearer
 
 COOKIE = "fleetmark_sign_in"
+FORM_COOKIE = "fleetmark_sign_in_form"
 PAGE = "/drift?include_in_sync=true"
+# What Chromium sends with the pages' own forms over plain http to a host other than localhost:
+# Origin: null (the pages send no referrer), and no Sec-Fetch-Site (not a secure origin).
+PLAIN_HTTP_BROWSER = {"Origin": "null"}
 
 
 @pytest.fixture
@@ -33,6 +40,13 @@ async def sign_in(browser: httpx.AsyncClient, token: str, **headers: str) -> htt
 
 async def sign_ins(session: AsyncSession) -> list[str]:
     return list(await session.scalars(select(PageSignIn.id_hash)))
+
+
+def form_token(page: httpx.Response) -> str:
+    """The hidden form_token field of the (one) form on a page."""
+    found = re.findall(r'name="form_token" value="([^"]*)"', page.text)
+    assert len(found) == 1, found
+    return found[0]
 
 
 async def test_the_cookie_is_a_random_sign_in_not_the_token(
@@ -125,7 +139,11 @@ async def test_a_sign_in_expires(
     ("headers", "said"),
     [
         ({"Origin": "https://evil.example"}, "sent from another site (https://evil.example)"),
-        ({"Origin": "null"}, "did not say which site this form came from (Origin: null)"),
+        (
+            PLAIN_HTTP_BROWSER,
+            "did not say which site this form came from (Origin: null), and the form carries "
+            "no valid token of this hub",
+        ),
         (
             {"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"},
             "sent from another site (Sec-Fetch-Site: cross-site)",
@@ -164,6 +182,90 @@ async def test_forms_from_the_hubs_own_pages_are_accepted(
 
     assert (by_fetch_metadata.status_code, by_origin.status_code) == (303, 303)
     assert signed_out.status_code == 303
+    assert len(await sign_ins(session)) == 1
+
+
+async def test_a_browser_that_does_not_say_where_forms_come_from_uses_the_forms_token(
+    browser: httpx.AsyncClient, read_token: str, session: AsyncSession
+) -> None:
+    form = await browser.get(f"/login?next={quote(PAGE, safe='')}")
+    signed_in = await browser.post(
+        "/login",
+        data={"token": read_token, "next": PAGE, "form_token": form_token(form)},
+        headers=PLAIN_HTTP_BROWSER,
+    )
+    page = await browser.get(PAGE)
+    signed_out = await browser.post(
+        "/logout", data={"form_token": form_token(page)}, headers=PLAIN_HTTP_BROWSER
+    )
+
+    set_cookie = form.headers["set-cookie"]
+    assert set_cookie.startswith(f"{FORM_COOKIE}=")
+    assert {"HttpOnly", "Path=/", "SameSite=strict", "Max-Age=3600"} <= set(set_cookie.split("; "))
+    assert "Secure" not in set_cookie  # reached over plain http
+    assert form.cookies[FORM_COOKIE] not in form.text  # the page shows a keyed hash of it
+    assert signed_in.status_code == 303
+    assert signed_in.headers["location"] == PAGE
+    assert page.status_code == 200
+    assert signed_out.status_code == 303
+    assert await sign_ins(session) == []
+
+
+async def test_a_form_without_this_browsers_token_is_refused(
+    browser: httpx.AsyncClient, make_client: MakeClient, read_token: str, session: AsyncSession
+) -> None:
+    """A page of another site can make the browser post a token its author fetched for itself,
+    but not send the cookie that token was made for."""
+    other = await make_client(mode="production")
+    await browser.get("/login")
+    others_form = await other.get("/login")
+    without = await browser.post("/login", data={"token": read_token}, headers=PLAIN_HTTP_BROWSER)
+    with_others = await browser.post(
+        "/login",
+        data={"token": read_token, "form_token": form_token(others_form)},
+        headers=PLAIN_HTTP_BROWSER,
+    )
+    # Signed in both (their forms' headers say where they come from), each has a sign-out form.
+    await sign_in(browser, read_token, Origin="http://hub.test")
+    await sign_in(other, read_token, Origin="http://hub.test")
+    others_page = await other.get(PAGE)
+    sign_out_without = await browser.post("/logout", headers=PLAIN_HTTP_BROWSER)
+    sign_out_with_others = await browser.post(
+        "/logout", data={"form_token": form_token(others_page)}, headers=PLAIN_HTTP_BROWSER
+    )
+
+    for refused in (without, with_others, sign_out_without, sign_out_with_others):
+        assert refused.status_code == 403
+        assert "carries no valid token of this hub" in refused.text
+    assert "set-cookie" not in with_others.headers
+    assert len(await sign_ins(session)) == 2  # the refused sign-outs deleted nothing
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Sec-Fetch-Site": "cross-site", "Origin": "null"},
+        {"Sec-Fetch-Site": "same-site", "Origin": "null"},
+        {"Origin": "https://evil.example"},
+    ],
+    ids=["cross-site", "same-site", "other-origin"],
+)
+async def test_a_form_from_another_site_is_refused_whatever_token_it_carries(
+    browser: httpx.AsyncClient, read_token: str, session: AsyncSession, headers: dict[str, str]
+) -> None:
+    form = await browser.get("/login")
+    forged = await browser.post(
+        "/login", data={"token": read_token, "form_token": form_token(form)}, headers=headers
+    )
+    await sign_in(browser, read_token, Origin="http://hub.test")
+    page = await browser.get(PAGE)
+    forged_out = await browser.post(
+        "/logout", data={"form_token": form_token(page)}, headers=headers
+    )
+
+    assert forged.status_code == 403
+    assert "sent from another site" in forged.text
+    assert forged_out.status_code == 403
     assert len(await sign_ins(session)) == 1
 
 

@@ -1,7 +1,7 @@
 """The sign-in cookie of a hub reached over https through a proxy, as `fleetmark serve` runs in
 production: X-Forwarded-Proto is believed from the addresses FLEETMARK_FORWARDED_ALLOW_IPS
 names (127.0.0.1 by default), and then the cookie is Secure and named `__Host-…`; from any
-other address the header is ignored."""
+other address the header is ignored. The sign-in form's cookie is so named and Secure too."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,6 +54,7 @@ def test_over_https_from_a_trusted_proxy_the_cookie_is_secure(
 ) -> None:
     token = admin_token[0]
     with production_hub(database, admin_token, tmp_path) as hub:
+        form = httpx.get(hub.url + "/login", headers=FROM_A_TLS_PROXY, timeout=30)
         secure = sign_in(hub, token, FROM_A_TLS_PROXY)
         plain = sign_in(hub, token, {})
         cookie = secure.cookies["__Host-fleetmark_sign_in"]
@@ -69,6 +70,10 @@ def test_over_https_from_a_trusted_proxy_the_cookie_is_secure(
     assert {"Secure", "HttpOnly", "Path=/", "SameSite=lax"} <= set(set_cookie.split("; "))
     assert "Domain" not in set_cookie
     assert page.status_code == 200
+    form_cookie = form.headers["set-cookie"]
+    assert form_cookie.startswith("__Host-fleetmark_sign_in_form=")
+    assert {"Secure", "HttpOnly", "Path=/", "SameSite=strict"} <= set(form_cookie.split("; "))
+    assert "Domain" not in form_cookie
     assert plain.headers["set-cookie"].startswith("fleetmark_sign_in=fms_")
     assert "Secure" not in plain.headers["set-cookie"]
 
