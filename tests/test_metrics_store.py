@@ -125,9 +125,11 @@ async def test_a_round_shows_on_every_replica(job_database: str, tmp_path: Path)
 
 async def test_a_failed_round_keeps_its_error(job_database: str, tmp_path: Path) -> None:
     broken = tmp_path / "repositories.yaml"
-    broken.write_text("repositories: [\n")
+    broken.write_text("repositories: []\n")
     clock = FakeClock()
     async with replica(job_database, tmp_path, clock, repositories_file=broken) as (app, client):
+        # The hub refuses to start on a broken file; one broken after the start fails a round.
+        broken.write_text("repositories: [\n")
         event = await run_now(app, "harvest")
         samples = await scrape(client, JOBS)
     engine = create_async_engine(job_database)
