@@ -66,7 +66,13 @@ class HubSettings(BaseSettings):
         env_prefix="FLEETMARK_", extra="ignore", hide_input_in_errors=True
     )
 
-    mode: Literal["development", "production"] = "development"
+    mode: Literal["development", "production"] = Field(
+        default="development",
+        description=(
+            "development or production (the image's). Production refuses the default token "
+            "secret, asks a token for every page and for /metrics, and logs JSON."
+        ),
+    )
     database_url: SecretStr | None = Field(
         default=None,
         description="PostgreSQL URL; without one, an embedded PostgreSQL in data_dir is used.",
@@ -74,8 +80,20 @@ class HubSettings(BaseSettings):
     database_url_file: Path | None = Field(
         default=None, description="A file holding database_url, instead of the variable."
     )
-    data_dir: Path = Field(default_factory=default_data_dir)
-    token_secret: SecretStr = SecretStr(DEVELOPMENT_TOKEN_SECRET)
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description=(
+            "Where the embedded PostgreSQL, the git clones and admin.token live; default the "
+            "user data directory (~/.local/share/fleetmark on Linux). Same as --data-dir."
+        ),
+    )
+    token_secret: SecretStr = Field(
+        default=SecretStr(DEVELOPMENT_TOKEN_SECRET),
+        description=(
+            "Key of the HMAC under which tokens are stored: your own, at least 32 characters, "
+            "outside development. Changing it invalidates every token."
+        ),
+    )
     token_secret_file: Path | None = Field(
         default=None, description="A file holding token_secret, instead of the variable."
     )
@@ -86,9 +104,15 @@ class HubSettings(BaseSettings):
             "admin token exists; unset, it makes one and keeps it in data_dir/admin.token."
         ),
     )
-    host: str = "127.0.0.1"
-    port: int = 8080
-    max_report_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+    host: str = Field(
+        default="127.0.0.1", description="Address `fleetmark serve` listens on (--host)."
+    )
+    port: int = Field(default=8080, description="Port `fleetmark serve` listens on (--port).")
+    max_report_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        gt=0,
+        description="Largest report body accepted (4 MiB); a larger one is answered 413.",
+    )
     request_header_timeout: float = Field(
         default=10.0,
         gt=0,
@@ -118,8 +142,19 @@ class HubSettings(BaseSettings):
             "asked for a token again."
         ),
     )
-    stale_after_seconds: int = Field(default=600, gt=0)
-    database_pool_size: int = Field(default=10, gt=0)
+    stale_after_seconds: int = Field(
+        default=600,
+        gt=0,
+        description="Seconds without a report after which a cluster counts as stale.",
+    )
+    database_pool_size: int = Field(
+        default=10,
+        gt=0,
+        description=(
+            "Database connections per hub process, as many again in overflow; report ingest "
+            "has a pool of twice this size of its own."
+        ),
+    )
     database_pool_timeout: float = Field(
         default=10.0,
         gt=0,
@@ -168,7 +203,10 @@ class HubSettings(BaseSettings):
             "an unplaced cluster's first claim places it, into a declared environment only."
         ),
     )
-    log_format: Literal["console", "json"] | None = None
+    log_format: Literal["console", "json"] | None = Field(
+        default=None,
+        description="console or json; unset: console in development, json in production.",
+    )
     repositories_file: Path | None = Field(
         default=None, description="YAML file listing the GitOps repositories to harvest."
     )
