@@ -103,6 +103,9 @@ Sort = Annotated[
     Query(description="Column to sort by; a leading - sorts descending."),
 ]
 
+# The drift reasons the Fleet page counts apart; the others it counts as "other".
+SHOWN_REASONS = (Reason.BEHIND, Reason.FAILING, Reason.STALE, Reason.LIVE_DRIFT)
+
 # Agents and gate states from the furthest from fine to fine, as the services order them.
 _AGENT_ORDER = {"never_reported": 0, "stale": 1, "reporting": 2}
 _GATE_ORDER = {state: rank for rank, state in enumerate(ClusterState)}
@@ -270,19 +273,40 @@ async def fleet_overview(
     offset: Offset = 0,
 ) -> Response:
     order = FLEET_CLUSTERS.parse(sort)
+    now = clock()
     state = await fleet.fleet_state(
         session,
         environment=environment,
         cluster_type=cluster_type,
         limit=limit,
         offset=offset,
-        now=clock(),
+        now=now,
+        stale_after=_stale_after(settings),
+    )
+    # Drift by reason, as the Drift page counts it: only its summary is read.
+    drifted = await drift.current_drift(
+        session,
+        environment=environment,
+        cluster_type=cluster_type,
+        cluster=None,
+        reasons=None,
+        include_in_sync=False,
+        limit=1,
+        offset=0,
+        now=now,
         stale_after=_stale_after(settings),
     )
     return render(
         request,
         "fleet.html",
         state=state,
+        drift=drifted.summary,
+        shown_reasons=SHOWN_REASONS,
+        other_drift=sum(
+            count
+            for reason, count in drifted.summary.reasons.items()
+            if reason not in SHOWN_REASONS
+        ),
         page=state.clusters,
         rows=FLEET_CLUSTERS.sort(state.clusters.items, order),
         order=order,
