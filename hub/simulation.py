@@ -14,7 +14,7 @@ environment catching up each round, its reconcilers progressing for a round befo
 apply; in the made-up fleet, now and then a new release on dev and dev's previous one on
 stage), and `Simulation.report` is a cluster's full snapshot as a contract-v1 report body.
 `fleetmark demo` drives a fleet on real repositories instead: it moves the heads as it commits,
-and makes clusters fail, fall behind or go silent.
+and makes clusters fail, suspends one (it falls behind) and silences another.
 """
 
 import random
@@ -73,8 +73,10 @@ def records(
     ready: bool | None,
     reason: str | None,
     message: str | None,
+    suspended: bool = False,
 ) -> list[dict[str, Any]]:
-    """What the agent reports for one reconciler following `url` at `branch`/`path`."""
+    """What the agent reports for one reconciler following `url` at `branch`/`path`;
+    `suspended`: its reconciliation is suspended (the source object still fetches)."""
     health = {True: "Healthy", False: "Degraded", None: "Progressing"}[ready]
     if reconciler == "argocd":
         return [
@@ -90,6 +92,7 @@ def records(
                 "reason": reason,
                 "message": message,
                 "health": health,
+                "suspended": suspended,
             }
         ]
 
@@ -127,6 +130,7 @@ def records(
             "reason": reason,
             "message": message,
             "health": health,
+            "suspended": suspended,
         },
     ]
 
@@ -167,10 +171,11 @@ class SimulatedCluster:
     applied: tuple[str, str]
     applying: tuple[str, str] | None = None
     sequence: int = 0
-    # Set by whoever drives the fleet: its app reconcilers fail on what they try next; it is held
-    # where it is (reconciliation suspended: it falls behind); its agent stopped reporting.
+    # Set by whoever drives the fleet: its app reconcilers fail on what they try next; its
+    # reconciliation is suspended (it stays where it is and falls behind); its agent stopped
+    # reporting.
     failure: Failure | None = None
-    held: bool = False
+    suspended: bool = False
     silent: bool = False
 
     def registration(self) -> dict[str, Any]:
@@ -269,7 +274,7 @@ class Simulation:
                 cluster
                 for cluster in self.clusters
                 if cluster.environment == environment
-                and not cluster.held
+                and not cluster.suspended
                 and cluster.applied != head
                 and cluster.applying != head
             ]
@@ -300,6 +305,7 @@ class Simulation:
                 ready=ready,
                 reason=reason if failure is None else failure.reason,
                 message=None if failure is None else failure.message,
+                suspended=cluster.suspended,
             )
         return found
 

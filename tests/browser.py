@@ -54,8 +54,9 @@ def on_another_host(hub_url: str) -> str:
     return hub_url.replace("//127.0.0.1:", f"//{ANOTHER_HOST}:", 1)
 
 
-def open_page(browser: Browser, hub_url: str) -> tuple[Page, list[str]]:
-    """A tab that may reach the hub only; the list collects what it tried to fetch elsewhere."""
+def open_page(browser: Browser, hub_url: str, width: int = 1440) -> tuple[Page, list[str]]:
+    """A tab `width` pixels wide that may reach the hub only; the list collects what it tried
+    to fetch elsewhere."""
     refused: list[str] = []
 
     def only_the_hub(route: Route) -> None:
@@ -65,7 +66,7 @@ def open_page(browser: Browser, hub_url: str) -> tuple[Page, list[str]]:
             refused.append(route.request.url)
             route.abort()
 
-    page = browser.new_page(viewport={"width": 1440, "height": 1000}, base_url=hub_url)
+    page = browser.new_page(viewport={"width": width, "height": 1000}, base_url=hub_url)
     page.set_default_timeout(PAGE_TIMEOUT * 1000)
     page.route("**/*", only_the_hub)
     return page, refused
@@ -82,6 +83,21 @@ def policy_violations(page: Page) -> list[str]:
 
     page.on("console", note)
     return violations
+
+
+# The elements whose right edge passes the viewport's, as tag.class and their right edge.
+_PAST_THE_RIGHT_EDGE = """() => [...document.querySelectorAll("body *")]
+    .filter((element) => element.getBoundingClientRect().right > window.innerWidth + 0.5)
+    .map((element) => `${element.tagName.toLowerCase()}.${element.className}: `
+        + Math.round(element.getBoundingClientRect().right))"""
+
+
+def overflow(page: Page) -> tuple[int, int, list[str]]:
+    """How wide the document is, how wide the window, and what sticks out past its right."""
+    scroll_width, inner_width = page.evaluate(
+        "() => [document.documentElement.scrollWidth, window.innerWidth]"
+    )
+    return scroll_width, inner_width, page.evaluate(_PAST_THE_RIGHT_EDGE)
 
 
 def screenshot(page: Page, name: str) -> None:

@@ -92,6 +92,14 @@ def test_the_demo_tells_the_story_and_ctrl_c_leaves_nothing_running(demo: Demo) 
     }
     assert clusters["drone-stage-1"]["objects"]["failing"] > 0
     assert clusters["large-dev-2"]["agent"] == "stale"
+    # drone-dev-2 stays behind because its reconciliation is suspended, and says so.
+    suspended = clusters["drone-dev-2"]["objects"]["suspended"]
+    assert suspended > 0
+    assert {name for name, cluster in clusters.items() if cluster["objects"]["suspended"]} == {
+        "drone-dev-2"
+    }
+    fleet_page = httpx.get(f"{demo.url}/", timeout=10.0).text
+    assert f"{suspended} suspended" in fleet_page
 
     # The decommissioned cluster is no longer expected.
     dev_head = git(repositories / "platform-gitops", "rev-parse", "dev")

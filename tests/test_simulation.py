@@ -28,11 +28,11 @@ def kustomizations(simulation: Simulation, name: str) -> dict[str, dict[str, obj
     }
 
 
-def test_clusters_catch_up_with_new_heads_but_a_held_one_stays_behind() -> None:
+def test_clusters_catch_up_with_new_heads_but_a_suspended_one_stays_behind() -> None:
     simulation = fleet()
     old = simulation.heads["dev"]
     held = simulation.clusters[0]
-    held.held = True
+    held.suspended = True
     simulation.heads["dev"] = new = ("a" * 40, "b" * 40)
 
     settle(simulation)
@@ -40,6 +40,14 @@ def test_clusters_catch_up_with_new_heads_but_a_held_one_stays_behind() -> None:
     dev = [cluster for cluster in simulation.clusters if cluster.environment == "dev"]
     assert held.applied == old
     assert all(cluster.applied == new for cluster in dev if cluster is not held)
+    # It says so: its reconcilers report suspended, its source objects still fetch.
+    suspended = {
+        record["kind"]
+        for record in simulation.report(held, NOW)["objects"]
+        if record.get("suspended")
+    }
+    assert suspended == {"Kustomization"}
+    assert not any(record.get("suspended") for record in simulation.report(dev[1], NOW)["objects"])
 
 
 def test_a_failing_cluster_applies_the_platform_and_its_apps_fail() -> None:

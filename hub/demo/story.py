@@ -200,7 +200,7 @@ NEW_DATABASE_URL = "mysql://west-host-2:8806/mysql"
 
 
 def _promote_dev(repos: DemoRepositories, simulation: Simulation) -> list[str]:
-    _cluster(simulation, "drone-dev-2").held = True
+    _cluster(simulation, "drone-dev-2").suspended = True
     repos.promote(
         "dev",
         "Namespaces carry the team label",

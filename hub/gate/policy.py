@@ -52,7 +52,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from hub.revisions import UNKNOWN_FORM, parse_revision
@@ -75,6 +75,7 @@ __all__ = [
     "decide",
     "evaluate",
     "format_duration",
+    "format_time",
     "rule",
 ]
 
@@ -273,6 +274,11 @@ def format_duration(delta: timedelta) -> str:
         if count:
             parts.append(f"{count}{unit}")
     return "".join(parts)
+
+
+def format_time(moment: datetime) -> str:
+    """`2026-11-26 22:15:00 UTC`: to the second, as the pages print every time."""
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
 def _reconciler_words(facts: ClusterFacts) -> str:
@@ -540,8 +546,8 @@ def _verdict(
             f" and {silent - len(named):,} more" if silent > len(named) else ""
         )
         reasons.append(
-            f"{silent} cluster(s) must report again before the soak ends at {opens_at}: "
-            f"their last reports go stale first ({names})"
+            f"{silent} cluster(s) must report again before the soak ends at "
+            f"{format_time(opens_at)}: their last reports go stale first ({names})"
         )
     if now < opens_at:
         return Verdict.PENDING, tuple(reasons), opens_at

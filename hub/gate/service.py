@@ -56,6 +56,7 @@ from hub.gate.policy import (
     WorkloadVersion,
     conclude,
     evaluate,
+    format_time,
 )
 from hub.gate.repository import (
     Branch,
@@ -327,7 +328,7 @@ def _where(branches: Iterable[Branch]) -> str:
     return "; ".join(
         f"branch {branch.name} of {branch.repository_url} is harvested up to "
         f"{(branch.head_sha or 'nothing')[:12]}"
-        + ("" if branch.harvested_at is None else f" at {branch.harvested_at.isoformat()}")
+        + ("" if branch.harvested_at is None else f" at {format_time(branch.harvested_at)}")
         for branch in branches
     )
 

@@ -2,6 +2,7 @@
 autoescaping on (every name on a page is outside input: clusters, workloads, repositories,
 what agents report), and the few filters the templates share."""
 
+import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -11,19 +12,23 @@ from urllib.parse import urlencode
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 
-from hub.gate.policy import format_duration
+from hub.gate.policy import format_duration, format_time
 from hub.pages.access import sign_in_id
 from hub.pages.forms import sign_out_form_token
+from hub.palette import colour
 from hub.settings import HubSettings
 
 STATIC = Path(__file__).parent / "static"
 # Rows per page unless `limit` says otherwise: a page stays small at any fleet size.
 PAGE_SIZE = 50
+# While a gate soaks, its pages reload this often at most (sooner when the soak ends sooner).
+SOAK_REFRESH_SECONDS = 15
 
 
 def when(moment: datetime | None) -> str:
-    return "-" if moment is None else f"{moment:%Y-%m-%d %H:%M:%S} UTC"
+    return "-" if moment is None else format_time(moment)
 
 
 def short(sha: str | None) -> str:
@@ -39,6 +44,19 @@ def words(name: str | None) -> str:
     return "-" if name is None else str(name).replace("_", " ")
 
 
+def badge(state: str, word: str | None = None) -> Markup:
+    """A state as a badge: its word (or `word`) in the palette's colour for it."""
+    return Markup('<span class="badge {}">{}</span>').format(colour(state), words(word or state))
+
+
+def refresh_after(soak_ends_at: datetime | None, now: datetime) -> int | None:
+    """Seconds until a page showing a soak reloads itself: at the soak's end, or sooner."""
+    if soak_ends_at is None:
+        return None
+    left = math.ceil((soak_ends_at - now).total_seconds())
+    return min(max(left, 1), SOAK_REFRESH_SECONDS)
+
+
 def _environment() -> Environment:
     environment = Environment(
         loader=PackageLoader("hub.pages"),
@@ -47,7 +65,14 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    environment.filters.update(when=when, short=short, seconds=seconds, words=words)
+    environment.filters.update(
+        when=when,
+        short=short,
+        seconds=seconds,
+        words=words,
+        badge=badge,
+        badge_colour=colour,
+    )
     return environment
 
 

@@ -1,5 +1,6 @@
 """The built-in pages: the fleet overview at `/`, drift, the environment diff, a cluster with its
-history, the promotion gate with its evidence, and the repositories' harvest state.
+history, the promotion chain, the promotion gate with its evidence, and the repositories'
+harvest state.
 
 Rendered on the hub from the answers of the services the REST API calls, with the same
 parameters: a page is a view of an API answer, paged as the API pages, its filters in the query
@@ -8,7 +9,8 @@ pages are not API operations and stay out of the OpenAPI document.
 """
 
 from collections.abc import Callable, Coroutine
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Query, Request, Response
@@ -24,8 +26,8 @@ from hub.drift.schemas import Reason
 from hub.envdiff import service as envdiff
 from hub.errors import FleetmarkError, NotAuthenticated, TooManyAttempts, describe_validation_error
 from hub.gate import service as gate
-from hub.gate.policy import ClusterState
-from hub.gate.schemas import Duration
+from hub.gate.policy import ClusterState, Verdict
+from hub.gate.schemas import Duration, GateResult
 from hub.harvest import service as harvest
 from hub.pages.access import (
     FailedSignInsDep,
@@ -46,7 +48,8 @@ from hub.pages.forms import (
     sign_in_form_nonce,
     sign_in_form_token,
 )
-from hub.pages.rendering import PAGE_SIZE, STATIC, query, render
+from hub.pages.rendering import PAGE_SIZE, STATIC, query, refresh_after, render
+from hub.pages.sorting import Table
 from hub.params import MAX_REPEATED, Limit, Offset, Text
 from hub.query import service as fleet
 from hub.settings import HubSettings
@@ -101,6 +104,76 @@ def _blank_is_none(value: object) -> object:
 
 # A filter from a form: a field left empty is sent (`?cluster=`) and means no filter.
 Filter = Annotated[Text | None, BeforeValidator(_blank_is_none)]
+# A column to sort a table by, `-` first for descending: see hub/pages/sorting.py.
+Sort = Annotated[
+    Text | None,
+    BeforeValidator(_blank_is_none),
+    Query(description="Column to sort by; a leading - sorts descending."),
+]
+
+# The drift reasons the Fleet page counts apart; the others it counts as "other".
+SHOWN_REASONS = (Reason.BEHIND, Reason.FAILING, Reason.STALE, Reason.LIVE_DRIFT)
+
+# Agents and gate states from the furthest from fine to fine, as the services order them.
+_AGENT_ORDER = {"never_reported": 0, "stale": 1, "reporting": 2}
+_GATE_ORDER = {state: rank for rank, state in enumerate(ClusterState)}
+
+FLEET_CLUSTERS = Table(
+    {
+        "cluster": lambda row: row.name,
+        "placement": lambda row: (row.environment or "", row.cluster_type or ""),
+        "agent": lambda row: _AGENT_ORDER[row.agent],
+        "last_report": lambda row: row.last_seen_at,
+        "objects": lambda row: row.objects.total,
+        "ready": lambda row: row.objects.ready,
+        "failing": lambda row: row.objects.failing,
+        "progressing": lambda row: row.objects.progressing,
+        "suspended": lambda row: row.objects.suspended,
+        "live_drift": lambda row: row.objects.drifted,
+    }
+)
+DRIFT_ROWS = Table(
+    {
+        "cluster": lambda row: row.cluster,
+        "placement": lambda row: (row.environment or "", row.cluster_type or ""),
+        "object": lambda row: None if row.object is None else (row.object.kind, row.object.name),
+        "drifted_since": lambda row: row.drifted_since,
+        "reasons": lambda row: [list(Reason).index(reason.reason) for reason in row.reasons],
+    }
+)
+DIFF_ROWS = Table(
+    {
+        "workload": lambda row: (row.workload, row.deployment_target or ""),
+        "cluster_type": lambda row: row.cluster_type,
+    }
+)
+CLUSTER_OBJECTS = Table(
+    {
+        "object": lambda row: (row.kind, row.namespace, row.name),
+        "ready": lambda row: {False: 0, None: 1, True: 2}[row.ready],
+        "reason": lambda row: row.reason,
+        "since": lambda row: row.last_transition_at,
+    }
+)
+GATE_CLUSTERS = Table(
+    {
+        "cluster": lambda row: row.name,
+        "type": lambda row: row.cluster_type,
+        "state": lambda row: _GATE_ORDER[row.state],
+        "last_report": lambda row: row.last_seen_at,
+        "soak_ends": lambda row: row.soak_ends_at,
+    }
+)
+BRANCHES = Table(
+    {
+        "branch": lambda row: row.name,
+        "environment": lambda row: row.environment,
+        "committed": lambda row: row.head_committed_at,
+        "harvested": lambda row: row.harvested_at,
+        "lag": lambda row: row.lag_seconds,
+        "commits": lambda row: row.commits,
+    }
+)
 
 
 def _stale_after(settings: SettingsDep) -> timedelta:
@@ -218,23 +291,48 @@ async def fleet_overview(
     clock: ClockDep,
     environment: Filter = None,
     cluster_type: Filter = None,
+    sort: Sort = None,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,
 ) -> Response:
+    order = FLEET_CLUSTERS.parse(sort)
+    now = clock()
     state = await fleet.fleet_state(
         session,
         environment=environment,
         cluster_type=cluster_type,
         limit=limit,
         offset=offset,
-        now=clock(),
+        now=now,
+        stale_after=_stale_after(settings),
+    )
+    # Drift by reason, as the Drift page counts it: only its summary is read.
+    drifted = await drift.current_drift(
+        session,
+        environment=environment,
+        cluster_type=cluster_type,
+        cluster=None,
+        reasons=None,
+        include_in_sync=False,
+        limit=1,
+        offset=0,
+        now=now,
         stale_after=_stale_after(settings),
     )
     return render(
         request,
         "fleet.html",
         state=state,
+        drift=drifted.summary,
+        shown_reasons=SHOWN_REASONS,
+        other_drift=sum(
+            count
+            for reason, count in drifted.summary.reasons.items()
+            if reason not in SHOWN_REASONS
+        ),
         page=state.clusters,
+        rows=FLEET_CLUSTERS.sort(state.clusters.items, order),
+        order=order,
         environment=environment,
         cluster_type=cluster_type,
     )
@@ -251,9 +349,11 @@ async def drift_page(
     cluster: Filter = None,
     reason: Annotated[list[Reason] | None, Query(max_length=MAX_REPEATED)] = None,
     include_in_sync: bool = False,
+    sort: Sort = None,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,
 ) -> Response:
+    order = DRIFT_ROWS.parse(sort)
     report = await drift.current_drift(
         session,
         environment=environment,
@@ -271,6 +371,8 @@ async def drift_page(
         "drift.html",
         report=report,
         page=report,
+        rows=DRIFT_ROWS.sort(report.items, order),
+        order=order,
         filters={
             "environment": environment,
             "cluster_type": cluster_type,
@@ -291,10 +393,12 @@ async def environment_diff_page(
     workload: Filter = None,
     cluster_type: Filter = None,
     only_differences: bool = True,
+    sort: Sort = None,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,
 ) -> Response:
     """Without `environment`: every environment the hub knows, in promotion order."""
+    order = DIFF_ROWS.parse(sort)
     known = await gate.environment_names(session)
     diff = None
     chosen = environment or known
@@ -316,6 +420,8 @@ async def environment_diff_page(
         "diff.html",
         diff=diff,
         page=None if diff is None else diff.rows,
+        rows=[] if diff is None else DIFF_ROWS.sort(diff.rows.items, order),
+        order=order,
         known=known,
         chosen=chosen,
         filters={
@@ -333,11 +439,13 @@ async def cluster_page(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
+    sort: Sort = None,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,
 ) -> Response:
-    """The cluster, what each of its reconciler objects runs and why it drifts, and the history
-    of what they applied (paged)."""
+    """The cluster, what each of its reconciler objects runs (sortable) and why it drifts, and
+    the history of what they applied (paged)."""
+    order = CLUSTER_OBJECTS.parse(sort)
     now = clock()
     detail = await clusters.cluster_detail(
         session, name, now=now, stale_after=_stale_after(settings)
@@ -366,7 +474,86 @@ async def cluster_page(
         offset=offset,
     )
     return render(
-        request, "cluster.html", cluster=detail, drifted=drifted, history=history, now=now
+        request,
+        "cluster.html",
+        cluster=detail,
+        objects=CLUSTER_OBJECTS.sort(detail.objects, order),
+        order=order,
+        drifted=drifted,
+        history=history,
+        now=now,
+    )
+
+
+def _phase(result: GateResult) -> str:
+    """The gate in a word: passed, failed, soaking (only time stands between it and passing),
+    or pending (it needs new facts: an apply, a report, a harvest)."""
+    if result.verdict is Verdict.PENDING and result.earliest_pass_at is not None:
+        return "soaking"
+    return result.verdict.value
+
+
+def _soak_refresh(result: GateResult, now: datetime) -> int | None:
+    return refresh_after(result.earliest_pass_at, now) if _phase(result) == "soaking" else None
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """An environment of the promotion chain with the gate's answer for its newest platform
+    commit, the one that would move on to `next_environment` (None: the last)."""
+
+    environment: str
+    next_environment: str | None
+    # None: no platform commit of the environment harvested yet.
+    gate: GateResult | None
+
+    @property
+    def phase(self) -> str | None:
+        return None if self.gate is None else _phase(self.gate)
+
+
+@router.get("/promotion")
+async def promotion_page(
+    request: Request,
+    session: ReadSessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    soak: Annotated[Duration, Query()] = gate.DEFAULT_SOAK,
+) -> Response:
+    """The environments in promotion order, each with its newest platform commit and whether
+    it may move on to the next, linked to the gate's evidence. While a gate soaks, the page
+    reloads itself."""
+    now = clock()
+    names = await gate.environment_names(session)
+    stages = []
+    for name, following in zip(names, [*names[1:], None], strict=True):
+        newest = await gate.newest_commits(session, name, 1)
+        result = None
+        if newest:
+            result = await gate.promotion_gate(
+                session,
+                environment=name,
+                commit=newest[0],
+                workload=None,
+                version=None,
+                soak=soak,
+                stale_after=_stale_after(settings),
+                allow_stale=False,
+                min_clusters=1,
+                now=now,
+                page=gate.ClusterPage(limit=1),
+            )
+        stages.append(Stage(name, following, result))
+    refreshes = [_soak_refresh(stage.gate, now) for stage in stages if stage.gate is not None]
+    return render(
+        request,
+        "promotion.html",
+        stages=stages,
+        soak=None if soak == gate.DEFAULT_SOAK else f"{int(soak.total_seconds())}",
+        soak_seconds=soak.total_seconds(),
+        refresh=min((seconds for seconds in refreshes if seconds is not None), default=None),
+        now=now,
+        failed=ClusterState.FAILED,
     )
 
 
@@ -382,11 +569,15 @@ async def gate_page(
     version: Filter = None,
     soak: Annotated[Duration, Query()] = gate.DEFAULT_SOAK,
     allow_stale: bool = False,
+    sort: Sort = None,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,
 ) -> Response:
     """The gate for a platform commit (default: the environment's newest) or a workload
-    version, with every expected cluster's evidence, those that block it first."""
+    version, with every expected cluster's evidence, those that block it first. While it
+    soaks, the page reloads itself."""
+    order = GATE_CLUSTERS.parse(sort)
+    now = clock()
     known = await gate.environment_names(session)
     newest: list[str] = []
     result = None
@@ -404,7 +595,7 @@ async def gate_page(
             stale_after=_stale_after(settings),
             allow_stale=allow_stale,
             min_clusters=1,
-            now=clock(),
+            now=now,
             page=gate.ClusterPage(limit=limit, offset=offset),
         )
     return render(
@@ -414,7 +605,13 @@ async def gate_page(
         newest=newest,
         result=result,
         page=None if result is None else result.clusters,
+        rows=[] if result is None else GATE_CLUSTERS.sort(result.clusters.items, order),
+        order=order,
+        phase=None if result is None else _phase(result),
+        refresh=None if result is None else _soak_refresh(result, now),
+        now=now,
         compliant=ClusterState.COMPLIANT,
+        soaking=ClusterState.SOAKING,
         filters={
             "environment": environment,
             "commit": commit,
@@ -427,6 +624,16 @@ async def gate_page(
 
 
 @router.get("/repositories")
-async def repositories_page(request: Request, session: ReadSessionDep, clock: ClockDep) -> Response:
+async def repositories_page(
+    request: Request, session: ReadSessionDep, clock: ClockDep, sort: Sort = None
+) -> Response:
+    """Every repository with its branches (sortable, each repository's on their own)."""
+    order = BRANCHES.parse(sort)
     repositories = await harvest.list_repositories(session, now=clock())
-    return render(request, "repositories.html", repositories=repositories)
+    return render(
+        request,
+        "repositories.html",
+        repositories=repositories,
+        branches={repo.url: BRANCHES.sort(repo.branches, order) for repo in repositories},
+        order=order,
+    )

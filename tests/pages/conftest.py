@@ -6,11 +6,13 @@ dev: drone-01 runs dev's previous platform commit (one behind) and hello-world 1
 failed to sync dev's newest platform commit (SyncFailed); drone-03 is registered, labelled with
 markup, and never reported. stage: drone-02 runs stage's head and 1.0.0; large-02 failed to
 apply 1.0.0, with markup in its message. drone-02 also follows a repository whose URL holds a
-password.
+password. drone-04 ran dev's previous platform commit, then was decommissioned (a minute
+before the drift job ran).
 """
 
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
 
@@ -29,7 +31,9 @@ CLUSTERS = [
     ("large-01", "dev", "large"),
     ("drone-02", "stage", "drone"),
     ("large-02", "stage", "large"),
+    ("drone-04", "dev", "drone"),
 ]
+RETIRED = "drone-04"
 HOSTILE = '<script>alert("fleet")</script>'
 # A repository drone-02 follows besides the scenario's, as its agent reports it.
 WITH_PASSWORD = "https://deploy:s3cret-password@git.example.com/contoso/tools.git"
@@ -104,9 +108,16 @@ async def _build(live: ServedFleet) -> Scenario:
         clusters["large-02"].run_app(
             "uat-test", None, attempted=app["stage"], ready=False, message=HOSTILE
         )
+        clusters[RETIRED].run_platform(platform["dev"])
         for cluster in clusters.values():
             await cluster.report()
-    live.clock.advance(minutes=5)
+    live.clock.advance(minutes=4)
+    async with live.sessions() as session:
+        await cluster_service.decommission(
+            session, RETIRED, now=live.clock(), stale_after=timedelta(minutes=5)
+        )
+        await session.commit()
+    live.clock.advance(minutes=1)
     async with live.sessions() as session:
         await evaluate(session, live.clock)
     await scheduled_refresh(live.sessions, clock=live.clock)

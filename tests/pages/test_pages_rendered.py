@@ -1,7 +1,7 @@
 """The built-in pages in Chromium against `fleetmark demo --fast`, as a new user first sees
 them: each shows the story's clusters, versions and drift reasons (read from the DOM), its links
-lead where they say, and nothing is fetched from anywhere but the hub. A screenshot of each page
-is kept under test-output/screenshots/ for review."""
+lead where they say, nothing is fetched from anywhere but the hub, and nothing sticks out of an
+800 px window. A screenshot of each page is kept under test-output/screenshots/ for review."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page
 
-from tests.browser import chromium, column, needs_chromium, open_page, screenshot
+from tests.browser import chromium, column, needs_chromium, open_page, overflow, screenshot
 from tests.demo_run import Demo, git
 
 pytestmark = needs_chromium
@@ -154,7 +154,7 @@ def test_the_gate_shows_the_clusters_that_block(tab: Page, demo: Demo) -> None:
     tab.get_by_label("version").fill("1.1.0")
     tab.get_by_role("button", name="Check").click()
     tab.wait_for_url("**/gate?environment=stage*")
-    verdict = tab.locator("#verdict .word").inner_text()
+    verdict = tab.locator("#verdict h2 .badge").inner_text()
     states = column(tab, "gate-clusters", 2)
     blocking = [
         row.get_attribute("data-cluster") for row in tab.locator("#gate-clusters tr.blocking").all()
@@ -198,3 +198,58 @@ def test_the_repositories_and_their_harvest(tab: Page) -> None:
 
     assert "app-gitops" in app
     assert set(column(tab, "clusters", 1)) == STAGE
+
+
+def test_the_promotion_chain_links_each_environment_to_its_evidence(tab: Page, demo: Demo) -> None:
+    tab.goto("/promotion")
+    chain = {
+        item.get_attribute("data-environment"): item.get_attribute("data-phase")
+        for item in tab.locator("#promotion li.stage").all()
+    }
+    badges = tab.locator("#promotion .phase .badge").all_inner_texts()
+    reload = tab.locator('meta[http-equiv="refresh"]').count()
+    screenshot(tab, "promotion")
+    tab.locator('li.stage[data-environment="stage"]').get_by_role("link", name="evidence").click()
+    tab.wait_for_url("**/gate?environment=stage&commit=*")
+    verdict = tab.locator("#verdict h2 .badge").inner_text()
+
+    # dev waits on drone-dev-2 (suspended, behind) and large-dev-2 (silent); stage's clusters
+    # all run its newest commit, Ready, within the soak.
+    assert list(chain) == ["dev", "stage"]
+    assert chain == {"dev": "pending", "stage": "soaking"}
+    assert badges == ["pending", "soaking"]
+    assert reload == 1
+    assert verdict == "soaking"
+    assert tab.get_by_label("platform commit").input_value() == platform_head(
+        demo.data_dir, "stage"
+    )
+
+
+PAGES = [
+    "/",
+    "/promotion",
+    "/drift",
+    "/diff",
+    "/gate?environment=stage&workload=hello-world-app&version=1.1.0",
+    "/clusters/drone-stage-1",
+    "/clusters/small-dev-2",
+    "/repositories",
+    "/login",
+]
+
+
+def test_nothing_sticks_out_of_an_800_px_window(browser: Browser, demo: Demo) -> None:
+    tab, refused = open_page(browser, demo.url, width=800)
+    measured = {}
+    for path in PAGES:
+        tab.goto(path)
+        measured[path] = overflow(tab)
+        name = path.strip("/").split("?")[0].replace("/", "-") or "fleet"
+        screenshot(tab, f"800px-{name}")
+    tab.close()
+
+    assert refused == []
+    for path, (scroll_width, inner_width, past) in measured.items():
+        assert inner_width == 800, path
+        assert scroll_width <= inner_width, (path, scroll_width, past)
+        assert past == [], path
