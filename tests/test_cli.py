@@ -78,7 +78,7 @@ async def test_registered_token_authenticates_a_report(
 ) -> None:
     name = f"drone-{unique}"
     result = await asyncio.to_thread(
-        fleetmark, "clusters", "register", name, "--environment", "dev", "--cluster-type", "drone"
+        fleetmark, "clusters", "register", name, "-e", "dev", "-t", "drone"
     )
     assert result.exit_code == 0, result.output
     assert f"Registered cluster {name}" in result.stdout
@@ -90,9 +90,7 @@ async def test_registered_token_authenticates_a_report(
     assert response.status_code == 200, response.text
     assert response.json()["accepted"] == 1
 
-    listed = await asyncio.to_thread(
-        fleetmark, "clusters", "list", "--environment", "dev", "--output", "json"
-    )
+    listed = await asyncio.to_thread(fleetmark, "clusters", "list", "-e", "dev", "-o", "json")
     (item,) = [item for item in json.loads(listed.stdout)["items"] if item["name"] == name]
     assert (item["cluster_type"], item["objects"], item["ready"]) == ("drone", 1, 1)
     assert item["last_seen_at"] is not None

@@ -338,7 +338,8 @@ def wait(
         typer.Option(help="Platform GitOps commit: full sha or a prefix of 7 or more."),
     ] = None,
     workload: Annotated[
-        str | None, typer.Option(help="A workload (with --version) instead of a commit.")
+        str | None,
+        typer.Option("--workload", "-w", help="A workload (with --version) instead of a commit."),
     ] = None,
     version: Annotated[str | None, typer.Option(help="The workload's version.")] = None,
     soak: Annotated[
@@ -353,7 +354,11 @@ def wait(
     ] = 1,
     cluster_type: Annotated[
         list[str] | None,
-        typer.Option(help="Only the clusters of this cluster type; repeatable (any of them)."),
+        typer.Option(
+            "--cluster-type",
+            "-t",
+            help="Only the clusters of this cluster type; repeatable (any of them).",
+        ),
     ] = None,
     selector: Annotated[
         str | None,
