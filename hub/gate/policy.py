@@ -52,7 +52,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from hub.revisions import UNKNOWN_FORM, parse_revision
@@ -260,6 +260,11 @@ class GateDecision:
     reports_needed_count: int
     # Data freshness: the oldest newest-report among expected clusters that ever reported.
     oldest_report_at: datetime | None
+
+
+def format_moment(moment: datetime) -> str:
+    """`2026-11-22 22:15:00 UTC`: a time in words as the pages and the CLI print times."""
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
 def format_duration(delta: timedelta) -> str:
@@ -540,7 +545,8 @@ def _verdict(
             f" and {silent - len(named):,} more" if silent > len(named) else ""
         )
         reasons.append(
-            f"{silent} cluster(s) must report again before the soak ends at {opens_at}: "
+            f"{silent} cluster(s) must report again before the soak ends at "
+            f"{format_moment(opens_at)}: "
             f"their last reports go stale first ({names})"
         )
     if now < opens_at:

@@ -12,7 +12,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from hub.gate.policy import format_duration
+from hub.gate.policy import format_duration, format_moment
 from hub.pages.access import sign_in_cookie
 
 STATIC = Path(__file__).parent / "static"
@@ -21,7 +21,7 @@ PAGE_SIZE = 50
 
 
 def when(moment: datetime | None) -> str:
-    return "-" if moment is None else f"{moment:%Y-%m-%d %H:%M:%S} UTC"
+    return "-" if moment is None else format_moment(moment)
 
 
 def short(sha: str | None) -> str:

@@ -344,7 +344,8 @@ def test_a_soak_that_outlasts_the_data_opens_at_its_end_naming_who_must_report()
     assert decision.earliest_pass_at == NOW + minutes(8)
     assert (decision.reports_needed, decision.reports_needed_count) == (("drone-01",), 1)
     assert decision.reasons[-1] == (
-        f"1 cluster(s) must report again before the soak ends at {NOW + minutes(8)}: "
+        f"1 cluster(s) must report again before the soak ends at "
+        f"{NOW + minutes(8):%Y-%m-%d %H:%M:%S} UTC: "
         "their last reports go stale first (drone-01)"
     )
     allowed = decide(TARGET, clusters, replace(OPTIONS, allow_stale=True), NOW)
