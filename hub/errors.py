@@ -95,6 +95,21 @@ class UnknownCluster(FleetmarkError):
     error = "unknown_cluster"
 
 
+class UnknownEnvironment(FleetmarkError):
+    status_code = 404
+    error = "unknown_environment"
+
+
+class UnknownClusterType(FleetmarkError):
+    status_code = 404
+    error = "unknown_cluster_type"
+
+
+class UnknownWorkload(FleetmarkError):
+    status_code = 404
+    error = "unknown_workload"
+
+
 class UnknownToken(FleetmarkError):
     status_code = 404
     error = "unknown_token"

@@ -78,7 +78,7 @@ async def test_registered_token_authenticates_a_report(
 ) -> None:
     name = f"drone-{unique}"
     result = await asyncio.to_thread(
-        fleetmark, "clusters", "register", name, "--environment", "dev", "--cluster-type", "drone"
+        fleetmark, "clusters", "register", name, "-e", "dev", "-t", "drone"
     )
     assert result.exit_code == 0, result.output
     assert f"Registered cluster {name}" in result.stdout
@@ -90,9 +90,7 @@ async def test_registered_token_authenticates_a_report(
     assert response.status_code == 200, response.text
     assert response.json()["accepted"] == 1
 
-    listed = await asyncio.to_thread(
-        fleetmark, "clusters", "list", "--environment", "dev", "--output", "json"
-    )
+    listed = await asyncio.to_thread(fleetmark, "clusters", "list", "-e", "dev", "-o", "json")
     (item,) = [item for item in json.loads(listed.stdout)["items"] if item["name"] == name]
     assert (item["cluster_type"], item["objects"], item["ready"]) == ("drone", 1, 1)
     assert item["last_seen_at"] is not None
@@ -151,8 +149,8 @@ def test_decommissioning_hides_a_cluster_and_keeps_its_time(
     assert "its token no longer works, its history stays" in " ".join(gone.stdout.split())
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["decommissioned_at"].startswith(left[1][:19])
-    assert unknown.exit_code == 1
-    assert f"error: no cluster named 'never-{unique}'" in unknown.stderr
+    assert unknown.exit_code == 2
+    assert f"error: cluster 'never-{unique}' is unknown" in unknown.stderr
     assert [item["name"] for item in json.loads(listed.stdout)["items"]] == [f"kept-{unique}"]
     assert f"gone-{unique}" in everything.stdout
     assert "decommissioned 20" in everything.stdout
@@ -178,10 +176,10 @@ def test_placing_a_cluster_that_was_unplaced(unique: str, monkeypatch: pytest.Mo
     assert f"Cluster {name} placed in {environment}/drone." in words(placed.stdout)
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["cluster_type"] is None
-    assert bad.exit_code == 1
+    assert bad.exit_code == 2
     assert "--environment" in bad.stderr
-    assert unknown.exit_code == 1
-    assert f"error: no cluster named 'never-{unique}'" in unknown.stderr
+    assert unknown.exit_code == 2
+    assert f"error: cluster 'never-{unique}' is unknown" in unknown.stderr
     [item] = json.loads(listed.stdout)["items"]
     assert (item["name"], item["environment"]) == (name, environment)
 
@@ -193,7 +191,7 @@ def test_registering_a_name_twice_fails_clearly(unique: str) -> None:
     second = fleetmark("clusters", "register", f"twice-{unique}", "--environment", "dev")
 
     assert first.exit_code == 0
-    assert second.exit_code == 1
+    assert second.exit_code == 2
     assert f"error: cluster 'twice-{unique}' is already registered" in second.stderr
     assert "rotate its token" in second.stderr
     assert "fmc_" not in second.stdout
@@ -203,7 +201,7 @@ def test_registering_a_name_twice_fails_clearly(unique: str) -> None:
 def test_register_refuses_bad_labels(unique: str) -> None:
     result = fleetmark("clusters", "register", f"labels-{unique}", "--label", "no-equals-sign")
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "--label 'no-equals-sign': expected KEY=VALUE" in result.stderr
 
 
@@ -271,8 +269,8 @@ async def test_cluster_token_revoke_and_rotate(hub_client: httpx.AsyncClient, un
 def test_unknown_cluster_fails_clearly() -> None:
     result = fleetmark("clusters", "rotate", "no-such-cluster")
 
-    assert result.exit_code == 1
-    assert "error: no cluster named 'no-such-cluster'" in result.stderr
+    assert result.exit_code == 2
+    assert "error: cluster 'no-such-cluster' is unknown" in result.stderr
 
 
 def _tables(url: str) -> set[str]:
@@ -294,7 +292,7 @@ def test_migrate_prints_the_revision(
     up = fleetmark("migrate")
     down = fleetmark("migrate", "base", "--down")
 
-    assert before.exit_code == 1
+    assert before.exit_code == 2
     assert "run `fleetmark migrate` first" in before.stderr
     assert up.exit_code == 0, up.output
     assert up.stdout.strip() == f"schema at revision {migrate.head_revision()}"
@@ -315,7 +313,7 @@ def test_version(args: list[str]) -> None:
 def test_register_names_the_option_and_the_rule_it_broke(unique: str) -> None:
     result = fleetmark("clusters", "register", f"Drone_{unique}", "--environment", "e" * 64)
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     message = " ".join(result.stderr.split())
     assert message.startswith("error: NAME: must match pattern")
     assert "; --environment: must be at most 63 characters" in message

@@ -137,7 +137,7 @@ def test_tokens_through_the_api(served: Served) -> None:
         ("root", "admin"),
     ]
     assert revoked.exit_code == 0, revoked.output
-    assert again.exit_code == 1
+    assert again.exit_code == 2
     assert "error: no active API token named 'ci' (HTTP 404)" in words(again.stderr)
     assert re.search(r"\bci read 20\S+ \S+ 20\S+ \S+", words(table.stdout)), table.stdout
 
@@ -164,7 +164,7 @@ def test_repositories_and_a_harvest_the_hub_runs(served: Served) -> None:
 
     assert added.exit_code == 0, added.output
     assert "Added repository" in added.stdout
-    assert twice.exit_code == 1
+    assert twice.exit_code == 2
     assert "is already configured; remove it first to change it (HTTP 409)" in words(twice.stderr)
     assert harvested.exit_code == 0, harvested.output
     assert re.search(r"harvest run \d+: running for \d+ s", harvested.stderr), harvested.stderr
@@ -178,10 +178,11 @@ def test_repositories_and_a_harvest_the_hub_runs(served: Served) -> None:
         "dev": heads["dev"],
         "stage": heads["stage"],
     }
-    assert unknown.exit_code == 1
+    assert unknown.exit_code == 2
     assert re.search(r"harvest run \d+: failed", unknown.stderr)
-    assert "error: the harvest failed: no repository https://example.com/nowhere" in words(
-        unknown.stderr
+    assert (
+        "error: the harvest failed: repository https://example.com/nowhere is unknown (known: "
+        in words(unknown.stderr)
     )
 
     removed = served.admin("repositories", "remove", str(repository["id"]))
@@ -203,7 +204,7 @@ def test_a_scheduling_run_the_hub_runs(served: Served) -> None:
     assert re.search(r"schedule run \d+: succeeded", scheduled.stderr)
     assert f"committed {head[:12]} to dev" in words(scheduled.stdout)
     assert "2 assignments, 0 failed" in words(scheduled.stdout)
-    assert unknown.exit_code == 1
+    assert unknown.exit_code == 2
     assert "nothing written: environment 'prod' was not loaded" in words(unknown.stdout)
 
 
@@ -223,31 +224,31 @@ def test_what_is_refused_says_why(served: Served) -> None:
     both = fleetmark("clusters", "list", *hub, "--database-url", served.database_url)
     bad_label = served.admin("clusters", "register", "y", "--label", "nothing")
 
-    assert no_token.exit_code == 1
+    assert no_token.exit_code == 2
     assert (
         "error: an API token is required (Authorization: Bearer <token>) (HTTP 401); give an "
         "API token with --token, --token-file or FLEETMARK_TOKEN"
     ) in words(no_token.stderr)
-    assert read_only.exit_code == 1
+    assert read_only.exit_code == 2
     assert "this needs a token with scope 'admin'; yours has 'read' (HTTP 403)" in words(
         read_only.stderr
     )
-    assert unknown.exit_code == 1
-    assert "error: no cluster named 'no-such-cluster' (HTTP 404)" in words(unknown.stderr)
-    assert missing.exit_code == 1
+    assert unknown.exit_code == 2
+    assert "error: cluster 'no-such-cluster' is unknown (" in words(unknown.stderr)
+    assert missing.exit_code == 2
     assert (
         f"--token-file {served.tmp_path / 'nope'}: cannot be read (No such file or directory)"
         in (words(missing.stderr))
     )
-    assert blank.exit_code == 1
+    assert blank.exit_code == 2
     assert f"--token-file {empty}: is empty" in words(blank.stderr)
-    assert unreachable.exit_code == 1
+    assert unreachable.exit_code == 2
     assert f"error: the hub at {unreachable_url} is unreachable" in words(unreachable.stderr)
-    assert both.exit_code == 1
+    assert both.exit_code == 2
     assert "give --hub, or --data-dir/--database-url on the hub's host; not both" in words(
         both.stderr
     )
-    assert bad_label.exit_code == 1
+    assert bad_label.exit_code == 2
     assert "--label 'nothing': expected KEY=VALUE" in words(bad_label.stderr)
 
 
@@ -272,7 +273,7 @@ def test_the_read_commands_take_a_token_file(served: Served) -> None:
 
     assert status.exit_code == 0, status.output
     assert history.exit_code == 0, history.output
-    assert gate.exit_code == 3
+    assert gate.exit_code == 2
     assert "cannot be read" in gate.stderr
 
 
@@ -286,7 +287,7 @@ def test_a_token_file_of_more_than_one_line_is_refused_naming_it_never_showing_i
     refused = fleetmark("tokens", "list", "--hub", served.hub.url, "--token-file", str(pasted))
     taken = fleetmark("tokens", "list", "--hub", served.hub.url, "--token-file", str(trailing))
 
-    assert refused.exit_code == 1
+    assert refused.exit_code == 2
     assert (
         f"error: --token-file {pasted}: holds 2 lines; it must hold the secret alone, on one line"
         in words(refused.stderr)

@@ -49,13 +49,27 @@ async def names(client: httpx.AsyncClient, token: str, **params: Any) -> list[st
         ({"environment": "dev"}, ["drone-dev-1", "drone-dev-2", "large-dev-1"]),
         ({"cluster_type": "drone"}, ["drone-dev-1", "drone-dev-2", "drone-stage-1"]),
         ({"environment": "stage", "cluster_type": "large"}, ["large-stage-1"]),
-        ({"environment": "prod"}, []),
     ],
 )
 async def test_list_filters(
     client: httpx.AsyncClient, read_token: str, params: dict[str, str], expected: list[str]
 ) -> None:
     assert await names(client, read_token, **params) == expected
+
+
+@pytest.mark.usefixtures("fleet")
+async def test_an_unknown_environment_is_404_naming_those_known(
+    client: httpx.AsyncClient, read_token: str
+) -> None:
+    response = await client.get(
+        "/api/v1/clusters", params={"environment": "prod"}, headers=bearer(read_token)
+    )
+
+    assert response.status_code == 404
+    assert response.json() == {
+        "error": "unknown_environment",
+        "detail": "environment 'prod' is unknown (known: dev, stage)",
+    }
 
 
 @pytest.mark.usefixtures("fleet")
@@ -208,7 +222,8 @@ async def test_detail_of_unknown_cluster_is_404(client: httpx.AsyncClient, read_
     response = await client.get("/api/v1/clusters/nowhere", headers=bearer(read_token))
 
     assert response.status_code == 404
-    assert response.json() == {"error": "unknown_cluster", "detail": "no cluster named 'nowhere'"}
+    assert response.json()["error"] == "unknown_cluster"
+    assert response.json()["detail"].startswith("cluster 'nowhere' is unknown (")
 
 
 async def test_stale_flag_follows_the_hub_clock(

@@ -2,6 +2,7 @@
 directory of its own; the story's end state read through the API, then Ctrl-C, after which
 nothing it started is left running."""
 
+import shutil
 import signal
 import socket
 import subprocess
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
+from hub.cli import app as cli
 from hub.demo.story import NEW_DATABASE_URL, STEPS
 from tests.demo_run import (
     STOP_TIMEOUT,
@@ -47,6 +50,49 @@ def drift_reasons(demo: Demo) -> dict[tuple[str, str | None], list[str]]:
     }
 
 
+def printed_commands(output: str) -> list[str]:
+    """The commands the demo suggests to run in another terminal, as it printed them."""
+    lines = output.split("then, in another terminal", 1)[1].splitlines()[1:]
+    commands = []
+    for line in lines:
+        if not line.startswith("    "):
+            break
+        commands.append(line.strip())
+    return commands
+
+
+def shell_words(command: str) -> list[str]:
+    """`command` as a shell reads it: split into words, its substitutions done."""
+    done = subprocess.run(
+        ["bash", "-c", f"printf '%s\\0' {command}"],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.split("\0")[:-1]
+
+
+def run_as_printed(output: str) -> dict[str, int]:
+    """Each command the demo printed, as a shell in the demo's directory would run it: its
+    program found as printed, its arguments run in-process (gate wait not kept waiting)."""
+    export, *commands = printed_commands(output)
+    assert export.startswith("export "), export
+    variables = dict(word.split("=", 1) for word in shell_words(export.removeprefix("export ")))
+    codes = {}
+    for command in commands:
+        program, *args = shell_words(command)
+        found = shutil.which(program, path=environment().get("PATH"))
+        assert found is not None, f"{program} does not run from {Path.cwd()}"
+        assert Path(found).resolve() == Path(FLEETMARK).resolve()
+        if args[:2] == ["gate", "wait"]:
+            args += ["--timeout", "0s"]
+        result = CliRunner().invoke(cli, args, env=variables)
+        codes[" ".join(args[:2])] = result.exit_code
+        assert result.exit_code != 2, f"{command}:\n{result.output}"
+    return codes
+
+
 def test_the_demo_tells_the_story_and_ctrl_c_leaves_nothing_running(demo: Demo) -> None:
     seconds = demo.wait_for_story()
     output = demo.output()
@@ -59,6 +105,8 @@ def test_the_demo_tells_the_story_and_ctrl_c_leaves_nothing_running(demo: Demo) 
     assert "fleetmark gate wait --environment stage" in output
     for number in range(1, len(STEPS) + 1):
         assert f"step {number} of {len(STEPS)}:" in output
+    # Every suggested command runs as printed, the venv active or not.
+    assert run_as_printed(output).keys() == {"status", "drift", "diff dev", "gate wait"}
 
     # The promotion: stage's platform branch promotes the control plane's newest main commit,
     # and stage runs hello-world 1.1.0.
@@ -124,7 +172,7 @@ def test_a_directory_the_demo_did_not_make_is_refused(tmp_path: Path) -> None:
         text=True,
         timeout=STOP_TIMEOUT,
     )
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "holds something other than a fleetmark demo" in result.stderr
     assert (tmp_path / "notes.txt").read_text() == "mine\n"
 
@@ -149,7 +197,7 @@ def test_a_port_in_use_is_refused_before_anything_starts(tmp_path: Path) -> None
             text=True,
             timeout=STOP_TIMEOUT,
         )
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert f"--port {port}: cannot listen" in result.stderr
     assert running_in(tmp_path) == []
 

@@ -84,7 +84,7 @@ def fleetmark_without(
 def test_a_hub_command_without_the_hub_extra_names_it(tmp_path: Path, args: list[str]) -> None:
     result = fleetmark_without(HUB_PACKAGES, tmp_path, *args)
 
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert f"fleetmark {args[0]} needs what fleetmark[hub] installs" in result.stderr
     assert "pip install 'fleetmark[hub]'" in result.stderr
     assert "Traceback" not in result.stderr
@@ -93,7 +93,7 @@ def test_a_hub_command_without_the_hub_extra_names_it(tmp_path: Path, args: list
 def test_the_agent_without_the_agent_extra_names_it(tmp_path: Path) -> None:
     result = fleetmark_without(AGENT_PACKAGES, tmp_path, "agent", "run")
 
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "fleetmark agent run needs what fleetmark[agent] installs" in result.stderr
     assert "No module named" in result.stderr
     assert "pip install 'fleetmark[agent]'" in result.stderr
@@ -115,7 +115,7 @@ def test_client_commands_run_without_the_hub_and_agent_extras(tmp_path: Path) ->
     for command in ("gate", "status", "history", "drift", "diff", "dora", "simulate", "serve"):
         assert f" {command} " in listed.stdout, command
     # The command ran: it reached for the hub over HTTP.
-    assert status.returncode == 1
+    assert status.returncode == 2
     assert f"the hub at {nowhere} is unreachable" in status.stderr
     assert gate.returncode == 0, gate.stderr
 

@@ -1,6 +1,7 @@
 """The first admin token: a hub installed by Helm or compose is administered through the API."""
 
 import secrets
+import socket
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -9,8 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hub import migrate
 from tests.conftest import DatabaseServer
-from tests.served import FLEETMARK, hub_environment, served_hub
+from tests.served import FLEETMARK, free_port, hub_environment, served_hub
 from tests.support import bearer
 
 
@@ -25,10 +27,11 @@ def token_file(path: Path) -> Path:
     return path
 
 
-def serve(environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """`fleetmark serve` on a port it cannot bind: it ends after the first admin token."""
+def serve(environment: dict[str, str], port: int | None = None) -> subprocess.CompletedProcess[str]:
+    """`fleetmark serve` that is to stop before it serves: it has a reason to (the port asks
+    nothing of the test)."""
     return subprocess.run(
-        [FLEETMARK, "serve", "--no-migrate", "--port", "1"],
+        [FLEETMARK, "serve", "--no-migrate", "--port", str(port or free_port())],
         env=environment,
         capture_output=True,
         text=True,
@@ -93,7 +96,9 @@ def test_without_a_file_the_token_is_kept_in_the_data_folder(
     assert token not in first_log
     assert [t["name"] for t in again.json()] == ["admin"]
     assert kept.read_text().strip() == token
-    assert "admin token" not in (tmp_path / "second.log").read_text()
+    second_log = " ".join((tmp_path / "second.log").read_text().split())
+    assert f"The first admin token this hub made is kept in {kept}" in second_log
+    assert token not in second_log
 
 
 def test_in_development_the_kept_token_is_printed_too(hub_database: str, tmp_path: Path) -> None:
@@ -118,7 +123,7 @@ def test_no_token_is_made_when_it_cannot_be_kept(hub_database: str, tmp_path: Pa
     with served_hub(environment, tmp_path / "hub.log") as hub:
         answer = tokens(hub.url, (data / "admin.token").read_text().strip())
 
-    assert refused.returncode == 1
+    assert refused.returncode == 2
     assert f"cannot keep the first admin token in {data / 'admin.token'}" in " ".join(
         refused.stderr.split()
     )
@@ -147,6 +152,31 @@ def test_a_bad_token_file_stops_the_start_naming_it(
 
     result = serve(environment)
 
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert f"FLEETMARK_ADMIN_TOKEN_FILE {secret}: {problem}" in " ".join(result.stderr.split())
     assert "a" * 43 not in result.stderr
+
+
+def test_a_busy_port_is_refused_before_anything_starts(
+    database_server: DatabaseServer, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    database = database_server.create_database()
+    try:
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            result = serve(hub_environment(database, data), port)
+        schema = migrate.current_revision(database)
+    finally:
+        database_server.drop_database(database)
+
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: --port {port}: cannot listen on 127.0.0.1:{port} (Address already in use)"
+    ]
+    assert result.stdout == ""
+    # Neither the database nor the first admin token was touched.
+    assert schema is None
+    assert not (data / "admin.token").exists()

@@ -235,7 +235,7 @@ async def test_a_placement_change_ends_the_open_drift_periods(
 @pytest.mark.parametrize(
     ("body", "status", "detail"),
     [
-        ({"environment": "prod"}, 404, "no cluster named 'nowhere'"),
+        ({"environment": "prod"}, 404, "cluster 'nowhere' is unknown"),
         ({"environment": "<x>"}, 422, "environment"),
         ({"environment": "prod", "cluster_type": "a b"}, 422, "cluster_type"),
         ({"cluster_type": "large"}, 422, "environment"),

@@ -35,7 +35,7 @@ def test_the_cli_names_the_missing_secret(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.delenv("FLEETMARK_TOKEN_SECRET", raising=False)
     # On the hub's host, on its database: the settings are the hub's.
     result = CliRunner().invoke(app, ["clusters", "list", "--data-dir", str(tmp_path)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "(or FLEETMARK_TOKEN_SECRET_FILE to a file holding it)" in result.output
 
 
@@ -86,7 +86,7 @@ def test_an_unusable_secret_file_is_refused_by_name_without_its_content(
 
     result = CliRunner().invoke(app, ["clusters", "list", "--data-dir", str(tmp_path)])
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert f"FLEETMARK_DATABASE_URL_FILE {path}: {problem}" in result.stderr
     assert "hunter2" not in result.output
 
@@ -147,5 +147,5 @@ def test_the_cli_names_a_bad_setting_and_its_rule(
     # On the hub's host, on its database: the settings are the hub's.
     result = CliRunner().invoke(app, ["clusters", "list", "--data-dir", str(tmp_path)])
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.strip() == "error: FLEETMARK_STALE_AFTER_SECONDS: must be greater than 0"

@@ -173,7 +173,7 @@ def test_a_cluster_it_did_not_register_is_refused_and_keeps_its_token(
     result = simulate_here(hub, admin_token_file)
     reported = report_as(hub, "drone-dev-1", registered.json()["token"])
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert (
         "error: cluster drone-dev-1 is registered already and is not simulated (no "
         "fleetmark.io/simulated=true label): simulate never takes over a cluster it did not "
@@ -194,7 +194,7 @@ def test_a_decommissioned_simulated_cluster_stays_out_of_service(
 
     result = simulate_here(hub, admin_token_file)
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert (
         "error: cluster small-stage-1 was simulated but is decommissioned: simulate never brings "
         "a cluster back into service"

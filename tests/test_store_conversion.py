@@ -62,7 +62,7 @@ async def test_a_plain_store_moves_onto_timescaledb_with_its_history(
         await engine.dispose()
 
     code, output = fleetmark(database, monkeypatch, "migrate", "--to-timescaledb")
-    assert code == 1
+    assert code == 2
     assert "does not preload TimescaleDB" in output
 
     # The operator installs TimescaleDB and restarts the server with it preloaded.
@@ -86,5 +86,5 @@ async def test_a_plain_store_moves_onto_timescaledb_with_its_history(
     assert schema_differences(database) == []
 
     code, output = fleetmark(database, monkeypatch, "migrate", "--to-timescaledb")
-    assert code == 1
+    assert code == 2
     assert "on TimescaleDB already" in output

@@ -13,11 +13,12 @@ import typer
 
 import hub
 from hub.cli import diff, dora, drift, gate, query, simulate
-from hub.cli.output import console, missing_extra
+from hub.cli.output import EXIT_CODES, console, missing_extra
 
 app = typer.Typer(
     name="fleetmark",
     help="Deployment observability hub for GitOps fleets.",
+    epilog=EXIT_CODES,
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )

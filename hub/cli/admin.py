@@ -25,6 +25,7 @@ from hub.cli.output import (
     validation_failure,
     when,
 )
+from hub.cli.remote import ClusterTypeFilter, EnvironmentFilter
 from hub.cli.target import Target, act, administers
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import (
@@ -81,9 +82,12 @@ def _cluster(name: str) -> str:
 def register_cluster(
     name: str,
     environment: Annotated[
-        str | None, typer.Option(help="Environment the cluster runs in.")
+        str | None,
+        typer.Option("--environment", "-e", help="Environment the cluster counts in."),
     ] = None,
-    cluster_type: Annotated[str | None, typer.Option(help="Cluster type it backs.")] = None,
+    cluster_type: Annotated[
+        str | None, typer.Option("--cluster-type", "-t", help="Cluster type it backs.")
+    ] = None,
     label: Annotated[list[str], typer.Option(help="KEY=VALUE, repeatable.")] = [],  # noqa: B006
     *,
     where: Target,
@@ -218,8 +222,8 @@ def decommission_cluster(
 @clusters.command("list")
 @administers
 def list_clusters(
-    environment: Annotated[str | None, typer.Option()] = None,
-    cluster_type: Annotated[str | None, typer.Option()] = None,
+    environment: EnvironmentFilter = None,
+    cluster_type: ClusterTypeFilter = None,
     decommissioned: Annotated[
         bool, typer.Option("--decommissioned", help="List decommissioned clusters too.")
     ] = False,

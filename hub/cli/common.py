@@ -1,6 +1,7 @@
 """What the hub's subcommands share: settings and the database (the hub's extra)."""
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -53,6 +54,17 @@ def load_settings(data_dir: Path | None = None, database_url: str | None = None)
         raise fail(validation_failure(exc, _SETTINGS)) from exc
     configure_logging(settings.effective_log_format)
     return settings
+
+
+def check_port(host: str, port: int, option: str = "--port") -> None:
+    """Refuse a port another server listens on, before anything is started."""
+    with socket.socket() as probe:
+        # As the hub binds: connections of an earlier run in TIME_WAIT do not count.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise fail(f"{option} {port}: cannot listen on {host}:{port} ({exc.strerror})") from exc
 
 
 def database_url(settings: HubSettings) -> str:

@@ -10,9 +10,10 @@ started: the fleet, the hub and its jobs, the embedded PostgreSQL (when the proc
 
 import asyncio
 import logging
+import shlex
 import shutil
 import signal
-import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ from rich.markup import escape
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.app import create_app
-from hub.cli.common import DataDirOption, PortOption, load_settings, open_database
+from hub.cli.common import DataDirOption, PortOption, check_port, load_settings, open_database
 from hub.cli.output import console, errors, fail
 from hub.cli.remote import bearer, error_of
 from hub.cli.simulate import register_fleet, report_round
@@ -97,7 +98,7 @@ def demo(
     root = _fresh_directory(data_dir or load_settings().data_dir / "demo")
     settings = _settings(root, pace)
     port = port or settings.port
-    _check_port(settings.host, port)
+    check_port(settings.host, port)
     stopping = threading.Event()
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -159,17 +160,6 @@ def _settings(root: Path, pace: Pace) -> HubSettings:
         raise fail(str(exc)) from exc
     configure_logging(settings.effective_log_format, logging.WARNING)
     return settings
-
-
-def _check_port(host: str, port: int) -> None:
-    """Refuse a port another server listens on, before anything is started."""
-    with socket.socket() as probe:
-        # As the hub binds: connections of an earlier run in TIME_WAIT do not count.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            raise fail(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror})") from exc
 
 
 def _duration(seconds: float) -> str:
@@ -376,6 +366,7 @@ def _introduce(
 ) -> None:
     admin, read = tokens
     platform = repos.platform_gitops
+    fleetmark = runnable()
     lines = [
         f"The hub is up at {hub_url}, {clusters} simulated clusters report to it every "
         f"{pace.report_every:g} s.",
@@ -384,18 +375,33 @@ def _introduce(
         f"  repositories in {platform.parent}: control-plane, app-src, app-gitops, {platform.name}",
         "  then, in another terminal (with a read token):",
         f"    export FLEETMARK_HUB_URL={hub_url} FLEETMARK_TOKEN={read}",
-        "    fleetmark status",
-        "    fleetmark drift",
-        "    fleetmark diff dev stage",
-        f"    fleetmark gate wait --environment dev --soak {pace.soak} --timeout 2m "
-        f"--commit $(git -C {platform} rev-parse dev)",
-        f"    fleetmark gate wait --environment stage --soak {pace.soak} "
+        f"    {fleetmark} status",
+        f"    {fleetmark} drift",
+        f"    {fleetmark} diff dev stage",
+        f"    {fleetmark} gate wait --environment dev --soak {pace.soak} --timeout 2m "
+        f"--commit $(git -C {shlex.quote(str(platform))} rev-parse dev)",
+        f"    {fleetmark} gate wait --environment stage --soak {pace.soak} "
         "--workload hello-world-app --version 1.1.0",
         f"  admin token, for the API's admin endpoints: {admin}",
         f"The story, a step every {pace.between_steps:g} s:",
     ]
     for line in lines:
         console.print(escape(line), highlight=False, soft_wrap=True)
+
+
+def runnable() -> str:
+    """This fleetmark as a shell runs it from here: `fleetmark` when that is the one on PATH,
+    else its path, relative when it lies below the working directory (`.venv/bin/fleetmark`)."""
+    executable = Path(sys.executable).parent / "fleetmark"
+    on_path = shutil.which("fleetmark")
+    if on_path is not None and Path(on_path).resolve() == executable.resolve():
+        return "fleetmark"
+    try:
+        relative = executable.relative_to(Path.cwd())
+    except ValueError:
+        return shlex.quote(str(executable))
+    # A name without a slash would be looked up on PATH.
+    return shlex.quote(str(relative) if relative.parent != Path() else f"./{relative}")
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,7 @@ deployment target, the desired version and what the clusters run (`1.1.0 → 1.0
 config keys that differ with their values, and the reason for each difference. For scripts,
 `--output csv` writes the rows (each environment's cell on two lines, quoted) and `--output json`
 the hub's answer as it came. An unreachable hub or a refusal ends
-the command with exit code 1 and the hub's words.
+the command with exit code 2 and the hub's words.
 """
 
 from typing import Annotated

@@ -3,7 +3,7 @@ environment, asked of a running hub (GET /api/v1/dora) with a read token.
 
 A table per environment for people; for scripts a CSV row per environment and figure, or the
 hub's answer as JSON. An unreachable hub or a refused question ends the command with exit
-code 1 and the hub's words.
+code 2 and the hub's words.
 """
 
 from datetime import UTC, datetime, timedelta

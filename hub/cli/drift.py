@@ -5,9 +5,8 @@ with a read token.
 A table with short evidence per row ("2 commits behind for 3h", "failing: SyncFailed") and a
 summary line for people; the rows as CSV or the hub's answer as JSON for scripts.
 
-Exit codes: 0 answered (and with `--exit-code`, nothing is drifted); 1 only with `--exit-code`:
-something is drifted, as `flux diff` and `git diff --exit-code` say a difference; 2 no answer:
-a bad option, an unreachable hub or a refused question, with the hub's words on stderr.
+With `--exit-code` it exits 1 when something is drifted, as `flux diff` and
+`git diff --exit-code` say a difference (hub.cli.output.ExitCode).
 """
 
 from datetime import UTC, datetime, timedelta
@@ -16,7 +15,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from hub.cli.output import Output, OutputOption, Rows, console, fail, failing_with, rows_table, show
+from hub.cli.output import ExitCode, Output, OutputOption, Rows, console, fail, rows_table, show
 from hub.cli.query import moment
 from hub.cli.remote import (
     DEFAULT_HUB,
@@ -46,8 +45,6 @@ from hub.gate.policy import format_duration
 DRIFT_PATH = "/api/v1/drift"
 HISTORY_PATH = "/api/v1/drift/history"
 
-EXIT_DRIFTED = 1
-EXIT_ERROR = 2
 # The query parameters given by an option of another name.
 _OPTIONS = {"include_in_sync": "--all", "level": "--objects"}
 
@@ -237,66 +234,58 @@ def drift(
     output: OutputOption = Output.table,
 ) -> None:
     """Drifted reconciler objects and why: behind the harvested head (by how many commits, for
-    how long), diverged, failing, stale agent, config mismatch, live drift.
-
-    Exit status 0: answered; with --exit-code, nothing is drifted.
-
-    Exit status 1: with --exit-code only, something is drifted.
-
-    Exit status 2: no answer (a bad option, the hub unreachable or refusing).
-    """
-    with failing_with(EXIT_ERROR):
-        token = api_token(token, token_file)
-        misplaced = (
-            ["--reason", "--all", "--exit-code"] if history else ["--objects", "--since", "--open"]
-        )
-        given = {
-            "--reason": bool(reason),
-            "--all": include_in_sync,
-            "--exit-code": exit_code,
-            "--objects": objects,
-            "--since": since is not None,
-            "--open": open_only,
-        }
-        for option in misplaced:
-            if given[option]:
-                mode = "with --history" if history else "without --history"
-                raise fail(f"{option} does not apply {mode}")
-        placement = {"environment": environment, "cluster_type": cluster_type, "cluster": cluster}
-        page = {"limit": str(limit), "offset": str(offset)}
-        if history:
-            found = fetch(
-                hub,
-                token,
-                HISTORY_PATH,
-                placement
-                | page
-                | {
-                    "level": "object" if objects else "cluster",
-                    "since": moment("--since", since, datetime.now(UTC)),
-                    "open": "true" if open_only else None,
-                },
-                DriftHistory,
-                options=_OPTIONS,
-            )
-            show(found, output, history_rows, render_history)
-            return
-        report = fetch(
+    how long), diverged, failing, stale agent, config mismatch, live drift."""
+    token = api_token(token, token_file)
+    misplaced = (
+        ["--reason", "--all", "--exit-code"] if history else ["--objects", "--since", "--open"]
+    )
+    given = {
+        "--reason": bool(reason),
+        "--all": include_in_sync,
+        "--exit-code": exit_code,
+        "--objects": objects,
+        "--since": since is not None,
+        "--open": open_only,
+    }
+    for option in misplaced:
+        if given[option]:
+            mode = "with --history" if history else "without --history"
+            raise fail(f"{option} does not apply {mode}")
+    placement = {"environment": environment, "cluster_type": cluster_type, "cluster": cluster}
+    page = {"limit": str(limit), "offset": str(offset)}
+    if history:
+        found = fetch(
             hub,
             token,
-            DRIFT_PATH,
+            HISTORY_PATH,
             placement
             | page
             | {
-                "reason": [item.value for item in reason or ()] or None,
-                "include_in_sync": "true" if include_in_sync else None,
+                "level": "object" if objects else "cluster",
+                "since": moment("--since", since, datetime.now(UTC)),
+                "open": "true" if open_only else None,
             },
-            DriftReport,
+            DriftHistory,
             options=_OPTIONS,
         )
+        show(found, output, history_rows, render_history)
+        return
+    report = fetch(
+        hub,
+        token,
+        DRIFT_PATH,
+        placement
+        | page
+        | {
+            "reason": [item.value for item in reason or ()] or None,
+            "include_in_sync": "true" if include_in_sync else None,
+        },
+        DriftReport,
+        options=_OPTIONS,
+    )
     show(report, output, drift_rows, render_drift)
     if exit_code and report.summary.drifted_objects:
-        raise typer.Exit(EXIT_DRIFTED)
+        raise typer.Exit(ExitCode.NO)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,10 +6,11 @@ token, not its database. Progress goes to stderr (a live table on a terminal; in
 per poll with the time waited and what the gate waits for); the final answer to stdout, as a
 table or, for scripts, its clusters as CSV (`--output csv`) or the last answer as JSON.
 
-Exit codes: 0 passed, 1 failed, 2 timed out (still pending), 3 the gate cannot be evaluated as
-asked (a bad option, an unknown environment or workload, a refused token). A commit or version
-the hub has not harvested yet, a busy or unreachable hub: those may change by waiting, so the
-command keeps polling until the timeout.
+It exits 0 passed, 1 failed, 3 still pending at the timeout, 2 when the gate cannot be
+evaluated as asked (a bad option, an unknown environment or workload, a refused token), as
+every command does (hub.cli.output.ExitCode). A commit or version the hub has not harvested
+yet, a busy or unreachable hub: those may change by waiting, so the command keeps polling
+until the timeout.
 """
 
 import asyncio
@@ -30,11 +31,13 @@ from rich.live import Live
 from rich.text import Text
 
 from hub.cli.output import (
+    ExitCode,
     Output,
     OutputOption,
     Rows,
     console,
     errors,
+    fail,
     on_terminal,
     plain_rule,
     print_csv,
@@ -79,8 +82,11 @@ class Outcome(StrEnum):
     TIMED_OUT = "timed_out"
 
 
-EXIT_CODES = {Outcome.PASSED: 0, Outcome.FAILED: 1, Outcome.TIMED_OUT: 2}
-EXIT_UNUSABLE = 3
+EXIT_CODES = {
+    Outcome.PASSED: ExitCode.ANSWER,
+    Outcome.FAILED: ExitCode.NO,
+    Outcome.TIMED_OUT: ExitCode.PENDING,
+}
 
 
 class GateUnusable(Exception):
@@ -314,15 +320,10 @@ def _seconds(option: str, value: str) -> float:
     try:
         duration: timedelta = _DURATION.validate_python(value)
     except ValidationError as exc:
-        raise _unusable(f"{option}: {plain_rule(exc.errors()[0]['msg'])}") from None
+        raise fail(f"{option}: {plain_rule(exc.errors()[0]['msg'])}") from None
     if duration < timedelta(0):
-        raise _unusable(f"{option}: must not be negative, got {value!r}")
+        raise fail(f"{option}: must not be negative, got {value!r}")
     return duration.total_seconds()
-
-
-def _unusable(message: str) -> typer.Exit:
-    errors.print(f"[bold red]error:[/] {message}", highlight=False)
-    return typer.Exit(code=EXIT_UNUSABLE)
 
 
 gate = typer.Typer(help="The promotion gate, for CI pipelines.", no_args_is_help=True)
@@ -338,7 +339,8 @@ def wait(
         typer.Option(help="Platform GitOps commit: full sha or a prefix of 7 or more."),
     ] = None,
     workload: Annotated[
-        str | None, typer.Option(help="A workload (with --version) instead of a commit.")
+        str | None,
+        typer.Option("--workload", "-w", help="A workload (with --version) instead of a commit."),
     ] = None,
     version: Annotated[str | None, typer.Option(help="The workload's version.")] = None,
     soak: Annotated[
@@ -353,7 +355,11 @@ def wait(
     ] = 1,
     cluster_type: Annotated[
         list[str] | None,
-        typer.Option(help="Only the clusters of this cluster type; repeatable (any of them)."),
+        typer.Option(
+            "--cluster-type",
+            "-t",
+            help="Only the clusters of this cluster type; repeatable (any of them).",
+        ),
     ] = None,
     selector: Annotated[
         str | None,
@@ -364,18 +370,15 @@ def wait(
             "(key=value,key!=value,key in (a,b),key notin (a),key,!key).",
         ),
     ] = None,
-    timeout: Annotated[str, typer.Option(help="Give up after this long (exit 2).")] = "30m",
+    timeout: Annotated[str, typer.Option(help="Give up after this long (exit 3).")] = "30m",
     interval: Annotated[str, typer.Option(help="Time between two looks at the gate.")] = "10s",
     hub: HubOption = DEFAULT_HUB,
     token: TokenOption = None,
     token_file: TokenFileOption = None,
     output: OutputOption = Output.table,
 ) -> None:
-    """Wait for the promotion gate: exit 0 passed, 1 failed, 2 timed out, 3 unusable."""
-    try:
-        token = api_token(token, token_file)
-    except typer.Exit as exc:  # said why already; a token file that cannot be used is unusable
-        raise typer.Exit(code=EXIT_UNUSABLE) from exc
+    """Wait for the promotion gate: exit 0 passed, 1 failed, 3 still pending at --timeout."""
+    token = api_token(token, token_file)
     params: dict[str, str | list[str]] = {
         "environment": environment,
         "soak": str(_seconds("--soak", soak)),
@@ -397,7 +400,7 @@ def wait(
     timeout_seconds = _seconds("--timeout", timeout)
     interval_seconds = _seconds("--interval", interval)
     if interval_seconds == 0:
-        raise _unusable(f"--interval: must be more than nothing, got {interval!r}")
+        raise fail(f"--interval: must be more than nothing, got {interval!r}")
 
     async def run(show: _Progress) -> Waited:
         async with httpx.AsyncClient(base_url=hub, headers=bearer(token), timeout=30.0) as client:
@@ -409,7 +412,7 @@ def wait(
         with _Progress(errors) as progress:
             waited = asyncio.run(run(progress))
     except GateUnusable as exc:
-        raise _unusable(str(exc)) from None
+        raise fail(str(exc)) from None
     _report(waited, output, timeout_seconds)
     raise typer.Exit(code=EXIT_CODES[waited.outcome])
 

@@ -87,9 +87,7 @@ def harvest(
     *,
     where: Target,
 ) -> None:
-    """Harvest the configured and discovered GitOps repositories now.
-
-    Exit status 1: the harvest failed (another one running, an unknown repository)."""
+    """Harvest the configured and discovered GitOps repositories now."""
     if isinstance(where, Remote):
         request = HarvestRequest(repository=repo, backfill=backfill)
         run = where.call("POST", "/api/v1/runs/harvest", RequestedRun, body=request)

@@ -13,11 +13,10 @@ import csv
 import io
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from typing import IO, Annotated, TypeVar
 
 import typer
@@ -77,23 +76,35 @@ OutputOption = Annotated[
 ]
 
 
+class ExitCode(IntEnum):
+    """What every command's exit code says, grep-style (EXIT_CODES words it for --help)."""
+
+    ANSWER = 0
+    NO = 1
+    NO_ANSWER = 2
+    PENDING = 3
+
+
+EXIT_CODES = "\n\n".join(
+    (
+        "Exit codes, the same for every command:",
+        "0  an answer: done, a gate passed, nothing drifted.",
+        '1  a "no": a gate failed, drift found (drift --exit-code), assignments that failed '
+        "to schedule.",
+        "2  no answer: a usage error, an unknown name, an unreachable hub or store, refused "
+        "credentials.",
+        "3  still pending: gate wait timed out before the gate passed or failed.",
+    )
+)
+
+
 class Failed(typer.Exit):
     """The command could not do what was asked; its message is printed already."""
 
 
 def fail(message: str) -> Failed:
     errors.print(f"[bold red]error:[/] {message}", highlight=False)
-    return Failed(code=1)
-
-
-@contextmanager
-def failing_with(code: int) -> Iterator[None]:
-    """Within the block, a failure ends the command with exit code `code`, not 1: for a
-    command whose 1 says something else (drift --exit-code: something is drifted)."""
-    try:
-        yield
-    except Failed:
-        raise typer.Exit(code) from None
+    return Failed(code=ExitCode.NO_ANSWER)
 
 
 def missing_extra(command: str, extra: str, exc: ModuleNotFoundError) -> typer.Exit:

@@ -3,7 +3,7 @@ asked of a running hub (GET /api/v1/fleet, GET /api/v1/history) with a read toke
 
 Both print a table and a page footer for people; for scripts the rows as CSV (status: its
 clusters) or the hub's answer as JSON. An unreachable hub or a refused token ends the command
-with exit code 1 and the hub's words.
+with exit code 2 and the hub's words.
 """
 
 from datetime import UTC, datetime, timedelta
@@ -41,24 +41,40 @@ from hub.cli.remote import (
 )
 from hub.gate.policy import format_duration
 from hub.gate.schemas import Duration
-from hub.query.schemas import DeploymentPage, FleetState, GroupState, ObjectCounts
+from hub.query.schemas import DeploymentPage, DriftCounts, FleetState, GroupState, ObjectCounts
 
 FLEET_PATH = "/api/v1/fleet"
 HISTORY_PATH = "/api/v1/history"
 
 _DURATION = TypeAdapter(Duration)
-_OBJECT_HEADERS = ("objects", "ready", "failing", "progressing", "suspended", "drifted")
+# Objects by state, then drift as `fleetmark drift` counts it (failing: a reason of drift).
+_OBJECT_HEADERS = (
+    "objects",
+    "ready",
+    "progressing",
+    "suspended",
+    "drifted",
+    "behind",
+    "failing",
+    "stale",
+    "live drift",
+    "other",
+)
 _AGENT_STYLES = {"reporting": "green", "stale": "yellow", "never_reported": "bold red"}
 
 
-def _objects(counts: ObjectCounts) -> tuple[int, ...]:
+def _objects(counts: ObjectCounts, drift: DriftCounts) -> tuple[int, ...]:
     return (
         counts.total,
         counts.ready,
-        counts.failing,
         counts.progressing,
         counts.suspended,
-        counts.drifted,
+        drift.drift_total,
+        drift.drift_behind,
+        drift.drift_failing,
+        drift.drift_stale,
+        drift.drift_live,
+        drift.drift_other,
     )
 
 
@@ -68,7 +84,7 @@ def _group(state: GroupState) -> tuple[int, ...]:
         state.reporting,
         state.stale,
         state.never_reported,
-        *_objects(state.objects),
+        *_objects(state.objects, state),
     )
 
 
@@ -115,7 +131,7 @@ def cluster_rows(fleet: FleetState) -> Rows:
                 cluster.cluster_type,
                 Text(cluster.agent.replace("_", " "), style=_AGENT_STYLES[cluster.agent]),
                 ago_cell(fleet.evaluated_at, cluster.last_seen_at),
-                *_objects(cluster.objects),
+                *_objects(cluster.objects, cluster),
             )
             for cluster in fleet.clusters.items
         ],

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from hub.cli.common import open_database
 from hub.cli.output import (
+    ExitCode,
     Output,
     OutputOption,
     Rows,
@@ -35,10 +36,6 @@ from hub.scheduling.schemas import (
     ScheduleRun,
 )
 from hub.settings import HubSettings
-
-# Exit codes: the run wrote what it could, but some assignments (or control-plane documents)
-# have errors; their previous output is kept. 1 is for a run that could not write at all.
-EXIT_ASSIGNMENT_ERRORS = 2
 
 
 class Mode(StrEnum):
@@ -85,13 +82,9 @@ def schedule(
 ) -> None:
     """Schedule an environment and write one commit to the platform GitOps repository.
 
-    Nothing is committed when nothing changed.
-
-    Exit status 0: every assignment rendered.
-
-    Exit status 2: some assignments failed (each keeps its old output) or documents did not load.
-
-    Exit status 1: nothing could be written (the environment did not load, git failed).
+    Nothing is committed when nothing changed. Exit 1: some assignments failed (each keeps its
+    old output) or documents did not load; 2: nothing could be written (the environment did
+    not load, git failed).
 
     Through the hub, repository paths are those of the hub's host.
     """
@@ -114,9 +107,9 @@ def schedule(
         run = _schedule_here(where, request)
     show(run, output, _changes, _show_run)
     if any(outcome.failure is not None for outcome in run.environments):
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=ExitCode.NO_ANSWER)
     if any(outcome.errors for outcome in run.environments):
-        raise typer.Exit(code=EXIT_ASSIGNMENT_ERRORS)
+        raise typer.Exit(code=ExitCode.NO)
 
 
 def _schedule_here(settings: HubSettings, request: ScheduleRequest) -> ScheduleRun:

@@ -13,7 +13,7 @@ import uvicorn
 from rich.markup import escape
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
-from uvicorn.config import LOGGING_CONFIG, STARTUP_FAILURE
+from uvicorn.config import LOGGING_CONFIG
 from uvicorn.supervisors import Multiprocess
 
 import hub
@@ -21,12 +21,13 @@ from hub import migrate
 from hub.cli.common import (
     DataDirOption,
     PortOption,
+    check_port,
     database_url,
     load_settings,
     open_database,
     run_in_database,
 )
-from hub.cli.output import console, fail
+from hub.cli.output import ExitCode, console, fail
 from hub.cli.secret_files import read_secret_file
 from hub.http import DeadlineHttpToolsProtocol
 from hub.security import API_TOKEN_FORMAT, API_TOKEN_PREFIX
@@ -54,6 +55,9 @@ def serve(
     settings = load_settings(data_dir)
     host = host or settings.host
     port = port or settings.port
+    check_port(host, port)
+    if settings.metrics_port is not None:
+        check_port(host, settings.metrics_port, "FLEETMARK_METRICS_PORT")
     url = open_database(settings, upgrade=run_migrations)
     _create_first_admin_token(settings, url)
     where = (
@@ -108,7 +112,7 @@ def _run(config: uvicorn.Config, metrics_port: int | None) -> None:
     except KeyboardInterrupt:  # Ctrl-C, once the server has shut down
         return
     if not server.started:
-        raise typer.Exit(STARTUP_FAILURE)
+        raise typer.Exit(ExitCode.NO_ANSWER)
 
 
 def _create_first_admin_token(settings: HubSettings, url: str) -> None:
@@ -128,6 +132,12 @@ def _create_first_admin_token(settings: HubSettings, url: str) -> None:
 
     created = run_in_database(url, settings, create)
     if created is None:
+        if given is None and kept.exists():
+            console.print(
+                f"The first admin token this hub made is kept in {escape(str(kept))}",
+                highlight=False,
+                soft_wrap=True,
+            )
         return
     name = token_service.FIRST_ADMIN_TOKEN_NAME
     if given is not None:

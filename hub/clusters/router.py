@@ -36,7 +36,12 @@ router = APIRouter(
 _NOT_FOUND = error_response(404, "No cluster of that name.")
 
 
-@router.get("", response_model=ClusterPage, dependencies=[ReadAccess])
+@router.get(
+    "",
+    response_model=ClusterPage,
+    dependencies=[ReadAccess],
+    responses=error_response(404, "Unknown environment or cluster type."),
+)
 async def list_clusters(
     session: ReadSessionDep,
     settings: SettingsDep,

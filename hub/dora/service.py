@@ -40,9 +40,9 @@ from hub.dora.schemas import (
     Subject,
 )
 from hub.dora.schemas import Spread as WireSpread
-from hub.errors import InvalidInput
+from hub.errors import InvalidInput, UnknownEnvironment, UnknownWorkload
+from hub.fleet import service as fleet_service
 from hub.gate.policy import format_duration
-from hub.gate.service import UnknownEnvironment, UnknownWorkload
 from hub.models.dora import PLATFORM_COMMITS
 from hub.settings import HubSettings
 
@@ -132,10 +132,10 @@ async def _environments(
         return known
     unknown = sorted(set(names) - {name for name, _ in known})
     if unknown:
-        listed = ", ".join(name for name, _ in known) or "none yet"
+        listed = fleet_service.known([name for name, _ in known])
         named = ", ".join(repr(name) for name in unknown)
         what = f"environment {named} is" if len(unknown) == 1 else f"environments {named} are"
-        raise UnknownEnvironment(f"{what} unknown (known: {listed})")
+        raise UnknownEnvironment(f"{what} unknown ({listed})")
     return [(name, position) for name, position in known if name in names]
 
 
@@ -148,6 +148,7 @@ async def _ask(
     if workload is not None:
         assigned = await repository.workload_environments(session, workload)
         if not assigned & {name for name, _ in asked}:
+            await fleet_service.check_names(session, workload=workload)
             where = ", ".join(name for name, _ in asked) or "any environment"
             raise UnknownWorkload(f"workload {workload!r} has no assignment in {where}")
     refreshed_at = await repository.refreshed_at(

@@ -75,11 +75,11 @@ from hub.drift.schemas import (
     Reason,
     Source,
 )
-from hub.errors import FleetmarkError, InvalidInput, UnknownCluster
+from hub.errors import InvalidInput
 from hub.fleet import repository as fleet_repository
+from hub.fleet import service as fleet_service
 from hub.gate import repository as gate_repository
 from hub.gate.policy import format_duration
-from hub.gate.service import UnknownEnvironment
 from hub.harvest.urls import spelled_repository
 from hub.revisions import UNKNOWN_FORM
 from hub.settings import HubSettings
@@ -87,7 +87,6 @@ from hub.settings import HubSettings
 __all__ = [
     "REASONS",
     "Evaluation",
-    "UnknownClusterType",
     "current_drift",
     "drift_history",
     "evaluate_drift",
@@ -102,11 +101,6 @@ _LIVE_DRIFT = {
     "argocd": "Argo CD reports the application OutOfSync",
     "flux": "Flux reports Drifted: the cluster no longer matches what it applied",
 }
-
-
-class UnknownClusterType(FleetmarkError):
-    status_code = 404
-    error = "unknown_cluster_type"
 
 
 # --- the job ----------------------------------------------------------------------------------
@@ -204,19 +198,17 @@ async def _scope(
     if environment is not None:
         environment_id = await gate_repository.environment_id(session, environment)
         if environment_id is None:
-            known = ", ".join(await gate_repository.environment_names(session)) or "none yet"
-            raise UnknownEnvironment(f"environment {environment!r} is unknown (known: {known})")
+            raise await fleet_service.unknown_environment(session, environment)
     cluster_type_ids = None
     if cluster_type is not None:
         cluster_type_ids = await repository.cluster_type_ids(session, cluster_type, environment_id)
         if not cluster_type_ids:
-            where = "" if environment is None else f" in environment {environment!r}"
-            raise UnknownClusterType(f"cluster type {cluster_type!r} is unknown{where}")
+            raise await fleet_service.unknown_cluster_type(session, cluster_type, environment)
     cluster_id = None
     if cluster is not None:
         cluster_id = await repository.cluster_id(session, cluster)
         if cluster_id is None:
-            raise UnknownCluster(f"cluster {cluster!r} is not registered")
+            raise await fleet_service.unknown_cluster(session, cluster)
     return Scope(environment_id, cluster_type_ids, cluster_id)
 
 

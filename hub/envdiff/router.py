@@ -17,7 +17,7 @@ router = APIRouter(
     responses=error_responses(401, 403, 422, 503),
 )
 
-_NOT_FOUND = error_response(404, "Unknown environment.")
+_NOT_FOUND = error_response(404, "Unknown environment, cluster type or workload.")
 
 
 @router.get("/diff", response_model=EnvironmentDiff, responses=_NOT_FOUND)

@@ -47,10 +47,9 @@ from hub.envdiff.schemas import (
     EnvironmentCell,
     EnvironmentDiff,
 )
-from hub.errors import InvalidInput
+from hub.errors import InvalidInput, UnknownEnvironment
 from hub.fleet import repository as fleet_repository
-from hub.gate import repository as gate_repository
-from hub.gate.service import UnknownEnvironment
+from hub.fleet import service as fleet_service
 from hub.harvest.urls import spelled_repository
 
 __all__ = ["environment_diff", "keep_diff", "refresh_deployed", "scheduled_refresh"]
@@ -78,10 +77,9 @@ async def _resolve(
     known = await repository.environments(session, environments)
     unknown = [name for name in environments if name not in known]
     if unknown:
-        listed = ", ".join(await gate_repository.environment_names(session)) or "none yet"
+        listed = fleet_service.known(await fleet_repository.environment_names(session))
         raise UnknownEnvironment(
-            f"unknown environment{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)} "
-            f"(known: {listed})"
+            f"unknown environment{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)} ({listed})"
         )
     return known
 
@@ -282,6 +280,9 @@ async def environment_diff(
         limit=limit,
         offset=offset,
     )
+    if not page.total:
+        # Nothing found: perhaps a name that names nothing.
+        await fleet_service.check_names(session, cluster_type=cluster_type, workload=workload)
     return EnvironmentDiff(
         environments=order,
         promotion_order=order,
@@ -373,7 +374,7 @@ async def keep_diff(session: AsyncSession, *, now: datetime) -> int:
     """Keep the diff of every environment, in promotion order, every row with its cells, as
     GET /api/v1/diff answers it; none with fewer than two environments. The caller commits.
     Returns how many rows are kept."""
-    names = await gate_repository.environment_names(session)
+    names = await fleet_repository.environment_names(session)
     known = await repository.environments(session, names)
     cells: list[dict[str, Any]] = []
     config: list[dict[str, Any]] = []

@@ -1,4 +1,5 @@
-"""Get-or-create of fleet dimensions, safe under concurrency; the fleet in parts."""
+"""Get-or-create of fleet dimensions, safe under concurrency; their names; the fleet in
+parts."""
 
 from collections.abc import Sequence
 
@@ -6,7 +7,7 @@ from sqlalchemy import Select, func, select, update
 from sqlalchemy.dialects.postgresql import Insert, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.models import Cluster, ClusterType, Environment
+from hub.models import AssignmentRevision, Cluster, ClusterType, Environment
 
 # Clusters (by id) in one part of the fleet: jobs that pass over every object of the fleet (the
 # drift evaluation, the env diff summary) do so a part at a time with a pause of PART_PACE
@@ -82,3 +83,48 @@ async def _get_or_create(
     if found is None:
         found = (await session.execute(find)).scalar_one()
     return found
+
+
+# --- names, to say what exists when a question names what does not ---------------------------
+
+
+async def environment_names(session: AsyncSession) -> list[str]:
+    """Every environment, in promotion order (declared first, then by name)."""
+    rows = await session.scalars(
+        select(Environment.name).order_by(Environment.position.asc().nulls_last(), Environment.name)
+    )
+    return list(rows)
+
+
+async def cluster_type_names(session: AsyncSession, environment: str | None) -> list[str]:
+    """The cluster types of one environment (of every one: None), each name once."""
+    statement = select(ClusterType.name).distinct().order_by(ClusterType.name)
+    if environment is not None:
+        statement = statement.join(Environment, Environment.id == ClusterType.environment_id)
+        statement = statement.where(Environment.name == environment)
+    return list(await session.scalars(statement))
+
+
+async def cluster_names(session: AsyncSession, limit: int) -> tuple[list[str], int]:
+    """The first `limit` registered clusters by name, and how many there are."""
+    names = await session.scalars(select(Cluster.name).order_by(Cluster.name).limit(limit))
+    total = await session.scalar(select(func.count()).select_from(Cluster))
+    return list(names), total or 0
+
+
+# A workload is known by the assignments the harvester found for it (their Namespace's label).
+async def workload_names(session: AsyncSession) -> list[str]:
+    workload = AssignmentRevision.workload
+    statement = select(workload).where(workload.is_not(None)).distinct().order_by(workload)
+    return [name for name in await session.scalars(statement) if name is not None]
+
+
+async def cluster_exists(session: AsyncSession, name: str) -> bool:
+    return await session.scalar(select(Cluster.id).where(Cluster.name == name)) is not None
+
+
+async def workload_exists(session: AsyncSession, name: str) -> bool:
+    found = await session.scalar(
+        select(AssignmentRevision.id).where(AssignmentRevision.workload == name).limit(1)
+    )
+    return found is not None

@@ -277,7 +277,7 @@ def format_duration(delta: timedelta) -> str:
 
 
 def format_time(moment: datetime) -> str:
-    """`2026-11-26 22:15:00 UTC`: to the second, as the pages print every time."""
+    """`2026-11-26 22:15:00 UTC`: to the second, as the pages and the CLI print times."""
     return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 

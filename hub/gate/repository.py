@@ -79,13 +79,6 @@ async def environment_id(session: AsyncSession, name: str) -> int | None:
     return found
 
 
-async def environment_names(session: AsyncSession) -> list[str]:
-    rows = await session.scalars(
-        select(Environment.name).order_by(Environment.position.asc().nulls_last(), Environment.name)
-    )
-    return list(rows)
-
-
 # The lookups before the judgement are built once: building a statement with its aliases costs
 # about a millisecond, as much as running it.
 _APP_REPOSITORY, _APP_BRANCH, _APP_HEAD = (

@@ -19,7 +19,7 @@ router = APIRouter(
     responses=error_responses(401, 403, 422, 503),
 )
 
-_NOT_FOUND = error_response(404, "Unknown environment, commit, workload or version.")
+_NOT_FOUND = error_response(404, "Unknown environment, cluster type, commit, workload or version.")
 
 Soak = Annotated[
     Duration,

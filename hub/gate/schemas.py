@@ -102,7 +102,8 @@ class HarvestedBranch(BaseModel):
 
 class Freshness(BaseModel):
     oldest_report_at: datetime | None = Field(
-        description="The oldest newest-report among expected clusters that ever reported."
+        description="When the expected cluster silent longest (of those that ever reported) "
+        "last reported."
     )
     harvested: list[HarvestedBranch] = Field(
         description="The branches whose desired state and history the answer read."

@@ -44,7 +44,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.errors import FleetmarkError, InvalidInput
+from hub.errors import FleetmarkError, InvalidInput, UnknownWorkload
+from hub.fleet import repository as fleet_repository
+from hub.fleet import service as fleet_service
 from hub.gate import repository
 from hub.gate.policy import (
     REASONS_NAMED,
@@ -88,9 +90,7 @@ __all__ = [
     "MAX_PROMOTABLE_COMMITS",
     "ClusterPage",
     "UnknownCommit",
-    "UnknownEnvironment",
     "UnknownVersion",
-    "UnknownWorkload",
     "environment_names",
     "newest_commits",
     "newest_versions",
@@ -104,21 +104,11 @@ MAX_PROMOTABLE_COMMITS = 500
 _COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
 
 
-class UnknownEnvironment(FleetmarkError):
-    status_code = 404
-    error = "unknown_environment"
-
-
 class UnknownCommit(FleetmarkError):
     """Not (yet) on the harvested platform branch: it may appear with the next harvest."""
 
     status_code = 404
     error = "unknown_commit"
-
-
-class UnknownWorkload(FleetmarkError):
-    status_code = 404
-    error = "unknown_workload"
 
 
 class UnknownVersion(FleetmarkError):
@@ -272,8 +262,7 @@ def _result(
 async def _scope(session: AsyncSession, name: str) -> Scope:
     found = await repository.scope(session, name)
     if found is None:
-        known = ", ".join(await repository.environment_names(session)) or "none yet"
-        raise UnknownEnvironment(f"environment {name!r} is unknown (known: {known})")
+        raise await fleet_service.unknown_environment(session, name)
     return found
 
 
@@ -375,7 +364,7 @@ async def _newest(
 
 async def environment_names(session: AsyncSession) -> list[str]:
     """Every environment the hub knows, in promotion order."""
-    return await repository.environment_names(session)
+    return await fleet_repository.environment_names(session)
 
 
 async def newest_commits(session: AsyncSession, environment: str, count: int) -> list[str]:
@@ -559,6 +548,7 @@ async def _workload_version_gate(
         session, [branch.id for branch in branches], workload
     )
     if not assignments:
+        await fleet_service.check_names(session, workload=workload)
         raise UnknownWorkload(
             f"workload {workload!r} has no assignment in {environment}"
             + (f" ({_where(branches)})" if branches else "")
@@ -670,6 +660,8 @@ async def promotion_gate(
         soak=soak, stale_after=stale_after, allow_stale=allow_stale, min_clusters=min_clusters
     )
     narrowing = _narrowing(cluster_types, selector)
+    for cluster_type in cluster_types:
+        await fleet_service.check_names(session, environment=environment, cluster_type=cluster_type)
     if commit is not None and workload is None and version is None:
         return await _platform_commit_gate(
             session,

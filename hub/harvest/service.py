@@ -36,6 +36,7 @@ from hub.errors import (
 )
 from hub.fleet import repository as fleet_repository
 from hub.fleet.repository import ensure_environment
+from hub.fleet.service import known
 from hub.harvest import repository
 from hub.harvest.ancestry import generations, place_members
 from hub.harvest.config import load_repositories_file
@@ -200,7 +201,14 @@ async def remove_repository(session: AsyncSession, repository_id: int) -> None:
     """Stop harvesting a repository added through the API; what was harvested stays."""
     existing = await repository.get_repository(session, repository_id)
     if existing is None:
-        raise UnknownRepository(f"no repository with id {repository_id}")
+        listed = known(
+            [
+                f"{item.id} {item.url}"
+                for item in await repository.list_repositories(session)
+                if item.enabled
+            ]
+        )
+        raise UnknownRepository(f"repository {repository_id} is unknown ({listed})")
     if existing.source == "file":
         raise ManagedByFile(
             f"{existing.url} is configured in the repositories file; remove it there"
@@ -341,7 +349,8 @@ async def run_harvest(
             if item.enabled and item.role == role and (wanted is None or item.url == wanted):
                 outcomes.append(await _harvest_repository(run, item, clone_urls))
     if wanted is not None and not outcomes:
-        raise UnknownRepository(f"no repository {wanted} is configured or discovered")
+        listed = known([item.url for item in every if item.enabled])
+        raise UnknownRepository(f"repository {wanted} is unknown ({listed})")
     return HarvestReport(repositories=outcomes, seconds=time.perf_counter() - started)
 
 

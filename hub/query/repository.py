@@ -25,6 +25,7 @@ from sqlalchemy import (
     column,
     func,
     literal,
+    or_,
     select,
     table,
     true,
@@ -32,9 +33,17 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.models import Cluster, ClusterType, Environment, ObjectState
+from hub.models import Cluster, ClusterDrift, ClusterType, Environment, ObjectState
 
 OBJECT_STATES = ("ready", "failing", "progressing", "suspended", "drifted")
+DRIFT_COUNTS = (
+    "drift_total",
+    "drift_behind",
+    "drift_failing",
+    "drift_stale",
+    "drift_live",
+    "drift_other",
+)
 
 fleet_cluster_state = table(
     "fleet_cluster_state",
@@ -108,6 +117,31 @@ def _agent(stale_before: datetime) -> ColumnElement[str]:
     )
 
 
+def _drift(stale_before: datetime) -> dict[str, ColumnElement[int]]:
+    """A cluster's drift counts (DRIFT_COUNTS), as the drift listing counts them: from the
+    drift job's `cluster_drift`, with staleness as of `stale_before`; the caller outer-joins
+    it on the cluster."""
+    last_seen_at = fleet_cluster_state.c.last_seen_at
+    stale = or_(last_seen_at.is_(None), last_seen_at < stale_before)
+    whole = func.greatest(func.coalesce(ClusterDrift.objects, 0), 1)
+
+    def counted(*reasons: str) -> ColumnElement[int]:
+        return func.coalesce(sum(getattr(ClusterDrift, reason) for reason in reasons), 0)
+
+    return {
+        "drift_total": case((stale, whole), else_=func.coalesce(ClusterDrift.drifted, 0)),
+        "drift_behind": counted("behind"),
+        "drift_failing": counted("failing"),
+        "drift_stale": case((stale, whole), else_=0),
+        "drift_live": counted("live_drift"),
+        "drift_other": counted("diverged", "unknown_revision", "not_applied", "config_mismatch"),
+    }
+
+
+def _with_drift(view: Any) -> Any:
+    return view.outerjoin(ClusterDrift, ClusterDrift.cluster_id == view.c.cluster_id)
+
+
 def _environment_order(name: Any, position: Any) -> list[Any]:
     """Promotion order where the control plane declared it, then by name; unplaced last."""
     return [position.asc().nulls_last(), name.asc().nulls_last()]
@@ -152,7 +186,12 @@ async def group_counts(
                 func.sum(view.c[name]).cast(BigInteger).label(name)
                 for name in ("objects", *OBJECT_STATES)
             ),
+            *(
+                func.sum(count).cast(BigInteger).label(name)
+                for name, count in _drift(stale_before).items()
+            ),
         )
+        .select_from(_with_drift(view))
         .where(and_(True, *_placed(view, placement)))
         .group_by(view.c.environment, view.c.environment_position, view.c.cluster_type)
         .order_by(
@@ -205,7 +244,9 @@ async def cluster_page(
             _agent(stale_before).label("agent"),
             view.c.objects,
             *(view.c[name] for name in OBJECT_STATES),
+            *(count.label(name) for name, count in _drift(stale_before).items()),
         )
+        .select_from(_with_drift(view))
         .where(view.c.cluster_id == any_(cast(ids, ARRAY(Integer))))
         .order_by(
             *_environment_order(view.c.environment, view.c.environment_position),

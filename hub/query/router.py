@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep
-from hub.errors import error_responses
+from hub.errors import error_response, error_responses
 from hub.params import Limit, Offset, Text, Timestamp
 from hub.query import service
 from hub.query.schemas import DeploymentPage, FleetState
@@ -19,7 +19,11 @@ router = APIRouter(
 )
 
 
-@router.get("/fleet", response_model=FleetState)
+@router.get(
+    "/fleet",
+    response_model=FleetState,
+    responses=error_response(404, "Unknown environment or cluster type."),
+)
 async def fleet_state(
     session: ReadSessionDep,
     settings: SettingsDep,
@@ -41,7 +45,11 @@ async def fleet_state(
     )
 
 
-@router.get("/history", response_model=DeploymentPage)
+@router.get(
+    "/history",
+    response_model=DeploymentPage,
+    responses=error_response(404, "Unknown environment, cluster type or cluster."),
+)
 async def deployment_history(
     session: ReadSessionDep,
     environment: Text | None = None,

@@ -19,11 +19,27 @@ class ObjectCounts(BaseModel):
     progressing: int = Field(description="Neither Ready nor failing: reconciling, or unknown.")
     suspended: int
     drifted: int = Field(
-        description="Live drift (Argo CD OutOfSync, Flux Drifted); overlaps the states above."
+        description="Live drift (Argo CD OutOfSync, Flux Drifted); overlaps the states above. "
+        "Every kind of drift: the drift_* counts."
     )
 
 
-class GroupState(BaseModel):
+class DriftCounts(BaseModel):
+    """Drift as `GET /api/v1/drift` counts it: drifted objects (every object of a stale
+    cluster; one for a stale cluster without any), then per reason. An object can have
+    several reasons, so the reasons may add up to more than the total."""
+
+    drift_total: int = Field(description="Drifted objects: as the drift summary counts them.")
+    drift_behind: int = Field(description="Behind the harvested head of what they follow.")
+    drift_failing: int = Field(description="Failing reconciliation, as the drift job judged.")
+    drift_stale: int = Field(description="Of clusters whose agent is stale or never reported.")
+    drift_live: int = Field(description="Live drift: Argo CD OutOfSync, Flux Drifted.")
+    drift_other: int = Field(
+        description="Diverged, unknown revision, nothing applied or config mismatch."
+    )
+
+
+class GroupState(DriftCounts):
     clusters: int
     reporting: int = Field(description="Clusters that reported within the stale threshold.")
     stale: int = Field(description="Clusters that reported, but not within the stale threshold.")
@@ -41,7 +57,7 @@ class EnvironmentState(GroupState):
     cluster_types: list[ClusterTypeState]
 
 
-class FleetCluster(BaseModel):
+class FleetCluster(DriftCounts):
     name: str
     environment: str | None
     cluster_type: str | None

@@ -9,8 +9,9 @@ from sqlalchemy import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.errors import InvalidInput
+from hub.fleet import service as fleet_service
 from hub.query import repository
-from hub.query.repository import OBJECT_STATES, HistoryFilter, Placement
+from hub.query.repository import DRIFT_COUNTS, OBJECT_STATES, HistoryFilter, Placement
 from hub.query.schemas import (
     ClusterTypeState,
     Deployment,
@@ -24,7 +25,7 @@ from hub.query.schemas import (
 )
 
 _AGENT_COUNTS = ("clusters", "reporting", "stale", "never_reported")
-_COUNTS = (*_AGENT_COUNTS, "objects", *OBJECT_STATES)
+_COUNTS = (*_AGENT_COUNTS, "objects", *OBJECT_STATES, *DRIFT_COUNTS)
 
 
 def _objects(counts: Mapping[Any, Any]) -> ObjectCounts:
@@ -37,7 +38,9 @@ def _counts(row: RowMapping) -> Counter[str]:
 
 
 def _group(counts: Mapping[str, int]) -> dict[str, Any]:
-    return {name: counts[name] for name in _AGENT_COUNTS} | {"objects": _objects(counts)}
+    return {name: counts[name] for name in (*_AGENT_COUNTS, *DRIFT_COUNTS)} | {
+        "objects": _objects(counts)
+    }
 
 
 # Cluster types by name, each with its counts, in one environment.
@@ -92,6 +95,7 @@ async def fleet_state(
     now: datetime,
     stale_after: timedelta,
 ) -> FleetState:
+    await fleet_service.check_names(session, environment=environment, cluster_type=cluster_type)
     placement = Placement(environment=environment, cluster_type=cluster_type)
     stale_before = now - stale_after
     declared = await repository.declared_groups(session, placement)
@@ -109,6 +113,7 @@ async def fleet_state(
             last_seen_at=row["last_seen_at"],
             agent=row["agent"],
             objects=_objects(row),
+            **{name: row[name] for name in DRIFT_COUNTS},
         )
         for row in rows
     ]
@@ -137,6 +142,9 @@ async def deployment_history(
 ) -> DeploymentPage:
     if since is not None and until is not None and since >= until:
         raise InvalidInput(f"since: {since.isoformat()} is not before until {until.isoformat()}")
+    await fleet_service.check_names(
+        session, environment=environment, cluster_type=cluster_type, cluster=cluster
+    )
     criteria = HistoryFilter(
         placement=Placement(environment=environment, cluster_type=cluster_type),
         cluster=cluster,

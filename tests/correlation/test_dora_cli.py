@@ -93,13 +93,13 @@ async def test_a_workload_and_refusals(served: Served) -> None:
     not_a_time = await fleetmark(served, "--since", "last tuesday")
     no_workload = await fleetmark(served, "--workload", "hello-world-app", "-o", "json")
 
-    assert unknown.exit_code == 1
+    assert unknown.exit_code == 2
     assert "error: environment 'qa' is unknown (known: dev, stage) (HTTP 404)" in words(
         unknown.stderr
     )
-    assert backwards.exit_code == 1
+    assert backwards.exit_code == 2
     assert "error: until: 2026-11-22T00:00:00+00:00 is not after since" in words(backwards.stderr)
-    assert not_a_time.exit_code == 1
+    assert not_a_time.exit_code == 2
     assert "error: --since: 'last tuesday' is neither a time" in words(not_a_time.stderr)
     # The workload is assigned in dev and stage, but no cluster here runs it.
     assert no_workload.exit_code == 0, no_workload.output

@@ -196,11 +196,13 @@ async def test_unknown_names_are_refused_clearly(
         "detail": "environment 'qa' is unknown (known: dev, stage)",
     }
     assert cluster_type.status_code == 404
-    assert cluster_type.json()["detail"] == "cluster type 'large' is unknown in environment 'stage'"
+    assert cluster_type.json()["detail"] == (
+        "cluster type 'large' is unknown in environment 'stage' (known: drone)"
+    )
     assert cluster.status_code == 404
     assert cluster.json() == {
         "error": "unknown_cluster",
-        "detail": "cluster 'drone-99' is not registered",
+        "detail": "cluster 'drone-99' is unknown (known: drone-01, drone-02, drone-s1, large-01)",
     }
 
 

@@ -172,3 +172,21 @@ async def test_csv_for_scripts(served: Served) -> None:
         "drone-dev",
         "large-dev",
     ]
+
+
+async def test_status_counts_drift_as_drift_does(served: Served) -> None:
+    drift = await fleetmark(served, "-o", "json")
+    status = await served.live.fleetmark("status", "-o", "json")
+    table = await served.live.fleetmark("status", columns=220)
+
+    summary = json.loads(drift.stdout)["summary"]
+    totals = json.loads(status.stdout)["totals"]
+    assert totals["drift_total"] == summary["drifted_objects"] == 2
+    counts = ("drift_behind", "drift_failing", "drift_stale", "drift_live", "drift_other")
+    assert [totals[name] for name in counts] == [2, 1, 0, 0, 0]
+    assert "drifted behind failing stale live drift other" in words(table.stdout)
+    rows = {line.split()[0]: line.split() for line in table.stdout.splitlines() if line.strip()}
+    # The last six columns: drifted, behind, failing, stale, live drift, other.
+    assert rows["all"][-6:] == ["2", "2", "1", "0", "0", "0"]
+    assert rows["large-dev"][-6:] == ["1", "1", "1", "0", "0", "0"]
+    assert rows["drone-stage"][-6:] == ["0", "0", "0", "0", "0", "0"]

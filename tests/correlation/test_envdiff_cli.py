@@ -55,8 +55,8 @@ async def test_json_for_scripts_and_every_row_with_all(served: ServedFleet) -> N
     drone = body["rows"]["items"][0]
     assert [cell["desired"]["version"] for cell in drone["environments"]] == ["1.0.0", "1.1.0"]
     assert "ENVIRONMENT" not in [item["key"] for item in drone["differences"]]
-    assert filtered.exit_code == 0, filtered.output
-    assert "no differing rows" in filtered.stdout
+    assert filtered.exit_code == 2, filtered.output
+    assert "workload 'other-app' is unknown (known: hello-world-app)" in filtered.stderr
 
 
 async def test_what_the_hub_refuses_ends_the_command(served: ServedFleet) -> None:
@@ -64,9 +64,9 @@ async def test_what_the_hub_refuses_ends_the_command(served: ServedFleet) -> Non
     alone = await fleetmark(served, "dev")
     bad_limit = await fleetmark(served, "dev", "stage", "--limit", "0")
 
-    assert unknown.exit_code == 1
+    assert unknown.exit_code == 2
     assert "error: unknown environment: qa (known: dev, stage) (HTTP 404)" in words(unknown.stderr)
-    assert alone.exit_code == 1
+    assert alone.exit_code == 2
     assert (
         "error: environment: give at least two environments to compare (given: dev) (HTTP 422)"
         in words(alone.stderr)

@@ -280,10 +280,11 @@ async def test_unknown_targets_are_404_naming_them(
         f"commit {unharvested} is not on the platform branch of dev "
         f"(branch dev of {platform} is harvested up to {head[:12]} at "
     )
+    assert commit.json()["detail"].endswith(" UTC)")
     assert elsewhere.json()["error"] == "unknown_commit"
     assert workload.status_code == 404
     assert workload.json()["error"] == "unknown_workload"
-    assert workload.json()["detail"].startswith("workload 'x' has no assignment in dev")
+    assert workload.json()["detail"].startswith("workload 'x' is unknown (known: ")
     assert version.status_code == 404
     assert version.json() == {
         "error": "unknown_version",

@@ -253,21 +253,21 @@ async def test_exit_codes_against_a_running_hub(served: Served) -> None:
         in words(failed.stdout)
     )
     assert "gate failed after 0s" in words(failed.stdout)
-    assert timed_out.exit_code == 2, timed_out.output
+    assert timed_out.exit_code == 3, timed_out.output
     assert "timed out after 0s, still pending" in words(timed_out.stdout)
     assert "soaking" in timed_out.stdout
     # Progress, on stderr: the verdict, counts and why, as a CI log shows them.
     assert "0s pending · platform commit" in words(timed_out.stderr)
     assert "drone-dev: runs platform commit" in words(timed_out.stderr)
-    assert unknown.exit_code == 3
+    assert unknown.exit_code == 2
     assert "error: environment 'qa' is unknown (known: dev, stage) (HTTP 404)" in words(
         unknown.stderr
     )
-    assert refused.exit_code == 3
+    assert refused.exit_code == 2
     assert "(HTTP 401)" in refused.stderr
-    assert bad_option.exit_code == 3
+    assert bad_option.exit_code == 2
     assert "error: --timeout: 'soon' is not a duration" in words(bad_option.stderr)
-    assert no_interval.exit_code == 3
+    assert no_interval.exit_code == 2
     assert "error: --interval: must be more than nothing, got '0s'" in words(no_interval.stderr)
 
 
@@ -278,7 +278,7 @@ async def test_an_unreachable_hub_is_waited_for_until_the_timeout() -> None:
         "-e", "dev", "--commit", "1f2e3d4c5b6a", "--hub", silent, "--timeout", "0s", "-o", "json"
     )
 
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 3, result.output
     body = json.loads(result.stdout)
     assert (body["outcome"], body["gate"]) == ("timed_out", None)
     assert body["problem"].startswith("the hub is unreachable")
@@ -302,16 +302,21 @@ async def test_the_command_narrows_the_gate_by_cluster_type_and_selector(
     options += ["--hub", live.hub.url, "--token", live.token, "-o", "json"]
 
     everyone = await fleetmark(*options)
-    drones = await fleetmark(*options, "--cluster-type", "drone", "--cluster-type", "large")
+    drones = await fleetmark(*options, "--cluster-type", "drone")
+    unknown_type = await fleetmark(*options, "-t", "drone", "-t", "large")
     selected = await fleetmark(*options, "--cluster-type", "drone", "-l", "!source")
     unreadable = await fleetmark(*options, "--selector", "source in ()")
 
-    assert everyone.exit_code == 2, everyone.output
+    assert everyone.exit_code == 3, everyone.output
     assert json.loads(everyone.stdout)["gate"]["counts"]["never_reported"] == 1
     assert drones.exit_code == 0, drones.output
     assert json.loads(drones.stdout)["gate"]["counts"]["expected"] == 1
+    assert unknown_type.exit_code == 2
+    assert "cluster type 'large' is unknown in environment 'dev' (known: drone, small)" in words(
+        unknown_type.stderr
+    )
     assert selected.exit_code == 0, selected.output
-    assert unreadable.exit_code == 3
+    assert unreadable.exit_code == 2
     assert "error: selector: source in (): give at least one value (HTTP 422)" in words(
         unreadable.stderr
     )
@@ -325,7 +330,7 @@ async def test_a_log_gets_a_line_every_poll_while_the_gate_is_pending(served: Se
         "--timeout", "1", *options,
     )  # fmt: skip
 
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 3, result.output
     polls = [line for line in result.stderr.splitlines() if " pending · platform commit " in line]
     # A look at 0s, then one every 0.2s until a second is gone: the soak alone changes nothing.
     assert len(polls) >= 4, result.stderr

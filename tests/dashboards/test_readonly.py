@@ -120,7 +120,7 @@ def test_fleetmark_db_grant_readonly(role_database: tuple[str, str]) -> None:
     assert granted.exit_code == 0, granted.output
     assert f"{role} may read schema grafana" in granted.output
     assert again.exit_code == 0, again.output
-    assert unknown.exit_code == 1
+    assert unknown.exit_code == 2
     assert "no role 'grafana_nobody'" in unknown.output
     engine = create_engine(url, poolclass=pool.NullPool)
     try:

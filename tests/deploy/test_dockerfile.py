@@ -71,6 +71,6 @@ def test_the_image_refuses_to_start_without_a_token_secret(tmp_path: Path) -> No
     )
 
     assert image["FLEETMARK_MODE"] == "production"
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "FLEETMARK_TOKEN_SECRET must be set" in result.stderr
     assert "FLEETMARK_TOKEN_SECRET_FILE" in result.stderr

@@ -310,7 +310,7 @@ def test_no_secret_is_taken_from_the_command_line(url: str, built: Path) -> None
     assert token.exit_code == password.exit_code == 2
     assert "No such option: --token" in token.output
     assert "No such option: --db-password" in password.output
-    assert none.exit_code == 1
+    assert none.exit_code == 2
     assert (
         "a Grafana service account token is needed: give the file that holds it with "
         "--token-file (or FLEETMARK_GRAFANA_TOKEN_FILE), or the token in FLEETMARK_GRAFANA_TOKEN"
@@ -326,7 +326,7 @@ def test_a_secret_file_of_more_than_one_line_is_refused_naming_it_never_showing_
     token = push(url, built, "--token-file", str(pasted), token=None)
     password = push(url, built, *connection(built)[:-1], str(passwords))
 
-    assert token.exit_code == password.exit_code == 1
+    assert token.exit_code == password.exit_code == 2
     assert (
         f"error: --token-file {pasted}: holds 2 lines; it must hold the secret alone, on one line"
     ) in words(token.stderr)
@@ -346,7 +346,7 @@ def test_a_grafana_url_with_credentials_is_refused_never_showing_them(
     without_scheme = push(f"admin:hunter2@{host}", built, *connection(built))
 
     for result in (with_password, token_as_user, without_scheme):
-        assert result.exit_code == 1
+        assert result.exit_code == 2
         assert (
             "--grafana-url (FLEETMARK_GRAFANA_URL) holds a user name or password: push signs in "
             "with the service account token alone; give Grafana's URL without them"
@@ -364,7 +364,7 @@ def test_without_a_data_source_the_connection_is_asked_for_before_anything_is_wr
 ) -> None:
     result = push(url, built, "--db-host", "db:5432", "--db-user", "reader")
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert (
         "has no data source 'fleetmark' yet, and to create it push needs --db-name "
         "(FLEETMARK_GRAFANA_DB_NAME), --db-password-file (or FLEETMARK_GRAFANA_DB_PASSWORD)"
@@ -376,7 +376,7 @@ def test_without_a_data_source_the_connection_is_asked_for_before_anything_is_wr
 def test_a_refused_token(grafana: FakeGrafana, url: str, built: Path) -> None:
     result = push(url, built, *connection(built), token="glsa_revoked")
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert (
         f"Grafana at {url}/ refused the token when asked to look up the data source 'fleetmark' "
         "(401 Unauthorized): give a valid service account token of this Grafana in --token-file "
@@ -391,7 +391,7 @@ def test_a_token_without_the_rights(grafana: FakeGrafana, url: str, built: Path)
     assert push(url, built, *connection(built)).exit_code == 0
     read_only = push(url, built, token=VIEWER_TOKEN)
 
-    assert editor.exit_code == viewer.exit_code == read_only.exit_code == 1
+    assert editor.exit_code == viewer.exit_code == read_only.exit_code == 2
     assert (
         f"Grafana at {url}/ does not let the token's service account create the data source "
         "'fleetmark' (403 Forbidden: You'll need additional permissions to perform this action. "
@@ -411,7 +411,7 @@ def test_a_grafana_too_old(url: str, built: Path, grafana: FakeGrafana) -> None:
 
     result = push(url, built, *connection(built))
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert (
         f"Grafana at {url}/ is version 10.2.2, older than 10.2.3, which fleetmark's dashboards "
         f"need (their data source type {DATASOURCE_TYPE} came with it): upgrade Grafana to "
@@ -461,7 +461,7 @@ def test_a_dashboard_refused_with_412(
 
     result = push(url, built, *connection(built))
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert f"Grafana at {url}/ refused the dashboard 'fleetmark-drift': {explained}" in words(
         result.stderr
     )
@@ -483,7 +483,7 @@ def test_grafana_in_trouble(
 
     result = push(url, built, *connection(built))
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     message = body["message"] if isinstance(body, dict) else body
     assert (
         f"Grafana at {url}/ failed when asked to create the folder 'fleetmark' "
@@ -498,7 +498,7 @@ def test_grafana_unreachable(built: Path) -> None:
 
     result = push(url, built, *connection(built))
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert f"Grafana at {url}/ is unreachable (" in words(result.stderr)
     assert "check --grafana-url (or FLEETMARK_GRAFANA_URL) and that Grafana is running" in words(
         result.stderr
@@ -513,7 +513,7 @@ def test_grafana_that_does_not_answer(built: Path, monkeypatch: pytest.MonkeyPat
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
         result = push(url, built, *connection(built))
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert (
         f"Grafana at {url}/ did not answer within 1 s when asked to tell its version: check "
         "that it is running and --grafana-url is right, then push again"
@@ -539,7 +539,7 @@ def test_a_url_that_is_not_grafana(url: str, built: Path, tmp_path: Path) -> Non
     elsewhere = push(f"{url}/grafana", built, *connection(built))
     no_url = push("grafana.example.com", built, *connection(built))
 
-    assert not_grafana.exit_code == elsewhere.exit_code == no_url.exit_code == 1
+    assert not_grafana.exit_code == elsewhere.exit_code == no_url.exit_code == 2
     assert (
         f"{web}/ does not answer as Grafana does (no JSON when asked to tell its version): "
         "check --grafana-url; if Grafana is served under a sub-path, include it"
@@ -573,7 +573,7 @@ def test_dashboards_that_cannot_be_pushed(grafana: FakeGrafana, url: str, tmp_pa
         for name in ("empty", "broken", "untitled", "twice")
     }
 
-    assert {result.exit_code for result in results.values()} == {1}
+    assert {result.exit_code for result in results.values()} == {2}
     assert unwrapped(
         f"no dashboard JSON files in {empty}: build them with `python -m dashboards build`, or "
         "point --from at a directory of dashboard JSON files"
@@ -596,7 +596,7 @@ def test_a_dashboard_grafana_does_not_take(grafana: FakeGrafana, url: str, built
 
     result = push(url, built, *connection(built))
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert unwrapped(
         f"Grafana at {url}/ refused to store the dashboard '{uid}' (HTTP 400: Dashboard UID too "
         f"long): the dashboard comes from {built}/fleetmark-drift.json; rebuild it (`python -m "
@@ -621,7 +621,7 @@ def test_a_data_source_of_another_kind_under_the_uid(
     with serve(taken) as taken_url:
         name_taken = push(taken_url, built, *connection(built))
 
-    assert other_kind.exit_code == name_taken.exit_code == 1
+    assert other_kind.exit_code == name_taken.exit_code == 2
     assert (
         "has a data source with the uid 'fleetmark' of the type 'prometheus', not PostgreSQL"
         in words(other_kind.stderr)

@@ -74,8 +74,8 @@ def test_backfill_of_one_repository_reads_it_again(app_repo: WorkRepo) -> None:
 def test_unknown_repository_is_a_clean_error() -> None:
     code, output = fleetmark("harvest", "--repo", "https://github.com/contoso/nothing")
 
-    assert code == 1
-    assert "no repository https://github.com/contoso/nothing is configured or discovered" in output
+    assert code == 2
+    assert "repository https://github.com/contoso/nothing is unknown (known: " in output
 
 
 def test_harvest_as_csv(app_repo: WorkRepo) -> None:

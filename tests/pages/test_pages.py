@@ -93,6 +93,16 @@ def test_the_gate_for_a_workload_version(pages_scenario: Scenario) -> None:
     assert "failed" in text(page.text)
 
 
+def test_pagers_and_freshness_say_what_they_count(pages_scenario: Scenario) -> None:
+    cluster = text(get(pages_scenario, "/clusters/drone-01").text)
+    gate = text(get(pages_scenario, "/gate?environment=dev").text)
+
+    assert "deployments 1-" in cluster
+    assert "deployments from" not in cluster
+    assert "the expected cluster silent longest last reported at 20" in gate
+    assert "oldest newest" not in gate
+
+
 def test_outside_input_is_shown_as_text(pages_scenario: Scenario) -> None:
     labelled = get(pages_scenario, "/clusters/drone-03").text
     failing = get(pages_scenario, "/clusters/large-02").text
@@ -118,7 +128,7 @@ def test_what_cannot_be_shown_is_a_page_saying_why(pages_scenario: Scenario) -> 
     environment = get(pages_scenario, "/gate?environment=qa")
 
     assert unknown.status_code == 404
-    assert "no cluster named &#39;nowhere&#39;" in unknown.text
+    assert "cluster &#39;nowhere&#39; is unknown" in unknown.text
     assert bad.status_code == 422
     assert "query.reason.0:" in bad.text
     assert "query.limit:" in bad.text

@@ -140,16 +140,18 @@ async def test_status_counts_clusters_and_objects_per_environment_and_cluster_ty
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "fleet at 2026-11-22 12:17:30, stale after 10m of silence" in words(out)
-    # clusters, reporting, stale, never reported; objects, ready, failing, progressing,
-    # suspended, drifted
-    assert row(out, "dev") == ["dev", "3", "1", "1", "1", "3", "2", "1", "0", "0", "0"]
-    assert row(out, "large") == ["large", "1", "0", "0", "1", "0", "0", "0", "0", "0", "0"]
-    assert row(out, "stage") == ["stage", "1", "1", "0", "0", "1", "1", "0", "0", "0", "0"]
-    assert row(out, "all") == ["all", "4", "2", "1", "1", "4", "3", "1", "0", "0", "0"]
+    # clusters, reporting, stale, never reported; objects, ready, progressing, suspended; drift
+    # as `fleetmark drift` counts it (no evaluation yet: the silent clusters' objects, or one
+    # for a cluster without any): drifted, behind, failing, stale, live drift, other
+    assert row(out, "dev") == ["dev", *"3111", *"3200", *"200200"]
+    assert row(out, "large") == ["large", *"1001", *"0000", *"100100"]
+    assert row(out, "stage") == ["stage", *"1100", *"1100", *"000000"]
+    assert row(out, "all") == ["all", *"4211", *"4300", *"200200"]
     # The page of clusters, in promotion order, each with its agent's state and last report.
     assert row(out, "drone-dev-1") == [
         *("drone-dev-1", "dev", "drone", "reporting", "0s", "ago"),
-        *("2", "1", "1", "0", "0", "0"),
+        *"2100",
+        *"000000",
     ]
     assert row(out, "drone-dev-2")[3:6] == ["stale", "15m", "ago"]
     assert row(out, "large-dev-1")[3:7] == ["never", "reported", "-", "0"]
@@ -171,7 +173,7 @@ async def test_status_pages_and_filters(served: Served) -> None:
     assert names(second.stdout) == ["large-dev-1", "drone-stage-1"]
     assert second.stdout.rstrip().endswith("page 2 of 2 · clusters 3-4 of 4 · last page")
     # The counts follow the filter: only stage's row and its cluster type remain.
-    assert row(stage.stdout, "all") == ["all", "1", "1", "0", "0", "1", "1", "0", "0", "0", "0"]
+    assert row(stage.stdout, "all") == ["all", *"1100", *"1100", *"000000"]
     assert "dev" not in [line.split()[:1] for line in stage.stdout.splitlines()]
     assert names(stage.stdout) == ["drone-stage-1"]
     # Past the last page: no table of clusters, and the footer says how many there are.
@@ -269,10 +271,10 @@ async def test_bad_times_are_refused_with_what_is_wrong(served: Served) -> None:
         *served.options(),
     )
 
-    assert unreadable.exit_code == 1
+    assert unreadable.exit_code == 2
     assert "error: --since: 'yesterday' is neither a time" in words(unreadable.stderr)
     # The hub's own refusal, in its words.
-    assert backwards.exit_code == 1
+    assert backwards.exit_code == 2
     assert (
         "error: since: 2026-11-22T13:00:00+00:00 is not before until 2026-11-22T12:00:00+00:00 "
         "(HTTP 422)" in words(backwards.stderr)
@@ -287,9 +289,9 @@ async def test_a_refused_or_missing_token_ends_the_command_with_the_hubs_message
     status = await fleetmark("status", *wrong)
     history = await fleetmark("history", "--hub", served.hub.url)
 
-    assert (status.exit_code, status.stdout) == (1, "")
+    assert (status.exit_code, status.stdout) == (2, "")
     assert words(status.stderr) == "error: the API token is unknown or revoked (HTTP 401)"
-    assert (history.exit_code, history.stdout) == (1, "")
+    assert (history.exit_code, history.stdout) == (2, "")
     assert words(history.stderr) == (
         "error: an API token is required (Authorization: Bearer <token>) (HTTP 401); "
         "give an API token with --token, --token-file or FLEETMARK_TOKEN"
@@ -303,6 +305,6 @@ async def test_an_unreachable_hub_ends_the_command() -> None:
     history = await fleetmark("history", "--hub", silent, "-o", "json")
 
     for result in (status, history):
-        assert result.exit_code == 1
+        assert result.exit_code == 2
         assert result.stdout == ""
         assert words(result.stderr).startswith(f"error: the hub at {silent} is unreachable")

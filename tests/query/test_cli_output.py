@@ -123,11 +123,11 @@ async def test_values_the_hub_refuses_name_the_option_and_the_rule(options: list
         "gate", "wait", "-e", too_long, "--commit", SHA_A, "--timeout", "0s", *options
     )
 
-    assert status.exit_code == 1
+    assert status.exit_code == 2
     assert status.stderr.strip() == "error: --environment: must be at most 253 characters"
-    assert history.exit_code == 1
+    assert history.exit_code == 2
     assert history.stderr.strip() == "error: --object: must be at most 253 characters"
-    assert gate.exit_code == 3
+    assert gate.exit_code == 2
     assert gate.stderr.strip().endswith("error: --environment: must be at most 253 characters")
     for result in (status, history, gate):
         assert "pydantic" not in result.output

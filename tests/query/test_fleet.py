@@ -27,14 +27,26 @@ def counts(
 
 
 def group(
-    clusters: int, reporting: int, stale: int, never: int, objects: dict[str, int]
+    clusters: int,
+    reporting: int,
+    stale: int,
+    never: int,
+    objects: dict[str, int],
+    silent_drift: int = 0,
 ) -> dict[str, Any]:
+    """A group's counts; before any drift evaluation, its drift is that of silent clusters."""
     return {
         "clusters": clusters,
         "reporting": reporting,
         "stale": stale,
         "never_reported": never,
         "objects": objects,
+        "drift_total": silent_drift,
+        "drift_behind": 0,
+        "drift_failing": 0,
+        "drift_stale": silent_drift,
+        "drift_live": 0,
+        "drift_other": 0,
     }
 
 
@@ -103,16 +115,16 @@ async def test_counts_objects_by_state_per_environment_and_cluster_type(
         {
             "name": "stage",
             "position": 1,
-            **group(2, reporting=1, stale=0, never=1, objects=drone_stage),
+            **group(2, reporting=1, stale=0, never=1, objects=drone_stage, silent_drift=1),
             "cluster_types": [
                 {"name": "drone", **group(1, 1, 0, 0, drone_stage)},
-                {"name": "large", **group(1, 0, 0, 1, nothing)},
+                {"name": "large", **group(1, 0, 0, 1, nothing, silent_drift=1)},
             ],
         },
         {"name": "prod", "position": 2, **group(0, 0, 0, 0, nothing), "cluster_types": []},
     ]
     totals = counts(9, ready=5, failing=2, progressing=1, suspended=1, drifted=1)
-    assert body["totals"] == group(5, reporting=4, stale=0, never=1, objects=totals)
+    assert body["totals"] == group(5, reporting=4, stale=0, never=1, objects=totals, silent_drift=1)
 
 
 @pytest.mark.usefixtures("reporting_fleet")
@@ -183,7 +195,6 @@ async def test_a_silent_cluster_turns_stale_when_the_threshold_passes(
             ["drone-dev-1", "drone-dev-2"],
         ),
         ({"environment": "prod"}, {"prod": []}, []),
-        ({"environment": "qa"}, {}, []),
     ],
 )
 async def test_filters_by_environment_and_cluster_type(
@@ -263,3 +274,18 @@ async def test_refuses_bad_paging(
 
     assert response.status_code == 422
     assert next(iter(params)) in response.json()["detail"]
+
+
+@pytest.mark.usefixtures("reporting_fleet")
+async def test_an_unknown_environment_is_404_naming_those_known(
+    client: httpx.AsyncClient, read_token: str
+) -> None:
+    response = await client.get(
+        "/api/v1/fleet", params={"environment": "qa"}, headers=bearer(read_token)
+    )
+
+    assert response.status_code == 404
+    assert response.json() == {
+        "error": "unknown_environment",
+        "detail": "environment 'qa' is unknown (known: dev, stage, prod)",
+    }

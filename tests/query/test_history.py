@@ -137,8 +137,6 @@ async def test_lists_every_applied_revision_change_newest_first(
         ({"since": at(2).isoformat()}, EVERYTHING[:3]),
         ({"until": at(2).isoformat()}, EVERYTHING[3:]),
         ({"since": at(1).isoformat(), "until": at(4).isoformat()}, EVERYTHING[2:4]),
-        ({"environment": "prod"}, []),
-        ({"cluster": "no-such-cluster"}, []),
     ],
 )
 async def test_filters(
@@ -148,6 +146,28 @@ async def test_filters(
     expected: list[tuple[Any, ...]],
 ) -> None:
     assert summary(await history(client, read_token, **params)) == expected
+
+
+@pytest.mark.usefixtures("deployments")
+@pytest.mark.parametrize(
+    ("params", "error", "detail"),
+    [
+        ({"environment": "prod"}, "unknown_environment", "environment 'prod' is unknown ("),
+        (
+            {"cluster": "no-such-cluster"},
+            "unknown_cluster",
+            "cluster 'no-such-cluster' is unknown (",
+        ),
+    ],
+)
+async def test_an_unknown_name_is_404_naming_those_known(
+    client: httpx.AsyncClient, read_token: str, params: dict[str, str], error: str, detail: str
+) -> None:
+    response = await client.get("/api/v1/history", params=params, headers=bearer(read_token))
+
+    assert response.status_code == 404
+    assert response.json()["error"] == error
+    assert response.json()["detail"].startswith(detail)
 
 
 @pytest.mark.usefixtures("deployments")

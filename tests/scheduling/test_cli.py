@@ -106,7 +106,7 @@ def test_json_output_and_the_exit_status_of_failed_assignments(
 
     code, output = schedule(control_plane, platform, "-e", "dev", "--output", "json")
 
-    assert code == 2, output
+    assert code == 1, output
     [outcome] = json.loads(output)["environments"]
     assert outcome["commit"] == platform.head("dev")
     assert outcome["failed"] == 1
@@ -114,7 +114,7 @@ def test_json_output_and_the_exit_status_of_failed_assignments(
 
 
 @pytest.mark.usefixtures("cli_database")
-def test_what_cannot_be_written_at_all_exits_with_1(
+def test_what_cannot_be_written_at_all_exits_with_2(
     control_plane: ControlPlane, platform: Platform, tmp_path: Path
 ) -> None:
     unknown = schedule(control_plane, platform, "-e", "prod")
@@ -124,12 +124,12 @@ def test_what_cannot_be_written_at_all_exits_with_1(
         "schedule", "--control-plane", str(plain), "-e", "dev", "--gitops", str(platform.path)
     )
 
-    assert unknown[0] == 1
+    assert unknown[0] == 2
     assert unknown[1].endswith(
         ": nothing written: environment 'prod' was not loaded from the control plane "
         "(loaded: dev, stage)"
     )
-    assert not_git[0] == 1
+    assert not_git[0] == 2
     assert f"could not read {plain}#main" in not_git[1]
     assert f"fatal: '{plain}' does not appear to be a git repository" in not_git[1]
     assert platform.branches() == {}
@@ -150,6 +150,6 @@ def test_a_repository_url_carrying_credentials_is_refused(
         str(platform.path),
     )
 
-    assert code == 1
+    assert code == 2
     assert "must not carry credentials" in output
     assert "s3cret" not in output
