@@ -99,7 +99,7 @@ def test_pagers_and_freshness_say_what_they_count(pages_scenario: Scenario) -> N
 
     assert "deployments 1-" in cluster
     assert "deployments from" not in cluster
-    assert "the expected cluster silent longest last reported at 20" in gate
+    assert "oldest last report among the expected clusters: 20" in gate
     assert "oldest newest" not in gate
 
 
