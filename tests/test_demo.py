@@ -55,9 +55,10 @@ def printed_commands(output: str) -> list[str]:
     lines = output.split("then, in another terminal", 1)[1].splitlines()[1:]
     commands = []
     for line in lines:
-        if not line.startswith("    "):
+        if line.startswith("    "):
+            commands.append(line.strip())
+        elif not line.startswith("  "):
             break
-        commands.append(line.strip())
     return commands
 
 
@@ -88,7 +89,7 @@ def run_as_printed(output: str) -> dict[str, int]:
         if args[:2] == ["gate", "wait"]:
             args += ["--timeout", "0s"]
         result = CliRunner().invoke(cli, args, env=variables)
-        codes[" ".join(args[:2])] = result.exit_code
+        codes[" ".join(args[:4] if args[:2] == ["gate", "wait"] else args[:2])] = result.exit_code
         assert result.exit_code != 2, f"{command}:\n{result.output}"
     return codes
 
@@ -106,7 +107,17 @@ def test_the_demo_tells_the_story_and_ctrl_c_leaves_nothing_running(demo: Demo) 
     for number in range(1, len(STEPS) + 1):
         assert f"step {number} of {len(STEPS)}:" in output
     # Every suggested command runs as printed, the venv active or not.
-    assert run_as_printed(output).keys() == {"status", "drift", "diff dev", "gate wait"}
+    codes = run_as_printed(output)
+    assert codes.keys() == {
+        "status",
+        "drift",
+        "diff dev",
+        "gate wait --environment stage",
+        "gate wait --environment dev",
+    }
+    # The suggested gates: stage's passes once the story is told, dev's is still pending.
+    assert codes["gate wait --environment stage"] == 0
+    assert codes["gate wait --environment dev"] == 3
 
     # The promotion: stage's platform branch promotes the control plane's newest main commit,
     # and stage runs hello-world 1.1.0.

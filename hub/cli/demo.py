@@ -373,15 +373,17 @@ def _introduce(
         f"  open   {hub_url}/            the fleet",
         f"         {hub_url}/docs        the API",
         f"  repositories in {platform.parent}: control-plane, app-src, app-gitops, {platform.name}",
-        "  then, in another terminal (with a read token):",
+        "  then, in another terminal (FLEETMARK_TOKEN is a read token):",
         f"    export FLEETMARK_HUB_URL={hub_url} FLEETMARK_TOKEN={read}",
         f"    {fleetmark} status",
         f"    {fleetmark} drift",
         f"    {fleetmark} diff dev stage",
-        f"    {fleetmark} gate wait --environment dev --soak {pace.soak} --timeout 2m "
+        "  once the story is told, stage's gate passes and dev's stays pending "
+        "(a suspended and a silent cluster):",
+        f"    {fleetmark} gate wait --environment stage --soak {pace.soak}s --timeout 5m "
+        f"--commit $(git -C {shlex.quote(str(platform))} rev-parse stage)",
+        f"    {fleetmark} gate wait --environment dev --soak {pace.soak}s --timeout 2m "
         f"--commit $(git -C {shlex.quote(str(platform))} rev-parse dev)",
-        f"    {fleetmark} gate wait --environment stage --soak {pace.soak} "
-        "--workload hello-world-app --version 1.1.0",
         f"  admin token, for the API's admin endpoints: {admin}",
         f"The story, a step every {pace.between_steps:g} s:",
     ]
