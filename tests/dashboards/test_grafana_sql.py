@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.dashboards.grafana_sql import Variable, expand, interval_for, strip_comments
+from tests.dashboards.panels import PanelQuery, opened, panel_queries
 
 END = datetime(2017, 4, 21, 5, 6, 17, tzinfo=UTC)
 START = END - timedelta(minutes=5)
@@ -301,3 +302,22 @@ def test_bad_group_arguments_are_refused_as_grafana_refuses_them(sql: str, messa
 def test_unknown_macros_are_refused_by_name(name: str) -> None:
     with pytest.raises(ValueError, match=f'unknown macro "{name}"'):
         run(f"SELECT ${name}(t)")
+
+
+@pytest.mark.parametrize("query", panel_queries(), ids=lambda query: query.key)
+def test_every_panel_expands_at_every_width_and_range(query: PanelQuery) -> None:
+    """Grafana accepts each panel's SQL (macros known, fills and intervals it reads) on a
+    narrow and a wide screen, from a day to a year, with and without TimescaleDB."""
+    for screen in (500, 1800):
+        for days in (1, 30, 90, 365):
+            for timescaledb in (False, True):
+                expanded = expand(
+                    query.query.raw_sql,
+                    variables=opened(query.dashboard),
+                    time_from=END - timedelta(days=days),
+                    time_to=END,
+                    max_data_points=query.max_data_points(screen),
+                    min_interval=query.panel.interval,
+                    timescaledb=timescaledb,
+                )
+                assert "$__" not in expanded, expanded
