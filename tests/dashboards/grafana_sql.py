@@ -15,7 +15,8 @@ format registry, packages/grafana-data rangeutil), then the datasource on the se
    `$__interval`/`$__interval_ms`: the range divided by the panel's maximum data points (its
    width in pixels unless set; 500 when unknown), rounded to a round interval, no finer than
    the panel's minimum interval or else the datasource's (`1m` when unset).
-2. On the server: comments stripped (quotes, identifiers and dollar-quoted strings kept, and a
+2. On the server: comments stripped, as releases do since grafana/grafana#121772 (12.1.11,
+   12.2.9, 12.3.7, 12.4.3 and later; quotes, identifiers and dollar-quoted strings kept, and a
    SQLCommenter tag `/*key='value'*/` holding no macro); `$__interval_ms`, `$__interval`,
    `$__unixEpochFrom()` and `$__unixEpochTo()` replaced as text; then every `$name(args)`
    expanded as a macro (args split at commas, spaces trimmed), an unknown name refused.
