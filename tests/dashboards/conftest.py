@@ -110,12 +110,15 @@ class ReadOnly:
         time_from: datetime,
         time_to: datetime,
         timescaledb: bool = False,
+        screen: int = 1800,
     ) -> list[dict[str, Any]]:
+        """The panel's rows on a dashboard `screen` pixels wide."""
         sql = expand(
             query.query.raw_sql,
             variables=variables,
             time_from=time_from,
             time_to=time_to,
+            max_data_points=query.max_data_points(screen),
             min_interval=query.panel.interval,
             timescaledb=timescaledb,
         )

@@ -35,6 +35,14 @@ class PanelQuery:
     def key(self) -> str:
         return f"{self.dashboard.uid}: {self.panel.title}"
 
+    def max_data_points(self, screen: int) -> int:
+        """What Grafana asks this panel's query for: its maxDataPoints, else its width in
+        pixels on a dashboard `screen` pixels wide (24 grid columns)."""
+        if self.panel.max_data_points:
+            return int(self.panel.max_data_points)
+        assert self.panel.grid_pos is not None, self.key
+        return screen * self.panel.grid_pos.w // 24
+
 
 def panel_queries() -> list[PanelQuery]:
     found = []
