@@ -20,7 +20,13 @@ COUNTS = """
     count(*) FILTER (WHERE failing > 0) AS "Failing"
 """.format(stale=stale("last_seen_at"))
 
-TOTALS = f"SELECT {COUNTS} FROM grafana.cluster x WHERE {scope('x')}"
+TOTALS = f"""
+SELECT {COUNTS},
+       CAST(count(*) FILTER (WHERE last_seen_at IS NOT NULL AND NOT ({stale("last_seen_at")}))
+            AS double precision) / NULLIF(count(*), 0) AS "Reporting share"
+FROM grafana.cluster x
+WHERE {scope("x")}
+"""
 
 PER_CLUSTER_TYPE = f"""
 SELECT environment AS "Environment", cluster_type AS "Cluster type", {COUNTS}
@@ -64,7 +70,22 @@ def build() -> Dashboard:
             "Clusters per environment and cluster type, their reports, "
             "drift and failures, and the harvest of the GitOps repositories.",
         )
-        .with_panel(stat("Clusters", TOTALS, height=4))
+        .with_panel(
+            stat(
+                "Clusters",
+                TOTALS,
+                counts={
+                    "Stale": "stale",
+                    "Never reported": "never_reported",
+                    "Drifted": "drifted",
+                    "Failing": "failing",
+                },
+                shares=["Reporting share"],
+                description="Reporting share: of the clusters, those that reported within the "
+                "staleness threshold (below 90 % red, below 99 % amber).",
+                height=4,
+            )
+        )
         .with_panel(table("Clusters per environment and cluster type", PER_CLUSTER_TYPE))
         .with_panel(
             link_clusters(

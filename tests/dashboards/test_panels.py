@@ -135,6 +135,7 @@ async def test_fleet_overview(readonly: ReadOnly, seeded: Seeded) -> None:
 
     counts = ("Clusters", "Reporting", "Stale", "Never reported", "Drifted", "Failing")
     assert [totals[name] for name in counts] == [6, 4, 1, 1, 2, 1]
+    assert totals["Reporting share"] == pytest.approx(4 / 6)
     assert [stage[name] for name in counts] == [2, 0, 1, 1, 0, 0]
     assert placed["Clusters"] == 5
     assert [
