@@ -47,7 +47,10 @@ SELECT cluster AS "Cluster", environment AS "Environment", cluster_type AS "Clus
 FROM grafana.cluster x
 WHERE {scope("x")}
   AND (last_seen_at IS NULL OR {stale("last_seen_at")} OR failing > 0 OR drifted_objects > 0)
-ORDER BY environment_position NULLS LAST, environment, cluster_type, cluster
+-- Most severe first, then the latest environment first: a cut keeps prod's failures.
+ORDER BY CASE WHEN failing > 0 THEN 0 WHEN {stale("last_seen_at")} THEN 1
+              WHEN last_seen_at IS NULL THEN 2 ELSE 3 END,
+         environment_position DESC NULLS LAST, environment, cluster_type, cluster
 LIMIT 500
 """
 
@@ -92,7 +95,8 @@ def build() -> Dashboard:
                 table(
                     "Clusters that need attention",
                     ATTENTION,
-                    description="Never reported, stale, failing or drifted clusters.",
+                    description="Failing, stale, never reported or drifted clusters, in that "
+                    "order, the latest environment first; 500 at most.",
                     height=10,
                 )
             )
