@@ -7,7 +7,9 @@ become the alert's labels (a cluster, a repository, a gate), its one number the 
 reduce (last) and a threshold (above 0) expression make the condition, so the rule fires
 exactly for the rows the query returns, and returns to normal when there are none (no data is
 OK). The file follows Grafana's alerting file provisioning format (apiVersion 1, `groups` of
-rules with `data` queries and expressions).
+rules with `data` queries and expressions). Each rule names the panel that shows what it
+watches (`dashboardUid` and `panelId`): Grafana then marks the rule's state on that panel and
+links it, by Grafana's own URL, in notifications.
 
 The thresholds are in the SQL: a cluster drifted for longer than `DRIFTED_FOR`, a cluster
 whose newest report is older than `STALE_AFTER` (the hub's default
@@ -16,11 +18,13 @@ environment's newest platform commit or of a workload's newest version that fail
 answers the promotion job keeps).
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import yaml
+from grafana_foundation_sdk.models.dashboard import Dashboard, Panel
 
 from dashboards.postgres import DATASOURCE_TYPE
 
@@ -41,7 +45,9 @@ class Rule:
     # One row per firing instance: text columns (labels) and one number.
     sql: str
     summary: str
+    # The panel that shows what the rule watches: its dashboard's uid and its title.
     dashboard: str
+    panel: str
 
 
 def _seconds(delta: timedelta) -> int:
@@ -61,6 +67,7 @@ WHERE drifted_since <= now() - make_interval(secs => {_seconds(DRIFTED_FOR)})
         summary="{{ $labels.cluster }} ({{ $labels.environment }}) has been drifted for more "
         f"than {_seconds(DRIFTED_FOR) // 60} minutes",
         dashboard="fleetmark-drift",
+        panel="Drifted",
     ),
     Rule(
         uid="fleetmark-cluster-stale",
@@ -74,6 +81,7 @@ WHERE last_seen_at < now() - make_interval(secs => {_seconds(STALE_AFTER)})
         summary="{{ $labels.cluster }} ({{ $labels.environment }}) has not reported for more "
         f"than {_seconds(STALE_AFTER) // 60} minutes",
         dashboard="fleetmark-fleet",
+        panel="Clusters that need attention",
     ),
     Rule(
         uid="fleetmark-harvest-failing",
@@ -85,6 +93,7 @@ WHERE enabled AND fetch_error IS NOT NULL
 """,
         summary="fetching {{ $labels.repository }} ({{ $labels.role }}) fails",
         dashboard="fleetmark-fleet",
+        panel="Harvest per repository",
     ),
     Rule(
         uid="fleetmark-gate-failed",
@@ -98,15 +107,35 @@ WHERE newest = 1 AND verdict = 'failed'
         summary="the gate of the newest {{ $labels.subject }} {{ $labels.workload }} "
         "{{ $labels.revision }} in {{ $labels.environment }} failed",
         dashboard="fleetmark-promotion",
+        panel="Gate answers",
     ),
 )
 
 
-def _rule(rule: Rule) -> dict[str, Any]:
+def _panel_id(rule: Rule, dashboards: Mapping[str, Dashboard]) -> int:
+    built = dashboards.get(rule.dashboard)
+    if built is None:
+        raise ValueError(f"alert rule {rule.uid}: no dashboard {rule.dashboard!r}")
+    ids = [
+        panel.id_val
+        for panel in built.panels or []
+        if isinstance(panel, Panel) and panel.title == rule.panel
+    ]
+    if len(ids) != 1 or ids[0] is None:
+        raise ValueError(
+            f"alert rule {rule.uid}: dashboard {rule.dashboard!r} has no one panel titled "
+            f"{rule.panel!r} with an id"
+        )
+    return ids[0]
+
+
+def _rule(rule: Rule, panel_id: int) -> dict[str, Any]:
     """One rule in the provisioning format: query A, B its last value per row, C above 0."""
     return {
         "uid": rule.uid,
         "title": rule.title,
+        "dashboardUid": rule.dashboard,
+        "panelId": panel_id,
         "condition": "C",
         "data": [
             {
@@ -152,7 +181,7 @@ def _rule(rule: Rule) -> dict[str, Any]:
         "noDataState": "OK",
         "execErrState": "Error",
         "for": "0s",
-        "annotations": {"summary": rule.summary, "dashboard": f"/d/{rule.dashboard}"},
+        "annotations": {"summary": rule.summary},
         "labels": {"source": "fleetmark"},
         "isPaused": False,
     }
@@ -174,8 +203,8 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _text)
 
 
-def render() -> str:
-    """The provisioning file's text."""
+def render(dashboards: Mapping[str, Dashboard]) -> str:
+    """The provisioning file's text; `dashboards` by uid, their panels numbered."""
     document = {
         "apiVersion": 1,
         "groups": [
@@ -184,7 +213,7 @@ def render() -> str:
                 "name": GROUP,
                 "folder": FOLDER,
                 "interval": INTERVAL,
-                "rules": [_rule(rule) for rule in RULES],
+                "rules": [_rule(rule, _panel_id(rule, dashboards)) for rule in RULES],
             }
         ],
     }

@@ -1,8 +1,10 @@
 """The dashboards as files: built from their modules, written under dashboards/, checked.
 
 `DASHBOARDS` lists one builder module per dashboard; each has `UID`, `TITLE` and `build()`
-returning the dashboard without links. `render()` adds to every dashboard a link to each of
-the others (by uid, with the variables and time range carried over) and returns the files
+returning the dashboard without links or panel ids. `render()` numbers every dashboard's
+panels 1, 2, … in the order they are added (ids that stay as long as the panels do: links and
+alert rules point at them), adds a link to each of the others (by uid, with the variables and
+time range carried over) and returns the files
 under dashboards/, by path, with their text: the dashboards' JSON and the
 alert rules' provisioning file (dashboards/alerts.py). `generated()` adds the copies of the
 dashboards' JSON the hub's Helm chart ships (a chart can read only files inside it);
@@ -15,7 +17,7 @@ from types import ModuleType
 
 from grafana_foundation_sdk.builders.dashboard import DashboardLink
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
-from grafana_foundation_sdk.models.dashboard import DashboardLinkType
+from grafana_foundation_sdk.models.dashboard import Dashboard, DashboardLinkType, Panel
 
 from dashboards import alerts, cluster, dora, drift, envdiff, fleet, history, promotion
 from dashboards.common import dashboard_url
@@ -49,14 +51,22 @@ def _links(current: str) -> list[DashboardLink]:
     ]
 
 
+def _built(module: ModuleType) -> Dashboard:
+    built: Dashboard = module.build()
+    for number, panel in enumerate(built.panels or [], start=1):
+        assert isinstance(panel, Panel), panel
+        panel.id_val = number
+    built.links = [link.build() for link in _links(module.UID)]
+    return built
+
+
 def render() -> dict[Path, str]:
     files: dict[Path, str] = {}
-    for module in DASHBOARDS:
-        built = module.build()
-        built.links = [link.build() for link in _links(module.UID)]
+    dashboards = {module.UID: _built(module) for module in DASHBOARDS}
+    for uid, built in dashboards.items():
         text = json.dumps(built, cls=JSONEncoder, indent=2, sort_keys=True, ensure_ascii=False)
-        files[ROOT / "json" / f"{module.UID}.json"] = text + "\n"
-    files[ALERT_RULES] = alerts.render()
+        files[ROOT / "json" / f"{uid}.json"] = text + "\n"
+    files[ALERT_RULES] = alerts.render(dashboards)
     return files
 
 

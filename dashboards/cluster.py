@@ -4,6 +4,7 @@ readiness and drift, the reports per hour, and the history of what it applied.""
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
 from dashboards.common import (
+    PER_HOUR,
     SHOWN_CLUSTERS,
     dashboard,
     scope,
@@ -47,7 +48,8 @@ LIMIT 2000
 """
 
 REPORTS = f"""
-SELECT $__timeGroupAlias(x.hour, $__interval), s.cluster AS metric, sum(x.reports) AS value
+SELECT $__timeGroupAlias(x.hour, $__interval, 0), s.cluster AS metric,
+       sum(x.reports) {PER_HOUR} AS value
 FROM ({shown_clusters()}) s
 CROSS JOIN LATERAL (
     SELECT x.hour, x.reports FROM grafana.heartbeat_hourly x

@@ -5,7 +5,9 @@ A dashboard module builds one `Dashboard` with `dashboard(...)` and panels made 
 (migration 0023). Its SQL narrows the rows to what the variables choose with `scope(alias)`,
 which every view with `environment`, `cluster_type` and `cluster` columns takes, and to the time
 picker's range with Grafana's macros (`$__timeFilter(column)`, `$__timeGroupAlias(column,
-$__interval)`); `stale(column)` says whether a cluster's last report is older than the
+$__interval, fill)`: counts and minutes filled with 0, states with NULL, so that a bucket
+without rows is drawn as what it means); `PER_HOUR` makes a bucket's sum a rate per hour at
+every range; `stale(column)` says whether a cluster's last report is older than the
 dashboards' staleness threshold. Links between dashboards are added by `dashboards.build`;
 `dashboard_url(uid)` is a link to another dashboard by uid that carries the variables and the
 time range over, for data links in tables.
@@ -17,22 +19,27 @@ clusters whose environment and cluster type carry it (grafana.placement); "All" 
 chooses every cluster, those that carry no workload too.
 """
 
-from typing import TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
+from grafana_foundation_sdk.builders import common as common_builders
 from grafana_foundation_sdk.builders import dashboard as dashboard_builders
 from grafana_foundation_sdk.builders import stat as stat_builders
 from grafana_foundation_sdk.builders import statetimeline as statetimeline_builders
 from grafana_foundation_sdk.builders import table as table_builders
 from grafana_foundation_sdk.builders import timeseries as timeseries_builders
 from grafana_foundation_sdk.cog import builder as cogbuilder
+from grafana_foundation_sdk.models import common as common_models
 from grafana_foundation_sdk.models import dashboard as model
 
 from dashboards.postgres import DATASOURCE_TYPE, SQL, Format
+from hub.palette import HEX, Colour, colour
 
 __all__ = [
     "ALL",
     "DATASOURCE",
     "EVERY_CLUSTER",
+    "PER_HOUR",
     "SHOWN_CLUSTERS",
     "STALE_AFTER",
     "VARIABLES",
@@ -64,6 +71,9 @@ STALE_AFTER = "stale_after"
 STALE_AFTER_DEFAULT = "600"
 # Rollups are hourly: a bucket is never finer.
 HOURLY = "1h"
+# SQL: a sum over a bucket of `$__interval` as a rate per hour, whatever the range's buckets.
+PER_HOUR = "* 3600000.0 / $__interval_ms"
+_SPAN_NULLS = model.DynamicConfigValue(id_val="custom.spanNulls", value=True)
 
 
 def chosen(variable: str, column: str) -> str:
@@ -177,7 +187,10 @@ def dashboard_url(uid: str, **fixed: str) -> str:
     return f"/d/{uid}?" + "&".join(["${__url_time_range}", *carried])
 
 
-def dashboard(uid: str, title: str, description: str) -> dashboard_builders.Dashboard:
+def dashboard(
+    uid: str, title: str, description: str, *, refresh: str = "1m"
+) -> dashboard_builders.Dashboard:
+    """A dashboard refreshed every `refresh`: as often as its data changes."""
     return (
         dashboard_builders.Dashboard(title)
         .uid(uid)
@@ -185,7 +198,7 @@ def dashboard(uid: str, title: str, description: str) -> dashboard_builders.Dash
         .tags(["fleetmark"])
         .editable()
         .time("now-24h", "now")
-        .refresh("1m")
+        .refresh(refresh)
         .timezone("browser")
         .tooltip(model.DashboardCursorSync.CROSSHAIR)
         .variables(variables())
@@ -223,10 +236,62 @@ def table(
     return _panel(table_builders.Panel(), title, SQL(sql), description, height, span)
 
 
+def _thresholds(*steps: tuple[float | None, Colour]) -> dict[str, Any]:
+    """Grafana's thresholds: from each step's value up (the first from -Infinity), its colour."""
+    return {
+        "mode": "absolute",
+        "steps": [{"value": value, "color": HEX[name]} for value, name in steps],
+    }
+
+
+# A stat's figures on their colour: totals in the palette's neutral colour, a count of a state
+# green at 0 and in that state's colour from 1, a share (0 to 1) red below 90 %, amber below
+# 99 %, green from there.
+_NEUTRAL = [
+    model.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": HEX["idle"]}),
+    model.DynamicConfigValue(id_val="thresholds", value=_thresholds((None, "idle"))),
+]
+_BY_THRESHOLDS = model.DynamicConfigValue(id_val="color", value={"mode": "thresholds"})
+_SHARE = [
+    _BY_THRESHOLDS,
+    model.DynamicConfigValue(
+        id_val="thresholds", value=_thresholds((None, "bad"), (0.9, "warn"), (0.99, "ok"))
+    ),
+    model.DynamicConfigValue(id_val="unit", value="percentunit"),
+]
+
+
+def _count_of(state: str) -> list[model.DynamicConfigValue]:
+    steps = _thresholds((None, "ok"), (1, colour(state)))
+    return [_BY_THRESHOLDS, model.DynamicConfigValue(id_val="thresholds", value=steps)]
+
+
 def stat(
-    title: str, sql: str, *, description: str = "", height: int = 4, span: int = 24
+    title: str,
+    sql: str,
+    *,
+    counts: Mapping[str, str] | None = None,
+    shares: Sequence[str] = (),
+    description: str = "",
+    height: int = 4,
+    span: int = 24,
 ) -> stat_builders.Panel:
-    return _panel(stat_builders.Panel(), title, SQL(sql), description, height, span)
+    """A stat of the query's columns: totals unless named in `counts` (column → the state word
+    of hub.palette it counts) or in `shares`."""
+    panel = _panel(stat_builders.Panel(), title, SQL(sql), description, height, span)
+    # Every field neutral (a field is a column: the defaults would colour each alike), then
+    # the counts and shares by name.
+    panel = (
+        panel.color_mode(common_models.BigValueColorMode.BACKGROUND_SOLID)
+        .graph_mode(common_models.BigValueGraphMode.NONE)
+        .reduce_options(common_builders.ReduceDataOptions().values(False).calcs(["lastNotNull"]))
+    )
+    panel = panel.override_by_field_type("number", _NEUTRAL)
+    for column, state in (counts or {}).items():
+        panel = panel.override_by_name(column, _count_of(state))
+    for column in shares:
+        panel = panel.override_by_name(column, _SHARE)
+    return panel
 
 
 def timeseries(
@@ -239,8 +304,12 @@ def timeseries(
 def state_timeline(
     title: str, sql: str, *, description: str = "", height: int = 10, span: int = 24
 ) -> statetimeline_builders.Panel:
-    """A state timeline over hourly rollups: buckets of an hour at least."""
-    return _hourly(statetimeline_builders.Panel(), title, sql, description, height, span)
+    """A state timeline over hourly rollups: buckets of an hour at least. A state lasts until
+    the series' next state: Grafana turns the long rows wide with a null wherever a series has
+    no row at another's time, and a state timeline ends a state at a null unless it spans them
+    (the SDK's model lacks `custom.spanNulls`, so an override sets it)."""
+    panel = _hourly(statetimeline_builders.Panel(), title, sql, description, height, span)
+    return panel.override_by_field_type("number", [_SPAN_NULLS])
 
 
 def link_clusters(panel: table_builders.Panel, column: str = "Cluster") -> table_builders.Panel:

@@ -13,10 +13,12 @@ interpolate between ranks as the API's do (percentile_cont).
 """
 
 from grafana_foundation_sdk.builders.table import Panel as TablePanel
+from grafana_foundation_sdk.models.common import GraphDrawStyle
 from grafana_foundation_sdk.models.dashboard import Dashboard, DynamicConfigValue
 
 from dashboards.common import (
     EVERY_CLUSTER,
+    PER_HOUR,
     chosen,
     dashboard,
     placed,
@@ -85,11 +87,13 @@ ORDER BY workload, environment_position NULLS LAST, environment
 """
 
 
-def _per_day(column: str, value: str) -> str:
-    """A trend per day and environment of the platform commits' rollouts, by `column`'s day,
-    of those the range's figures look for and the rollup's last refresh has seen."""
+def _per_day(column: str, value: str, fill: str = "") -> str:
+    """A trend per (UTC) day and environment of the platform commits' rollouts, by `column`'s
+    day, of those the range's figures look for and the rollup's last refresh has seen; a day
+    without them is `fill` (Grafana's fill argument) if given, else left out."""
+    fill = f", {fill}" if fill else ""
     return f"""
-SELECT $__timeGroupAlias({column}, '1d'), environment AS metric, {value} AS value
+SELECT $__timeGroupAlias({column}, '1d'{fill}), environment AS metric, {value} AS value
 FROM grafana.dora_rollout
 WHERE workload IS NULL AND $__timeFilter({column}) AND {column} < refreshed_at
   AND committed_at >= {_SINCE} - {_LOOKBACK} AND {_ENVIRONMENT}
@@ -98,7 +102,7 @@ ORDER BY 1
 """
 
 
-DEPLOYMENTS_PER_DAY = _per_day("completed_at", "count(*)")
+DEPLOYMENTS_PER_DAY = _per_day("completed_at", "count(*)", fill="0")
 LEAD_TIME_PER_DAY = _per_day(
     "completed_at", "percentile_cont(0.5) WITHIN GROUP (ORDER BY lead_time_seconds)"
 )
@@ -106,10 +110,12 @@ FAILURE_RATE_PER_DAY = _per_day(
     "started_at", "avg(CASE WHEN failed_at < refreshed_at THEN 1.0 ELSE 0.0 END)"
 )
 
-# With every cluster chosen, from the sums per environment and cluster type (a few rows an
-# hour); with clusters chosen, from theirs. The branch not taken is pruned when planned.
+# Per hour: a bucket's sum divided by its hours. With every cluster chosen, from the sums per
+# environment and cluster type (a few rows an hour); with clusters chosen, from theirs. The
+# branch not taken is pruned when planned.
 FAILING_PER_HOUR = f"""
-SELECT $__timeGroupAlias(hour, $__interval), environment AS metric, sum(not_ready) AS value
+SELECT $__timeGroupAlias(hour, $__interval, 0), environment AS metric,
+       sum(not_ready) {PER_HOUR} AS value
 FROM (
     SELECT x.hour, x.environment, x.not_ready FROM grafana.placement_hourly x
     WHERE {EVERY_CLUSTER} AND $__timeFilter(x.hour)
@@ -142,6 +148,9 @@ def build() -> Dashboard:
             TITLE,
             "Deployment frequency, lead time, change failure rate and time to restore per "
             "environment and workload, with their trends.",
+            # The rollup the panels read changes as often as the DORA job runs (every
+            # FLEETMARK_DORA_INTERVAL, 5 minutes by default).
+            refresh="5m",
         )
         .time("now-30d", "now")
         .with_panel(
@@ -162,16 +171,16 @@ def build() -> Dashboard:
             timeseries(
                 "Deployments per day",
                 DEPLOYMENTS_PER_DAY,
-                description="Platform commit rollouts completed, per day and environment.",
+                description="Platform commit rollouts completed, per UTC day and environment.",
                 span=8,
-            )
+            ).draw_style(GraphDrawStyle.BARS)
         )
         .with_panel(
             timeseries(
                 "Lead time per day (median)",
                 LEAD_TIME_PER_DAY,
                 description="From commit to healthy on every expected cluster, of the "
-                "rollouts completed that day.",
+                "rollouts completed that UTC day.",
                 span=8,
             ).unit("s")
         )
@@ -179,7 +188,7 @@ def build() -> Dashboard:
             timeseries(
                 "Change failure rate per day",
                 FAILURE_RATE_PER_DAY,
-                description="The share of the rollouts started that day that failed.",
+                description="The share of the rollouts started that UTC day that failed.",
                 span=8,
             ).unit("percentunit")
         )

@@ -6,6 +6,7 @@ from grafana_foundation_sdk.models.dashboard import Dashboard, DynamicConfigValu
 
 from dashboards.common import (
     EVERY_CLUSTER,
+    PER_HOUR,
     chosen,
     dashboard,
     link_clusters,
@@ -68,11 +69,13 @@ ORDER BY d.environment_position NULLS LAST, d.environment, d.cluster_type, d.clu
 LIMIT 1000
 """
 
-# With every cluster chosen, from the minutes per environment and cluster type (a few rows an
+# Minutes drifted per hour: a bucket's sum divided by its hours. With every cluster chosen,
+# from the minutes per environment and cluster type (a few rows an
 # hour); with clusters chosen, their periods spread over the hours. The branch not taken is
 # pruned when planned.
 MINUTES = f"""
-SELECT $__timeGroupAlias(hour, $__interval), environment AS metric, sum(minutes) AS value
+SELECT $__timeGroupAlias(hour, $__interval, 0), environment AS metric,
+       sum(minutes) {PER_HOUR} AS value
 FROM (
     SELECT x.hour, x.environment, x.minutes FROM grafana.placement_drift_hourly x
     WHERE {EVERY_CLUSTER} AND $__timeFilter(x.hour)
@@ -136,7 +139,17 @@ ORDER BY p.started_at DESC, p.cluster, o.kind NULLS FIRST, o.namespace, o.name
 def build() -> Dashboard:
     return (
         dashboard(UID, TITLE, "Who is drifted, since when and why; drift over time.")
-        .with_panel(stat("Drift now", TOTALS))
+        .with_panel(
+            stat(
+                "Drift now",
+                TOTALS,
+                counts={
+                    "Drifted clusters": "drifted",
+                    "Drifted objects": "drifted",
+                    "Stale clusters": "stale",
+                },
+            )
+        )
         .with_panel(
             link_clusters(
                 table(
@@ -152,7 +165,7 @@ def build() -> Dashboard:
             timeseries(
                 "Drift minutes per environment",
                 MINUTES,
-                description="Minutes clusters were drifted, summed per environment.",
+                description="Minutes clusters were drifted per hour, summed per environment.",
             )
         )
         .with_panel(table("Drift periods", PERIODS, height=10))

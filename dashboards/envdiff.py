@@ -81,7 +81,17 @@ def build() -> Dashboard:
             "How environments differ: desired and deployed versions side by side, why they "
             "differ, and the config keys that differ.",
         )
-        .with_panel(stat("Differences", DIFFERING))
+        .with_panel(
+            stat(
+                "Differences",
+                DIFFERING,
+                counts={
+                    "Rows that differ": "drifted",
+                    "Failing cells": "failing",
+                    "Drifted cells": "drifted",
+                },
+            )
+        )
         .with_panel(
             table(
                 "Versions by environment",

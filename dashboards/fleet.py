@@ -20,7 +20,13 @@ COUNTS = """
     count(*) FILTER (WHERE failing > 0) AS "Failing"
 """.format(stale=stale("last_seen_at"))
 
-TOTALS = f"SELECT {COUNTS} FROM grafana.cluster x WHERE {scope('x')}"
+TOTALS = f"""
+SELECT {COUNTS},
+       CAST(count(*) FILTER (WHERE last_seen_at IS NOT NULL AND NOT ({stale("last_seen_at")}))
+            AS double precision) / NULLIF(count(*), 0) AS "Reporting share"
+FROM grafana.cluster x
+WHERE {scope("x")}
+"""
 
 PER_CLUSTER_TYPE = f"""
 SELECT environment AS "Environment", cluster_type AS "Cluster type", {COUNTS}
@@ -41,7 +47,10 @@ SELECT cluster AS "Cluster", environment AS "Environment", cluster_type AS "Clus
 FROM grafana.cluster x
 WHERE {scope("x")}
   AND (last_seen_at IS NULL OR {stale("last_seen_at")} OR failing > 0 OR drifted_objects > 0)
-ORDER BY environment_position NULLS LAST, environment, cluster_type, cluster
+-- Most severe first, then the latest environment first: a cut keeps prod's failures.
+ORDER BY CASE WHEN failing > 0 THEN 0 WHEN {stale("last_seen_at")} THEN 1
+              WHEN last_seen_at IS NULL THEN 2 ELSE 3 END,
+         environment_position DESC NULLS LAST, environment, cluster_type, cluster
 LIMIT 500
 """
 
@@ -64,14 +73,30 @@ def build() -> Dashboard:
             "Clusters per environment and cluster type, their reports, "
             "drift and failures, and the harvest of the GitOps repositories.",
         )
-        .with_panel(stat("Clusters", TOTALS, height=4))
+        .with_panel(
+            stat(
+                "Clusters",
+                TOTALS,
+                counts={
+                    "Stale": "stale",
+                    "Never reported": "never_reported",
+                    "Drifted": "drifted",
+                    "Failing": "failing",
+                },
+                shares=["Reporting share"],
+                description="Reporting share: of the clusters, those that reported within the "
+                "staleness threshold (below 90 % red, below 99 % amber).",
+                height=4,
+            )
+        )
         .with_panel(table("Clusters per environment and cluster type", PER_CLUSTER_TYPE))
         .with_panel(
             link_clusters(
                 table(
                     "Clusters that need attention",
                     ATTENTION,
-                    description="Never reported, stale, failing or drifted clusters.",
+                    description="Failing, stale, never reported or drifted clusters, in that "
+                    "order, the latest environment first; 500 at most.",
                     height=10,
                 )
             )

@@ -30,7 +30,7 @@ CLUSTER_STATES = {
 ROLLOUT_STATES = {0: ("done", "green"), 1: ("rolling out", "blue"), 2: ("failed", "red")}
 
 PER_CLUSTER = f"""
-SELECT $__timeGroupAlias(x.hour, $__interval), s.cluster AS metric,
+SELECT $__timeGroupAlias(x.hour, $__interval, NULL), s.cluster AS metric,
        max(CASE WHEN x.not_ready > 0 THEN 3 WHEN x.drifted > 0 THEN 2 WHEN x.applied > 0 THEN 1
                 ELSE 0 END) AS value
 FROM ({shown_clusters()}) s

@@ -94,6 +94,7 @@ def build() -> Dashboard:
             stat(
                 "Gates of the newest commits and versions",
                 VERDICTS,
+                counts={"Pending": "pending", "Failed": "failed"},
                 description="The gate of each environment's newest platform commit and of each "
                 "workload's newest version there, by verdict.",
             )

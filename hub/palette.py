@@ -1,6 +1,6 @@
 """The one palette every view of a state draws from: the pages' badges (their colours are the
-custom properties of the same names in hub/pages/static/fleetmark.css) and, in time, the
-dashboards' value mappings. A state is always drawn with its word as well, so a reader who
+custom properties of the same names in hub/pages/static/fleetmark.css) and the dashboards'
+thresholds. A state is always drawn with its word as well, so a reader who
 cannot tell the colours apart reads the same thing.
 
 Keys are the words the API answers with (gate verdicts and cluster states, agent status, drift
@@ -9,7 +9,7 @@ reasons, environment diff cells, rollout states); a word means one thing whereve
 
 from typing import Literal
 
-__all__ = ["PALETTE", "STATES", "Colour", "colour"]
+__all__ = ["HEX", "PALETTE", "STATES", "Colour", "colour"]
 
 Colour = Literal["ok", "progress", "warn", "bad", "idle"]
 # What each colour says: in order from good to bad, then out of the picture.
@@ -19,6 +19,15 @@ PALETTE: dict[Colour, str] = {
     "warn": "needs a look: behind, silent, or not judged yet",
     "bad": "failed: someone has to act",
     "idle": "out of service or not concerned",
+}
+# Each colour as the pages draw it (fleetmark.css's custom property of its name) and the
+# dashboards' thresholds and value mappings draw it.
+HEX: dict[Colour, str] = {
+    "ok": "#1a7f37",
+    "progress": "#0550ae",
+    "warn": "#7d4e00",
+    "bad": "#b3261e",
+    "idle": "#57606a",
 }
 
 STATES: dict[str, Colour] = {
