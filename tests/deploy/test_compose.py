@@ -152,6 +152,23 @@ def test_prometheus_scrapes_the_hubs_metrics_port_with_the_metrics_token() -> No
     assert [port.rsplit(":", 1)[1] for port in services["hub"]["ports"]] == ["8080"]
 
 
+def test_grafana_reads_the_prometheus_that_scrapes_the_hub() -> None:
+    services = compose()["services"]
+    [datasource] = yaml.safe_load(
+        (ROOT / "dashboards/provisioning/datasources/prometheus.yaml").read_text()
+    )["datasources"]
+    config = yaml.safe_load((ROOT / "compose" / "prometheus.yml").read_text())
+    published = services["prometheus"]["ports"][0].rsplit(":", 1)[1]
+
+    assert datasource["type"] == "prometheus"
+    assert datasource["url"] == "$FLEETMARK_GRAFANA_PROMETHEUS_URL"
+    assert services["grafana"]["environment"]["FLEETMARK_GRAFANA_PROMETHEUS_URL"] == (
+        f"http://prometheus:{published}"
+    )
+    # $__rate_interval spans four of the scrape interval Grafana is told.
+    assert datasource["jsonData"]["timeInterval"] == config["global"]["scrape_interval"]
+
+
 def test_the_services_start_in_order() -> None:
     services = compose()["services"]
 
@@ -202,8 +219,10 @@ def test_grafana_reads_the_repositorys_provisioning_files_and_dashboards() -> No
     assert (
         mounts["./dashboards/provisioning/datasources"] == "/etc/grafana/provisioning/datasources"
     )
-    datasource = (ROOT / "dashboards/provisioning/datasources/fleetmark.yaml").read_text()
-    read = set(re.findall(r"\$(FLEETMARK_GRAFANA_DB_\w+)", datasource))
+    datasources = "".join(
+        path.read_text() for path in (ROOT / "dashboards/provisioning/datasources").iterdir()
+    )
+    read = set(re.findall(r"\$(FLEETMARK_GRAFANA_\w+)", datasources))
     # The password from its secret file, set by the entrypoint in Grafana's own process.
     given = {name for name in grafana["environment"] if name.startswith("FLEETMARK_")}
     assert read == given | {"FLEETMARK_GRAFANA_DB_PASSWORD"}
