@@ -65,7 +65,7 @@ def test_no_secret_is_an_environment_value_or_on_a_command_line() -> None:
 
     assert all("file" in source for source in document["secrets"].values())
     assert secret_values == set()
-    assert uses == {"FLEETMARK_PUBLISH_ADDRESS"}
+    assert uses == {"FLEETMARK_PUBLISH_ADDRESS", "FLEETMARK_ALERT_WEBHOOK_URL"}
     assert "password" not in " ".join(document["services"]["db-roles"]["command"][:2])
 
 
@@ -169,6 +169,34 @@ def test_grafana_reads_the_prometheus_that_scrapes_the_hub() -> None:
     assert datasource["jsonData"]["timeInterval"] == config["global"]["scrape_interval"]
 
 
+def test_compose_routes_the_alerts_to_its_contact_point() -> None:
+    """Compose alone provisions a policy (it replaces a Grafana's whole tree): its route takes
+    every rule's alerts, one notification per rule and environment."""
+    grafana = compose()["services"]["grafana"]
+    mounts = dict(volume.split(":")[:2] for volume in grafana["volumes"])
+    notifications = yaml.safe_load((ROOT / "compose/alerting/notifications.yaml").read_text())
+    rules = yaml.safe_load((ROOT / "dashboards/provisioning/alerting/fleetmark.yaml").read_text())
+    [contact] = notifications["contactPoints"]
+    [policy] = notifications["policies"]
+    [route] = policy["routes"]
+    [receiver] = contact["receivers"]
+
+    assert mounts["./compose/alerting/notifications.yaml"].startswith(
+        "/etc/grafana/provisioning/alerting/"
+    )
+    assert policy["receiver"] == route["receiver"] == contact["name"]
+    assert all(rule["labels"]["source"] == "fleetmark" for rule in rules["groups"][0]["rules"])
+    assert route["object_matchers"] == [["source", "=", "fleetmark"]]
+    assert route["group_by"] == ["alertname", "environment"]
+    assert receiver["settings"]["url"] == "$FLEETMARK_GRAFANA_ALERT_WEBHOOK_URL"
+    assert grafana["environment"]["FLEETMARK_GRAFANA_ALERT_WEBHOOK_URL"].startswith(
+        "${FLEETMARK_ALERT_WEBHOOK_URL:-"
+    )
+    # Neither the chart nor `dashboards push` provisions a policy.
+    assert not list((ROOT / "charts").rglob("*notification*"))
+    assert "policies" not in (ROOT / "hub/cli/dashboards.py").read_text()
+
+
 def test_the_services_start_in_order() -> None:
     services = compose()["services"]
 
@@ -213,16 +241,24 @@ def test_grafana_reads_the_repositorys_provisioning_files_and_dashboards() -> No
         (ROOT / "dashboards/provisioning/dashboards/fleetmark.yaml").read_text()
     )
 
-    for source in (s for s in mounts if s.startswith("./") and not s.endswith("alerting")):
-        assert (ROOT / source).is_dir(), source
+    for source in (s for s in mounts if s.startswith("./")):
+        assert (ROOT / source).exists(), source
+    assert mounts["./dashboards/provisioning/alerting/fleetmark.yaml"] == (
+        "/etc/grafana/provisioning/alerting/fleetmark.yaml"
+    )
     assert mounts["./dashboards/json"] == provider["providers"][0]["options"]["path"]
     assert (
         mounts["./dashboards/provisioning/datasources"] == "/etc/grafana/provisioning/datasources"
     )
-    datasources = "".join(
-        path.read_text() for path in (ROOT / "dashboards/provisioning/datasources").iterdir()
-    )
-    read = set(re.findall(r"\$(FLEETMARK_GRAFANA_\w+)", datasources))
+    provisioned = [
+        *(ROOT / "dashboards/provisioning/datasources").iterdir(),
+        ROOT / "compose/alerting/notifications.yaml",
+    ]
+    read = {
+        name
+        for path in provisioned
+        for name in re.findall(r"\$(FLEETMARK_GRAFANA_\w+)", path.read_text())
+    }
     # The password from its secret file, set by the entrypoint in Grafana's own process.
     given = {name for name in grafana["environment"] if name.startswith("FLEETMARK_")}
     assert read == given | {"FLEETMARK_GRAFANA_DB_PASSWORD"}
