@@ -75,12 +75,12 @@ def test_every_fleetmark_container_is_read_only_and_the_demo_fleet_is_opt_in() -
         name for name, s in services.items() if s.get("image", "").endswith("fleetmark:0.1.0")
     }
 
-    assert fleetmark == {"hub", "grafana-grant", "simulate"}
+    assert fleetmark == {"hub", "grafana-grant", "demo"}
     for name in fleetmark | {"prometheus"}:
         assert services[name]["read_only"] is True, name
         assert services[name]["cap_drop"] == ["ALL"], name
-    assert services["simulate"]["profiles"] == ["demo"]
-    assert [name for name, s in services.items() if "profiles" in s] == ["simulate"]
+    assert services["demo"]["profiles"] == ["demo"]
+    assert [name for name, s in services.items() if "profiles" in s] == ["demo"]
 
 
 def test_ports_are_published_on_the_loopback_address_unless_told_otherwise() -> None:
@@ -208,7 +208,7 @@ def test_the_services_start_in_order() -> None:
     assert waits_for("grafana-grant") == {"hub": "service_healthy"}
     assert waits_for("grafana") == {"grafana-grant": "service_completed_successfully"}
     assert waits_for("prometheus") == {"hub": "service_healthy"}
-    assert waits_for("simulate") == {"hub": "service_healthy"}
+    assert waits_for("demo") == {"hub": "service_healthy"}
     assert "healthcheck" in services["db"]
 
 
@@ -223,15 +223,25 @@ def test_the_hub_migrates_on_start_and_is_healthy_when_its_database_answers() ->
     assert hub["environment"]["FLEETMARK_ADMIN_TOKEN_FILE"] == "/run/secrets/admin_token"
 
 
-def test_the_simulated_fleet_reports_to_the_hub_with_the_admin_token() -> None:
+def test_the_demo_tells_the_hub_its_story_with_the_admin_token() -> None:
+    """The demo runs as tests/dashboards/test_demo_profile.py runs it: the hub at its port, the
+    admin token, and its repositories served where the hub's network reaches the demo."""
     services = compose()["services"]
-    command = services["simulate"]["command"]
+    command = services["demo"]["command"]
     hub_port = services["hub"]["ports"][0].rsplit(":", 1)[1]
+    git_port = command[command.index("--git-listen") + 1].rsplit(":", 1)[1]
 
+    assert command[0] == "demo"
     assert command[command.index("--hub") + 1] == f"http://hub:{hub_port}"
     assert command[command.index("--token-file") + 1] == "/run/secrets/admin_token"
-    assert services["simulate"]["secrets"] == ["admin_token"]
+    assert command[command.index("--git-url") + 1] == f"http://demo:{git_port}"
+    assert services["demo"]["secrets"] == ["admin_token"]
     assert "admin_token" in services["hub"]["secrets"]
+    # Its repositories on a tmpfs (the root is read-only); its port published nowhere.
+    assert "/var/lib/fleetmark" in services["demo"]["tmpfs"]
+    assert "ports" not in services["demo"]
+    # The hub reads no local repository: it stays in production mode without the option.
+    assert "FLEETMARK_ALLOW_LOCAL_REPOSITORIES" not in services["hub"]["environment"]
 
 
 def test_grafana_reads_the_repositorys_provisioning_files_and_dashboards() -> None:
