@@ -13,9 +13,22 @@ links it, by Grafana's own URL, in notifications.
 
 The thresholds are in the SQL: a cluster drifted for longer than `DRIFTED_FOR`, a cluster
 whose newest report is older than `STALE_AFTER` (the hub's default
-FLEETMARK_STALE_AFTER_SECONDS), a repository whose last fetch failed, and the gate of an
+FLEETMARK_STALE_AFTER_SECONDS), a repository whose last fetch failed, the gate of an
 environment's newest platform commit or of a workload's newest version that failed (the
-answers the promotion job keeps).
+answers the promotion job keeps), a hub job whose last success is older than `MISSED` of its
+intervals (the hub's defaults; `GRACE` at least) and answers the hub's jobs keep (the gate's,
+the environment diff, the DORA rollup) older than that too.
+
+One rule takes a number that is not a count: the share of an environment's clusters that are
+stale, returned for every environment. It fires above `STALE_SHARE` and, once firing, stays so
+until the share falls below `STALE_SHARE_RECOVERED` (Grafana's recovery threshold, an
+`unloadEvaluator` on the threshold expression), so that an environment hovering at the edge
+does not fire and resolve at each evaluation. Grafana's `keepFiringFor` would do it by time,
+but the file provisioner of the Grafana compose pins (11.6) does not read that field (it came
+with 12.1.2, grafana/grafana#109699); the recovery threshold it reads since 10.3. When ingest
+stops, every cluster of an environment turns stale at once: the environment fires, once, and
+the rule per cluster leaves out the clusters of an environment above `STALE_SHARE`, so that
+it does not fire thousands of times besides.
 """
 
 from collections.abc import Mapping
@@ -27,15 +40,73 @@ import yaml
 from grafana_foundation_sdk.models.dashboard import Dashboard, Panel
 
 from dashboards.postgres import DATASOURCE_TYPE
+from hub.jobs import (
+    DORA_JOB,
+    DRIFT_JOB,
+    ENV_DIFF_JOB,
+    GATE_ANSWERS_JOB,
+    HARVEST_JOB,
+    RETENTION_INTERVAL,
+    RETENTION_JOB,
+    ROLLUP_INTERVAL,
+    ROLLUP_JOB,
+    SCHEDULE_JOB,
+)
+from hub.settings import HubSettings
 
-__all__ = ["DRIFTED_FOR", "FOLDER", "RULES", "STALE_AFTER", "Rule", "render"]
+__all__ = [
+    "DRIFTED_FOR",
+    "FOLDER",
+    "GRACE",
+    "JOB_INTERVALS",
+    "MISSED",
+    "RULES",
+    "STALE_AFTER",
+    "STALE_SHARE",
+    "STALE_SHARE_RECOVERED",
+    "Rule",
+    "overdue",
+    "render",
+]
 
 FOLDER = "fleetmark"
 GROUP = "fleetmark"
 INTERVAL = "1m"
 DRIFTED_FOR = timedelta(minutes=30)
 STALE_AFTER = timedelta(seconds=600)
+# Of an environment's clusters that ever reported, the share stale above which the environment
+# fires (and its clusters do not, each), and below which it stops firing.
+STALE_SHARE = 0.5
+STALE_SHARE_RECOVERED = 0.25
+# A job, or the answers it keeps, is overdue after this many of its intervals, never sooner
+# than GRACE after its last success (a round of a one-minute job may take a few).
+MISSED = 3
+GRACE = timedelta(minutes=10)
 _EXPRESSION = {"type": "__expr__", "uid": "__expr__"}
+
+
+def _default(setting: str) -> timedelta:
+    default = HubSettings.model_fields[setting].default
+    assert isinstance(default, timedelta), setting
+    return default
+
+
+# Each job's interval: the hub's default (FLEETMARK_<JOB>_INTERVAL), or its fixed one.
+JOB_INTERVALS = {
+    HARVEST_JOB: _default("harvest_interval"),
+    DRIFT_JOB: _default("drift_interval"),
+    ENV_DIFF_JOB: _default("env_diff_interval"),
+    DORA_JOB: _default("dora_interval"),
+    GATE_ANSWERS_JOB: _default("gate_answers_interval"),
+    SCHEDULE_JOB: _default("schedule_interval"),
+    RETENTION_JOB: RETENTION_INTERVAL,
+    ROLLUP_JOB: ROLLUP_INTERVAL,
+}
+
+
+def overdue(job: str) -> timedelta:
+    """How long after a job's last success it, and what it keeps, is overdue."""
+    return max(MISSED * JOB_INTERVALS[job], GRACE)
 
 
 @dataclass(frozen=True)
@@ -48,11 +119,41 @@ class Rule:
     # The panel that shows what the rule watches: its dashboard's uid and its title.
     dashboard: str
     panel: str
+    # An instance fires while its number is above `above`; with `recovers_below`, once firing
+    # it stays so until its number falls below that.
+    above: float = 0
+    recovers_below: float | None = None
 
 
 def _seconds(delta: timedelta) -> int:
     return int(delta.total_seconds())
 
+
+def _stale(last_seen_at: str) -> str:
+    return f"{last_seen_at} < now() - make_interval(secs => {_seconds(STALE_AFTER)})"
+
+
+# Per environment (the empty name for clusters placed in none), the share of the clusters that
+# ever reported which are stale now.
+_STALE_SHARE = f"""
+SELECT COALESCE(environment, '') AS environment,
+       avg(CASE WHEN {_stale("last_seen_at")} THEN 1.0 ELSE 0.0 END) AS stale_share
+FROM grafana.cluster
+WHERE last_seen_at IS NOT NULL
+GROUP BY environment
+"""
+
+
+def _old_answers(what: str, newest: str, view: str, job: str) -> str:
+    """SQL: one row when the newest of the answers `view` keeps is overdue for `job`."""
+    return f"""
+SELECT '{what}' AS answers, round(extract(epoch FROM now() - max({newest})) / 60) AS minutes_old
+FROM grafana.{view}
+HAVING max({newest}) < now() - make_interval(secs => {_seconds(overdue(job))})
+"""
+
+
+_JOB_LIMITS = ", ".join(f"('{job}', {_seconds(overdue(job))})" for job in JOB_INTERVALS)
 
 RULES = (
     Rule(
@@ -73,15 +174,29 @@ WHERE drifted_since <= now() - make_interval(secs => {_seconds(DRIFTED_FOR)})
         uid="fleetmark-cluster-stale",
         title="Cluster stale",
         sql=f"""
-SELECT environment, COALESCE(cluster_type, '') AS cluster_type, cluster,
-       round(extract(epoch FROM now() - last_seen_at) / 60) AS minutes_silent
-FROM grafana.cluster
-WHERE last_seen_at < now() - make_interval(secs => {_seconds(STALE_AFTER)})
+WITH shares AS ({_STALE_SHARE.strip()})
+SELECT c.environment, COALESCE(c.cluster_type, '') AS cluster_type, c.cluster,
+       round(extract(epoch FROM now() - c.last_seen_at) / 60) AS minutes_silent
+FROM grafana.cluster c
+JOIN shares e ON e.environment = COALESCE(c.environment, '')
+WHERE {_stale("c.last_seen_at")}
+  AND e.stale_share <= {STALE_SHARE}
 """,
         summary="{{ $labels.cluster }} ({{ $labels.environment }}) has not reported for more "
         f"than {_seconds(STALE_AFTER) // 60} minutes",
         dashboard="fleetmark-fleet",
         panel="Clusters that need attention",
+    ),
+    Rule(
+        uid="fleetmark-environment-stale",
+        title="Environment stale",
+        sql=_STALE_SHARE,
+        summary=f"more than {STALE_SHARE:.0%} of the clusters of {{{{ $labels.environment }}}} "
+        f"have not reported for {_seconds(STALE_AFTER) // 60} minutes: is ingest down?",
+        dashboard="fleetmark-fleet",
+        panel="Clusters per environment and cluster type",
+        above=STALE_SHARE,
+        recovers_below=STALE_SHARE_RECOVERED,
     ),
     Rule(
         uid="fleetmark-harvest-failing",
@@ -109,6 +224,50 @@ WHERE newest = 1 AND verdict = 'failed'
         dashboard="fleetmark-promotion",
         panel="Gate answers",
     ),
+    Rule(
+        uid="fleetmark-job-not-succeeding",
+        title="Hub job not succeeding",
+        sql=f"""
+SELECT j.job, round(extract(epoch FROM now() - COALESCE(j.succeeded_at, j.first_at)) / 60)
+       AS minutes_since_success
+FROM (SELECT job, max(finished_at) FILTER (WHERE outcome = 'succeeded') AS succeeded_at,
+             min(started_at) AS first_at
+      FROM grafana.job_run GROUP BY job) j
+JOIN (VALUES {_JOB_LIMITS}) AS overdue (job, seconds) ON overdue.job = j.job
+WHERE COALESCE(j.succeeded_at, j.first_at) < now() - make_interval(secs => overdue.seconds)
+""",
+        summary="the hub's {{ $labels.job }} job has not succeeded for "
+        f"{MISSED} of its intervals (at least {_seconds(GRACE) // 60} minutes)",
+        dashboard="fleetmark-hub-health",
+        panel="Jobs",
+    ),
+    Rule(
+        uid="fleetmark-gate-answers-old",
+        title="Gate answers old",
+        sql=_old_answers("gate", "evaluated_at", "gate_answer", GATE_ANSWERS_JOB),
+        summary="the gate answers the dashboards and alert rules read are older than "
+        f"{_seconds(overdue(GATE_ANSWERS_JOB)) // 60} minutes",
+        dashboard="fleetmark-promotion",
+        panel="Gate answers",
+    ),
+    Rule(
+        uid="fleetmark-envdiff-old",
+        title="Environment diff old",
+        sql=_old_answers("environment diff", "evaluated_at", "environment_diff", ENV_DIFF_JOB),
+        summary="the environment diff the dashboards read is older than "
+        f"{_seconds(overdue(ENV_DIFF_JOB)) // 60} minutes",
+        dashboard="fleetmark-envdiff",
+        panel="Versions by environment",
+    ),
+    Rule(
+        uid="fleetmark-dora-old",
+        title="DORA rollup old",
+        sql=_old_answers("DORA", "refreshed_at", "dora_rollout", DORA_JOB),
+        summary="the DORA rollup the dashboards read is older than "
+        f"{_seconds(overdue(DORA_JOB)) // 60} minutes",
+        dashboard="fleetmark-dora",
+        panel="Per environment (platform commits)",
+    ),
 )
 
 
@@ -129,8 +288,16 @@ def _panel_id(rule: Rule, dashboards: Mapping[str, Dashboard]) -> int:
     return ids[0]
 
 
+def _condition(rule: Rule) -> dict[str, Any]:
+    condition: dict[str, Any] = {"evaluator": {"type": "gt", "params": [rule.above]}}
+    if rule.recovers_below is not None:
+        condition["unloadEvaluator"] = {"type": "lt", "params": [rule.recovers_below]}
+    return condition
+
+
 def _rule(rule: Rule, panel_id: int) -> dict[str, Any]:
-    """One rule in the provisioning format: query A, B its last value per row, C above 0."""
+    """One rule in the provisioning format: query A, B its last value per row, C above the
+    rule's threshold."""
     return {
         "uid": rule.uid,
         "title": rule.title,
@@ -174,7 +341,7 @@ def _rule(rule: Rule, panel_id: int) -> dict[str, Any]:
                     "datasource": _EXPRESSION,
                     "type": "threshold",
                     "expression": "B",
-                    "conditions": [{"evaluator": {"type": "gt", "params": [0]}}],
+                    "conditions": [_condition(rule)],
                 },
             },
         ],

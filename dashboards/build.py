@@ -3,8 +3,9 @@
 `DASHBOARDS` lists one builder module per dashboard; each has `UID`, `TITLE` and `build()`
 returning the dashboard without links or panel ids. `render()` numbers every dashboard's
 panels 1, 2, … in the order they are added (ids that stay as long as the panels do: links and
-alert rules point at them), adds a link to each of the others (by uid, with the variables and
-time range carried over) and returns the files
+alert rules point at them), adds a link to each of the others (by uid, with the time range and
+the variables both have carried over: Hub health, over Prometheus, has none of the five) and
+returns the files
 under dashboards/, by path, with their text: the dashboards' JSON and the
 alert rules' provisioning file (dashboards/alerts.py). `generated()` adds the copies of the
 dashboards' JSON the hub's Helm chart ships (a chart can read only files inside it);
@@ -19,8 +20,18 @@ from grafana_foundation_sdk.builders.dashboard import DashboardLink
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard, DashboardLinkType, Panel
 
-from dashboards import alerts, cluster, dora, drift, envdiff, fleet, history, promotion
-from dashboards.common import dashboard_url
+from dashboards import (
+    alerts,
+    cluster,
+    dora,
+    drift,
+    envdiff,
+    fleet,
+    history,
+    hubhealth,
+    promotion,
+)
+from dashboards.common import VARIABLES, dashboard_url
 
 __all__ = [
     "ALERT_RULES",
@@ -34,20 +45,40 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).resolve().parent
-DASHBOARDS: tuple[ModuleType, ...] = (fleet, drift, envdiff, history, dora, promotion, cluster)
+DASHBOARDS: tuple[ModuleType, ...] = (
+    fleet,
+    drift,
+    envdiff,
+    history,
+    dora,
+    promotion,
+    cluster,
+    hubhealth,
+)
 ALERT_RULES = ROOT / "provisioning" / "alerting" / "fleetmark.yaml"
 # charts/fleetmark-hub/dashboards/ of a checkout: the JSON the chart puts in ConfigMaps.
 CHART_DASHBOARDS = ROOT.parent / "charts" / "fleetmark-hub" / "dashboards"
 
 
-def _links(current: str) -> list[DashboardLink]:
+def _variables(built: Dashboard) -> set[str]:
+    listed = built.templating.list_val if built.templating is not None else None
+    return {variable.name for variable in listed or []}
+
+
+def _links(current: str, dashboards: dict[str, Dashboard]) -> list[DashboardLink]:
+    ours = _variables(dashboards[current])
     return [
         DashboardLink(module.TITLE)
         .type(DashboardLinkType.LINK)
-        .url(dashboard_url(module.UID))
+        .url(
+            dashboard_url(
+                module.UID,
+                carried=[name for name in VARIABLES if name in ours & _variables(theirs)],
+            )
+        )
         .icon("dashboard")
         for module in DASHBOARDS
-        if current != module.UID
+        if current != module.UID and (theirs := dashboards[module.UID])
     ]
 
 
@@ -56,13 +87,14 @@ def _built(module: ModuleType) -> Dashboard:
     for number, panel in enumerate(built.panels or [], start=1):
         assert isinstance(panel, Panel), panel
         panel.id_val = number
-    built.links = [link.build() for link in _links(module.UID)]
     return built
 
 
 def render() -> dict[Path, str]:
     files: dict[Path, str] = {}
     dashboards = {module.UID: _built(module) for module in DASHBOARDS}
+    for uid, built in dashboards.items():
+        built.links = [link.build() for link in _links(uid, dashboards)]
     for uid, built in dashboards.items():
         text = json.dumps(built, cls=JSONEncoder, indent=2, sort_keys=True, ensure_ascii=False)
         files[ROOT / "json" / f"{uid}.json"] = text + "\n"

@@ -179,18 +179,24 @@ def variables() -> list[cogbuilder.Builder[model.VariableModel]]:
     return built
 
 
-def dashboard_url(uid: str, **fixed: str) -> str:
-    """A relative link to dashboard `uid` with the time range and the variables carried
+def dashboard_url(uid: str, *, carried: Sequence[str] = VARIABLES, **fixed: str) -> str:
+    """A relative link to dashboard `uid` with the time range and the variables `carried`
     over; `fixed` sets variables instead (`cluster="${__data.fields.cluster}"`)."""
-    carried = [f"var-{name}={value}" for name, value in fixed.items()]
-    carried += [f"${{{name}:queryparam}}" for name in VARIABLES if name not in fixed]
-    return f"/d/{uid}?" + "&".join(["${__url_time_range}", *carried])
+    given = [f"var-{name}={value}" for name, value in fixed.items()]
+    given += [f"${{{name}:queryparam}}" for name in carried if name not in fixed]
+    return f"/d/{uid}?" + "&".join(["${__url_time_range}", *given])
 
 
 def dashboard(
-    uid: str, title: str, description: str, *, refresh: str = "1m"
+    uid: str,
+    title: str,
+    description: str,
+    *,
+    refresh: str = "1m",
+    own_variables: Sequence[cogbuilder.Builder[model.VariableModel]] | None = None,
 ) -> dashboard_builders.Dashboard:
-    """A dashboard refreshed every `refresh`: as often as its data changes."""
+    """A dashboard refreshed every `refresh`: as often as its data changes. Its variables are
+    the five and the staleness threshold unless it brings its own (one that reads no view)."""
     return (
         dashboard_builders.Dashboard(title)
         .uid(uid)
@@ -201,7 +207,7 @@ def dashboard(
         .refresh(refresh)
         .timezone("browser")
         .tooltip(model.DashboardCursorSync.CROSSHAIR)
-        .variables(variables())
+        .variables(variables() if own_variables is None else list(own_variables))
     )
 
 

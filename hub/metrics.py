@@ -185,21 +185,23 @@ class FleetCollector(Collector):
 
     @staticmethod
     def _jobs(snapshot: FleetSnapshot) -> Iterator[Metric]:
+        # `job_name`, not `job`: Prometheus sets `job` (and `instance`) on every series it
+        # scrapes and would rename an exported `job` to `exported_job`.
         success = GaugeMetricFamily(
             "fleetmark_job_last_success_timestamp_seconds",
             "When the job's last successful run (on any replica) finished.",
-            labels=["job"],
+            labels=["job_name"],
         )
         duration = GaugeMetricFamily(
             "fleetmark_job_last_success_duration_seconds",
             "How long the job's last successful run took.",
-            labels=["job"],
+            labels=["job_name"],
         )
         last = GaugeMetricFamily(
             "fleetmark_job_last_run_timestamp_seconds",
             "When the job's newest round of each outcome finished: succeeded, failed, or "
             "skipped (another replica held the job's lock and ran that round).",
-            labels=["job", "outcome"],
+            labels=["job_name", "outcome"],
         )
         for runs in snapshot.jobs:
             for outcome, (_, finished_at) in runs.newest.items():

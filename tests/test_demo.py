@@ -227,3 +227,34 @@ def test_sigterm_in_the_middle_of_the_story_stops_everything(demo: Demo) -> None
     assert "demo stopped" in demo.output()
     assert nothing_runs_in(demo.data_dir) == []
     assert port_is_free(demo.port)
+
+
+@pytest.mark.parametrize(
+    ("args", "refused"),
+    [
+        (["--token-file", "admin.token"], "--token-file: only with --hub"),
+        (["--git-listen", "127.0.0.1:8000"], "--git-listen: only with --hub"),
+        (["--hub", "http://127.0.0.1:1"], "--hub needs --token-file"),
+        (["--hub", "http://127.0.0.1:1", "--port", "8081"], "--port is the port of the demo's"),
+        (
+            ["--hub", "http://127.0.0.1:1", "--token-file", "admin.token"],
+            "--hub needs --git-listen HOST:PORT",
+        ),
+        (
+            ["--hub", "http://127.0.0.1:1", "--token-file", "admin.token", "--git-listen", "8000"],
+            "--git-listen must be HOST:PORT",
+        ),
+    ],
+)
+def test_a_story_for_a_running_hub_needs_its_options_and_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], refused: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "admin.token").write_text(f"fma_{'a' * 43}\n")
+    (tmp_path / "admin.token").chmod(0o600)
+
+    result = CliRunner().invoke(cli, ["demo", "--data-dir", str(tmp_path / "demo"), *args])
+
+    assert result.exit_code == 2, result.output
+    assert refused in result.output
+    assert not (tmp_path / "demo").exists()  # refused before anything was written

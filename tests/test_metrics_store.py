@@ -84,6 +84,17 @@ async def scrape(client: httpx.AsyncClient, prefix: str) -> dict[tuple[str, ...]
     }
 
 
+async def label_names(client: httpx.AsyncClient, prefix: str) -> set[tuple[str, str]]:
+    """(label, metric) of every label of the scrape's samples whose names start with `prefix`."""
+    response = await client.get("/metrics")
+    return {
+        (label, name)
+        for (name, labels) in samples(response.text)
+        if name.startswith(prefix)
+        for label, _ in labels
+    }
+
+
 async def test_a_round_shows_on_every_replica(job_database: str, tmp_path: Path) -> None:
     # Each replica's clock is its own, so each round's times say which replica did it.
     ran_by, other = FakeClock(), FakeClock(datetime(2026, 12, 1, tzinfo=UTC))
@@ -104,6 +115,7 @@ async def test_a_round_shows_on_every_replica(job_database: str, tmp_path: Path)
         finally:
             await engine.dispose()
         after = await scrape(second, JOBS)
+        after_labels = await label_names(second, JOBS)
 
     assert held
     assert (skipped.exception, succeeded.exception) == (None, None)
@@ -121,6 +133,9 @@ async def test_a_round_shows_on_every_replica(job_database: str, tmp_path: Path)
         ran_by.now.timestamp()
     )
     assert after[("fleetmark_job_last_run_timestamp_seconds", "drift", "skipped")] == skipped_at
+    # A job is named by `job_name`: Prometheus keeps `job` for its scrape job (and `instance`),
+    # and would rename the label of a series that brought its own.
+    assert {name for name, _ in after_labels} == {"job_name", "outcome"}
 
 
 async def test_a_failed_round_keeps_its_error(job_database: str, tmp_path: Path) -> None:

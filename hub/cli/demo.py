@@ -1,11 +1,19 @@
-"""`fleetmark demo`: the reference scenario on the embedded PostgreSQL, told in a few minutes.
+"""`fleetmark demo`: the reference scenario told in a few minutes, to a hub of its own or to a
+running one.
 
-It writes the scenario's repositories (hub/demo/story.py) under the data directory, schedules
-the control plane into the platform GitOps repository, harvests, serves a hub and runs the
-simulated fleet (hub/simulation.py) against it through the report API over HTTP, as
-`fleetmark simulate` does. Then it tells the story step by step, scheduling and harvesting
-after each commit, and keeps the hub up until Ctrl-C or SIGTERM, which stop everything it
-started: the fleet, the hub and its jobs, the embedded PostgreSQL (when the process exits).
+It writes the scenario's repositories (hub/demo/story.py) under the data directory and tells
+the story to a hub through its API with an admin token, as an operator would: it asks the hub
+to schedule the control plane into the platform GitOps repository, adds that repository and
+asks for a harvest, creates a read token, runs the simulated fleet (hub/simulation.py) through
+the report API as `fleetmark simulate` does, then tells the story step by step, scheduling and
+harvesting after each commit. It keeps going until Ctrl-C or SIGTERM, which stop everything it
+started.
+
+The hub is its own unless `--hub` names one: then a hub of the demo's, on the embedded
+PostgreSQL in the data directory, reads the repositories on its file system (development mode
+allows that). A running hub (compose's, `--profile demo`) reads them over git's HTTP protocol
+from the demo (`--git-listen`, hub/demo/gitserver.py): it needs no local repositories, and its
+scheduler pushes to the platform GitOps repository there.
 """
 
 import asyncio
@@ -27,33 +35,39 @@ from typing import Annotated
 import httpx
 import typer
 import uvicorn
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from rich.markup import escape
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.app import create_app
 from hub.cli.common import DataDirOption, PortOption, check_port, load_settings, open_database
-from hub.cli.output import console, errors, fail
-from hub.cli.remote import bearer, error_of
+from hub.cli.output import console, fail
+from hub.cli.secret_files import read_secret_file
 from hub.cli.simulate import register_fleet, report_round
+from hub.cli.target import Remote
 from hub.database import create_engine, create_sessionmaker, write_session
+from hub.demo.gitserver import GitServer
 from hub.demo.repos import GitCommandError
 from hub.demo.story import ENVIRONMENTS, STEPS, DemoRepositories, Step, demo_fleet
-from hub.errors import FleetmarkError, HarvestRunning
-from hub.harvest import service as harvest_service
-from hub.harvest.schemas import RepositoryConfig
+from hub.harvest.schemas import RepositoryConfig, RepositoryStatus
+from hub.harvest.urls import normalise_repository_url
 from hub.http import DeadlineHttpToolsProtocol
 from hub.logs import configure_logging
-from hub.scheduling import service as scheduling_service
+from hub.monitoring.schemas import HarvestRequest, RequestedRun
 from hub.scheduling.schemas import ScheduleRequest
 from hub.settings import HubSettings
 from hub.simulation import Simulation
 from hub.tokens import service as token_service
-from hub.tokens.schemas import TokenRequest
+from hub.tokens.schemas import CreatedToken, TokenRequest
 
 # A file the demo leaves in its data directory: only such a directory is emptied by a new run.
 MARKER = "fleetmark-demo"
 TIMEOUT = 10.0
+# Seconds a harvest may keep failing (the hub's own harvest holding its lock) before the demo
+# gives up, and between two polls of a run it asked for.
+HARVEST_PATIENCE = 60.0
+POLL = 0.1
+# The one repository the hub's scheduler pushes to.
+PUSHED = "platform-gitops"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +102,33 @@ def demo(
     clusters_per_type: Annotated[
         int, typer.Option(min=2, max=10, help="Clusters of each cluster type per environment.")
     ] = 2,
+    hub: Annotated[
+        str | None,
+        typer.Option(
+            help="Tell the story to this running hub (its URL) instead of a hub of the "
+            "demo's own; needs --token-file and --git-listen.",
+            show_default=False,
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(help="With --hub: a file holding an admin token of it.", show_default=False),
+    ] = None,
+    git_listen: Annotated[
+        str | None,
+        typer.Option(
+            help="With --hub: HOST:PORT where the demo serves its repositories to that hub "
+            "over git's HTTP protocol.",
+            show_default=False,
+        ),
+    ] = None,
+    git_url: Annotated[
+        str | None,
+        typer.Option(
+            help="With --hub: the URL that hub reaches --git-listen at (default http://HOST:PORT).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Show fleetmark at work: the reference scenario's repositories, a hub, a simulated fleet.
 
@@ -95,10 +136,17 @@ def demo(
     directory), which each run starts afresh. Ctrl-C stops it all.
     """
     pace = FAST if fast else NORMAL
+    remote_only = {"--token-file": token_file, "--git-listen": git_listen, "--git-url": git_url}
+    running: tuple[Remote, tuple[str, int]] | None = None
+    if hub is None:
+        given = [name for name, value in remote_only.items() if value is not None]
+        if given:
+            raise fail(f"{', '.join(given)}: only with --hub (a running hub to tell the story to)")
+    elif port is not None:
+        raise fail("--port is the port of the demo's own hub: with --hub it starts none")
+    else:
+        running = (Remote(hub, _admin_token(token_file)), _address(git_listen))
     root = _fresh_directory(data_dir or load_settings().data_dir / "demo")
-    settings = _settings(root, pace)
-    port = port or settings.port
-    check_port(settings.host, port)
     stopping = threading.Event()
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -106,23 +154,29 @@ def demo(
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    console.print(
-        f"fleetmark demo in {root}: clusters turn stale after {pace.stale_after} s of silence "
-        f"and the example gate soaks {pace.soak} s, so that the story shows within "
-        f"{_duration(pace.telling())}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    url = open_database(settings, upgrade=True)
-    try:
-        repos = DemoRepositories.create(root / "repositories")
-    except GitCommandError as exc:
-        raise fail(str(exc)) from exc
-    try:
-        asyncio.run(_demo(_Store(url, settings, repos), port, pace, clusters_per_type, stopping))
-    except FleetmarkError as exc:
-        raise fail(exc.detail) from exc
-    console.print("demo stopped: the fleet, the hub and its database", highlight=False)
+    if running is None:
+        _own_hub(root, port, pace, clusters_per_type, stopping)
+        console.print("demo stopped: the fleet, the hub and its database", highlight=False)
+    else:
+        remote, listen = running
+        _running_hub(root, remote, pace, clusters_per_type, stopping, listen, git_url)
+        console.print("demo stopped: the fleet and the repositories' server", highlight=False)
+
+
+def _admin_token(token_file: Path | None) -> str:
+    if token_file is None:
+        raise fail("--hub needs --token-file: a file holding an admin token of that hub")
+    return read_secret_file(token_file, "--token-file")
+
+
+def _address(listen: str | None) -> tuple[str, int]:
+    if listen is None:
+        raise fail("--hub needs --git-listen HOST:PORT: where that hub fetches the repositories")
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise fail(f"--git-listen must be HOST:PORT, such as 0.0.0.0:8000; got {listen!r}")
+    check_port(host, int(port), "--git-listen")
+    return host, int(port)
 
 
 def _fresh_directory(root: Path) -> Path:
@@ -170,70 +224,134 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class _Store:
-    """The demo's way into the store, beside the hub's: it schedules and harvests right after
-    each commit rather than at the hub's next interval."""
+def _repositories(root: Path, served_at: str | None = None) -> DemoRepositories:
+    try:
+        return DemoRepositories.create(root, served_at)
+    except GitCommandError as exc:
+        raise fail(str(exc)) from exc
 
-    def __init__(self, url: str, settings: HubSettings, repos: DemoRepositories) -> None:
-        self.url = url
-        self.settings = settings
+
+def _own_hub(
+    root: Path, port: int | None, pace: Pace, clusters_per_type: int, stopping: threading.Event
+) -> None:
+    """The story told to a hub of the demo's own, on the embedded PostgreSQL in `root`."""
+    settings = _settings(root, pace)
+    port = port or settings.port
+    check_port(settings.host, port)
+    console.print(
+        f"fleetmark demo in {root}: clusters turn stale after {pace.stale_after} s of silence "
+        f"and the example gate soaks {pace.soak} s, so that the story shows within "
+        f"{_duration(pace.telling())}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    url = open_database(settings, upgrade=True)
+    repos = _repositories(root / "repositories")
+    admin = asyncio.run(_first_admin_token(url, settings))
+    with _serving(url, settings, port) as hub_url:
+        _tell(Remote(hub_url, admin), repos, pace, clusters_per_type, stopping)
+
+
+async def _first_admin_token(url: str, settings: HubSettings) -> str:
+    """The admin token the demo tells the story with, made in its own store."""
+    engine = create_engine(url, settings)
+    try:
+        async with write_session(create_sessionmaker(engine)) as session:
+            created = await token_service.create(
+                session,
+                TokenRequest(name="demo-admin", scope="admin"),
+                token_secret=settings.token_secret.get_secret_value(),
+            )
+    finally:
+        await engine.dispose()
+    return created.token
+
+
+def _running_hub(
+    root: Path,
+    hub: Remote,
+    pace: Pace,
+    clusters_per_type: int,
+    stopping: threading.Event,
+    listen: tuple[str, int],
+    served_at: str | None,
+) -> None:
+    """The story told to the hub at `hub`, which fetches the repositories from the demo."""
+    host, port = listen
+    served_at = served_at or f"http://{host}:{port}"
+    console.print(
+        f"fleetmark demo in {root}, told to the hub at {hub.url}: it fetches the repositories "
+        f"from {served_at}; a step every {pace.between_steps:g} s",
+        highlight=False,
+        soft_wrap=True,
+    )
+    (root / "repositories").mkdir()
+    with GitServer(root / "repositories", host, port, writable={PUSHED}):
+        repos = _repositories(root / "repositories", served_at)
+        _tell(hub, repos, pace, clusters_per_type, stopping)
+
+
+class _Story:
+    """What the story asks of the hub, through its API with the admin token: scheduling and
+    harvests (runs it polls until done), a repository, a read token, a decommissioning."""
+
+    def __init__(self, hub: Remote, repos: DemoRepositories) -> None:
+        self.hub = hub
         self.repos = repos
 
-    async def __aenter__(self) -> "_Store":
-        self.engine = create_engine(self.url, self.settings)
-        self.sessions: async_sessionmaker[AsyncSession] = create_sessionmaker(self.engine)
-        return self
+    def prepare(self) -> str:
+        """Schedule both environments, add the platform repository and harvest; a read token."""
+        platform = self.repos.urls.platform_gitops
+        known = self.hub.call("GET", "/api/v1/repositories", list[RepositoryStatus])
+        if any(found.url == normalise_repository_url(platform) for found in known):
+            raise fail(
+                f"the hub at {self.hub.url} has heard this story already ({platform} is one of "
+                "its repositories): tell it to a hub with an empty store"
+            )
+        self.schedule(list(ENVIRONMENTS))
+        config = RepositoryConfig(url=platform, role="platform", branches=list(ENVIRONMENTS))
+        self.hub.call("POST", "/api/v1/repositories", RepositoryStatus, body=config)
+        self.harvest()
+        request = TokenRequest(name="demo-read", scope="read")
+        read: CreatedToken = self.hub.call("POST", "/api/v1/tokens", CreatedToken, body=request)
+        return read.token
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.engine.dispose()
-
-    async def prepare(self) -> tuple[str, str]:
-        """Schedule both environments, add the platform repository and harvest; the admin and
-        read tokens of the demo."""
-        await self.schedule(list(ENVIRONMENTS))
-        secret = self.settings.token_secret.get_secret_value()
-        async with write_session(self.sessions) as session:
-            config = RepositoryConfig(
-                url=self.repos.urls.platform_gitops, role="platform", branches=list(ENVIRONMENTS)
-            )
-            await harvest_service.add_repository(
-                session, config, credentials_dir=None, allow_local=True, now=_now()
-            )
-            admin = await token_service.create(
-                session, TokenRequest(name="demo-admin", scope="admin"), token_secret=secret
-            )
-            read = await token_service.create(
-                session, TokenRequest(name="demo-read", scope="read"), token_secret=secret
-            )
-        await self.harvest()
-        return admin.token, read.token
-
-    async def schedule(self, environments: list[str]) -> None:
+    def schedule(self, environments: list[str]) -> None:
+        urls = self.repos.urls
         request = ScheduleRequest(
-            control_plane=str(self.repos.control_plane.path),
-            gitops=str(self.repos.platform_gitops),
-            environments=environments,
+            control_plane=urls.control_plane, gitops=urls.platform_gitops, environments=environments
         )
-        run = await scheduling_service.schedule(self.sessions, self.settings, request, clock=_now)
-        for outcome in run.environments:
+        run = self._run("/api/v1/runs/schedule", request)
+        if run.outcome == "failed" or run.schedule is None:
+            raise fail(f"scheduling {', '.join(environments)}: {run.error}")
+        for outcome in run.schedule.environments:
             problems = [problem.message for problem in outcome.errors]
             if outcome.failure is not None or problems:
                 raise fail(
                     f"scheduling {outcome.environment}: {outcome.failure or '; '.join(problems)}"
                 )
 
-    async def harvest(self) -> None:
-        """Harvest now; when the hub's own harvest is at it, after that."""
-        while True:
-            try:
-                report = await harvest_service.harvest(self.sessions, self.settings, clock=_now)
-            except HarvestRunning:
-                await asyncio.sleep(0.1)
-            else:
-                break
-        for outcome in report.repositories:
+    def harvest(self) -> None:
+        """Harvest now; while the hub's own harvest holds the lock, again until it is done."""
+        deadline = time.monotonic() + HARVEST_PATIENCE
+        while (run := self._run("/api/v1/runs/harvest", HarvestRequest())).outcome == "failed":
+            if time.monotonic() > deadline:
+                raise fail(f"harvesting: {run.error}")
+            time.sleep(POLL)
+        assert run.harvest is not None
+        for outcome in run.harvest.repositories:
             if outcome.errors:
                 raise fail(f"harvesting {outcome.url}: {outcome.errors} errors")
+
+    def decommission(self, name: str) -> None:
+        self.hub.call("POST", f"/api/v1/clusters/{name}/decommission", None)
+
+    def _run(self, path: str, request: BaseModel) -> RequestedRun:
+        run: RequestedRun = self.hub.call("POST", path, RequestedRun, body=request)
+        while run.outcome == "running":
+            time.sleep(POLL)
+            run = self.hub.call("GET", f"/api/v1/runs/{run.id}", RequestedRun)
+        return run
 
 
 class _Fleet:
@@ -269,12 +387,11 @@ class _Fleet:
 
 
 @contextmanager
-def _serving(store: _Store, port: int) -> Iterator[str]:
+def _serving(url: str, settings: HubSettings, port: int) -> Iterator[str]:
     """The hub on a thread of its own (its jobs on another, as in `fleetmark serve`); its URL."""
-    settings = store.settings
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(settings, store.url),
+            create_app(settings, url),
             host=settings.host,
             port=port,
             http=DeadlineHttpToolsProtocol,
@@ -295,98 +412,74 @@ def _serving(store: _Store, port: int) -> Iterator[str]:
         thread.join()
 
 
-async def _demo(
-    store: _Store, port: int, pace: Pace, clusters_per_type: int, stopping: threading.Event
+def _tell(
+    hub: Remote,
+    repos: DemoRepositories,
+    pace: Pace,
+    clusters_per_type: int,
+    stopping: threading.Event,
 ) -> None:
-    async with store:
-        admin, read = await store.prepare()
-        with _serving(store, port) as hub_url:
-            fleet = _Fleet(hub_url, admin, demo_fleet(store.repos, clusters_per_type), pace)
-            with fleet:
-                _introduce(
-                    hub_url, (admin, read), store.repos, pace, len(fleet.simulation.clusters)
-                )
-                for number, step in enumerate(STEPS, 1):
-                    if await _pause(pace.between_steps, stopping):
-                        return
-                    _say(f"step {number} of {len(STEPS)}: {step.title}")
-                    await _act(store, fleet, step, hub_url, admin)
-                if await _pause(pace.settling(), stopping):
-                    return
-                _say("The story is told; the hub stays up for you to look around. Ctrl-C stops it.")
-                await _pause(None, stopping)
+    assert hub.token is not None
+    story = _Story(hub, repos)
+    read = story.prepare()
+    fleet = _Fleet(hub.url, hub.token, demo_fleet(repos, clusters_per_type), pace)
+    with fleet:
+        _introduce(hub, read, repos, pace, len(fleet.simulation.clusters))
+        for number, step in enumerate(STEPS, 1):
+            if stopping.wait(pace.between_steps):
+                return
+            _say(f"step {number} of {len(STEPS)}: {step.title}")
+            _act(story, fleet, step)
+        if stopping.wait(pace.settling()):
+            return
+        _say("The story is told; the hub stays up for you to look around. Ctrl-C stops it.")
+        while not stopping.wait(1.0):
+            pass
 
 
-async def _act(store: _Store, fleet: _Fleet, step: Step, hub_url: str, admin: str) -> None:
+def _act(story: _Story, fleet: _Fleet, step: Step) -> None:
     with fleet.lock:
-        environments = step.act(store.repos, fleet.simulation)
+        environments = step.act(story.repos, fleet.simulation)
     if environments:
-        await store.schedule(environments)
-    await store.harvest()
+        story.schedule(environments)
+    story.harvest()
     with fleet.lock:
         for environment in ENVIRONMENTS:
-            fleet.simulation.heads[environment] = store.repos.heads(environment)
+            fleet.simulation.heads[environment] = story.repos.heads(environment)
     if step.decommission is not None:
-        _decommission(hub_url, admin, step.decommission)
-
-
-def _decommission(hub_url: str, admin: str, name: str) -> None:
-    try:
-        response = httpx.post(
-            f"{hub_url}/api/v1/clusters/{name}/decommission",
-            headers=bearer(admin),
-            timeout=TIMEOUT,
-        )
-    except httpx.HTTPError as exc:
-        errors.print(f"decommissioning {name}: the hub did not answer ({exc})", highlight=False)
-        return
-    if not response.is_success:
-        _, detail = error_of(response)
-        errors.print(
-            f"decommissioning {name}: {detail} (HTTP {response.status_code})", highlight=False
-        )
-
-
-async def _pause(seconds: float | None, stopping: threading.Event) -> bool:
-    """Wait `seconds` (None: until stopped); whether the demo is being stopped."""
-    deadline = None if seconds is None else time.monotonic() + seconds
-    while not stopping.is_set():
-        if deadline is not None and time.monotonic() >= deadline:
-            return False
-        await asyncio.sleep(0.1)
-    return True
+        story.decommission(step.decommission)
 
 
 def _say(text: str) -> None:
     console.print(f"[dim]{_now():%H:%M:%S}[/] {escape(text)}", highlight=False, soft_wrap=True)
 
 
-def _introduce(
-    hub_url: str, tokens: tuple[str, str], repos: DemoRepositories, pace: Pace, clusters: int
-) -> None:
-    admin, read = tokens
+def _introduce(hub: Remote, read: str, repos: DemoRepositories, pace: Pace, clusters: int) -> None:
     platform = repos.platform_gitops
     fleetmark = runnable()
     lines = [
-        f"The hub is up at {hub_url}, {clusters} simulated clusters report to it every "
+        f"The hub is up at {hub.url}, {clusters} simulated clusters report to it every "
         f"{pace.report_every:g} s.",
-        f"  open   {hub_url}/            the fleet",
-        f"         {hub_url}/docs        the API",
+        f"  open   {hub.url}/            the fleet",
+        f"         {hub.url}/docs        the API",
         f"  repositories in {platform.parent}: control-plane, app-src, app-gitops, {platform.name}",
         "  then, in another terminal (FLEETMARK_TOKEN is a read token):",
-        f"    export FLEETMARK_HUB_URL={hub_url} FLEETMARK_TOKEN={read}",
+        f"    export FLEETMARK_HUB_URL={hub.url} FLEETMARK_TOKEN={read}",
         f"    {fleetmark} status",
         f"    {fleetmark} drift",
         f"    {fleetmark} diff dev stage",
-        "  once the story is told, stage's gate passes and dev's stays pending "
-        "(a suspended and a silent cluster):",
-        f"    {fleetmark} gate wait --environment stage --soak {pace.soak}s --timeout 5m "
-        f"--commit $(git -C {shlex.quote(str(platform))} rev-parse stage)",
-        f"    {fleetmark} gate wait --environment dev --soak {pace.soak}s --timeout 2m "
-        f"--commit $(git -C {shlex.quote(str(platform))} rev-parse dev)",
-        f"  admin token, for the API's admin endpoints: {admin}",
-        f"The story, a step every {pace.between_steps:g} s:",
     ]
+    if repos.served_at is None:
+        lines += [
+            "  once the story is told, stage's gate passes and dev's stays pending "
+            "(a suspended and a silent cluster):",
+            f"    {fleetmark} gate wait --environment stage --soak {pace.soak}s --timeout 5m "
+            f"--commit $(git -C {shlex.quote(str(platform))} rev-parse stage)",
+            f"    {fleetmark} gate wait --environment dev --soak {pace.soak}s --timeout 2m "
+            f"--commit $(git -C {shlex.quote(str(platform))} rev-parse dev)",
+            f"  admin token, for the API's admin endpoints: {hub.token}",
+        ]
+    lines.append(f"The story, a step every {pace.between_steps:g} s:")
     for line in lines:
         console.print(escape(line), highlight=False, soft_wrap=True)
 

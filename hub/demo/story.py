@@ -72,23 +72,30 @@ def write_control_plane(repo: WorkRepo, urls: scenario.Repositories) -> str:
     return main
 
 
+def _url(path: Path, served_at: str | None) -> str:
+    return path.as_uri() if served_at is None else f"{served_at.rstrip('/')}/{path.name}"
+
+
 @dataclass
 class DemoRepositories:
-    """The scenario's four repositories under one directory."""
+    """The scenario's four repositories under one directory. The hub reaches them on its own
+    file system (their file:// URLs), or `served_at` a URL under which each is served by its
+    directory's name (hub/demo/gitserver.py): the URLs the repositories' files name."""
 
     control_plane: WorkRepo
     app_src: WorkRepo
     app_gitops: WorkRepo
     platform_gitops: Path
+    served_at: str | None = None
 
     @classmethod
-    def create(cls, root: Path) -> "DemoRepositories":
+    def create(cls, root: Path, served_at: str | None = None) -> "DemoRepositories":
         platform_gitops = root / "platform-gitops"
         urls = scenario.Repositories(
-            control_plane=(root / "control-plane").as_uri(),
-            app_src=(root / "app-src").as_uri(),
-            platform_gitops=platform_gitops.as_uri(),
-            app_gitops=(root / "app-gitops").as_uri(),
+            control_plane=_url(root / "control-plane", served_at),
+            app_src=_url(root / "app-src", served_at),
+            platform_gitops=_url(platform_gitops, served_at),
+            app_gitops=_url(root / "app-gitops", served_at),
         )
         app_src = WorkRepo(root / "app-src", "main")
         app_src.commit("hello-world-app: the Workload", scenario.app_src_main(urls))
@@ -103,15 +110,15 @@ class DemoRepositories:
             ["git", "init", "--quiet", "--bare", "--initial-branch=dev", str(platform_gitops)],  # noqa: S607
             check=True,
         )
-        return cls(control_plane, app_src, app_gitops, platform_gitops)
+        return cls(control_plane, app_src, app_gitops, platform_gitops, served_at)
 
     @property
     def urls(self) -> scenario.Repositories:
         return scenario.Repositories(
-            control_plane=self.control_plane.url,
-            app_src=self.app_src.url,
-            platform_gitops=self.platform_gitops.as_uri(),
-            app_gitops=self.app_gitops.url,
+            control_plane=_url(self.control_plane.path, self.served_at),
+            app_src=_url(self.app_src.path, self.served_at),
+            platform_gitops=_url(self.platform_gitops, self.served_at),
+            app_gitops=_url(self.app_gitops.path, self.served_at),
         )
 
     def platform_head(self, environment: str) -> str:

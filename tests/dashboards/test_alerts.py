@@ -8,10 +8,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from dashboards import alerts, build
+from hub.dora.service import refresh_rollup
+from hub.envdiff import service as envdiff
+from hub.monitoring import repository as monitoring
 from hub.promotion import service
 from tests.correlation.drifting import evaluate
 from tests.dashboards.conftest import ReadOnly, Seeded
@@ -57,15 +61,47 @@ async def test_a_cluster_drifted_longer_than_the_threshold_fires(
     assert {"drone-03", "stage-drone-01"} <= {row["cluster"] for row in drifted}
 
 
-async def test_a_stale_cluster_fires(seeded: Seeded, readonly: ReadOnly) -> None:
-    rows = await firing(readonly, "fleetmark-cluster-stale")
+async def test_a_stale_cluster_fires_unless_most_of_its_environment_is(
+    seeded: Seeded, session: AsyncSession, readonly: ReadOnly, clock: FakeClock
+) -> None:
+    # drone-03 joined dev three hours ago and has not reported since: one dev cluster of the
+    # five that reported is stale.
+    clock.now = seeded.now - timedelta(hours=3)
+    silent = await seeded.fleet.add("drone-03", "drone")
+    silent.run_platform(seeded.first)
+    await seeded.fleet.report("drone-03")
+    clock.now = seeded.now
 
-    # The stage drone last reported three hours ago; the stage large never did (not stale:
-    # never reported), the dev clusters reported now.
-    assert labels(rows, "environment", "cluster_type", "cluster") == {
-        ("stage", "drone", "stage-drone-01")
+    clusters = await firing(readonly, "fleetmark-cluster-stale")
+    environments = await firing(readonly, "fleetmark-environment-stale")
+
+    assert labels(clusters, "environment", "cluster_type", "cluster") == {
+        ("dev", "drone", "drone-03")
     }
-    assert round(rows[0]["minutes_silent"] / 60) == 3
+    assert round(clusters[0]["minutes_silent"] / 60) == 3
+    # Every environment is an instance, its share the value: dev's 1 of 5 stays below the
+    # threshold; stage's one cluster that reported (the stage drone, three hours ago; its
+    # large never did) is all of it, so stage fires once and its drone not besides.
+    shares = {row["environment"]: float(row["stale_share"]) for row in environments}
+    assert shares == {"dev": pytest.approx(1 / 5), "stage": 1.0}
+    assert shares["dev"] <= alerts.STALE_SHARE < shares["stage"]
+
+
+async def test_when_ingest_stops_each_environment_fires_once(
+    seeded: Seeded, readonly: ReadOnly
+) -> None:
+    """Every cluster silent: the per-cluster rule is quiet, the environments fire."""
+    later = "now() + INTERVAL '1 hour'"
+    clusters = await readonly.rows(RULES["fleetmark-cluster-stale"].sql.replace("now()", later))
+    environments = await readonly.rows(
+        RULES["fleetmark-environment-stale"].sql.replace("now()", later)
+    )
+
+    assert clusters == []
+    assert {row["environment"]: float(row["stale_share"]) for row in environments} == {
+        "dev": 1.0,
+        "stage": 1.0,
+    }
 
 
 async def test_a_failing_harvest_fires(
@@ -100,6 +136,63 @@ async def test_a_failed_gate_fires(
     ] == [("dev", "workload version", WORKLOAD, "1.0.0", 1)]
 
 
+async def test_a_hub_job_not_succeeding_for_several_intervals_fires(
+    seeded: Seeded, session: AsyncSession, readonly: ReadOnly
+) -> None:
+    now = seeded.now
+
+    async def ran(job: str, outcome: str, minutes_ago: float) -> None:
+        at = now - timedelta(minutes=minutes_ago)
+        await monitoring.record_run(
+            session, job=job, started_at=at, finished_at=at, outcome=outcome, error=None
+        )
+
+    await ran("drift", "succeeded", 2)  # every 30 s: overdue after 10 minutes
+    await ran("harvest", "succeeded", 20)  # then only failed and skipped rounds
+    await ran("harvest", "failed", 1)
+    await ran("harvest", "skipped", 0.5)
+    await ran("dora", "failed", 40)  # every 5 minutes: overdue after 15; never succeeded
+    await ran("dora", "failed", 5)
+    await ran("rollup", "succeeded", 20)  # every 10 minutes: overdue after 30
+    await ran("retention", "succeeded", 24 * 60)  # daily: overdue after three days
+
+    rows = await firing(readonly, "fleetmark-job-not-succeeding")
+
+    assert {row["job"]: row["minutes_since_success"] for row in rows} == {
+        "harvest": 20,
+        "dora": 40,
+    }
+    assert alerts.overdue("drift") == alerts.GRACE
+    assert alerts.overdue("dora") == timedelta(minutes=15)
+
+
+async def test_kept_answers_older_than_their_job_allows_fire(
+    seeded: Seeded, session: AsyncSession, readonly: ReadOnly
+) -> None:
+    options = service.AnswerOptions(
+        soak=timedelta(minutes=10), stale_after=timedelta(minutes=10), newest=5
+    )
+    old = seeded.now - timedelta(minutes=20)
+    rules = ("fleetmark-gate-answers-old", "fleetmark-envdiff-old", "fleetmark-dora-old")
+
+    await service.keep_answers(session, options, now=seeded.now)
+    await envdiff.keep_diff(session, now=seeded.now)
+    fresh = [await firing(readonly, uid) for uid in rules]
+    await service.keep_answers(session, options, now=old)
+    await envdiff.keep_diff(session, now=old)
+    await refresh_rollup(session, now=old, settle=timedelta(days=1))
+    stale = [await firing(readonly, uid) for uid in rules]
+
+    assert fresh == [[], [], []]
+    # Each kept 20 minutes ago: the gate's and the diff's jobs run every 30 s and minute
+    # (overdue after 10 minutes), the DORA job's every 5 minutes (after 15).
+    assert [(row["answers"], row["minutes_old"]) for [row] in stale] == [
+        ("gate", 20),
+        ("environment diff", 20),
+        ("DORA", 20),
+    ]
+
+
 def test_the_provisioning_file_has_every_rule_as_grafana_reads_it() -> None:
     document = yaml.safe_load(build.render()[build.ALERT_RULES])
 
@@ -114,7 +207,17 @@ def test_the_provisioning_file_has_every_rule_as_grafana_reads_it() -> None:
         assert query["model"]["rawSql"] == RULES[rule["uid"]].sql.strip()
         assert (reduce["model"]["type"], reduce["model"]["expression"]) == ("reduce", "A")
         assert threshold["model"]["type"] == "threshold"
-        assert threshold["model"]["conditions"] == [{"evaluator": {"type": "gt", "params": [0]}}]
+        [condition] = threshold["model"]["conditions"]
+        assert condition["evaluator"] == {"type": "gt", "params": [RULES[rule["uid"]].above]}
+        if rule["uid"] == "fleetmark-environment-stale":
+            # Grafana's recovery threshold: firing until the share falls below a lower one.
+            assert condition["unloadEvaluator"] == {"type": "lt", "params": [0.25]}
+            assert condition["evaluator"]["params"] == [0.5]
+        else:
+            assert condition["evaluator"]["params"] == [0]
+            assert "unloadEvaluator" not in condition
+        # Not read by the file provisioner of the pinned Grafana (11.6): never written.
+        assert "keepFiringFor" not in rule
         assert rule["condition"] == threshold["refId"] == "C"
         assert rule["noDataState"] == "OK"
 

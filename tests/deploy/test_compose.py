@@ -65,7 +65,7 @@ def test_no_secret_is_an_environment_value_or_on_a_command_line() -> None:
 
     assert all("file" in source for source in document["secrets"].values())
     assert secret_values == set()
-    assert uses == {"FLEETMARK_PUBLISH_ADDRESS"}
+    assert uses == {"FLEETMARK_PUBLISH_ADDRESS", "FLEETMARK_ALERT_WEBHOOK_URL"}
     assert "password" not in " ".join(document["services"]["db-roles"]["command"][:2])
 
 
@@ -75,12 +75,12 @@ def test_every_fleetmark_container_is_read_only_and_the_demo_fleet_is_opt_in() -
         name for name, s in services.items() if s.get("image", "").endswith("fleetmark:0.1.0")
     }
 
-    assert fleetmark == {"hub", "grafana-grant", "simulate"}
+    assert fleetmark == {"hub", "grafana-grant", "demo"}
     for name in fleetmark | {"prometheus"}:
         assert services[name]["read_only"] is True, name
         assert services[name]["cap_drop"] == ["ALL"], name
-    assert services["simulate"]["profiles"] == ["demo"]
-    assert [name for name, s in services.items() if "profiles" in s] == ["simulate"]
+    assert services["demo"]["profiles"] == ["demo"]
+    assert [name for name, s in services.items() if "profiles" in s] == ["demo"]
 
 
 def test_ports_are_published_on_the_loopback_address_unless_told_otherwise() -> None:
@@ -152,6 +152,51 @@ def test_prometheus_scrapes_the_hubs_metrics_port_with_the_metrics_token() -> No
     assert [port.rsplit(":", 1)[1] for port in services["hub"]["ports"]] == ["8080"]
 
 
+def test_grafana_reads_the_prometheus_that_scrapes_the_hub() -> None:
+    services = compose()["services"]
+    [datasource] = yaml.safe_load(
+        (ROOT / "dashboards/provisioning/datasources/prometheus.yaml").read_text()
+    )["datasources"]
+    config = yaml.safe_load((ROOT / "compose" / "prometheus.yml").read_text())
+    published = services["prometheus"]["ports"][0].rsplit(":", 1)[1]
+
+    assert datasource["type"] == "prometheus"
+    assert datasource["url"] == "$FLEETMARK_GRAFANA_PROMETHEUS_URL"
+    assert services["grafana"]["environment"]["FLEETMARK_GRAFANA_PROMETHEUS_URL"] == (
+        f"http://prometheus:{published}"
+    )
+    # $__rate_interval spans four of the scrape interval Grafana is told.
+    assert datasource["jsonData"]["timeInterval"] == config["global"]["scrape_interval"]
+
+
+def test_compose_routes_the_alerts_to_its_contact_point() -> None:
+    """Compose alone provisions a policy (it replaces a Grafana's whole tree): its route takes
+    every rule's alerts, one notification per rule and environment."""
+    grafana = compose()["services"]["grafana"]
+    mounts = dict(volume.split(":")[:2] for volume in grafana["volumes"])
+    notifications = yaml.safe_load((ROOT / "compose/alerting/notifications.yaml").read_text())
+    rules = yaml.safe_load((ROOT / "dashboards/provisioning/alerting/fleetmark.yaml").read_text())
+    [contact] = notifications["contactPoints"]
+    [policy] = notifications["policies"]
+    [route] = policy["routes"]
+    [receiver] = contact["receivers"]
+
+    assert mounts["./compose/alerting/notifications.yaml"].startswith(
+        "/etc/grafana/provisioning/alerting/"
+    )
+    assert policy["receiver"] == route["receiver"] == contact["name"]
+    assert all(rule["labels"]["source"] == "fleetmark" for rule in rules["groups"][0]["rules"])
+    assert route["object_matchers"] == [["source", "=", "fleetmark"]]
+    assert route["group_by"] == ["alertname", "environment"]
+    assert receiver["settings"]["url"] == "$FLEETMARK_GRAFANA_ALERT_WEBHOOK_URL"
+    assert grafana["environment"]["FLEETMARK_GRAFANA_ALERT_WEBHOOK_URL"].startswith(
+        "${FLEETMARK_ALERT_WEBHOOK_URL:-"
+    )
+    # Neither the chart nor `dashboards push` provisions a policy.
+    assert not list((ROOT / "charts").rglob("*notification*"))
+    assert "policies" not in (ROOT / "hub/cli/dashboards.py").read_text()
+
+
 def test_the_services_start_in_order() -> None:
     services = compose()["services"]
 
@@ -163,7 +208,7 @@ def test_the_services_start_in_order() -> None:
     assert waits_for("grafana-grant") == {"hub": "service_healthy"}
     assert waits_for("grafana") == {"grafana-grant": "service_completed_successfully"}
     assert waits_for("prometheus") == {"hub": "service_healthy"}
-    assert waits_for("simulate") == {"hub": "service_healthy"}
+    assert waits_for("demo") == {"hub": "service_healthy"}
     assert "healthcheck" in services["db"]
 
 
@@ -178,15 +223,25 @@ def test_the_hub_migrates_on_start_and_is_healthy_when_its_database_answers() ->
     assert hub["environment"]["FLEETMARK_ADMIN_TOKEN_FILE"] == "/run/secrets/admin_token"
 
 
-def test_the_simulated_fleet_reports_to_the_hub_with_the_admin_token() -> None:
+def test_the_demo_tells_the_hub_its_story_with_the_admin_token() -> None:
+    """The demo runs as tests/dashboards/test_demo_profile.py runs it: the hub at its port, the
+    admin token, and its repositories served where the hub's network reaches the demo."""
     services = compose()["services"]
-    command = services["simulate"]["command"]
+    command = services["demo"]["command"]
     hub_port = services["hub"]["ports"][0].rsplit(":", 1)[1]
+    git_port = command[command.index("--git-listen") + 1].rsplit(":", 1)[1]
 
+    assert command[0] == "demo"
     assert command[command.index("--hub") + 1] == f"http://hub:{hub_port}"
     assert command[command.index("--token-file") + 1] == "/run/secrets/admin_token"
-    assert services["simulate"]["secrets"] == ["admin_token"]
+    assert command[command.index("--git-url") + 1] == f"http://demo:{git_port}"
+    assert services["demo"]["secrets"] == ["admin_token"]
     assert "admin_token" in services["hub"]["secrets"]
+    # Its repositories on a tmpfs (the root is read-only); its port published nowhere.
+    assert "/var/lib/fleetmark" in services["demo"]["tmpfs"]
+    assert "ports" not in services["demo"]
+    # The hub reads no local repository: it stays in production mode without the option.
+    assert "FLEETMARK_ALLOW_LOCAL_REPOSITORIES" not in services["hub"]["environment"]
 
 
 def test_grafana_reads_the_repositorys_provisioning_files_and_dashboards() -> None:
@@ -196,14 +251,24 @@ def test_grafana_reads_the_repositorys_provisioning_files_and_dashboards() -> No
         (ROOT / "dashboards/provisioning/dashboards/fleetmark.yaml").read_text()
     )
 
-    for source in (s for s in mounts if s.startswith("./") and not s.endswith("alerting")):
-        assert (ROOT / source).is_dir(), source
+    for source in (s for s in mounts if s.startswith("./")):
+        assert (ROOT / source).exists(), source
+    assert mounts["./dashboards/provisioning/alerting/fleetmark.yaml"] == (
+        "/etc/grafana/provisioning/alerting/fleetmark.yaml"
+    )
     assert mounts["./dashboards/json"] == provider["providers"][0]["options"]["path"]
     assert (
         mounts["./dashboards/provisioning/datasources"] == "/etc/grafana/provisioning/datasources"
     )
-    datasource = (ROOT / "dashboards/provisioning/datasources/fleetmark.yaml").read_text()
-    read = set(re.findall(r"\$(FLEETMARK_GRAFANA_DB_\w+)", datasource))
+    provisioned = [
+        *(ROOT / "dashboards/provisioning/datasources").iterdir(),
+        ROOT / "compose/alerting/notifications.yaml",
+    ]
+    read = {
+        name
+        for path in provisioned
+        for name in re.findall(r"\$(FLEETMARK_GRAFANA_\w+)", path.read_text())
+    }
     # The password from its secret file, set by the entrypoint in Grafana's own process.
     given = {name for name in grafana["environment"] if name.startswith("FLEETMARK_")}
     assert read == given | {"FLEETMARK_GRAFANA_DB_PASSWORD"}
