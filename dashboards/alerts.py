@@ -13,9 +13,10 @@ links it, by Grafana's own URL, in notifications.
 
 The thresholds are in the SQL: a cluster drifted for longer than `DRIFTED_FOR`, a cluster
 whose newest report is older than `STALE_AFTER` (the hub's default
-FLEETMARK_STALE_AFTER_SECONDS), a repository whose last fetch failed, and the gate of an
+FLEETMARK_STALE_AFTER_SECONDS), a repository whose last fetch failed, the gate of an
 environment's newest platform commit or of a workload's newest version that failed (the
-answers the promotion job keeps).
+answers the promotion job keeps), and a rollout that no expected cluster reached for
+FLEETMARK_ROLLOUT_STALL_AFTER (the hub judges it: the rollouts job keeps the state).
 """
 
 from collections.abc import Mapping
@@ -108,6 +109,21 @@ WHERE newest = 1 AND verdict = 'failed'
         "{{ $labels.revision }} in {{ $labels.environment }} failed",
         dashboard="fleetmark-promotion",
         panel="Gate answers",
+    ),
+    Rule(
+        uid="fleetmark-rollout-stalled",
+        title="Rollout stalled",
+        sql="""
+SELECT environment, subject, COALESCE(workload, '') AS workload, revision,
+       expected_clusters - reached_clusters AS clusters_to_reach
+FROM grafana.rollout
+WHERE state = 'stalled'
+""",
+        summary="the rollout of {{ $labels.subject }} {{ $labels.workload }} "
+        "{{ $labels.revision }} in {{ $labels.environment }} has stalled: no expected cluster "
+        "has reached it for the hub's FLEETMARK_ROLLOUT_STALL_AFTER",
+        dashboard="fleetmark-promotion",
+        panel="In-flight rollouts",
     ),
 )
 
