@@ -65,5 +65,6 @@ class Rollout(Base):
     stalled: Mapped[list[Range[datetime]]] = mapped_column(TSTZMULTIRANGE)
     # The stall-after it was judged with (FLEETMARK_ROLLOUT_STALL_AFTER).
     stall_after: Mapped[timedelta]
-    # The DORA job's refresh its facts are from: the state is as of then.
+    # The DORA job's refresh its facts are from: the state is as of then. A converged rollout
+    # keeps the refresh that found it so, unless a later one changes its facts.
     evaluated_at: Mapped[datetime]

@@ -36,25 +36,29 @@ COPIED = {
     "evaluated_at": "s.refreshed_at",
 }
 _COPIED = ", ".join(f"{column} AS {name}" for name, column in COPIED.items())
-_KEPT = ", ".join(f"r.{name}" for name in COPIED)
-_FROM_DORA = ", ".join(COPIED.values())
+_FACTS = [name for name in COPIED if name != "evaluated_at"]
+_KEPT = ", ".join(f"r.{name}" for name in _FACTS)
+_FROM_DORA = ", ".join(COPIED[name] for name in _FACTS)
 
-# A converged rollout is final: judged again only when the DORA job's verdict on it changed
-# (reports that arrived late) or the stall-after did. The others are judged at every run.
+# A state follows from the DORA job's facts, its refresh and the stall-after: a rollout is
+# judged again once the DORA job refreshed it since, or the stall-after changed. A converged
+# one is final: judged again after a refresh only when its facts changed (reports that
+# arrived late).
 _TO_JUDGE = text(f"""
 SELECT d.id AS dora_rollup_id, {_COPIED}, d.reached_times
 FROM dora_rollup d
 JOIN dora_refresh s ON s.workload = d.workload
 LEFT JOIN rollout r ON r.dora_rollup_id = d.id
-WHERE r.dora_rollup_id IS NULL OR r.state <> 'converged'
+WHERE r.dora_rollup_id IS NULL
    OR r.stall_after <> CAST(:stall_after AS interval)
-   OR ROW({_KEPT}) IS DISTINCT FROM ROW({_FROM_DORA})
+   OR r.evaluated_at <> s.refreshed_at
+      AND (r.state <> 'converged' OR ROW({_KEPT}) IS DISTINCT FROM ROW({_FROM_DORA}))
 """)  # noqa: S608 - constants only
 
 
 async def to_judge(session: AsyncSession, stall_after: timedelta) -> Sequence[Row[Any]]:
     """The DORA job's rollouts the rollouts job has not judged, or whose state may have
-    changed since: COPIED's columns, `dora_rollup_id` and `reached_times`."""
+    changed since it did: COPIED's columns, `dora_rollup_id` and `reached_times`."""
     result = await session.execute(_TO_JUDGE, {"stall_after": stall_after})
     return result.all()
 

@@ -3,10 +3,11 @@ the alert rules and every other reader of what a rollout is doing.
 
 Data flow: the DORA job (every `dora_interval`) judges who each rollout expected, who reached
 it and who failed on it into `dora_rollup` -> the rollouts job (hub/jobs.py, every minute)
-reads the rollouts it has not judged yet or that are not converged (a converged one only when
-the DORA job's verdict on it changed) -> the pure policy (hub/rollouts/policy.py) decides
-each one's state and stalls as of the DORA job's refresh, with FLEETMARK_ROLLOUT_STALL_AFTER
--> the rollouts that changed are written, in one transaction.
+reads the rollouts it has not judged yet, and those the DORA job refreshed since that are not
+converged (a converged one only when the DORA job's verdict on it changed) -> the pure policy
+(hub/rollouts/policy.py) decides each one's state and stalls as of the DORA job's refresh,
+with FLEETMARK_ROLLOUT_STALL_AFTER -> the rollouts that changed are written, in one
+transaction. Most runs find nothing to judge: the DORA job refreshes every `dora_interval`.
 
 Why as of the DORA job's refresh and not the hub's clock: a rollout is stalled when nothing
 moved it for the stall-after, and the facts say what moved it only up to the refresh; judged

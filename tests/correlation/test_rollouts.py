@@ -148,7 +148,11 @@ async def test_each_rollout_is_in_progress_stalled_failed_then_converged(
     for minutes in moments:
         kept = await kept_as_of(played, sessions, minutes)
         for name, row in kept.items():
-            assert row["evaluated_at"] == played.timeline.at(minutes)
+            # Judged as of the refresh; a converged one as of the refresh that found it so.
+            if row["state"] == "converged":
+                assert row["evaluated_at"] <= played.timeline.at(minutes)
+            else:
+                assert row["evaluated_at"] == played.timeline.at(minutes)
             assert row["stall_after"] == STALL_AFTER
             if name in expected and any(at == minutes for at, _ in expected[name]):
                 shown.setdefault(name, []).append((minutes, seen(played, row)))
@@ -177,7 +181,7 @@ async def test_a_failed_rollout_names_its_first_failure(
     assert row["converged_at"] is None
 
 
-async def test_converged_rollouts_are_judged_again_only_when_something_changed(
+async def test_rollouts_are_judged_again_only_when_something_changed(
     played: Played, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     await refresh_dora(sessions, played.timeline.at(180))
@@ -185,13 +189,19 @@ async def test_converged_rollouts_are_judged_again_only_when_something_changed(
     async with sessions() as session:
         states = list(await session.scalars(select(Rollout.state)))
     again = await keep(sessions)
+    await refresh_dora(sessions, played.timeline.at(181))
+    refreshed = await keep(sessions)
     longer = await keep(sessions, stall_after=timedelta(minutes=30))
 
-    # The history's rollouts converged by B+180: once judged, they are not read again until
-    # the stall-after changes, which judges each anew (none had a 30 minutes' stall).
+    # The history's rollouts converged by B+180. Nothing changed until the DORA job's next
+    # refresh, after which those not converged are judged again as of it; the converged, not
+    # again until the stall-after changes, which judges each anew (none had a 30 minutes'
+    # stall).
     assert states.count("converged") >= len(PLATFORM if played.workload is None else RELEASES)
     assert (first.judged, first.written) == (len(states), len(states))
-    assert (again.judged, again.written) == (len(states) - states.count("converged"), 0)
+    assert (again.judged, again.written) == (0, 0)
+    unfinished = len(states) - states.count("converged")
+    assert (refreshed.judged, refreshed.written) == (unfinished, unfinished)
     assert (longer.judged, longer.written) == (len(states), len(states))
     async with sessions() as session:
         stalls = await session.scalars(select(Rollout.stalled))
