@@ -126,7 +126,7 @@ def build() -> Dashboard:
             UID,
             TITLE,
             "Per environment, the gate for its newest platform commits and workload versions, "
-            "what blocks them, and what may be promoted.",
+            "what blocks them, what may be promoted, and the rollouts in flight.",
         )
         .with_panel(
             stat(
