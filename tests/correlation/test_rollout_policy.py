@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from hub.models.rollout import ROLLOUT_STATES
 from hub.rollouts.policy import Facts, RolloutState, Stall, judge
 
 T = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -72,3 +73,7 @@ def test_a_cluster_that_got_there_first_reached_it_when_it_began() -> None:
 def test_the_stall_after_must_be_positive() -> None:
     with pytest.raises(ValueError, match="stall_after must be positive"):
         judge(facts(), as_of=at(1), stall_after=timedelta(0))
+
+
+def test_the_states_are_those_the_store_takes() -> None:
+    assert [state.value for state in RolloutState] == list(ROLLOUT_STATES)
