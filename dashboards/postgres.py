@@ -105,7 +105,7 @@ class _SqlAnnotation(AnnotationQuery):
 
 
 class Annotation(cogbuilder.Builder[AnnotationQuery]):
-    """An annotation query: `Annotation("Deployments", "SELECT ...").datasource(...)`."""
+    """An annotation query: `Annotation("Rollouts", "SELECT ...").datasource(...)`."""
 
     def __init__(self, name: str, raw_sql: str) -> None:
         self._internal = _SqlAnnotation(name, PostgresQuery(raw_sql=raw_sql, ref_id="Anno"))
