@@ -59,6 +59,7 @@ from hub import store  # noqa: E402
 from hub.database import create_sessionmaker, normalise_database_url, write_session  # noqa: E402
 from hub.envdiff.service import keep_diff  # noqa: E402
 from hub.promotion.service import AnswerOptions, keep_answers  # noqa: E402
+from hub.rollouts.service import keep_rollouts  # noqa: E402
 from hub.settings import HubSettings  # noqa: E402
 from tests.dashboards.grafana_sql import Variable, expand  # noqa: E402
 from tests.dashboards.panels import (  # noqa: E402
@@ -137,9 +138,9 @@ def make_role(url: str) -> None:
 
 def ready(url: str) -> None:
     """The hourly rollups refreshed, as the hub's rollup job keeps them where they are tables
-    (the query benchmark's jobs leave them be), and the environment diff and the gate answers
-    kept, as the hub's jobs keep them for the dashboards; the role Grafana would use made if
-    missing and granted as the command grants."""
+    (the query benchmark's jobs leave them be), and the environment diff, the rollouts' states
+    and the gate answers kept, as the hub's jobs keep them for the dashboards; the role Grafana
+    would use made if missing and granted as the command grants."""
     make_role(url)
 
     async def run() -> None:
@@ -151,6 +152,9 @@ def ready(url: str) -> None:
             with phase("keeping the environment diff, as the hub's environment diff job does"):
                 async with write_session(sessions) as session:
                     await keep_diff(session, now=datetime.now(UTC))
+            with phase("keeping the rollouts' states, as the hub's rollouts job does"):
+                async with write_session(sessions) as session:
+                    await keep_rollouts(session, stall_after=HubSettings().rollout_stall_after)
             with phase("keeping the gate answers, as the hub's gate answers job does"):
                 async with write_session(sessions) as session:
                     await keep_answers(

@@ -15,9 +15,11 @@ The thresholds are in the SQL: a cluster drifted for longer than `DRIFTED_FOR`, 
 whose newest report is older than `STALE_AFTER` (the hub's default
 FLEETMARK_STALE_AFTER_SECONDS), a repository whose last fetch failed, the gate of an
 environment's newest platform commit or of a workload's newest version that failed (the
-answers the promotion job keeps), a hub job whose last success is older than `MISSED` of its
-intervals (the hub's defaults; `GRACE` at least) and answers the hub's jobs keep (the gate's,
-the environment diff, the DORA rollup) older than that too.
+answers the promotion job keeps), a rollout that no expected cluster reached for
+FLEETMARK_ROLLOUT_STALL_AFTER (the hub judges it: the rollouts job keeps the state), a hub
+job whose last success is older than `MISSED` of its intervals (the hub's defaults; `GRACE`
+at least) and answers the hub's jobs keep (the gate's, the environment diff, the DORA rollup)
+older than that too.
 
 One rule takes a number that is not a count: the share of an environment's clusters that are
 stale, returned for every environment. It fires above `STALE_SHARE` and, once firing, stays so
@@ -48,6 +50,8 @@ from hub.jobs import (
     HARVEST_JOB,
     RETENTION_INTERVAL,
     RETENTION_JOB,
+    ROLLOUTS_INTERVAL,
+    ROLLOUTS_JOB,
     ROLLUP_INTERVAL,
     ROLLUP_JOB,
     SCHEDULE_JOB,
@@ -100,6 +104,7 @@ JOB_INTERVALS = {
     GATE_ANSWERS_JOB: _default("gate_answers_interval"),
     SCHEDULE_JOB: _default("schedule_interval"),
     RETENTION_JOB: RETENTION_INTERVAL,
+    ROLLOUTS_JOB: ROLLOUTS_INTERVAL,
     ROLLUP_JOB: ROLLUP_INTERVAL,
 }
 
@@ -267,6 +272,21 @@ WHERE COALESCE(j.succeeded_at, j.first_at) < now() - make_interval(secs => overd
         f"{_seconds(overdue(DORA_JOB)) // 60} minutes",
         dashboard="fleetmark-dora",
         panel="Per environment (platform commits)",
+    ),
+    Rule(
+        uid="fleetmark-rollout-stalled",
+        title="Rollout stalled",
+        sql="""
+SELECT environment, subject, COALESCE(workload, '') AS workload, revision,
+       expected_clusters - reached_clusters AS clusters_to_reach
+FROM grafana.rollout
+WHERE state = 'stalled'
+""",
+        summary="the rollout of {{ $labels.subject }} {{ $labels.workload }} "
+        "{{ $labels.revision }} in {{ $labels.environment }} has stalled: no expected cluster "
+        "has reached it for the hub's FLEETMARK_ROLLOUT_STALL_AFTER",
+        dashboard="fleetmark-promotion",
+        panel="In-flight rollouts",
     ),
 )
 

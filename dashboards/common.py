@@ -1,8 +1,8 @@
 """What every dashboard shares: the datasource, the variables, the filters they make, panels.
 
 A dashboard module builds one `Dashboard` with `dashboard(...)` and panels made by `table`,
-`stat`, `timeseries` and `state_timeline`, each given one SQL query over the `grafana` views
-(migration 0023). Its SQL narrows the rows to what the variables choose with `scope(alias)`,
+`stat`, `gauge`, `timeseries` and `state_timeline`, each given one SQL query over the `grafana`
+views (migration 0023). Its SQL narrows the rows to what the variables choose with `scope(alias)`,
 which every view with `environment`, `cluster_type` and `cluster` columns takes, and to the time
 picker's range with Grafana's macros (`$__timeFilter(column)`, `$__timeGroupAlias(column,
 $__interval, fill)`: counts and minutes filled with 0, states with NULL, so that a bucket
@@ -10,7 +10,10 @@ without rows is drawn as what it means); `PER_HOUR` makes a bucket's sum a rate 
 every range; `stale(column)` says whether a cluster's last report is older than the
 dashboards' staleness threshold. Links between dashboards are added by `dashboards.build`;
 `dashboard_url(uid)` is a link to another dashboard by uid that carries the variables and the
-time range over, for data links in tables.
+time range over, for data links in tables. Every dashboard marks its time series with the same
+annotation query, `ROLLOUT_EVENTS`: each rollout's start and end (converged or failed) per
+environment, from the rollouts the hub keeps; `chosen_subject(alias)` is how it, and every
+panel of rollouts, follows the variables.
 
 The variables (`VARIABLES`) are the same on every dashboard: multi-value, with "All" whose
 value is `ALL` (a literal no name can equal), so `chosen()` reads "All" as "no filter"
@@ -24,6 +27,7 @@ from typing import Any, TypeVar
 
 from grafana_foundation_sdk.builders import common as common_builders
 from grafana_foundation_sdk.builders import dashboard as dashboard_builders
+from grafana_foundation_sdk.builders import gauge as gauge_builders
 from grafana_foundation_sdk.builders import stat as stat_builders
 from grafana_foundation_sdk.builders import statetimeline as statetimeline_builders
 from grafana_foundation_sdk.builders import table as table_builders
@@ -32,7 +36,7 @@ from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.models import common as common_models
 from grafana_foundation_sdk.models import dashboard as model
 
-from dashboards.postgres import DATASOURCE_TYPE, SQL, Format
+from dashboards.postgres import DATASOURCE_TYPE, SQL, Annotation, Format
 from hub.palette import HEX, Colour, colour
 
 __all__ = [
@@ -40,12 +44,15 @@ __all__ = [
     "DATASOURCE",
     "EVERY_CLUSTER",
     "PER_HOUR",
+    "ROLLOUT_EVENTS",
     "SHOWN_CLUSTERS",
     "STALE_AFTER",
     "VARIABLES",
     "chosen",
+    "chosen_subject",
     "dashboard",
     "dashboard_url",
+    "gauge",
     "link_clusters",
     "placed",
     "scope",
@@ -80,6 +87,18 @@ def chosen(variable: str, column: str) -> str:
     """SQL: `column` is among the values chosen for `variable`, or "All" is chosen."""
     values = f"${{{variable}:sqlstring}}"
     return f"({ALL} IN ({values}) OR {column} IN ({values}))"
+
+
+def chosen_subject(alias: str) -> str:
+    """SQL: the row (of a view the query names `alias`) is of a chosen environment and of a
+    platform commit (`workload` NULL: shown unless workloads or workspaces are chosen) or of a
+    chosen workload's version."""
+    return (
+        f"({chosen('environment', f'{alias}.environment')} AND ({alias}.workload IS NULL "
+        f"AND {chosen('workload', 'NULL')} AND {chosen('workspace', 'NULL')} "
+        f"OR {chosen('workload', f'{alias}.workload')} "
+        f"AND {chosen('workspace', f'{alias}.workspace')}))"
+    )
 
 
 def placed(environment: str, cluster_type: str) -> str:
@@ -187,6 +206,29 @@ def dashboard_url(uid: str, *, carried: Sequence[str] = VARIABLES, **fixed: str)
     return f"/d/{uid}?" + "&".join(["${__url_time_range}", *given])
 
 
+# The rollouts' starts and ends (converged or failed) as annotations: a name of what it is
+# (the workload, or a platform commit), which revision, where, what happened, with how many
+# clusters; tagged with the environment and the event.
+_REVISION = "CASE WHEN x.workload IS NULL THEN left(x.revision, 12) ELSE x.revision END"
+ROLLOUT_EVENTS = f"""
+SELECT e.time,
+       COALESCE(x.workload, 'platform commit') || ' ' || {_REVISION} || ' ' || e.event
+       || ' on ' || x.environment || ': ' || e.detail AS text,
+       x.environment || ',' || e.event AS tags
+FROM grafana.rollout x
+CROSS JOIN LATERAL (VALUES
+    (x.started_at, 'started', x.expected_clusters || ' clusters expected'),
+    (x.converged_at, 'converged', x.reached_clusters || ' of ' || x.expected_clusters
+                                  || ' clusters reached it'),
+    (x.failed_at, 'failed', COALESCE(x.failed_cluster, '') || ' failed it ('
+                            || COALESCE(x.failure_reason, 'no reason given') || ')')
+) AS e (time, event, detail)
+WHERE e.time IS NOT NULL AND x.started_at <= $__timeTo() AND $__timeFilter(e.time)
+  AND {chosen_subject("x")}
+ORDER BY e.time
+"""
+
+
 def dashboard(
     uid: str,
     title: str,
@@ -196,8 +238,9 @@ def dashboard(
     own_variables: Sequence[cogbuilder.Builder[model.VariableModel]] | None = None,
 ) -> dashboard_builders.Dashboard:
     """A dashboard refreshed every `refresh`: as often as its data changes. Its variables are
-    the five and the staleness threshold unless it brings its own (one that reads no view)."""
-    return (
+    the five and the staleness threshold, and its time series marked with the rollouts' starts
+    and ends, unless it brings its own variables (one that reads no view)."""
+    built = (
         dashboard_builders.Dashboard(title)
         .uid(uid)
         .description(description)
@@ -207,7 +250,13 @@ def dashboard(
         .refresh(refresh)
         .timezone("browser")
         .tooltip(model.DashboardCursorSync.CROSSHAIR)
-        .variables(variables() if own_variables is None else list(own_variables))
+    )
+    if own_variables is not None:
+        return built.variables(list(own_variables))
+    return built.variables(variables()).annotation(
+        Annotation("Rollouts", ROLLOUT_EVENTS)
+        .datasource(DATASOURCE)
+        .icon_color(HEX[colour("in_progress")])
     )
 
 
@@ -215,6 +264,7 @@ P = TypeVar(
     "P",
     table_builders.Panel,
     stat_builders.Panel,
+    gauge_builders.Panel,
     timeseries_builders.Panel,
     statetimeline_builders.Panel,
 )
@@ -298,6 +348,16 @@ def stat(
     for column in shares:
         panel = panel.override_by_name(column, _SHARE)
     return panel
+
+
+def gauge(
+    title: str, sql: str, *, description: str = "", height: int = 8, span: int = 24
+) -> gauge_builders.Panel:
+    """A gauge per row of the query: its number, named by the row's text columns."""
+    panel = _panel(gauge_builders.Panel(), title, SQL(sql), description, height, span)
+    return panel.reduce_options(
+        common_builders.ReduceDataOptions().values(True).calcs(["lastNotNull"])
+    )
 
 
 def timeseries(

@@ -1,18 +1,19 @@
 """Deployment history: a state timeline per cluster and one per workload (its rollouts in each
-environment), and every change of an applied revision (what changed when, from which version
-to which)."""
+environment, as the rollouts job keeps them), and every change of an applied revision (what
+changed when, from which version to which)."""
 
 from grafana_foundation_sdk.models.dashboard import Dashboard, ValueMap, ValueMappingResult
 
 from dashboards.common import (
     SHOWN_CLUSTERS,
-    chosen,
+    chosen_subject,
     dashboard,
     scope,
     shown_clusters,
     state_timeline,
     table,
 )
+from hub.palette import HEX, colour
 
 __all__ = ["CLUSTER_STATES", "ROLLOUT_STATES", "TITLE", "UID", "build"]
 
@@ -20,14 +21,19 @@ UID = "fleetmark-history"
 TITLE = "fleetmark: Deployment history"
 
 # The state timelines' values. Per cluster, the worst that happened to it in a bucket:
-# reconciled, a revision applied, drifted, failing. Per workload: done, rolling out, failed.
+# reconciled, a revision applied, drifted, failing. Per workload, its rollout's state, in the
+# palette's colours (hub/palette.py).
 CLUSTER_STATES = {
     0: ("reconciled", "blue"),
     1: ("applied", "green"),
     2: ("drifted", "orange"),
     3: ("failing", "red"),
 }
-ROLLOUT_STATES = {0: ("done", "green"), 1: ("rolling out", "blue"), 2: ("failed", "red")}
+_ROLLOUT_STATES = ("converged", "in_progress", "stalled", "failed")
+ROLLOUT_STATES = {
+    value: (state.replace("_", " "), HEX[colour(state)])
+    for value, state in enumerate(_ROLLOUT_STATES)
+}
 
 PER_CLUSTER = f"""
 SELECT $__timeGroupAlias(x.hour, $__interval, NULL), s.cluster AS metric,
@@ -53,23 +59,33 @@ LEFT JOIN LATERAL (
 ) w ON true
 """
 
-# A rollout's events as states of its workload in its environment: rolling out from its
-# start; failed from its first failure until restored; done once complete and, had it failed,
-# restored. The platform commits are the workload `platform`. Events at one time in the order
-# they happen.
+# Each workload (the platform commits: `platform`) in each environment takes the state its
+# rollouts last entered (grafana.rollout_period): from the range's start, the state in effect
+# then, which it may have entered long before; then each state entered in the range. States
+# entered at one time are taken in the order of their rollouts' starts and commits: the
+# newest rollout's last.
+_VALUES = "CASE p.state {} END".format(
+    " ".join(f"WHEN '{state}' THEN {value}" for value, state in enumerate(_ROLLOUT_STATES))
+)
 PER_WORKLOAD = f"""
-SELECT e.time, COALESCE(x.workload, 'platform') || ' on ' || x.environment AS metric, e.value
-FROM grafana.dora_rollout x
-CROSS JOIN LATERAL (VALUES
-    (x.started_at, 1, 1),
-    (x.failed_at, 2, 2),
-    (x.restored_at, CASE WHEN x.completed_at <= x.restored_at THEN 0 ELSE 1 END, 3),
-    (x.completed_at, CASE WHEN x.restored_at IS NULL AND x.failed_at IS NOT NULL
-                            OR x.restored_at > x.completed_at THEN 2 ELSE 0 END, 4)
-) AS e (time, value, step)
-WHERE e.time IS NOT NULL AND $__timeFilter(e.time)
-  AND {chosen("environment", "x.environment")} AND {chosen("workload", "x.workload")}
-ORDER BY e.time, metric, x.committed_at, e.step
+WITH period AS (
+    SELECT COALESCE(p.workload, 'platform') || ' on ' || p.environment AS metric,
+           p.since, p.started_at, p.committed_at, p.revision, {_VALUES} AS value
+    FROM grafana.rollout_period p
+    WHERE p.since < $__timeTo() AND (p.until IS NULL OR p.until > $__timeFrom())
+      AND {chosen_subject("p")}
+)
+SELECT time, metric, value FROM (
+    (SELECT DISTINCT ON (metric) $__timeFrom() AS time, metric, value, started_at,
+            committed_at, revision
+     FROM period
+     WHERE since <= $__timeFrom()
+     ORDER BY metric, since DESC, started_at DESC, committed_at DESC, revision DESC)
+    UNION ALL
+    SELECT since, metric, value, started_at, committed_at, revision
+    FROM period WHERE since > $__timeFrom()
+) entered
+ORDER BY time, metric, started_at, committed_at, revision
 """
 
 
@@ -113,9 +129,10 @@ def build() -> Dashboard:
             state_timeline(
                 "Rollouts per workload",
                 PER_WORKLOAD,
-                description="Each workload (and the platform commits) per environment: rolling "
-                "out a revision, failed, or done (every expected cluster Ready with it), as the "
-                "DORA job judges the rollouts.",
+                description="Each workload (and the platform commits) per environment: the "
+                "state its rollouts last entered, in progress, stalled (no expected cluster "
+                "reached it for FLEETMARK_ROLLOUT_STALL_AFTER), failed, or converged (every "
+                "expected cluster runs it Ready); from the range's start, the state then.",
                 height=8,
             ).mappings([_mapping(ROLLOUT_STATES)])
         )

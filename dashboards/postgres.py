@@ -6,6 +6,11 @@ editor): `refId`, `datasource`, `rawSql`, `format` (`table` or `time_series`), `
 and `editorMode`. `register()` adds it to the SDK's runtime beside the SDK's own variants, so
 a dashboard read back with `Dashboard.from_json` carries `PostgresQuery` targets, not the
 SDK's untyped bag.
+
+`Annotation` is an annotation query of this datasource: Grafana's SQL datasources keep its SQL
+in the annotation's `target` as a query like a panel's, with the columns `time`, `text` and
+`tags`. The SDK's model of an annotation has a target only for Grafana's own annotations (tags
+and a limit), so one read back with `Dashboard.from_json` loses its SQL.
 """
 
 import typing
@@ -15,9 +20,9 @@ from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.cog import plugins as cogplugins
 from grafana_foundation_sdk.cog import runtime as cogruntime
 from grafana_foundation_sdk.cog import variants as cogvariants
-from grafana_foundation_sdk.models.dashboard import DataSourceRef
+from grafana_foundation_sdk.models.dashboard import AnnotationQuery, DataSourceRef
 
-__all__ = ["DATASOURCE_TYPE", "SQL", "Format", "PostgresQuery", "register"]
+__all__ = ["DATASOURCE_TYPE", "SQL", "Annotation", "Format", "PostgresQuery", "register"]
 
 DATASOURCE_TYPE = "grafana-postgresql-datasource"
 
@@ -87,6 +92,33 @@ class SQL(cogbuilder.Builder[cogvariants.Dataquery]):
 
     def datasource(self, datasource: DataSourceRef) -> typing.Self:
         self._internal.datasource = datasource
+        return self
+
+
+class _SqlAnnotation(AnnotationQuery):
+    def __init__(self, name: str, query: PostgresQuery) -> None:
+        super().__init__(name=name, enable=True, hide=False)
+        self.query = query
+
+    def to_json(self) -> dict[str, object]:
+        return super().to_json() | {"target": self.query}
+
+
+class Annotation(cogbuilder.Builder[AnnotationQuery]):
+    """An annotation query: `Annotation("Rollouts", "SELECT ...").datasource(...)`."""
+
+    def __init__(self, name: str, raw_sql: str) -> None:
+        self._internal = _SqlAnnotation(name, PostgresQuery(raw_sql=raw_sql, ref_id="Anno"))
+
+    def build(self) -> AnnotationQuery:
+        return self._internal
+
+    def datasource(self, datasource: DataSourceRef) -> typing.Self:
+        self._internal.datasource = datasource
+        return self
+
+    def icon_color(self, icon_color: str) -> typing.Self:
+        self._internal.icon_color = icon_color
         return self
 
 

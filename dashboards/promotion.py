@@ -1,19 +1,24 @@
 """Promotion: per environment, the newest platform commits and workload versions with their
-gate state (passed / pending / failed), the clusters that block each, and what is promotable.
+gate state (passed / pending / failed), the clusters that block each, and what is promotable;
+and the rollouts in flight, as gauges of the expected clusters they reached.
 
 The gate's policy is Python, so the panels read the answers the promotion job keeps for the
 newest commits and versions of each environment (hub/promotion, migration 0027): the answers
-GET /api/v1/gates/promotion gives, judged with the job's soak, as of `Evaluated`.
+GET /api/v1/gates/promotion gives, judged with the job's soak, as of `Evaluated`. The rollouts
+are those the rollouts job keeps (hub/rollouts, migration 0037), as of the DORA job's refresh.
 """
 
+from grafana_foundation_sdk.builders.dashboard import FieldColor
 from grafana_foundation_sdk.models.dashboard import (
     Dashboard,
     DynamicConfigValue,
+    FieldColorModeId,
     ValueMap,
     ValueMappingResult,
 )
 
-from dashboards.common import chosen, dashboard, dashboard_url, stat, table
+from dashboards.common import chosen, chosen_subject, dashboard, dashboard_url, gauge, stat, table
+from hub.palette import HEX, colour
 
 __all__ = ["TITLE", "UID", "build"]
 
@@ -71,6 +76,39 @@ ORDER BY {_ORDER}, newest, place
 LIMIT 1000
 """
 
+# In flight: not converged. A gauge per rollout, the latest environment first, named by what
+# it is, how many clusters reached it and failed on it, how long ago it started and how old
+# what it says is.
+IN_FLIGHT_SHOWN = 12
+
+
+def _ago(seconds: str) -> str:
+    """SQL: a span of `seconds` in words, to the minute below two hours."""
+    return (
+        f"CASE WHEN {seconds} < 7200 THEN floor({seconds} / 60) || ' min' "
+        f"WHEN {seconds} < 172800 THEN floor({seconds} / 3600) || ' h' "
+        f"ELSE floor({seconds} / 86400) || ' d' END"
+    )
+
+
+IN_FLIGHT = f"""
+SELECT COALESCE(x.workload, 'platform') || ' ' || {_REVISION.format("x.revision")}
+       || ' on ' || x.environment || ': ' || x.reached_clusters || ' of '
+       || x.expected_clusters
+       || CASE WHEN x.failed_clusters > 0 THEN ', ' || x.failed_clusters || ' failed'
+               ELSE '' END
+       || CASE WHEN x.state = 'stalled' THEN ', stalled' ELSE '' END
+       || ', started ' || {_ago("extract(epoch FROM now() - x.started_at)")} || ' ago'
+       || ' (as of ' || {_ago("extract(epoch FROM now() - x.evaluated_at)")} || ' ago)'
+       AS "Rollout",
+       CAST(x.reached_clusters AS double precision) / x.expected_clusters AS "Reached"
+FROM grafana.rollout x
+WHERE x.state <> 'converged' AND {chosen_subject("x")}
+ORDER BY x.environment_position DESC NULLS LAST, x.environment, x.started_at DESC,
+         x.workload NULLS FIRST, x.revision
+LIMIT {IN_FLIGHT_SHOWN}
+"""
+
 _COLOURS = {"passed": "green", "pending": "yellow", "failed": "red", "compliant": "green"}
 _STATE_COLOURS = ValueMap(
     options={
@@ -88,7 +126,7 @@ def build() -> Dashboard:
             UID,
             TITLE,
             "Per environment, the gate for its newest platform commits and workload versions, "
-            "what blocks them, and what may be promoted.",
+            "what blocks them, what may be promoted, and the rollouts in flight.",
         )
         .with_panel(
             stat(
@@ -98,6 +136,25 @@ def build() -> Dashboard:
                 description="The gate of each environment's newest platform commit and of each "
                 "workload's newest version there, by verdict.",
             )
+        )
+        .with_panel(
+            gauge(
+                "In-flight rollouts",
+                IN_FLIGHT,
+                description="Each rollout not converged yet (in progress, stalled or failed): "
+                "of the clusters it expected, the share that runs it Ready, with how many "
+                "failed on it and how long ago it started; the latest environment first, "
+                f"{IN_FLIGHT_SHOWN} at most. As of the DORA job's last refresh (each gauge says "
+                "how long ago): up to FLEETMARK_DORA_INTERVAL (5 minutes) and a minute old.",
+            )
+            .unit("percentunit")
+            .min(0)
+            .max(1)
+            .color_scheme(
+                FieldColor().mode(FieldColorModeId.FIXED).fixed_color(HEX[colour("in_progress")])
+            )
+            .show_threshold_markers(False)
+            .no_value("No rollout in flight")
         )
         .with_panel(
             table(

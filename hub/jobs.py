@@ -1,9 +1,10 @@
 """Background jobs of the hub: the periodic harvest (unless turned off), the periodic drift
 evaluation, the periodic summary of what clusters run (for the environment diff), the periodic
-refresh of the DORA rollup, the promotion gate's answers for the newest commits (for dashboards
-and alert rules), the history's retention (at start, then daily) and hourly rollups
-(where the store does not keep them itself; hub/store.py) and, when a control plane is
-configured, the periodic scheduling. The only module that imports APScheduler.
+refresh of the DORA rollup and each rollout's state judged from it, the promotion gate's
+answers for the newest commits (for dashboards and alert rules), the history's retention (at
+start, then daily) and hourly rollups (where the store does not keep them itself;
+hub/store.py) and, when a control plane is configured, the periodic scheduling. The only
+module that imports APScheduler.
 
 Every replica runs the scheduler; each job takes a PostgreSQL advisory lock of its own, so one
 replica harvests (schedules) at a time and the others skip that round. A failing run is logged
@@ -44,6 +45,7 @@ from hub.errors import FleetmarkError
 from hub.harvest.service import Clock, scheduled_harvest
 from hub.monitoring.service import Outcome, finish_run, record_job_run
 from hub.promotion.service import scheduled_answers
+from hub.rollouts.service import scheduled_rollouts
 from hub.scheduling.service import scheduled_schedule
 from hub.settings import HubSettings
 from hub.store import keep_history, refresh_rollups
@@ -52,6 +54,11 @@ HARVEST_JOB = "harvest"
 DRIFT_JOB = "drift"
 ENV_DIFF_JOB = "env_diff"
 DORA_JOB = "dora"
+ROLLOUTS_JOB = "rollouts"
+# A run judges only rollouts not converged yet, as of the DORA job's last refresh: this often
+# (or as often as the DORA job, if that is more often), the kept states follow each refresh
+# within a minute.
+ROLLOUTS_INTERVAL = timedelta(minutes=1)
 GATE_ANSWERS_JOB = "gate_answers"
 SCHEDULE_JOB = "schedule"
 RETENTION_JOB = "retention"
@@ -162,6 +169,12 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
         DORA_JOB,
         settings.dora_interval,
         lambda: scheduled_dora(sessions, settings, clock=clock),
+    )
+    _every(
+        schedule,
+        ROLLOUTS_JOB,
+        min(ROLLOUTS_INTERVAL, settings.dora_interval),
+        lambda: scheduled_rollouts(sessions, settings),
     )
     _every(
         schedule,

@@ -62,6 +62,10 @@ STATES: dict[str, Colour] = {
     "awaiting_promotion": "progress",
     "pinned": "idle",
     "config": "warn",
+    # Rollouts (failed above).
+    "in_progress": "progress",
+    "converged": "ok",
+    "stalled": "warn",
     # Readiness of a reconciler object.
     "ready": "ok",
     "progressing": "progress",

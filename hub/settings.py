@@ -379,6 +379,15 @@ class HubSettings(BaseSettings):
             "then its verdict is kept."
         ),
     )
+    rollout_stall_after: Interval = Field(
+        default=timedelta(minutes=30),
+        gt=timedelta(0),
+        description=(
+            "How long a rollout may go without another expected cluster reaching it before it "
+            "counts as stalled (seconds or ISO 8601); the dashboards' rollouts and the "
+            "rollout stalled alert follow it."
+        ),
+    )
     schedule_control_plane: str | None = Field(
         default=None,
         description=(

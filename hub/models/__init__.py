@@ -33,6 +33,7 @@ from hub.models.observed import (
     deployed_part,
     status_transition,
 )
+from hub.models.rollout import Rollout
 from hub.models.scheduling import ScheduledAssignment, SchedulingError, SchedulingTarget
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "ObjectState",
     "PageSignIn",
     "Repository",
+    "Rollout",
     "ScheduledAssignment",
     "SchedulingError",
     "SchedulingTarget",

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub import store
 from hub.dora.service import refresh_rollup
+from hub.rollouts.service import keep_rollouts
 from tests.correlation.conftest import (
     configure,
     fleet,
@@ -136,6 +137,10 @@ async def readonly(session: AsyncSession) -> ReadOnly:
     return ReadOnly(session, role, backend.timescaledb is not None)
 
 
+# The hub's default FLEETMARK_ROLLOUT_STALL_AFTER.
+STALL_AFTER = timedelta(minutes=30)
+
+
 @dataclass
 class Seeded:
     fleet: Fleet
@@ -151,7 +156,7 @@ async def seeded(fleet: Fleet, session: AsyncSession, clock: FakeClock) -> Seede
     assignment) the second; stage's drone ran stage's head; stage's large never reported.
     Now drone-01 has applied the second commit, drone-02 is still behind, large-01 still
     failing, and the stage drone is silent. The drift job judged the fleet both times, the
-    DORA job its rollouts now."""
+    DORA job its rollouts now, and the rollouts job their states."""
     now = await transaction_time(session)  # each harvest moved the clock on a little
     first = fleet.platform_heads["dev"]
     second = fleet.promote("Promote dev: drone config", {"drone/README.md": "edge\n"})
@@ -186,5 +191,6 @@ async def seeded(fleet: Fleet, session: AsyncSession, clock: FakeClock) -> Seede
     await fleet.report("drone-01", "drone-02", "large-01", "small-01")
     await evaluate(session, clock)
     await refresh_rollup(session, now=now, settle=timedelta(days=1))
+    await keep_rollouts(session, stall_after=STALL_AFTER)
     await session.commit()
     return Seeded(fleet, first, second, now)

@@ -17,6 +17,7 @@ from hub.dora.service import refresh_rollup
 from hub.envdiff import service as envdiff
 from hub.monitoring import repository as monitoring
 from hub.promotion import service
+from hub.rollouts.service import keep_rollouts
 from tests.correlation.drifting import evaluate
 from tests.dashboards.conftest import ReadOnly, Seeded
 from tests.harvest.conftest import Harvest
@@ -191,6 +192,24 @@ async def test_kept_answers_older_than_their_job_allows_fire(
         ("environment diff", 20),
         ("DORA", 20),
     ]
+
+
+async def test_a_stalled_rollout_fires(
+    seeded: Seeded, session: AsyncSession, readonly: ReadOnly
+) -> None:
+    rows = await firing(readonly, "fleetmark-rollout-stalled")
+    # Judged with a stall-after longer than its three hours: in progress, not stalled.
+    await keep_rollouts(session, stall_after=timedelta(hours=4))
+    patient = await firing(readonly, "fleetmark-rollout-stalled")
+
+    # dev's second platform commit: no expected cluster reached it since large-01 and
+    # small-01 three hours ago; drone-01 and drone-02 still to reach it. Version 1.0.0 failed
+    # there (a failure, not a stall).
+    assert [
+        (row["environment"], row["subject"], row["workload"], row["revision"]) for row in rows
+    ] == [("dev", "platform commit", "", seeded.second)]
+    assert [row["clusters_to_reach"] for row in rows] == [2]
+    assert patient == []
 
 
 def test_the_provisioning_file_has_every_rule_as_grafana_reads_it() -> None:

@@ -295,11 +295,12 @@ async def test_deployment_history(readonly: ReadOnly, seeded: Seeded) -> None:
         ("drone-01", 1)
     ]
     # The newest state of each workload in each environment: dev's second platform commit
-    # is rolling out (drone-02 behind), its version failed on large-01.
+    # stalled (drone-02 behind; tests/dashboards/test_rollouts.py), its version failed on
+    # large-01; stage converged.
     assert {row["metric"]: row["value"] for row in rollouts} == {
-        "platform on dev": 1,
+        "platform on dev": 2,
         "platform on stage": 0,
-        "hello-world-app on dev": 2,
+        "hello-world-app on dev": 3,
         "hello-world-app on stage": 0,
     }
 

@@ -100,6 +100,20 @@ def test_stat_panels_draw_totals_neutral_and_counts_in_their_states_colour() -> 
     assert steps(differences[("byName", "Failing cells")]) == [(None, ok), (1, bad)]
 
 
+def test_in_flight_rollouts_are_a_gauge_each_of_the_share_of_clusters_reached() -> None:
+    found = panel("fleetmark-promotion", "In-flight rollouts")
+    defaults = found["fieldConfig"]["defaults"]
+
+    assert found["type"] == "gauge"
+    # A gauge per row (rollout), not one of all rows reduced.
+    assert found["options"]["reduceOptions"]["values"] is True
+    assert (defaults["unit"], defaults["min"], defaults["max"]) == ("percentunit", 0, 1)
+    assert defaults["color"] == {"mode": "fixed", "fixedColor": HEX[STATES["in_progress"]]}
+    assert defaults["noValue"] == "No rollout in flight"
+    # It says how old what it draws may be.
+    assert "up to FLEETMARK_DORA_INTERVAL" in found["description"]
+
+
 FILLED = {
     ("fleetmark-drift", "Drift minutes per environment"): "0",
     ("fleetmark-cluster", "Reports per hour"): "0",

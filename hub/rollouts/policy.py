@@ -1,0 +1,100 @@
+"""What state a rollout is in, since when, and when it was stalled.
+
+A rollout (ARCHITECTURE.md, "Rollouts and events") is a platform commit or a workload version
+moving through one environment, as the DORA job judges it from the clusters' transitions
+(migrations 0008_dora and 0020_dora_rollouts): it starts when the first cluster applies or
+attempts it; it expects the clusters seen by then; an expected cluster reaches it when the
+cluster runs it (or a later commit of the branch) Ready; it converges when the last expected
+cluster reaches it; it fails when an expected cluster fails to reconcile it before it
+converged.
+
+Pure: the rollouts job (hub/rollouts/service.py) hands over those facts as of the DORA job's
+refresh (`as_of`) with the stall-after (FLEETMARK_ROLLOUT_STALL_AFTER); this module reads no
+clock or store.
+
+The rules, first match wins, at `as_of`:
+
+1. converged    every expected cluster has reached it. Final.
+2. failed       an expected cluster failed on it, and it has not converged since.
+3. stalled      no expected cluster has reached it for `stall_after`: `as_of` is at least
+                `stall_after` after its last progress (its start, or the last time an expected
+                cluster reached it).
+4. in_progress  otherwise.
+
+Progress is an expected cluster reaching it; a failure is not progress. The periods in which it
+was stalled are kept too, so that history shows a stall it came out of: each from `stall_after`
+after a progress to the next progress, or to its failure, which ends its stalls; the last one
+open while it is stalled.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+__all__ = ["Facts", "Judged", "RolloutState", "Stall", "judge"]
+
+
+class RolloutState(StrEnum):
+    IN_PROGRESS = "in_progress"
+    CONVERGED = "converged"
+    FAILED = "failed"
+    STALLED = "stalled"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Facts:
+    """A rollout as the DORA job judged it, facts before `as_of` only."""
+
+    started_at: datetime
+    # When each expected cluster reached it that did, in any order.
+    reached_at: Sequence[datetime]
+    converged_at: datetime | None
+    failed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    started_at: datetime
+    # None: still stalled.
+    ended_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    state: RolloutState
+    since: datetime
+    last_progress_at: datetime
+    stalls: tuple[Stall, ...]
+
+
+def judge(facts: Facts, *, as_of: datetime, stall_after: timedelta) -> Judged:
+    """The rollout's state at `as_of` and its stalls until then."""
+    if stall_after <= timedelta(0):
+        raise ValueError(f"stall_after must be positive, not {stall_after}")
+    # A cluster cannot reach a rollout before it starts; the start counts as progress.
+    progress = sorted({facts.started_at, *(max(t, facts.started_at) for t in facts.reached_at)})
+    # A failure ends its stalls (it is failed from then on); else convergence or the present.
+    active_until = facts.failed_at or facts.converged_at or as_of
+    stalls = []
+    made = [moment for moment in progress if moment < active_until] or progress[:1]
+    for moment, following in zip(made, [*made[1:], None], strict=True):
+        stalled_at = moment + stall_after
+        if following is not None:
+            if stalled_at < following:
+                stalls.append(Stall(stalled_at, following))
+        elif facts.failed_at is not None or facts.converged_at is not None:
+            if stalled_at < active_until:
+                stalls.append(Stall(stalled_at, active_until))
+        elif stalled_at <= as_of:
+            stalls.append(Stall(stalled_at, None))
+    last_progress_at = progress[-1]
+    if facts.converged_at is not None:
+        return Judged(RolloutState.CONVERGED, facts.converged_at, last_progress_at, tuple(stalls))
+    if facts.failed_at is not None:
+        return Judged(RolloutState.FAILED, facts.failed_at, last_progress_at, tuple(stalls))
+    if stalls and stalls[-1].ended_at is None:
+        return Judged(RolloutState.STALLED, stalls[-1].started_at, last_progress_at, tuple(stalls))
+    since = stalls[-1].ended_at if stalls else facts.started_at
+    assert since is not None
+    return Judged(RolloutState.IN_PROGRESS, since, last_progress_at, tuple(stalls))

@@ -1,0 +1,94 @@
+"""The rollouts job: each rollout's state kept in the store (`rollout`), for the dashboards,
+the alert rules and every other reader of what a rollout is doing.
+
+Data flow: the DORA job (every `dora_interval`) judges who each rollout expected, who reached
+it and who failed on it into `dora_rollup` -> the rollouts job (hub/jobs.py, every minute)
+reads the rollouts it has not judged yet, and those the DORA job refreshed since that are not
+converged (a converged one only when the DORA job's verdict on it changed) -> the pure policy
+(hub/rollouts/policy.py) decides each one's state and stalls as of the DORA job's refresh,
+with FLEETMARK_ROLLOUT_STALL_AFTER -> the rollouts that changed are written, in one
+transaction. Most runs find nothing to judge: the DORA job refreshes every `dora_interval`.
+
+Why as of the DORA job's refresh and not the hub's clock: a rollout is stalled when nothing
+moved it for the stall-after, and the facts say what moved it only up to the refresh; judged
+against a later clock, a rollout a cluster reached just after the refresh would count as
+stalled until the next one. So the kept state is at most `dora_interval` and a minute old, and
+says as of when (`evaluated_at`).
+"""
+
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import structlog
+from sqlalchemy import Row
+from sqlalchemy.dialects.postgresql import Range
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from hub.database import exclusive, write_session
+from hub.rollouts import repository
+from hub.rollouts.policy import Facts, judge
+from hub.settings import HubSettings
+
+__all__ = ["Kept", "keep_rollouts", "scheduled_rollouts"]
+
+log = structlog.get_logger("fleetmark.rollouts")
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    # Rollouts judged, and of those written: new, or their state or facts changed.
+    judged: int
+    written: int
+    seconds: float
+
+
+def _kept(row: Row[Any], stall_after: timedelta) -> dict[str, Any]:
+    """The `rollout` row of one of the DORA job's rollouts."""
+    facts = row._mapping
+    judged = judge(
+        Facts(
+            started_at=facts["started_at"],
+            reached_at=facts["reached_times"],
+            converged_at=facts["converged_at"],
+            failed_at=facts["failed_at"],
+        ),
+        as_of=facts["evaluated_at"],
+        stall_after=stall_after,
+    )
+    copied = {name: facts[name] for name in repository.COPIED}
+    return copied | {
+        "dora_rollup_id": facts["dora_rollup_id"],
+        "state": judged.state.value,
+        "state_since": judged.since,
+        "last_progress_at": judged.last_progress_at,
+        "stalled": [Range(stall.started_at, stall.ended_at) for stall in judged.stalls],
+        "stall_after": stall_after,
+    }
+
+
+async def keep_rollouts(session: AsyncSession, *, stall_after: timedelta) -> Kept:
+    """Judge the rollouts whose state may have changed and keep them; the caller commits."""
+    started = time.perf_counter()
+    rows = await repository.to_judge(session, stall_after)
+    written = await repository.keep(session, [_kept(row, stall_after) for row in rows])
+    return Kept(len(rows), written, time.perf_counter() - started)
+
+
+async def scheduled_rollouts(
+    sessions: async_sessionmaker[AsyncSession],
+    settings: HubSettings,
+) -> Kept | None:
+    """The periodic job: the rollouts judged and kept, unless another replica is at it (then
+    None)."""
+    async with exclusive(sessions, repository.ROLLOUTS_LOCK) as acquired:
+        if not acquired:
+            log.info("rollouts skipped: another replica is judging them")
+            return None
+        async with write_session(sessions) as session:
+            kept = await keep_rollouts(session, stall_after=settings.rollout_stall_after)
+    log.info(
+        "rollouts kept", judged=kept.judged, written=kept.written, seconds=round(kept.seconds, 3)
+    )
+    return kept
