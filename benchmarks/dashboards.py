@@ -116,7 +116,8 @@ def ready(url: str) -> None:
         sessions = create_sessionmaker(engine)
         try:
             with phase("rolling up the history hourly, as the hub's rollup job does"):
-                await store.refresh_rollups(sessions, datetime.now(UTC))
+                stale_after = timedelta(seconds=HubSettings().stale_after_seconds)
+                await store.refresh_rollups(sessions, datetime.now(UTC), stale_after)
             with phase("keeping the environment diff, as the hub's environment diff job does"):
                 async with write_session(sessions) as session:
                     await keep_diff(session, now=datetime.now(UTC))
