@@ -3,8 +3,9 @@
 `DASHBOARDS` lists one builder module per dashboard; each has `UID`, `TITLE` and `build()`
 returning the dashboard without links or panel ids. `render()` numbers every dashboard's
 panels 1, 2, … in the order they are added (ids that stay as long as the panels do: links and
-alert rules point at them), adds a link to each of the others (by uid, with the variables and
-time range carried over) and returns the files
+alert rules point at them), adds the line of how fresh the data is (dashboards.common
+`freshness()`, numbered after them but drawn at the top), adds a link to each of the others (by
+uid, with the variables and time range carried over) and returns the files
 under dashboards/, by path, with their text: the dashboards' JSON and the
 alert rules' provisioning file (dashboards/alerts.py). `generated()` adds the copies of the
 dashboards' JSON the hub's Helm chart ships (a chart can read only files inside it);
@@ -17,10 +18,10 @@ from types import ModuleType
 
 from grafana_foundation_sdk.builders.dashboard import DashboardLink
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
-from grafana_foundation_sdk.models.dashboard import Dashboard, DashboardLinkType, Panel
+from grafana_foundation_sdk.models.dashboard import Dashboard, DashboardLinkType, GridPos, Panel
 
 from dashboards import alerts, cluster, dora, drift, envdiff, fleet, history, promotion
-from dashboards.common import dashboard_url
+from dashboards.common import dashboard_url, freshness
 
 __all__ = [
     "ALERT_RULES",
@@ -53,9 +54,17 @@ def _links(current: str) -> list[DashboardLink]:
 
 def _built(module: ModuleType) -> Dashboard:
     built: Dashboard = module.build()
-    for number, panel in enumerate(built.panels or [], start=1):
+    panels = built.panels or []
+    line = freshness().build()
+    assert line.grid_pos is not None
+    for number, panel in enumerate(panels, start=1):
         assert isinstance(panel, Panel), panel
+        assert panel.grid_pos is not None, panel.title
         panel.id_val = number
+        panel.grid_pos.y += line.grid_pos.h
+    line.id_val = len(panels) + 1
+    line.grid_pos = GridPos(h=line.grid_pos.h, w=line.grid_pos.w, x=0, y=0)
+    built.panels = [*panels, line]
     built.links = [link.build() for link in _links(module.UID)]
     return built
 

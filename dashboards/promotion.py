@@ -13,7 +13,8 @@ from grafana_foundation_sdk.models.dashboard import (
     ValueMappingResult,
 )
 
-from dashboards.common import chosen, dashboard, dashboard_url, stat, table
+from dashboards.common import chosen, dashboard, dashboard_url, latest_first, stat, table
+from hub.gate.policy import ClusterState
 
 __all__ = ["TITLE", "UID", "build"]
 
@@ -60,15 +61,30 @@ WHERE {_SUBJECT}
 ORDER BY {_ORDER}, newest
 """
 
+SHOWN = 1000
+_BLOCKING_OF = f"""
+FROM grafana.gate_blocking x
+WHERE {_SUBJECT} AND {chosen("cluster_type", "cluster_type")} AND {chosen("cluster", "cluster")}
+"""
+# The gate's cluster states, furthest from compliance first (hub/gate/policy.py).
+_STATES = ", ".join(f"'{state}'" for state in ClusterState)
+
+# Furthest from compliance first (the gate's own order of states), then the latest environment
+# first: a cut keeps prod's failures.
 BLOCKING = f"""
 SELECT environment AS "Environment", COALESCE(workload, 'platform commits') AS "Subject",
        {_REVISION.format("revision")} AS "Revision", verdict AS "Verdict",
        cluster AS "Cluster", cluster_type AS "Cluster type", state AS "State",
        explanation AS "Why"
-FROM grafana.gate_blocking
-WHERE {_SUBJECT} AND {chosen("cluster_type", "cluster_type")} AND {chosen("cluster", "cluster")}
-ORDER BY {_ORDER}, newest, place
-LIMIT 1000
+{_BLOCKING_OF}
+ORDER BY array_position(ARRAY[{_STATES}], state), {latest_first("x")},
+         workload NULLS FIRST, newest, place
+LIMIT {SHOWN}
+"""
+
+BLOCKING_COUNT = f"""
+SELECT count(*) AS "Blocking"
+{_BLOCKING_OF}
 """
 
 _COLOURS = {"passed": "green", "pending": "yellow", "failed": "red", "compliant": "green"}
@@ -123,12 +139,24 @@ def build() -> Dashboard:
             .override_by_name("Verdict", _COLOURED)
         )
         .with_panel(
+            stat(
+                "Blocking",
+                BLOCKING_COUNT,
+                counts={"Blocking": "pending"},
+                description=f"All the rows of the table beside, which shows {SHOWN:,} at most.",
+                height=10,
+                span=4,
+            )
+        )
+        .with_panel(
             table(
                 "Blocking clusters",
                 BLOCKING,
                 description="The clusters that keep each gate from passing, furthest from "
-                "compliance first, with why.",
+                "compliance first (failed, never reported, stale, …), each the latest "
+                f"environment first, with why; {SHOWN:,} at most.",
                 height=10,
+                span=20,
             )
             .mappings([_STATE_COLOURS])
             .override_by_name("Verdict", _COLOURED)

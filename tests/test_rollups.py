@@ -47,12 +47,12 @@ RAW = {
         WHERE x.object_id IS NULL GROUP BY 1, 2, 3""",
     "deployment_hourly": """
         SELECT COALESCE(environment_id, 0), COALESCE(cluster_type_id, 0),
-               date_bin(INTERVAL '1 hour', deployed_at, TIMESTAMPTZ '2000-01-01 UTC'), kind, name,
+               date_bin(INTERVAL '1 hour', deployed_at, TIMESTAMPTZ '2000-01-01 UTC'), name,
                COALESCE(previous_version, left(previous_sha, 12)),
                COALESCE(applied_version, left(applied_sha, 12)), count(*),
                count(DISTINCT cluster_id), count(*) FILTER (WHERE ready IS FALSE),
                min(deployed_at), max(deployed_at)
-        FROM deployment_history GROUP BY 1, 2, 3, 4, 5, 6, 7""",
+        FROM deployment_history GROUP BY 1, 2, 3, 4, 5, 6""",
 }
 VIEWS = {
     "heartbeat_hourly": "SELECT cluster_id, hour, reports, objects FROM heartbeat_hourly",
@@ -67,7 +67,7 @@ VIEWS = {
         "SELECT environment_id, cluster_type_id, hour, minutes FROM placement_drift_hourly"
     ),
     "deployment_hourly": (
-        "SELECT environment_id, cluster_type_id, hour, kind, name, from_revision, to_revision, "
+        "SELECT environment_id, cluster_type_id, hour, name, from_revision, to_revision, "
         "changes, clusters, not_ready, first_at, last_at FROM deployment_hourly"
     ),
 }

@@ -12,16 +12,17 @@ samples is an hour's average. A sample is never taken again; hours the hub did n
 no row. Under the placement each cluster had when sampled.
 
 `deployment_hourly`: the changes of `deployment_history` per hour, environment, cluster type,
-object kind and name, and from → to revision (the version, else the commit's first 12
-characters): how many changes, on how many clusters, how many not Ready when they changed, the
-first and the last. A prod rollout is then a few rows instead of a row per cluster and object,
-and a dashboard reads a month of them without looking up each change's previous revision. A
-table the rollup job keeps as `placement_hourly` (0029): the hours before the watermark in
-`rollup_watermark`, the last three days of them recomputed each run, and from the watermark on
-aggregated when asked (`rollup_watermark_of`, 0030, so that the history's time index finds
-those changes). Clusters are counted per hour: one object changing twice the same way in
-different hours counts twice. Under the placement each cluster has when rolled up, clusters
-since decommissioned included.
+object name (a workload's deployment target, or the platform's root) and from → to revision
+(the version, else the commit's first 12 characters): how many changes, on how many clusters (a
+cluster whose Flux source and Kustomization both change counts once), how many not Ready when
+they changed, the first and the last. A prod rollout is then a few rows instead of a row per
+cluster and object, and a dashboard reads a month of them without looking up each change's
+previous revision. A table the rollup job keeps as `placement_hourly` (0029): the hours before
+the watermark in `rollup_watermark`, the last three days of them recomputed each run, and from
+the watermark on aggregated when asked (`rollup_watermark_of`, 0030, so that the history's time
+index finds those changes). Clusters are counted per hour: a cluster making one change in two
+hours (its source fetched at 10:59, applied at 11:01) counts in each. Under the placement each
+cluster has when rolled up, clusters since decommissioned included.
 
 Both are kept for FLEETMARK_ROLLUP_RETENTION, as the other rollups, and have a view in schema
 `grafana` naming the environment and cluster type; fleet_health_hourly's gives each state's
@@ -79,7 +80,6 @@ def upgrade() -> None:
             hour timestamptz NOT NULL,
             environment_id integer NOT NULL,
             cluster_type_id integer NOT NULL,
-            kind text NOT NULL,
             name text NOT NULL,
             from_revision text,
             to_revision text,
@@ -88,26 +88,26 @@ def upgrade() -> None:
         CREATE INDEX ix_deployment_hourly_rollup_hour ON deployment_hourly_rollup (hour);
         INSERT INTO rollup_watermark (name) VALUES ('deployment_hourly');
         CREATE VIEW deployment_hourly AS
-        SELECT hour, environment_id, cluster_type_id, kind, name, from_revision, to_revision,
-               changes, clusters, not_ready, first_at, last_at
+        SELECT hour, environment_id, cluster_type_id, name, from_revision, to_revision, changes,
+               clusters, not_ready, first_at, last_at
         FROM deployment_hourly_rollup WHERE hour < {WATERMARK}
         UNION ALL
         SELECT date_bin(INTERVAL '1 hour', d.deployed_at, TIMESTAMPTZ '2000-01-01 UTC'),
                COALESCE(d.environment_id, 0)::integer, COALESCE(d.cluster_type_id, 0)::integer,
-               d.kind::text, d.name::text,
+               d.name::text,
                COALESCE(d.previous_version, left(d.previous_sha, 12))::text,
                COALESCE(d.applied_version, left(d.applied_sha, 12))::text,
                count(*), count(DISTINCT d.cluster_id), count(*) FILTER (WHERE d.ready IS FALSE),
                min(d.deployed_at), max(d.deployed_at)
         FROM deployment_history d
         WHERE d.deployed_at >= {WATERMARK}
-        GROUP BY 1, 2, 3, 4, 5, 6, 7;
+        GROUP BY 1, 2, 3, 4, 5, 6;
         CREATE VIEW grafana.deployment_hourly AS
-        SELECT x.hour, {_NAMES}, x.kind, x.name, x.from_revision, x.to_revision, x.changes,
-               x.clusters, x.not_ready, x.first_at, x.last_at
+        SELECT x.hour, {_NAMES}, x.name, x.from_revision, x.to_revision, x.changes, x.clusters,
+               x.not_ready, x.first_at, x.last_at
         FROM deployment_hourly x {_PLACED};
         COMMENT ON VIEW grafana.deployment_hourly IS
-            'Changes of applied revision per hour, environment, cluster type, object and '
+            'Changes of applied revision per hour, environment, cluster type, object name and '
             'from/to revision, clusters since decommissioned included.';
     """)
 
