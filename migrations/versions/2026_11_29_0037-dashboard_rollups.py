@@ -3,8 +3,9 @@ environment (`fleet_health_hourly`) and what changed, from which revision to whi
 (`deployment_hourly`).
 
 `fleet_health_hourly`: how many clusters of each environment and cluster type were failing (an
-object not Ready), drifted (an object with a drift reason) and stale (never reported, or
-silent for longer than FLEETMARK_STALE_AFTER_SECONDS). No history says that of a past hour (a
+object not Ready and not suspended), drifted (an object with a drift reason, as the drift job
+last judged) and stale (never reported, or silent for longer than
+FLEETMARK_STALE_AFTER_SECONDS). No history says that of a past hour (a
 drift period's reasons widen as it goes on; reconciler states are per object), so the rollup
 job samples the fleet as it is at each of its runs (every 10 minutes) and adds the sample to
 the hour's row: `samples` runs, and per state the clusters summed over them, so that a sum over

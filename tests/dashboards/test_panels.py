@@ -41,40 +41,49 @@ async def show(
     )
 
 
-@pytest.mark.parametrize("query", QUERIES, ids=[query.key for query in QUERIES])
+# Each dashboard's panel queries, by its uid: the fleet is seeded once per dashboard.
+DASHBOARD_QUERIES: dict[str, list[PanelQuery]] = {}
+for found in QUERIES:
+    DASHBOARD_QUERIES.setdefault(str(found.dashboard.uid), []).append(found)
+
+
+@pytest.mark.parametrize("uid", DASHBOARD_QUERIES)
 async def test_every_panel_runs_as_the_read_only_role(
-    query: PanelQuery, readonly: ReadOnly, seeded: Seeded
+    uid: str, readonly: ReadOnly, seeded: Seeded
 ) -> None:
     now = seeded.now
-    every = await readonly.variables(query.dashboard)
+    dashboard = DASHBOARD_QUERIES[uid][0].dashboard
+    every = await readonly.variables(dashboard)
     some = await readonly.variables(
-        query.dashboard, {"environment": ["dev"], "cluster": ["drone-02", "large-01"]}
+        dashboard, {"environment": ["dev"], "cluster": ["drone-02", "large-01"]}
     )
-    for variables in (every, some):
-        for timescaledb in {False, readonly.timescaledb}:
-            for span in (timedelta(days=1), timedelta(days=30)):
-                await readonly.panel(query, variables, now - span, now, timescaledb)
+    for query in DASHBOARD_QUERIES[uid]:
+        for variables in (every, some):
+            for timescaledb in {False, readonly.timescaledb}:
+                for span in (timedelta(days=1), timedelta(days=30)):
+                    await readonly.panel(query, variables, now - span, now, timescaledb)
 
 
-@pytest.mark.parametrize("query", QUERIES, ids=[query.key for query in QUERIES])
-async def test_all_is_every_value(query: PanelQuery, readonly: ReadOnly, seeded: Seeded) -> None:
+@pytest.mark.parametrize("uid", DASHBOARD_QUERIES)
+async def test_all_is_every_value(uid: str, readonly: ReadOnly, seeded: Seeded) -> None:
     """Grafana's "All", as the dashboards' custom all value, shows what choosing every value
     shows and what Grafana's own "All" (every value listed) shows. Not for a workload or a
     workspace: choosing them all leaves out the clusters that carry none, "All" does not; nor
     for a variable without "All" (Cluster detail's cluster)."""
     now = seeded.now
-    every = await readonly.variables(query.dashboard)
+    every = await readonly.variables(DASHBOARD_QUERIES[uid][0].dashboard)
     listed, chosen = dict(every), dict(every)
     for name in ("environment", "cluster_type", "cluster"):
         if not every[name].include_all:
             continue
         listed[name] = replace(every[name], all_value=None)
         chosen[name] = replace(every[name], values=every[name].options)
-    shown = [
-        await readonly.panel(query, variables, now - timedelta(days=1), now)
-        for variables in (every, listed, chosen)
-    ]
-    assert shown[0] == shown[1] == shown[2]
+    for query in DASHBOARD_QUERIES[uid]:
+        shown = [
+            await readonly.panel(query, variables, now - timedelta(days=1), now)
+            for variables in (every, listed, chosen)
+        ]
+        assert shown[0] == shown[1] == shown[2], query.key
 
 
 def times(rows: list[dict[str, Any]]) -> list[tuple[float, str, float]]:
