@@ -207,8 +207,9 @@ def variables(*, one_cluster: bool = False) -> list[cogbuilder.Builder[model.Var
             .sort(model.VariableSort.DISABLED)
         )
         if one_cluster and name == "cluster":
-            # Grafana opens it on its first option: the most severe cluster.
-            built.append(variable.multi(False).include_all(False))
+            # Grafana opens it on its first option, the most severe cluster, and on that too
+            # when a link brings a value it does not offer (another dashboard's "All").
+            built.append(variable.multi(False).include_all(False).allow_custom_value(False))
             continue
         built.append(
             variable.multi(True)

@@ -94,6 +94,7 @@ _SUSPENDED_OF = f"""
 FROM grafana.cluster c
 CROSS JOIN LATERAL (
     SELECT * FROM grafana.object x WHERE x.cluster_id = c.cluster_id AND x.suspended
+    OFFSET 0  -- not flattened into a join: read per cluster with one suspended, by index
 ) x
 WHERE c.suspended > 0 AND {scope("c")}
 """

@@ -93,7 +93,7 @@ _CHANGES = f"""
 # Those changes per workload (the assignment an object's name, its deployment target, stands
 # for in its environment and cluster type; else the object's own name), environment and from →
 # to revision: the workload's clusters of every cluster type (a cluster that carries two of its
-# deployment targets counts for each).
+# deployment targets counts for each). The deployment targets are read once, not per change.
 _GROUPED = f"""
 WITH changed AS MATERIALIZED (
     SELECT environment, environment_position, cluster_type, name, from_revision, to_revision,
@@ -104,17 +104,20 @@ WITH changed AS MATERIALIZED (
                            last_at)
     GROUP BY 1, 2, 3, 4, 5, 6
 ),
+target AS MATERIALIZED (
+    SELECT environment, cluster_type, deployment_target, min(workload) AS workload
+    FROM grafana.placement
+    GROUP BY 1, 2, 3
+),
 grouped AS (
     SELECT c.environment, c.environment_position, COALESCE(w.workload, c.name) AS workload,
            c.from_revision, c.to_revision, sum(c.changes) AS changes,
            sum(c.clusters) AS clusters, sum(c.not_ready) AS not_ready,
            min(c.first_at) AS first_at, max(c.last_at) AS last_at
     FROM changed c
-    LEFT JOIN LATERAL (
-        SELECT min(p.workload) AS workload FROM grafana.placement p
-        WHERE p.environment = c.environment AND p.cluster_type = c.cluster_type
-          AND p.deployment_target = c.name
-    ) w ON true
+    LEFT JOIN target w
+      ON w.environment = c.environment AND w.cluster_type = c.cluster_type
+     AND w.deployment_target = c.name
     GROUP BY 1, 2, 3, 4, 5
 )"""
 

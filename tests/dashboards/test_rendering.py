@@ -183,7 +183,11 @@ def test_cluster_detail_opens_on_one_cluster_the_most_severe() -> None:
         if uid != "fleetmark-cluster":
             assert (cluster["multi"], cluster["includeAll"]) == (True, True), uid
             continue
-        assert (cluster["multi"], cluster["includeAll"]) == (False, False)
+        assert (cluster["multi"], cluster["includeAll"], cluster["allowCustomValue"]) == (
+            False,
+            False,
+            False,
+        )
         assert "current" not in cluster or not cluster["current"]
         assert "ORDER BY CASE WHEN c.failing > 0 THEN 0" in cluster["query"]
 
