@@ -88,7 +88,7 @@ class Busy:
         return self.samples[-1]
 
 
-async def _build(url: str, engine: AsyncEngine) -> Busy:
+async def _build(url: str, engine: AsyncEngine, role: str) -> Busy:
     sessions = create_sessionmaker(engine)
     now = datetime.now(UTC)
     first_hour = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=2)
@@ -124,7 +124,6 @@ async def _build(url: str, engine: AsyncEngine) -> Busy:
                 session, registration, token_secret=TOKEN_SECRET
             )
             tokens[name] = registered.token
-        role = f"grafana_busy_{uuid.uuid4().hex[:12]}"
         await session.execute(text(f'CREATE ROLE "{role}" NOLOGIN'))
         await store.grant_readonly(session, role)
         timescaledb = (await store.backend(session)).timescaledb is not None
@@ -178,15 +177,18 @@ async def _build(url: str, engine: AsyncEngine) -> Busy:
 
 @pytest.fixture(scope="module")
 async def busy(database_server: DatabaseServer) -> AsyncIterator[Busy]:
+    role = f"grafana_busy_{uuid.uuid4().hex[:12]}"
     with database_server.migrated_database() as url:
         engine = create_async_engine(url)
         try:
-            built = await _build(url, engine)
-            yield built
-            async with engine.begin() as connection:
-                await connection.execute(text(f'DROP OWNED BY "{built.role}"'))
-                await connection.execute(text(f'DROP ROLE "{built.role}"'))
+            yield await _build(url, engine, role)
         finally:
+            # Roles are the server's: dropped with what it was granted, before the database.
+            async with engine.begin() as connection:
+                made = text("SELECT 1 FROM pg_roles WHERE rolname = :role")
+                if await connection.scalar(made, {"role": role}):
+                    await connection.execute(text(f'DROP OWNED BY "{role}"'))
+                    await connection.execute(text(f'DROP ROLE "{role}"'))
             await engine.dispose()
 
 
