@@ -31,6 +31,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -55,6 +56,7 @@ from query import (  # noqa: E402
 )
 from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
 
+from dashboards.common import DATASOURCE  # noqa: E402
 from hub import store  # noqa: E402
 from hub.database import create_sessionmaker, normalise_database_url, write_session  # noqa: E402
 from hub.envdiff.service import keep_diff  # noqa: E402
@@ -148,7 +150,8 @@ def ready(url: str) -> None:
         sessions = create_sessionmaker(engine)
         try:
             with phase("rolling up the history hourly, as the hub's rollup job does"):
-                await store.refresh_rollups(sessions, datetime.now(UTC))
+                stale_after = timedelta(seconds=HubSettings().stale_after_seconds)
+                await store.refresh_rollups(sessions, datetime.now(UTC), stale_after)
             with phase("keeping the environment diff, as the hub's environment diff job does"):
                 async with write_session(sessions) as session:
                     await keep_diff(session, now=datetime.now(UTC))
@@ -193,8 +196,9 @@ class Choice:
     name: str
     fixed: dict[str, str]
 
-    def variables(self, dashboard: Dashboard) -> dict[str, Variable]:
-        variables = opened(dashboard)
+    def variables(self, dashboard: Dashboard, first: Callable[[str], str]) -> dict[str, Variable]:
+        """`first` answers a variable's query: what a variable without "All" opens on."""
+        variables = opened(dashboard, first)
         for name, value in self.fixed.items():
             if name in variables:
                 was = variables[name]
@@ -239,11 +243,19 @@ class Statement:
     sql: str
     panel: PanelQuery | None  # None: a variable's query, which has no time range or interval
 
-    def expanded(self, choice: Choice, length: timedelta, timescaledb: bool) -> str:
+    def expanded(
+        self,
+        connection: psycopg.Connection[Any],
+        choice: Choice,
+        length: timedelta,
+        timescaledb: bool,
+    ) -> str:
         now = datetime.now(UTC)
         return expand(
             self.sql,
-            variables=choice.variables(self.dashboard),
+            variables=choice.variables(
+                self.dashboard, lambda options: first_option(connection, options)
+            ),
             time_from=now - length,
             time_to=now,
             max_data_points=self.panel.max_data_points(SCREEN) if self.panel else 1_000,
@@ -262,7 +274,7 @@ def statements(only: list[str]) -> list[Statement]:
         assert dashboard.templating is not None
         assert dashboard.templating.list_val is not None
         for variable in dashboard.templating.list_val:
-            if variable.type_val == "query":
+            if variable.type_val == "query" and variable.datasource == DATASOURCE:
                 assert isinstance(variable.query, str), variable.name
                 found.append(
                     Statement(f"{dashboard.uid}: ${variable.name}", dashboard, variable.query, None)
@@ -318,7 +330,7 @@ def measure(url: str, args: argparse.Namespace, timescaledb: bool) -> list[Timin
                     )
                     if choice.fixed.keys() & {"cluster", "workload"}:
                         timing.scans = large_scans(
-                            connection, statement.expanded(choice, length, timescaledb)
+                            connection, statement.expanded(connection, choice, length, timescaledb)
                         )
                     timings.append(timing)
                     print(
@@ -340,6 +352,13 @@ def baseline(connection: psycopg.Connection[Any], args: argparse.Namespace) -> T
     return Timing("baseline: SELECT 1", "-", "-", None, seconds, 1)
 
 
+def first_option(connection: psycopg.Connection[Any], options: str) -> str:
+    """The first value a variable's query gives: what a dashboard without "All" opens on."""
+    found = connection.execute(options.encode()).fetchone()
+    assert found is not None, f"no option for {options}"
+    return str(found[0])
+
+
 def run(
     connection: psycopg.Connection[Any],
     statement: Statement,
@@ -352,7 +371,7 @@ def run(
     span, length, target = measured
     seconds, rows = [], 0
     for attempt in range(args.warmup + runs):
-        sent = statement.expanded(choice, length, timescaledb)
+        sent = statement.expanded(connection, choice, length, timescaledb)
         started = time.perf_counter()
         rows = len(connection.execute(sent.encode()).fetchall())
         if attempt >= args.warmup:

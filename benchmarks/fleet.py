@@ -84,7 +84,7 @@ Meanwhile, every 5 s, the dashboards' heaviest panel (the history dashboard's "W
 when", the dashboard benchmark's slowest) runs as Grafana would run it: its macros expanded
 as Grafana's PostgreSQL datasource does, over the last 24 hours, logged in as a role granted
 by `fleetmark db grant-readonly` (made, and dropped at the end, as benchmarks/dashboards.py
-does); its p50/p99/max are printed with the endpoints', and at the end it must list prod's
+does); its p50/p99/max are printed with the endpoints', and at the end it must count prod's
 clusters moving to prod's last release.
 
 Any mismatch or loss, or any 5xx that is not a 503 with Retry-After during a fault, makes
@@ -1836,10 +1836,10 @@ class Run:
         head."""
         rows = await asyncio.to_thread(self.panel.run)
         head = self.repo.heads["prod"][-1][:12]
-        # Columns: Time, Environment, Cluster type, Cluster, Workload, Object, From, To, ...
-        moved = {row[3] for row in rows if row[1] == "prod" and row[7] == head}
+        # Columns: Last change, First change, Environment, Workload, From, To, Clusters, ...
+        moved = sum(row[6] for row in rows if row[2] == "prod" and row[5] == head)
         self.findings.panel = (
-            f"{len(rows):,} rows at the end, {len(moved):,} prod clusters moving to {head[:8]}"
+            f"{len(rows):,} rows at the end, {moved:,} prod clusters moving to {head[:8]}"
         )
         if not moved:
             self.findings.mismatch(

@@ -5,11 +5,12 @@
   runtime so that `Dashboard.from_json` reads it back typed;
 - `dashboards.common`: what every dashboard shares: `DATASOURCE`, the variables
   (`VARIABLES`, `variables()`), the filters they make (`scope(alias)`, `chosen(variable,
-  column)`, `shown_clusters()`, `stale(column)`), `dashboard(uid, title, description)` and
-  the panels (`table`, `stat`, `timeseries`, `state_timeline`, `link_clusters`), and
+  column)`, `shown_clusters()`, `stale(column)`), the order of a table that can be cut
+  (`severity(alias)`, `latest_first(alias)`), `dashboard(uid, title, description)` and the
+  panels (`table`, `stat`, `timeseries`, `state_timeline`, `link_clusters`, `freshness`), and
   `dashboard_url(uid)` for links that carry the variables and time range over;
-- one module per dashboard (`fleet`, `drift`, `history`, `cluster`), each with `UID`,
-  `TITLE` and `build()`;
+- one module per dashboard (`fleet`, `drift`, `envdiff`, `history`, `dora`, `promotion`,
+  `cluster`), each with `UID`, `TITLE` and `build()`;
 - `dashboards.build`: `DASHBOARDS`, the list of those modules, and the files they make
   (`render()`, `write()`, `check()`), behind `python -m dashboards build|check`.
 """

@@ -3,9 +3,10 @@
 `DASHBOARDS` lists one builder module per dashboard; each has `UID`, `TITLE` and `build()`
 returning the dashboard without links or panel ids. `render()` numbers every dashboard's
 panels 1, 2, … in the order they are added (ids that stay as long as the panels do: links and
-alert rules point at them), adds a link to each of the others (by uid, with the time range and
-the variables both have carried over: Hub health, over Prometheus, has none of the five) and
-returns the files
+alert rules point at them), adds the line of how fresh the store's data is to each dashboard
+that reads the store (dashboards.common `freshness()`, numbered after them but drawn at the
+top), adds a link to each of the others (by uid, with the time range and the variables both
+have carried over: Hub health, over Prometheus, has none of the five) and returns the files
 under dashboards/, by path, with their text: the dashboards' JSON and the
 alert rules' provisioning file (dashboards/alerts.py). `generated()` adds the copies of the
 dashboards' JSON the hub's Helm chart ships (a chart can read only files inside it);
@@ -18,7 +19,7 @@ from types import ModuleType
 
 from grafana_foundation_sdk.builders.dashboard import DashboardLink
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
-from grafana_foundation_sdk.models.dashboard import Dashboard, DashboardLinkType, Panel
+from grafana_foundation_sdk.models.dashboard import Dashboard, DashboardLinkType, GridPos, Panel
 
 from dashboards import (
     alerts,
@@ -31,7 +32,7 @@ from dashboards import (
     hubhealth,
     promotion,
 )
-from dashboards.common import VARIABLES, dashboard_url
+from dashboards.common import VARIABLES, dashboard_url, freshness
 
 __all__ = [
     "ALERT_RULES",
@@ -84,9 +85,21 @@ def _links(current: str, dashboards: dict[str, Dashboard]) -> list[DashboardLink
 
 def _built(module: ModuleType) -> Dashboard:
     built: Dashboard = module.build()
-    for number, panel in enumerate(built.panels or [], start=1):
+    panels = built.panels or []
+    for number, panel in enumerate(panels, start=1):
         assert isinstance(panel, Panel), panel
         panel.id_val = number
+    if not _variables(built) & set(VARIABLES):
+        return built  # reads no view of the store
+    line = freshness().build()
+    assert line.grid_pos is not None
+    for panel in panels:
+        assert isinstance(panel, Panel), panel
+        assert panel.grid_pos is not None, panel.title
+        panel.grid_pos.y += line.grid_pos.h
+    line.id_val = len(panels) + 1
+    line.grid_pos = GridPos(h=line.grid_pos.h, w=line.grid_pos.w, x=0, y=0)
+    built.panels = [*panels, line]
     return built
 
 

@@ -13,13 +13,19 @@ dashboards' staleness threshold. Links between dashboards are added by `dashboar
 time range over, for data links in tables. Every dashboard marks its time series with the same
 annotation query, `ROLLOUT_EVENTS`: each rollout's start and end (converged or failed) per
 environment, from the rollouts the hub keeps; `chosen_subject(alias)` is how it, and every
-panel of rollouts, follows the variables.
+panel of rollouts, follows the variables. A table that shows at most so many rows orders them
+most severe first (`severity(alias)` for clusters), then the latest environment first
+(`latest_first(alias)`: prod before dev), so that what a cut leaves out is the least pressing,
+and has a stat of all its rows beside it. `freshness()` is the line every dashboard shows
+(dashboards.build adds it): how long ago the jobs whose results the panels read last ran.
 
 The variables (`VARIABLES`) are the same on every dashboard: multi-value, with "All" whose
 value is `ALL` (a literal no name can equal), so `chosen()` reads "All" as "no filter"
 without Grafana listing every value into the query. A workload or workspace chooses the
 clusters whose environment and cluster type carry it (grafana.placement); "All" of them
-chooses every cluster, those that carry no workload too.
+chooses every cluster, those that carry no workload too. A dashboard of one cluster
+(`dashboard(..., one_cluster=True)`) has a single-valued cluster variable without "All" instead,
+its clusters most severe first, so that it opens on the cluster most in need of attention.
 """
 
 from collections.abc import Mapping, Sequence
@@ -37,6 +43,14 @@ from grafana_foundation_sdk.models import common as common_models
 from grafana_foundation_sdk.models import dashboard as model
 
 from dashboards.postgres import DATASOURCE_TYPE, SQL, Annotation, Format
+from hub.jobs import (
+    DORA_JOB,
+    DRIFT_JOB,
+    ENV_DIFF_JOB,
+    GATE_ANSWERS_JOB,
+    ROLLOUTS_JOB,
+    ROLLUP_JOB,
+)
 from hub.palette import HEX, Colour, colour
 
 __all__ = [
@@ -52,10 +66,13 @@ __all__ = [
     "chosen_subject",
     "dashboard",
     "dashboard_url",
+    "freshness",
     "gauge",
+    "latest_first",
     "link_clusters",
     "placed",
     "scope",
+    "severity",
     "shown_clusters",
     "stale",
     "stat",
@@ -149,8 +166,27 @@ def stale(last_seen_at: str) -> str:
     return f"{last_seen_at} < now() - make_interval(secs => ${{{STALE_AFTER}}})"
 
 
-def variables() -> list[cogbuilder.Builder[model.VariableModel]]:
-    """The five variables, each narrowed by those before it, and the staleness threshold."""
+def severity(alias: str) -> str:
+    """SQL: how much a cluster (a row of grafana.cluster named `alias`) needs attention, 0 the
+    most: an object failing, silent past the staleness threshold, never reported, an object
+    drifted, 4 none of those."""
+    return (
+        f"CASE WHEN {alias}.failing > 0 THEN 0 WHEN {stale(f'{alias}.last_seen_at')} THEN 1 "
+        f"WHEN {alias}.last_seen_at IS NULL THEN 2 WHEN {alias}.drifted_objects > 0 THEN 3 "
+        "ELSE 4 END"
+    )
+
+
+def latest_first(alias: str) -> str:
+    """SQL, to ORDER BY: the environment of the row named `alias`, the latest in the promotion
+    order first (prod before dev), those with no place in it after them."""
+    return f"{alias}.environment_position DESC NULLS LAST, {alias}.environment"
+
+
+def variables(*, one_cluster: bool = False) -> list[cogbuilder.Builder[model.VariableModel]]:
+    """The staleness threshold and the five variables, each narrowed by those before it; with
+    `one_cluster`, the cluster variable is single-valued without "All", its clusters in the
+    order of their severity."""
     queries = {
         "environment": (
             "Environment",
@@ -174,27 +210,39 @@ def variables() -> list[cogbuilder.Builder[model.VariableModel]]:
             f"SELECT c.cluster FROM grafana.cluster c "
             f"WHERE {chosen('environment', 'c.environment')} "
             f"AND {chosen('cluster_type', 'c.cluster_type')} "
-            f"AND {placed('c.environment', 'c.cluster_type')} ORDER BY 1",
+            f"AND {placed('c.environment', 'c.cluster_type')} "
+            + (
+                f"ORDER BY {severity('c')}, {latest_first('c')}, c.cluster_type, c.cluster"
+                if one_cluster
+                else "ORDER BY 1"
+            ),
         ),
     }
     built: list[cogbuilder.Builder[model.VariableModel]] = [
-        dashboard_builders.QueryVariable(name)
-        .label(label)
-        .datasource(DATASOURCE)
-        .query(query)
-        .multi(True)
-        .include_all(True)
-        .all_value(ALL)
-        .current(model.VariableOption(selected=True, text=["All"], value=["$__all"]))
-        .refresh(model.VariableRefresh.ON_DASHBOARD_LOAD)
-        .sort(model.VariableSort.DISABLED)
-        for name, (label, query) in queries.items()
-    ]
-    built.append(
         dashboard_builders.ConstantVariable(STALE_AFTER)
         .label("Stale after (seconds)")
         .value(STALE_AFTER_DEFAULT)
-    )
+    ]
+    for name, (label, query) in queries.items():
+        variable = (
+            dashboard_builders.QueryVariable(name)
+            .label(label)
+            .datasource(DATASOURCE)
+            .query(query)
+            .refresh(model.VariableRefresh.ON_DASHBOARD_LOAD)
+            .sort(model.VariableSort.DISABLED)
+        )
+        if one_cluster and name == "cluster":
+            # Grafana opens it on its first option, the most severe cluster, and on that too
+            # when a link brings a value it does not offer (another dashboard's "All").
+            built.append(variable.multi(False).include_all(False).allow_custom_value(False))
+            continue
+        built.append(
+            variable.multi(True)
+            .include_all(True)
+            .all_value(ALL)
+            .current(model.VariableOption(selected=True, text=["All"], value=["$__all"]))
+        )
     return built
 
 
@@ -235,11 +283,13 @@ def dashboard(
     description: str,
     *,
     refresh: str = "1m",
+    one_cluster: bool = False,
     own_variables: Sequence[cogbuilder.Builder[model.VariableModel]] | None = None,
 ) -> dashboard_builders.Dashboard:
     """A dashboard refreshed every `refresh`: as often as its data changes. Its variables are
-    the five and the staleness threshold, and its time series marked with the rollouts' starts
-    and ends, unless it brings its own variables (one that reads no view)."""
+    the five (of one cluster at a time with `one_cluster`) and the staleness threshold, and its
+    time series marked with the rollouts' starts and ends, unless it brings its own variables
+    (one that reads no view)."""
     built = (
         dashboard_builders.Dashboard(title)
         .uid(uid)
@@ -253,7 +303,7 @@ def dashboard(
     )
     if own_variables is not None:
         return built.variables(list(own_variables))
-    return built.variables(variables()).annotation(
+    return built.variables(variables(one_cluster=one_cluster)).annotation(
         Annotation("Rollouts", ROLLOUT_EVENTS)
         .datasource(DATASOURCE)
         .icon_color(HEX[colour("in_progress")])
@@ -357,6 +407,44 @@ def gauge(
     panel = _panel(gauge_builders.Panel(), title, SQL(sql), description, height, span)
     return panel.reduce_options(
         common_builders.ReduceDataOptions().values(True).calcs(["lastNotNull"])
+    )
+
+
+# The jobs whose kept results the panels read, by the name their rounds are recorded under.
+_FRESHNESS = {
+    "Drift": DRIFT_JOB,
+    "Environment diff": ENV_DIFF_JOB,
+    "Gate answers": GATE_ANSWERS_JOB,
+    "DORA": DORA_JOB,
+    "Rollouts": ROLLOUTS_JOB,
+    "Rollups": ROLLUP_JOB,
+}
+_NEVER = model.SpecialValueMap(
+    options=model.DashboardSpecialValueMapOptions(
+        match=model.SpecialValueMatch.NULL, result=model.ValueMappingResult(text="never")
+    )
+)
+
+
+def freshness() -> stat_builders.Panel:
+    """A line of how long ago each job whose results the panels read last succeeded, from the
+    rounds the hub records (grafana.job_run)."""
+    last = "max(finished_at) FILTER (WHERE job = '{}' AND outcome = 'succeeded')"
+    ages = ",\n       ".join(
+        f'extract(epoch FROM now() - {last.format(job)}) AS "{title}"'
+        for title, job in _FRESHNESS.items()
+    )
+    return (
+        stat(
+            "Data as of",
+            f"SELECT {ages}\nFROM grafana.job_run",
+            description="How long ago the hub's drift, environment diff, gate answers, DORA, "
+            "rollouts and rollup jobs last succeeded: what the panels show is that old. A job that "
+            "fails keeps the age of its last success.",
+            height=3,
+        )
+        .unit("s")
+        .mappings([_NEVER])
     )
 
 

@@ -1,7 +1,8 @@
 """DORA: deployment frequency, lead time (median, p90), change failure rate and time to
 restore, per environment (of its platform commits) and per workload (of its versions) over
 the time picker's range, with their trends per day, and the failing reconciler states per
-hour behind the failure rate.
+hour behind the failure rate. A headline gives the latest environment's four figures with
+their performance band (hub/dora/bands.py): elite, high, medium or low.
 
 Read from the DORA job's rollup (migration 0020, grafana.dora_rollout) and the hourly rollup
 of transitions (0018), never the raw history. A range is counted as GET /api/v1/dora counts
@@ -12,9 +13,17 @@ earlier of the range's end and the rollup's last refresh are not yet seen. Perce
 interpolate between ranks as the API's do (percentile_cont).
 """
 
+from grafana_foundation_sdk.builders.common import ReduceDataOptions
 from grafana_foundation_sdk.builders.table import Panel as TablePanel
 from grafana_foundation_sdk.models.common import GraphDrawStyle
-from grafana_foundation_sdk.models.dashboard import Dashboard, DynamicConfigValue
+from grafana_foundation_sdk.models.dashboard import (
+    Dashboard,
+    DashboardRegexMapOptions,
+    DynamicConfigValue,
+    RegexMap,
+    ValueMapping,
+    ValueMappingResult,
+)
 
 from dashboards.common import (
     EVERY_CLUSTER,
@@ -23,9 +32,12 @@ from dashboards.common import (
     dashboard,
     placed,
     scope,
+    stat,
     table,
     timeseries,
 )
+from hub.dora.bands import BANDS, COLOURS, Band
+from hub.palette import HEX
 
 __all__ = ["TITLE", "UID", "build"]
 
@@ -85,6 +97,74 @@ WHERE workload IS NOT NULL AND {_SEEN} AND {_ENVIRONMENT} AND {_WORKLOAD}
 GROUP BY workload, environment, environment_position
 ORDER BY workload, environment_position NULLS LAST, environment
 """
+
+
+def _banded(figure: str, value: str, shown: str) -> str:
+    """SQL: `value`'s band by BANDS[figure] and the value as `shown`, as text ("elite: 2.5 a
+    day"); "no rollouts" for no value."""
+    bounds = BANDS[figure]
+    better = ">=" if bounds.higher_is_better else "<="
+    cases = " ".join(
+        f"WHEN {value} {better} {bound} THEN '{band}'" for bound, band in bounds.bands()
+    )
+    return (
+        f"CASE WHEN {value} IS NULL THEN 'no rollouts' "
+        f"ELSE CASE {cases} ELSE '{Band.LOW}' END || ': ' || {shown} END"
+    )
+
+
+def _duration(seconds: str) -> str:
+    """SQL: seconds as text in minutes, hours or days."""
+    value = f"CAST({seconds} AS numeric)"
+    return (
+        f"CASE WHEN {seconds} < 3600 THEN round({value} / 60) || ' min' "
+        f"WHEN {seconds} < 172800 THEN round({value} / 3600, 1) || ' h' "
+        f"ELSE round({value} / 86400, 1) || ' d' END"
+    )
+
+
+_PER_DAY = 'f."Deployments per day"'
+_LEAD_TIME = 'f."Lead time median"'
+_FAILURE_RATE = 'f."Change failure rate"'
+_RESTORE = 'f."Time to restore median"'
+_BANDED = {
+    "Deployment frequency": _banded(
+        "deployments_per_day", _PER_DAY, f"to_char({_PER_DAY}, 'FM999990.00') || ' a day'"
+    ),
+    "Lead time": _banded("lead_time", _LEAD_TIME, _duration(_LEAD_TIME)),
+    "Change failure rate": _banded(
+        "change_failure_rate",
+        _FAILURE_RATE,
+        f"round(CAST({_FAILURE_RATE} AS numeric) * 100) || ' %'",
+    ),
+    "Time to restore": _banded("time_to_restore", _RESTORE, _duration(_RESTORE)),
+}
+_HEADLINE_COLUMNS = ",\n       ".join(f'{sql} AS "{title}"' for title, sql in _BANDED.items())
+
+# The latest environment in the promotion order (those with no place in it after the others)
+# and the four figures of its platform commits over the range, each with its band.
+HEADLINE = f"""
+SELECT e.name AS "Environment",
+       {_HEADLINE_COLUMNS}
+FROM (SELECT name FROM grafana.environment ORDER BY position DESC NULLS LAST, name LIMIT 1) e
+CROSS JOIN LATERAL (
+    SELECT {FIGURES}
+    FROM grafana.dora_rollout
+    WHERE workload IS NULL AND environment = e.name AND {_SEEN}
+) f
+"""
+# Each band's text in its colour; anything else (the environment, "no rollouts") neutral.
+_BANDS: list[ValueMapping] = [
+    RegexMap(
+        options=DashboardRegexMapOptions(
+            pattern=f"^{band}:", result=ValueMappingResult(color=HEX[COLOURS[band]], index=index)
+        )
+    )
+    for index, band in enumerate(Band)
+]
+_TEXT = [
+    DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": HEX["idle"]}),
+]
 
 
 def _per_day(column: str, value: str, fill: str = "") -> str:
@@ -153,6 +233,21 @@ def build() -> Dashboard:
             refresh="5m",
         )
         .time("now-30d", "now")
+        .with_panel(
+            stat(
+                "Latest environment",
+                HEADLINE,
+                description="The latest environment of the promotion chain, its platform "
+                "commits over the range: deployment frequency, lead time (median), change "
+                "failure rate and time to restore (median), each with its performance band "
+                "(elite, high, medium, low) after the DORA report of 2023: elite deploys daily "
+                "or more, in at most a day from commit, fails 5 % at most and restores within "
+                "an hour.",
+            )
+            .reduce_options(ReduceDataOptions().values(False).calcs(["lastNotNull"]).fields("/.*/"))
+            .override_by_field_type("string", _TEXT)
+            .mappings(_BANDS)
+        )
         .with_panel(
             _figures(
                 "Per environment (platform commits)",

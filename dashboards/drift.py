@@ -1,14 +1,22 @@
 """Drift: which clusters and objects are drifted, since when and why (every reason with its
 evidence: commits and time behind, applied against desired commit, the reconciler's message,
-config keys that differ), drift minutes over time per environment, and the drift periods."""
+config keys that differ), how many for each reason, drift minutes over time per environment,
+and the drift periods."""
 
-from grafana_foundation_sdk.models.dashboard import Dashboard, DynamicConfigValue
+from grafana_foundation_sdk.models.dashboard import (
+    Dashboard,
+    DashboardRangeMapOptions,
+    DynamicConfigValue,
+    RangeMap,
+    ValueMappingResult,
+)
 
 from dashboards.common import (
     EVERY_CLUSTER,
     PER_HOUR,
     chosen,
     dashboard,
+    latest_first,
     link_clusters,
     placed,
     scope,
@@ -17,6 +25,8 @@ from dashboards.common import (
     table,
     timeseries,
 )
+from hub.drift.schemas import Reason
+from hub.palette import colour
 
 __all__ = ["TITLE", "UID", "build"]
 
@@ -33,9 +43,15 @@ FROM grafana.cluster x
 WHERE {scope("x")}
 """
 
+SHOWN = 1000
+# The reasons drawn in the palette's colour of failure.
+_FAILED = ", ".join(f"'{reason}'" for reason in Reason if colour(reason) == "bad")
+
 # A stale agent makes every row of its cluster drifted for that reason too (as the API
 # says it); the drift job's reasons are the others. Read from the clusters drifted or stale,
-# each one's objects by index: those with reasons, and the others only if it is stale.
+# each one's objects by index: those with reasons, and the others only if it is stale. Most
+# severe first (a reason of failure, then silence, then the others), then the latest
+# environment first: a cut keeps prod's failures.
 DRIFTED = f"""
 SELECT d.cluster AS "Cluster", d.environment AS "Environment", d.cluster_type AS "Cluster type",
        d.kind || '/' || d.name AS "Object",
@@ -64,9 +80,40 @@ LEFT JOIN LATERAL (
 ) p ON true
 WHERE {scope("c")}
   AND (c.drifted_objects > 0 OR {_STALE.replace("last_seen_at", "c.last_seen_at")})
-ORDER BY d.environment_position NULLS LAST, d.environment, d.cluster_type, d.cluster, d.kind,
-         d.namespace, d.name
-LIMIT 1000
+ORDER BY CASE WHEN d.reasons && CAST(ARRAY[{_FAILED}] AS varchar[]) THEN 0
+              WHEN {_STALE.replace("last_seen_at", "d.last_seen_at")} THEN 1 ELSE 2 END,
+         {latest_first("d")}, d.cluster_type, d.cluster, d.kind, d.namespace, d.name
+LIMIT {SHOWN}
+"""
+
+# The rows of DRIFTED, counted from each cluster's objects as the drift job counted them: a
+# stale cluster's every object (one row if it has none), another's drifted ones.
+_STALE_CLUSTER = _STALE.replace("last_seen_at", "c.last_seen_at")
+DRIFTED_ROWS = f"""
+SELECT COALESCE(sum(CASE WHEN {_STALE_CLUSTER} THEN GREATEST(COALESCE(r.objects, 0), 1)
+                         ELSE c.drifted_objects END), 0) AS "Rows"
+FROM grafana.cluster c
+LEFT JOIN grafana.cluster_drift r ON r.cluster_id = c.cluster_id
+WHERE {scope("c")} AND (c.drifted_objects > 0 OR {_STALE_CLUSTER})
+"""
+
+
+# The rows of DRIFTED with each reason: the drift job's counts per cluster, and for stale, the
+# rows of the stale clusters.
+def _rows_with(reason: Reason) -> str:
+    if reason is Reason.STALE:
+        rows = f"CASE WHEN {_STALE_CLUSTER} THEN GREATEST(COALESCE(r.objects, 0), 1) END"
+    else:
+        rows = f"r.{reason}"
+    return f'COALESCE(sum({rows}), 0) AS "{reason}"'
+
+
+_COLUMNS = ",\n       ".join(_rows_with(reason) for reason in Reason)
+BY_REASON = f"""
+SELECT {_COLUMNS}
+FROM grafana.cluster c
+LEFT JOIN grafana.cluster_drift r ON r.cluster_id = c.cluster_id
+WHERE {scope("c")}
 """
 
 # Minutes drifted per hour: a bucket's sum divided by its hours. With every cluster chosen,
@@ -135,6 +182,25 @@ LEFT JOIN LATERAL (
 ORDER BY p.started_at DESC, p.cluster, o.kind NULLS FIRST, o.namespace, o.name
 """
 
+# The periods PERIODS lists from, counted up to COUNTED of those started in the range and of
+# those before it: a month of a large fleet's periods is millions, too many to count each time.
+COUNTED = 100_000
+PERIODS_COUNT = f"""
+SELECT LEAST((SELECT count(*) FROM (
+                  {_PERIODS_OF} x.started_at BETWEEN $__timeFrom() AND $__timeTo()
+                  LIMIT {COUNTED}) s)
+             + (SELECT count(*) FROM (
+                  {_PERIODS_OF} x.started_at < $__timeFrom()
+                    AND (x.ended_at IS NULL OR x.ended_at >= $__timeFrom())
+                  LIMIT {COUNTED}) s),
+             {COUNTED}) AS "Periods"
+"""
+_COUNTED_OR_MORE = RangeMap(
+    options=DashboardRangeMapOptions(
+        from_val=COUNTED, to=None, result=ValueMappingResult(text=f"{COUNTED:,} or more")
+    )
+)
+
 
 def build() -> Dashboard:
     return (
@@ -151,13 +217,35 @@ def build() -> Dashboard:
             )
         )
         .with_panel(
+            stat(
+                "Drift by reason",
+                BY_REASON,
+                counts={reason: reason for reason in Reason},
+                description="The rows of the table below with each reason: drifted objects "
+                "(an object may have several reasons), and for stale the objects of the "
+                "clusters not reporting.",
+            )
+        )
+        .with_panel(
+            stat(
+                "Drifted rows",
+                DRIFTED_ROWS,
+                counts={"Rows": "drifted"},
+                description=f"All the rows of the table beside, which shows {SHOWN:,} at most.",
+                height=12,
+                span=4,
+            )
+        )
+        .with_panel(
             link_clusters(
                 table(
                     "Drifted",
                     DRIFTED,
                     description="Every drifted object (or stale cluster) with the reasons and "
-                    "their evidence.",
+                    "their evidence: failing or diverged first, then stale, then the others, "
+                    f"each the latest environment first; {SHOWN:,} at most.",
                     height=12,
+                    span=20,
                 ).override_by_name("Time behind", [DynamicConfigValue(id_val="unit", value="s")])
             )
         )
@@ -168,6 +256,24 @@ def build() -> Dashboard:
                 description="Minutes clusters were drifted per hour, summed per environment.",
             )
         )
-        .with_panel(table("Drift periods", PERIODS, height=10))
+        .with_panel(
+            stat(
+                "Periods",
+                PERIODS_COUNT,
+                description="The drift periods of the range (started in it, or open or ended "
+                f"in it), counted up to {COUNTED:,}: the table beside lists the newest 1,000.",
+                height=10,
+                span=4,
+            ).mappings([_COUNTED_OR_MORE])
+        )
+        .with_panel(
+            table(
+                "Drift periods",
+                PERIODS,
+                description="The newest 1,000 drift periods of the range, newest first.",
+                height=10,
+                span=20,
+            )
+        )
         .build()
     )

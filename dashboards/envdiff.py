@@ -5,12 +5,15 @@ differ; any number of environments, in their declared order.
 The reasons are the environment diff's own (hub/envdiff/compare.py): the diff job keeps the
 diff of every environment in promotion order (migration 0027), and the panels read it. So a
 version difference is judged against the environment before it in the whole chain, also when
-the environment variable shows only some of them.
+the environment variable shows only some of them. The versions the clusters run, per workload
+and environment, are read from the same kept diff.
 """
 
 from grafana_foundation_sdk.models.dashboard import Dashboard, DataTransformerConfig
 
-from dashboards.common import chosen, dashboard, stat, table
+from dashboards.common import chosen, dashboard, latest_first, stat, table
+from hub.envdiff.compare import CellState
+from hub.palette import Colour, colour
 
 __all__ = ["TITLE", "UID", "build"]
 
@@ -44,16 +47,41 @@ WHERE {_CHOSEN}
 ORDER BY environment_order, workload, cluster_type, paired_target
 """
 
+SHOWN = 1000
+# A cell's state by the palette's colour of it: failing, then those that need a look (drifted,
+# not reporting), then the others.
+_SEVERITY: dict[Colour, int] = {"bad": 0, "warn": 1, "progress": 2, "idle": 3, "ok": 4}
+_BY_STATE = " ".join(f"WHEN '{state}' THEN {_SEVERITY[colour(state)]}" for state in CellState)
+
+# Most severe first, then the latest environment first: a cut keeps prod's failures.
 DIFFERENCES = f"""
 SELECT workload AS "Workload", cluster_type AS "Cluster type", environment AS "Environment",
        state AS "State", COALESCE('pinned to ' || pinned_ref, desired_version) AS "Desired",
        deployed_versions AS "Deployed", clusters AS "Clusters", failing AS "Failing",
        drifted AS "Drifted", not_reporting AS "Not reporting", reasons AS "Reasons",
        details AS "Why", evaluated_at AS "Evaluated"
+FROM grafana.environment_diff x
+WHERE reasons <> '' AND {_CHOSEN}
+ORDER BY CASE state {_BY_STATE} END, {latest_first("x")}, workload, cluster_type,
+         paired_target
+LIMIT {SHOWN}
+"""
+
+DIFFERENCE_COUNT = f"""
+SELECT count(*) AS "Differences"
 FROM grafana.environment_diff
 WHERE reasons <> '' AND {_CHOSEN}
-ORDER BY workload, cluster_type, paired_target, environment_order
-LIMIT 1000
+"""
+
+# Per workload and version, the clusters running it in each environment (of each cell of the
+# kept diff, summed over its cluster types), the environments in promotion order.
+VERSIONS = f"""
+SELECT workload || ' ' || version AS "Version", environment AS "Environment",
+       sum(clusters) AS "Clusters"
+FROM grafana.environment_diff_version
+WHERE {_CHOSEN}
+GROUP BY workload, version, environment, environment_order
+ORDER BY environment_order, workload, version
 """
 
 CONFIG = f"""
@@ -103,13 +131,36 @@ def build() -> Dashboard:
             ).with_transformation(_matrix("Workload", "Cell"))
         )
         .with_panel(
+            stat(
+                "Differing cells",
+                DIFFERENCE_COUNT,
+                counts={"Differences": "drifted"},
+                description=f"All the rows of the table beside, which shows {SHOWN:,} at most.",
+                height=10,
+                span=4,
+            )
+        )
+        .with_panel(
             table(
                 "Differences and why",
                 DIFFERENCES,
                 description="Each environment that differs: awaiting_promotion, pinned, "
-                "diverged (against the environment before it), not_assigned, failed, drifted.",
+                "diverged (against the environment before it), not_assigned, failed, drifted. "
+                "Failing first, then drifted or not reporting, then the others, each the latest "
+                f"environment first; {SHOWN:,} at most.",
                 height=10,
+                span=20,
             )
+        )
+        .with_panel(
+            table(
+                "Versions by environment and workload",
+                VERSIONS,
+                description="How many clusters run each version (else commit) of each workload "
+                "in each environment, as the environment diff job last found them. A cluster "
+                "that carries two of a workload's deployment targets counts for each.",
+                height=10,
+            ).with_transformation(_matrix("Version", "Clusters"))
         )
         .with_panel(
             table(

@@ -1,10 +1,22 @@
 """Fleet overview: how many clusters each environment and cluster type has, which report,
-which are stale or never reported, drifted or failing; how far behind each repository's
-harvest is."""
+which are stale or never reported, drifted or failing, and how many of each were over time;
+the reconcilers suspended across the fleet; how far behind each repository's harvest is."""
 
 from grafana_foundation_sdk.models.dashboard import Dashboard, DynamicConfigValue
 
-from dashboards.common import dashboard, link_clusters, scope, stale, stat, table
+from dashboards.common import (
+    chosen,
+    dashboard,
+    latest_first,
+    link_clusters,
+    placed,
+    scope,
+    severity,
+    stale,
+    stat,
+    table,
+    timeseries,
+)
 
 __all__ = ["TITLE", "UID", "build"]
 
@@ -36,22 +48,72 @@ GROUP BY environment, cluster_type
 ORDER BY min(environment_position) NULLS LAST, environment, cluster_type
 """
 
+# The clusters that need attention: those of a severity below 4.
+_NEEDS_ATTENTION = f"{severity('x')} < 4"
+SHOWN = 500
+
 ATTENTION = f"""
 SELECT cluster AS "Cluster", environment AS "Environment", cluster_type AS "Cluster type",
-       CASE WHEN last_seen_at IS NULL THEN 'never reported'
-            WHEN {stale("last_seen_at")} THEN 'stale'
-            WHEN failing > 0 THEN 'failing'
-            ELSE 'drifted' END AS "State",
+       CASE {severity("x")} WHEN 0 THEN 'failing' WHEN 1 THEN 'stale'
+                            WHEN 2 THEN 'never reported' ELSE 'drifted' END AS "State",
        last_seen_at AS "Last report", failing AS "Failing objects",
        drifted_objects AS "Drifted objects", drifted_since AS "Drifted since"
 FROM grafana.cluster x
-WHERE {scope("x")}
-  AND (last_seen_at IS NULL OR {stale("last_seen_at")} OR failing > 0 OR drifted_objects > 0)
+WHERE {scope("x")} AND {_NEEDS_ATTENTION}
 -- Most severe first, then the latest environment first: a cut keeps prod's failures.
-ORDER BY CASE WHEN failing > 0 THEN 0 WHEN {stale("last_seen_at")} THEN 1
-              WHEN last_seen_at IS NULL THEN 2 ELSE 3 END,
-         environment_position DESC NULLS LAST, environment, cluster_type, cluster
-LIMIT 500
+ORDER BY {severity("x")}, {latest_first("x")}, cluster_type, cluster
+LIMIT {SHOWN}
+"""
+
+NEED_ATTENTION = f"""
+SELECT count(*) AS "Need attention"
+FROM grafana.cluster x
+WHERE {scope("x")} AND {_NEEDS_ATTENTION}
+"""
+
+
+def _health(state: str) -> str:
+    """SQL: the clusters in `state` per environment, the average of each hour's samples (of a
+    bucket of several hours, the average of its hours sampled). Kept per environment and
+    cluster type: the cluster variable does not narrow them."""
+    return f"""
+SELECT $__timeGroupAlias(x.hour, $__interval, NULL), x.environment AS metric,
+       sum(x.{state}) / count(DISTINCT x.hour) AS value
+FROM grafana.fleet_health_hourly x
+WHERE $__timeFilter(x.hour)
+  AND {chosen("environment", "x.environment")} AND {chosen("cluster_type", "x.cluster_type")}
+  AND {placed("x.environment", "x.cluster_type")}
+GROUP BY 1, 2
+ORDER BY 1, 2
+"""
+
+
+HEALTH = {state: _health(state) for state in ("failing", "drifted", "stale")}
+
+_SUSPENDED_OF = f"""
+FROM grafana.cluster c
+CROSS JOIN LATERAL (
+    SELECT * FROM grafana.object x WHERE x.cluster_id = c.cluster_id AND x.suspended
+    OFFSET 0  -- not flattened into a join: read per cluster with one suspended, by index
+) x
+WHERE c.suspended > 0 AND {scope("c")}
+"""
+
+# Every suspended reconciler, read from the clusters that have one (counted as objects
+# change): the latest environment first, then those suspended longest.
+SUSPENDED = f"""
+SELECT x.cluster AS "Cluster", x.environment AS "Environment", x.cluster_type AS "Cluster type",
+       x.kind || '/' || x.namespace || '/' || x.name AS "Object",
+       concat_ws(' ', x.source_url, x.source_ref, x.source_path) AS "Source",
+       x.changed_at AS "Last change", x.message AS "Message"
+{_SUSPENDED_OF}
+ORDER BY {latest_first("x")}, x.changed_at, x.cluster, x.kind, x.namespace, x.name
+LIMIT {SHOWN}
+"""
+
+SUSPENDED_COUNT = f"""
+SELECT count(*) AS "Suspended"
+{_SUSPENDED_OF}
 """
 
 HARVEST = """
@@ -91,13 +153,76 @@ def build() -> Dashboard:
         )
         .with_panel(table("Clusters per environment and cluster type", PER_CLUSTER_TYPE))
         .with_panel(
+            stat(
+                "Need attention",
+                NEED_ATTENTION,
+                counts={"Need attention": "drifted"},
+                description="Clusters failing, stale, never reported or drifted: all of them, "
+                f"of which the table beside shows {SHOWN} at most.",
+                height=10,
+                span=4,
+            )
+        )
+        .with_panel(
             link_clusters(
                 table(
                     "Clusters that need attention",
                     ATTENTION,
                     description="Failing, stale, never reported or drifted clusters, in that "
-                    "order, the latest environment first; 500 at most.",
+                    f"order, the latest environment first; {SHOWN} at most.",
                     height=10,
+                    span=20,
+                )
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Failing clusters",
+                HEALTH["failing"],
+                description="Per environment, the clusters with an object failing, on average "
+                "over the hour (the hub samples the fleet every 10 minutes).",
+                span=8,
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Drifted clusters",
+                HEALTH["drifted"],
+                description="Per environment, the clusters with a drifted object, on average "
+                "over the hour (the hub samples the fleet every 10 minutes).",
+                span=8,
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Stale clusters",
+                HEALTH["stale"],
+                description="Per environment, the clusters never reported or silent past the "
+                "hub's staleness threshold, on average over the hour (the hub samples the fleet "
+                "every 10 minutes).",
+                span=8,
+            )
+        )
+        .with_panel(
+            stat(
+                "Suspended",
+                SUSPENDED_COUNT,
+                counts={"Suspended": "suspended"},
+                description="Reconcilers suspended across the chosen clusters: all of them, of "
+                f"which the table beside shows {SHOWN} at most.",
+                height=8,
+                span=4,
+            )
+        )
+        .with_panel(
+            link_clusters(
+                table(
+                    "Suspended reconcilers",
+                    SUSPENDED,
+                    description="Each suspended reconciler object, the latest environment "
+                    "first, then those unchanged longest: a suspend forgotten after an incident "
+                    f"stops deployments without failing. {SHOWN} at most.",
+                    span=20,
                 )
             )
         )

@@ -1,15 +1,19 @@
 """Deployment history: a state timeline per cluster and one per workload (its rollouts in each
-environment, as the rollouts job keeps them), and every change of an applied revision (what
-changed when, from which version to which)."""
+environment, as the rollouts job keeps them), and what changed when: per workload and
+environment, from which version to which, on how many clusters."""
 
 from grafana_foundation_sdk.models.dashboard import Dashboard, ValueMap, ValueMappingResult
 
 from dashboards.common import (
+    EVERY_CLUSTER,
     SHOWN_CLUSTERS,
+    chosen,
     chosen_subject,
     dashboard,
+    placed,
     scope,
     shown_clusters,
+    stat,
     state_timeline,
     table,
 )
@@ -49,16 +53,6 @@ GROUP BY 1, 2
 ORDER BY 1, 2
 """
 
-# An object's workload: the assignment its name (the deployment target) stands for in its
-# cluster's environment and cluster type; else the object's own name.
-_WORKLOAD = """
-LEFT JOIN LATERAL (
-    SELECT min(p.workload) AS workload FROM grafana.placement p
-    WHERE p.environment = d.environment AND p.cluster_type = d.cluster_type
-      AND p.deployment_target = d.name
-) w ON true
-"""
-
 # Each workload (the platform commits: `platform`) in each environment takes the state its
 # rollouts last entered (grafana.rollout_period): from the range's start, the state in effect
 # then, which it may have entered long before; then each state entered in the range. States
@@ -89,18 +83,75 @@ ORDER BY time, metric, started_at, committed_at, revision
 """
 
 
-CHANGED = f"""
-SELECT d.deployed_at AS "Time", d.environment AS "Environment",
-       d.cluster_type AS "Cluster type", d.cluster AS "Cluster",
-       COALESCE(w.workload, d.name) AS "Workload", d.kind || '/' || d.name AS "Object",
-       COALESCE(d.previous_version, left(d.previous_sha, 12)) AS "From",
-       COALESCE(d.applied_version, left(d.applied_sha, 12)) AS "To",
-       d.ready AS "Ready", d.reason AS "Reason"
-FROM grafana.deployment d
-{_WORKLOAD}
-WHERE $__timeFilter(d.deployed_at) AND {scope("d")}
-ORDER BY d.deployed_at DESC, d.cluster, d.kind, d.namespace, d.name
-LIMIT 1000
+SHOWN_CHANGES = 1000
+# The changes of the range per environment, cluster type, object name and from → to revision.
+# With every cluster chosen, from the hourly rollup (the hours the range touches); with clusters
+# chosen, from their history. The branch not taken is pruned when planned.
+_CHANGES = f"""
+    SELECT x.environment, x.environment_position, x.cluster_type, x.name, x.from_revision,
+           x.to_revision, x.changes, x.clusters, x.not_ready, x.first_at, x.last_at
+    FROM grafana.deployment_hourly x
+    WHERE {EVERY_CLUSTER}
+      AND x.hour > CAST($__timeFrom() AS timestamptz) - INTERVAL '1 hour'
+      AND x.hour <= $__timeTo()
+      AND {chosen("environment", "x.environment")} AND {chosen("cluster_type", "x.cluster_type")}
+      AND {placed("x.environment", "x.cluster_type")}
+    UNION ALL
+    SELECT x.environment, x.environment_position, x.cluster_type, x.name,
+           COALESCE(x.previous_version, left(x.previous_sha, 12)),
+           COALESCE(x.applied_version, left(x.applied_sha, 12)), count(*),
+           count(DISTINCT x.cluster_id), count(*) FILTER (WHERE x.ready IS FALSE),
+           min(x.deployed_at), max(x.deployed_at)
+    FROM grafana.deployment x
+    WHERE NOT {EVERY_CLUSTER} AND $__timeFilter(x.deployed_at) AND {scope("x")}
+    GROUP BY 1, 2, 3, 4, 5, 6
+"""
+
+# Those changes per workload (the assignment an object's name, its deployment target, stands
+# for in its environment and cluster type; else the object's own name), environment and from →
+# to revision: the workload's clusters of every cluster type (a cluster that carries two of its
+# deployment targets counts for each). The deployment targets are read once, not per change.
+_GROUPED = f"""
+WITH changed AS MATERIALIZED (
+    SELECT environment, environment_position, cluster_type, name, from_revision, to_revision,
+           sum(changes) AS changes, sum(clusters) AS clusters, sum(not_ready) AS not_ready,
+           min(first_at) AS first_at, max(last_at) AS last_at
+    FROM ({_CHANGES}) AS x (environment, environment_position, cluster_type, name,
+                           from_revision, to_revision, changes, clusters, not_ready, first_at,
+                           last_at)
+    GROUP BY 1, 2, 3, 4, 5, 6
+),
+target AS MATERIALIZED (
+    SELECT environment, cluster_type, deployment_target, min(workload) AS workload
+    FROM grafana.placement
+    GROUP BY 1, 2, 3
+),
+grouped AS (
+    SELECT c.environment, c.environment_position, COALESCE(w.workload, c.name) AS workload,
+           c.from_revision, c.to_revision, sum(c.changes) AS changes,
+           sum(c.clusters) AS clusters, sum(c.not_ready) AS not_ready,
+           min(c.first_at) AS first_at, max(c.last_at) AS last_at
+    FROM changed c
+    LEFT JOIN target w
+      ON w.environment = c.environment AND w.cluster_type = c.cluster_type
+     AND w.deployment_target = c.name
+    GROUP BY 1, 2, 3, 4, 5
+)"""
+
+# The newest first, the latest environment first among changes of one time.
+CHANGED = f"""{_GROUPED}
+SELECT last_at AS "Last change", first_at AS "First change", environment AS "Environment",
+       workload AS "Workload", from_revision AS "From", to_revision AS "To",
+       clusters AS "Clusters", changes AS "Changes", not_ready AS "Not ready"
+FROM grouped
+ORDER BY last_at DESC, environment_position DESC NULLS LAST, environment, workload,
+         from_revision, to_revision
+LIMIT {SHOWN_CHANGES}
+"""
+
+CHANGED_COUNT = f"""{_GROUPED}
+SELECT count(*) AS "Rows", COALESCE(sum(changes), 0) AS "Changes"
+FROM grouped
 """
 
 
@@ -136,6 +187,28 @@ def build() -> Dashboard:
                 height=8,
             ).mappings([_mapping(ROLLOUT_STATES)])
         )
-        .with_panel(table("What changed when", CHANGED, height=12))
+        .with_panel(
+            stat(
+                "Changed",
+                CHANGED_COUNT,
+                description="The rows of the table beside (which shows the newest "
+                f"{SHOWN_CHANGES:,} at most) and the changes they sum up.",
+                height=12,
+                span=4,
+            )
+        )
+        .with_panel(
+            table(
+                "What changed when",
+                CHANGED,
+                description="Per workload and environment, each move from one version (or "
+                "commit) to another: on how many clusters, how many changes of its objects, how "
+                "many not Ready when they changed, and when the first and the last was. The "
+                "newest first; with every cluster chosen, from hourly sums, so of the hours the "
+                "range touches.",
+                height=12,
+                span=20,
+            )
+        )
         .build()
     )

@@ -5,7 +5,7 @@ and the rollouts in flight, as gauges of the expected clusters they reached.
 The gate's policy is Python, so the panels read the answers the promotion job keeps for the
 newest commits and versions of each environment (hub/promotion, migration 0027): the answers
 GET /api/v1/gates/promotion gives, judged with the job's soak, as of `Evaluated`. The rollouts
-are those the rollouts job keeps (hub/rollouts, migration 0037), as of the DORA job's refresh.
+are those the rollouts job keeps (hub/rollouts, migration 0038), as of the DORA job's refresh.
 """
 
 from grafana_foundation_sdk.builders.dashboard import FieldColor
@@ -17,7 +17,17 @@ from grafana_foundation_sdk.models.dashboard import (
     ValueMappingResult,
 )
 
-from dashboards.common import chosen, chosen_subject, dashboard, dashboard_url, gauge, stat, table
+from dashboards.common import (
+    chosen,
+    chosen_subject,
+    dashboard,
+    dashboard_url,
+    gauge,
+    latest_first,
+    stat,
+    table,
+)
+from hub.gate.policy import ClusterState
 from hub.palette import HEX, colour
 
 __all__ = ["TITLE", "UID", "build"]
@@ -65,15 +75,30 @@ WHERE {_SUBJECT}
 ORDER BY {_ORDER}, newest
 """
 
+SHOWN = 1000
+_BLOCKING_OF = f"""
+FROM grafana.gate_blocking x
+WHERE {_SUBJECT} AND {chosen("cluster_type", "cluster_type")} AND {chosen("cluster", "cluster")}
+"""
+# The gate's cluster states, furthest from compliance first (hub/gate/policy.py).
+_STATES = ", ".join(f"'{state}'" for state in ClusterState)
+
+# Furthest from compliance first (the gate's own order of states), then the latest environment
+# first: a cut keeps prod's failures.
 BLOCKING = f"""
 SELECT environment AS "Environment", COALESCE(workload, 'platform commits') AS "Subject",
        {_REVISION.format("revision")} AS "Revision", verdict AS "Verdict",
        cluster AS "Cluster", cluster_type AS "Cluster type", state AS "State",
        explanation AS "Why"
-FROM grafana.gate_blocking
-WHERE {_SUBJECT} AND {chosen("cluster_type", "cluster_type")} AND {chosen("cluster", "cluster")}
-ORDER BY {_ORDER}, newest, place
-LIMIT 1000
+{_BLOCKING_OF}
+ORDER BY array_position(ARRAY[{_STATES}], state), {latest_first("x")},
+         workload NULLS FIRST, newest, place
+LIMIT {SHOWN}
+"""
+
+BLOCKING_COUNT = f"""
+SELECT count(*) AS "Blocking"
+{_BLOCKING_OF}
 """
 
 # In flight: not converged. A gauge per rollout, the latest environment first, named by what
@@ -180,12 +205,24 @@ def build() -> Dashboard:
             .override_by_name("Verdict", _COLOURED)
         )
         .with_panel(
+            stat(
+                "Blocking",
+                BLOCKING_COUNT,
+                counts={"Blocking": "pending"},
+                description=f"All the rows of the table beside, which shows {SHOWN:,} at most.",
+                height=10,
+                span=4,
+            )
+        )
+        .with_panel(
             table(
                 "Blocking clusters",
                 BLOCKING,
                 description="The clusters that keep each gate from passing, furthest from "
-                "compliance first, with why.",
+                "compliance first (failed, never reported, stale, …), each the latest "
+                f"environment first, with why; {SHOWN:,} at most.",
                 height=10,
+                span=20,
             )
             .mappings([_STATE_COLOURS])
             .override_by_name("Verdict", _COLOURED)

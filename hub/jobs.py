@@ -189,7 +189,13 @@ def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
         lambda: keep_history(sessions, settings, clock()),
         first_run=datetime.now(UTC),
     )
-    _every(schedule, ROLLUP_JOB, ROLLUP_INTERVAL, lambda: refresh_rollups(sessions, clock()))
+    stale_after = timedelta(seconds=settings.stale_after_seconds)
+    _every(
+        schedule,
+        ROLLUP_JOB,
+        ROLLUP_INTERVAL,
+        lambda: refresh_rollups(sessions, clock(), stale_after),
+    )
     if settings.schedule_control_plane is not None:
         _every(
             schedule,

@@ -12,10 +12,15 @@ Three backends, told apart at run time:
 The hourly rollups of the history (`heartbeat_hourly`, `transition_hourly`; migration 0018)
 are continuous aggregates on TimescaleDB; elsewhere the `rollup` job keeps their tables
 (refresh_rollups). `placement_hourly` (0029), summed from `transition_hourly` per environment
-and cluster type, and `placement_drift_hourly` (0030), the minutes clusters were drifted per
-environment and cluster type from the drift periods, are tables the `rollup` job keeps on every
-backend. They outlive the history they sum, and are kept for FLEETMARK_ROLLUP_RETENTION: by a
-retention policy on each continuous aggregate, or by the `retention` job.
+and cluster type, `placement_drift_hourly` (0030), the minutes clusters were drifted per
+environment and cluster type from the drift periods, and `deployment_hourly` (0039), the
+changes of applied revision per environment, cluster type, object and from → to revision, are
+tables the `rollup` job keeps on every backend. So is `fleet_health_hourly` (0039), which no
+history can be summed into: at each run the job samples how many clusters of each environment
+and cluster type are failing, drifted and stale, and adds the sample to the hour's row
+(sample_health). They outlive the history they sum, and are kept for
+FLEETMARK_ROLLUP_RETENTION: by a retention policy on each continuous aggregate, or by the
+`retention` job.
 
 The `retention` job of the hub (hub/jobs.py) runs at start and then daily. On TimescaleDB it
 sets the policies to the settings (replacing those that differ); elsewhere it drops what is
@@ -64,9 +69,11 @@ ROLLUP_LAG = timedelta(hours=1)
 ROLLUP_REFRESHED = timedelta(days=3)
 # Continuous aggregates on TimescaleDB, tables the rollup job keeps elsewhere.
 ROLLUP_VIEWS = ("heartbeat_hourly", "transition_hourly")
-# Summed per environment and cluster type (from transition_hourly, and from the drift periods):
-# tables the rollup job keeps on every backend, after those.
-PLACEMENT_ROLLUPS = ("placement_hourly", "placement_drift_hourly")
+# Summed per environment and cluster type (from transition_hourly, the drift periods and the
+# deployment history): tables the rollup job keeps on every backend, after those.
+PLACEMENT_ROLLUPS = ("placement_hourly", "placement_drift_hourly", "deployment_hourly")
+# Sampled by the rollup job at each run, on every backend.
+HEALTH_ROLLUP = "fleet_health_hourly"
 # Rows deleted per transaction on plain PostgreSQL: short transactions, no long lock on ingest.
 DELETE_BATCH = 50_000
 
@@ -217,13 +224,15 @@ async def _drop_expired_rollups(
     views: tuple[str, ...],
     now: datetime,
 ) -> dict[str, int]:
-    """Delete the hours of those rollup tables older than the rollups' retention."""
+    """Delete the hours of those rollup tables, and of the sampled health, older than the
+    rollups' retention."""
+    tables = {view: f"{view}_rollup" for view in (*views, *PLACEMENT_ROLLUPS)}
     dropped = {}
-    for view in (*views, *PLACEMENT_ROLLUPS):
+    for view, table in (tables | {HEALTH_ROLLUP: HEALTH_ROLLUP}).items():
         async with write_session(sessions) as session:
-            # The names are ROLLUP_VIEWS' and PLACEMENT_ROLLUPS', not input.
+            # The names are ROLLUP_VIEWS', PLACEMENT_ROLLUPS' and HEALTH_ROLLUP, not input.
             deleted = await session.execute(
-                text(f"DELETE FROM {view}_rollup WHERE hour < :before"),  # noqa: S608
+                text(f"DELETE FROM {table} WHERE hour < :before"),  # noqa: S608
                 {"before": now - settings.rollup_retention},
             )
             dropped[view] = cast(CursorResult[Any], deleted).rowcount
@@ -269,13 +278,14 @@ async def keep_history(
 
 
 async def refresh_rollups(
-    sessions: async_sessionmaker[AsyncSession], now: datetime
+    sessions: async_sessionmaker[AsyncSession], now: datetime, stale_after: timedelta
 ) -> dict[str, int] | None:
     """The rollup job's run, for the rollups that are tables (ROLLUP_VIEWS on plain
     PostgreSQL and TimescaleDB's Apache build, PLACEMENT_ROLLUPS everywhere): each view's hours
     from ROLLUP_REFRESHED before its watermark (from the start, the first time) up to an hour
-    ago are computed again, by the view itself, and the watermark moves on. Hours rolled up
-    per view; None when another replica is at it."""
+    ago are computed again, by the view itself, and the watermark moves on; then the fleet's
+    health is sampled (sample_health). Hours rolled up per view, and the environments and
+    cluster types sampled; None when another replica is at it."""
     async with exclusive(sessions, ROLLUP_LOCK) as acquired:
         if not acquired:
             return None
@@ -290,7 +300,41 @@ async def refresh_rollups(
                 )
                 since = None if watermark is None else min(watermark, until) - ROLLUP_REFRESHED
                 refreshed[view] = await _refresh(session, view, since, until)
+            refreshed[HEALTH_ROLLUP] = await sample_health(session, now, now - stale_after)
         return refreshed
+
+
+# One sample of the fleet's health added to its hour: per environment and cluster type (0 for
+# none) the live clusters, those with an object failing (not Ready, not suspended), those with
+# a drifted object (as the drift job last judged them) and those stale (never reported, or not
+# since `stale_before`).
+_SAMPLE_HEALTH = text("""
+INSERT INTO fleet_health_hourly AS h (
+    hour, environment_id, cluster_type_id, samples, clusters, failing, drifted, stale)
+SELECT date_bin(INTERVAL '1 hour', CAST(:now AS timestamptz), TIMESTAMPTZ '2000-01-01 UTC'),
+       COALESCE(c.environment_id, 0), COALESCE(c.cluster_type_id, 0), 1, count(*),
+       count(*) FILTER (WHERE n.failing > 0),
+       count(*) FILTER (WHERE d.drifted > 0),
+       count(*) FILTER (WHERE c.last_seen_at IS NULL OR c.last_seen_at < :stale_before)
+FROM cluster c
+LEFT JOIN cluster_object_count n ON n.cluster_id = c.id
+LEFT JOIN cluster_drift d ON d.cluster_id = c.id
+WHERE c.decommissioned_at IS NULL
+GROUP BY 1, 2, 3
+ON CONFLICT (hour, environment_id, cluster_type_id) DO UPDATE SET
+    samples = h.samples + 1,
+    clusters = h.clusters + EXCLUDED.clusters,
+    failing = h.failing + EXCLUDED.failing,
+    drifted = h.drifted + EXCLUDED.drifted,
+    stale = h.stale + EXCLUDED.stale
+""")
+
+
+async def sample_health(session: AsyncSession, now: datetime, stale_before: datetime) -> int:
+    """Add the fleet's health at `now` to the hour's samples: the environments and cluster
+    types sampled."""
+    sampled = await session.execute(_SAMPLE_HEALTH, {"now": now, "stale_before": stale_before})
+    return cast(CursorResult[Any], sampled).rowcount
 
 
 async def _refresh(

@@ -12,7 +12,8 @@ from hub.models import Base
 
 FLEETMARK_TABLES = set(Base.metadata.tables)
 # Added by the migrations only when TimescaleDB is absent (or, for the rollups, cannot keep
-# continuous aggregates; the placement rollups' everywhere); the models do not declare them.
+# continuous aggregates; the placement rollups' and the sampled health everywhere); the models
+# do not declare them.
 # Indexes only the migrations state: BRIN ones (plain PostgreSQL only) and one in a collation
 # of its own, which reflection does not report (migration 0026).
 MIGRATION_INDEXES = {
@@ -26,6 +27,8 @@ ROLLUP_TABLES = {
     "transition_hourly_rollup",
     "placement_hourly_rollup",
     "placement_drift_hourly_rollup",
+    "deployment_hourly_rollup",
+    "fleet_health_hourly",
 }
 
 

@@ -45,6 +45,14 @@ RAW = {
         CROSS JOIN LATERAL generate_series(
             x.started_at, x.ended_at - INTERVAL '1 minute', INTERVAL '1 minute') AS m (minute)
         WHERE x.object_id IS NULL GROUP BY 1, 2, 3""",
+    "deployment_hourly": """
+        SELECT COALESCE(environment_id, 0), COALESCE(cluster_type_id, 0),
+               date_bin(INTERVAL '1 hour', deployed_at, TIMESTAMPTZ '2000-01-01 UTC'), name,
+               COALESCE(previous_version, left(previous_sha, 12)),
+               COALESCE(applied_version, left(applied_sha, 12)), count(*),
+               count(DISTINCT cluster_id), count(*) FILTER (WHERE ready IS FALSE),
+               min(deployed_at), max(deployed_at)
+        FROM deployment_history GROUP BY 1, 2, 3, 4, 5, 6""",
 }
 VIEWS = {
     "heartbeat_hourly": "SELECT cluster_id, hour, reports, objects FROM heartbeat_hourly",
@@ -57,6 +65,10 @@ VIEWS = {
     ),
     "placement_drift_hourly": (
         "SELECT environment_id, cluster_type_id, hour, minutes FROM placement_drift_hourly"
+    ),
+    "deployment_hourly": (
+        "SELECT environment_id, cluster_type_id, hour, name, from_revision, to_revision, "
+        "changes, clusters, not_ready, first_at, last_at FROM deployment_hourly"
     ),
 }
 # Three days back from now, so that the refresh (up to an hour ago) materializes them.
@@ -130,7 +142,9 @@ async def refresh(admin: AsyncConnection, own_database: str, clock: FakeClock) -
             )
     engine = create_async_engine(own_database)
     try:
-        refreshed = await store.refresh_rollups(create_sessionmaker(engine), clock())
+        refreshed = await store.refresh_rollups(
+            create_sessionmaker(engine), clock(), timedelta(minutes=10)
+        )
     finally:
         await engine.dispose()
     assert refreshed is not None

@@ -20,7 +20,7 @@ from hub.embedded import TIMESCALEDB_SETTINGS, start_embedded_postgres
 from tests.conftest import TEST_BACKEND, TOKEN_SECRET, DatabaseServer
 from tests.test_migrations import schema_differences
 from tests.test_rollups import RAW, VIEWS
-from tests.test_store_retention import NOW, connected, fill
+from tests.test_store_retention import NOW, STALE_AFTER, connected, fill
 
 COUNTS = {
     table: f"SELECT count(*), min({column}), max({column}) FROM {table}"
@@ -57,7 +57,7 @@ async def test_a_plain_store_moves_onto_timescaledb_with_its_history(
         }
     engine = create_async_engine(database)
     try:
-        assert await store.refresh_rollups(create_sessionmaker(engine), NOW)
+        assert await store.refresh_rollups(create_sessionmaker(engine), NOW, STALE_AFTER)
     finally:
         await engine.dispose()
 

@@ -25,6 +25,7 @@ from hub.embedded import TIMESCALEDB_SETTINGS, start_embedded_postgres
 from tests.conftest import TEST_BACKEND, TOKEN_SECRET, DatabaseServer, hub_settings
 
 NOW = datetime.now(UTC)
+STALE_AFTER = timedelta(minutes=10)
 AGES = [timedelta(days=days) for days in (200, 100, 40, 1)]
 
 
@@ -45,8 +46,8 @@ async def connected(url: str) -> AsyncIterator[AsyncConnection]:
 
 
 async def fill(admin: AsyncConnection) -> None:
-    """One cluster with one object, a transition, a heartbeat and ten minutes of drift at each
-    of AGES ago."""
+    """One cluster with one object, a transition (a version applied), a heartbeat, ten minutes
+    of drift and a sample of the fleet's health at each of AGES ago."""
     await cluster_service.register(
         AsyncSession(bind=admin),
         ClusterRegistration(name="drone-01", environment="dev", cluster_type="drone"),
@@ -63,10 +64,11 @@ async def fill(admin: AsyncConnection) -> None:
     for age in AGES:
         await admin.execute(
             text(
-                "INSERT INTO status_transition (observed_at, cluster_id, object_id, drifted, "
-                "suspended) SELECT :at, cluster_id, id, false, false FROM object_state"
+                "INSERT INTO status_transition (observed_at, cluster_id, object_id, "
+                "applied_version, drifted, suspended) "
+                "SELECT :at, cluster_id, id, :version, false, false FROM object_state"
             ),
-            {"at": NOW - age},
+            {"at": NOW - age, "version": f"1.{age.days}.0"},
         )
         await admin.execute(
             text(
@@ -83,6 +85,7 @@ async def fill(admin: AsyncConnection) -> None:
             ),
             {"at": NOW - age},
         )
+        await store.sample_health(AsyncSession(bind=admin), NOW - age, NOW - age)
 
 
 async def ages(admin: AsyncConnection, table: str, column: str) -> list[int]:
@@ -139,7 +142,7 @@ async def test_rollups_outlive_the_history_for_their_own_retention(own_database:
                 )
         engine = create_async_engine(own_database)
         try:
-            await store.refresh_rollups(create_sessionmaker(engine), NOW)
+            await store.refresh_rollups(create_sessionmaker(engine), NOW, STALE_AFTER)
         finally:
             await engine.dispose()
         await keep(
@@ -161,6 +164,8 @@ async def test_rollups_outlive_the_history_for_their_own_retention(own_database:
         # Tables on every backend: their hours go by the row.
         for view in store.PLACEMENT_ROLLUPS:
             assert await ages(admin, view, "hour") == [1, 40], view
+        # The fleet's health, sampled at each age and by the rollup job now.
+        assert await ages(admin, store.HEALTH_ROLLUP, "hour") == [0, 1, 40]
 
 
 async def test_timescaledb_policies_follow_the_settings(own_database: str) -> None:
@@ -240,7 +245,7 @@ async def test_the_apache_timescaledb_build_keeps_hypertables_and_drops_chunks_i
         # No continuous aggregates: the hub's job keeps the rollups, as on plain PostgreSQL.
         engine = create_async_engine(apache_timescaledb)
         try:
-            refreshed = await store.refresh_rollups(create_sessionmaker(engine), NOW)
+            refreshed = await store.refresh_rollups(create_sessionmaker(engine), NOW, STALE_AFTER)
         finally:
             await engine.dispose()
         assert refreshed == {
@@ -248,6 +253,8 @@ async def test_the_apache_timescaledb_build_keeps_hypertables_and_drops_chunks_i
             "transition_hourly": 2,
             "placement_hourly": 2,
             "placement_drift_hourly": 2,
+            "deployment_hourly": 2,
+            "fleet_health_hourly": 1,
         }
 
 

@@ -77,8 +77,8 @@ class ReadOnly:
         self, dashboard: Dashboard, chosen: Mapping[str, Sequence[str]] = {}
     ) -> dict[str, Variable]:
         """The dashboard's variables, each query variable's options asked as Grafana asks
-        them (in order, each with the values chosen for those before it); "All" unless
-        `chosen` names values."""
+        them (in order, each with the values chosen for those before it); "All" (a variable
+        without it: its first option) unless `chosen` names values."""
         variables: dict[str, Variable] = {}
         assert dashboard.templating is not None
         assert dashboard.templating.list_val is not None
@@ -95,8 +95,11 @@ class ReadOnly:
                     expand(model.query, variables=variables, time_from=now, time_to=now)
                 )
             ]
+            values = chosen.get(model.name)
+            if values is None and not model.include_all:
+                values = options[:1]
             variables[model.name] = Variable(
-                chosen.get(model.name),
+                values,
                 multi=bool(model.multi),
                 include_all=bool(model.include_all),
                 all_value=model.all_value,

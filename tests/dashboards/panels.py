@@ -3,14 +3,16 @@ the variables as a dashboard opens with them ("All"): what the tests and
 benchmarks/dashboards.py run."""
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from grafana_foundation_sdk.models import prometheus
 from grafana_foundation_sdk.models.dashboard import Dashboard, Panel
 
 from dashboards import build, hubhealth, postgres
-from tests.dashboards.grafana_sql import Variable
+from tests.dashboards.grafana_sql import Variable, expand
 
 __all__ = ["PanelQuery", "built_dashboards", "dashboard_files", "opened", "panel_queries"]
 
@@ -60,17 +62,22 @@ def panel_queries() -> list[PanelQuery]:
     return found
 
 
-def opened(dashboard: Dashboard) -> dict[str, Variable]:
+def opened(dashboard: Dashboard, first: Callable[[str], str] | None = None) -> dict[str, Variable]:
     """The variables of a dashboard as it opens: "All" (the variable's custom all value, so no
-    option list is needed), a constant its value."""
+    option list is needed), a constant its value, and a variable without "All" its first
+    option: what `first` answers for its query (expanded with the variables before it)."""
     assert dashboard.templating is not None
     assert dashboard.templating.list_val is not None
-    variables = {}
+    variables: dict[str, Variable] = {}
     for model in dashboard.templating.list_val:
+        assert isinstance(model.query, str)
         if model.type_val == "constant":
-            assert isinstance(model.query, str)
             variables[model.name] = Variable([model.query], multi=False, include_all=False)
-        else:
-            assert model.all_value is not None, f"{model.name} has no custom all value"
+        elif model.all_value is not None:
             variables[model.name] = Variable(None, all_value=model.all_value)
+        else:
+            assert first is not None, f"{model.name} has no All: it opens on its first option"
+            now = datetime.now(UTC)
+            query = expand(model.query, variables=variables, time_from=now, time_to=now)
+            variables[model.name] = Variable([first(query)], multi=False, include_all=False)
     return variables

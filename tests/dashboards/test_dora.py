@@ -2,7 +2,7 @@
 GET /api/v1/dora answers for the same ranges: the platform commits' and a workload's histories
 of tests/correlation/dora_history.py, rolled up by the DORA job."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -10,11 +10,16 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.dora import service
+from hub.dora.bands import BANDS, Band
+from hub.harvest.schemas import RepositoriesFile
+from hub.harvest.service import sync_repositories_file
 from tests.conftest import hub_settings
-from tests.correlation.dora_history import refresh_dora
-from tests.correlation.test_dora_rollup import RANGES, Played, asked, played
+from tests.correlation.dora_history import Timeline, refresh_dora
+from tests.correlation.fleet import Fleet
+from tests.correlation.test_dora_rollup import RANGES, Played, asked, play, played
 from tests.dashboards.conftest import ReadOnly, Seeded
 from tests.dashboards.test_panels import PANELS
+from tests.support import FakeClock
 
 __all__ = ["played"]
 
@@ -154,3 +159,68 @@ async def test_the_reconcilers_turning_not_ready_per_hour(
     # large-01's performance-test turned not ready three hours ago; nothing else did.
     assert [(row["metric"], row["value"]) for row in rows if row["value"]] == [("dev", 1)]
     assert {row["metric"] for row in rows} == {"dev", "stage"}
+
+
+# The headline's figures: the API's figure of each, by the headline's column and BANDS' name.
+HEADLINE = {
+    "Deployment frequency": ("deployments_per_day", lambda item: item["deployments_per_day"]),
+    "Lead time": ("lead_time", lambda item: item["lead_time"]["median_seconds"]),
+    "Change failure rate": ("change_failure_rate", lambda item: item["change_failure_rate"]),
+    "Time to restore": ("time_to_restore", lambda item: item["time_to_restore"]["median_seconds"]),
+}
+
+
+def band(figure: str, value: float) -> Band:
+    bounds = BANDS[figure]
+    for bound, named in bounds.bands():
+        if (value >= bound) if bounds.higher_is_better else (value <= bound):
+            return named
+    return Band.LOW
+
+
+async def test_the_headline_bands_the_latest_environments_figures(
+    fleet: Fleet,
+    clock: FakeClock,
+    client: httpx.AsyncClient,
+    read_token: str,
+    readonly: ReadOnly,
+    session: AsyncSession,
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    client.headers["Authorization"] = f"Bearer {read_token}"
+    played = await play(fleet, Timeline(clock, clock.now), None)
+    # dev, the environment the history played in, is the latest of those declared.
+    await sync_repositories_file(session, RepositoriesFile(environments=["dev"]))
+    await session.commit()
+    at = played.timeline.at
+    await refresh_dora(sessions, at(180))
+    query = PANELS["fleetmark-dora: Latest environment"]
+    variables = await readonly.variables(query.dashboard, {"environment": ["stage"]})
+
+    seen = set()
+    for since, until in RANGES:
+        response = await client.get(DORA, params=asked(played, since, until))
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        [dev] = [item for item in answer["environments"] if item["environment"] == "dev"]
+        start, end = (
+            (datetime.fromisoformat(answer["since"]), datetime.fromisoformat(answer["until"]))
+            if since is None
+            else (at(since), at(until))
+        )
+        # Whatever environment the dashboard shows, the headline is the latest one's.
+        [headline] = await readonly.panel(query, variables, start, end, readonly.timescaledb)
+
+        assert headline["Environment"] == "dev"
+        for column, (figure, of) in HEADLINE.items():
+            value = of(dev)
+            if value is None:
+                assert headline[column] == "no rollouts", (column, since, until)
+                continue
+            named = headline[column].partition(": ")[0]
+            assert named == band(figure, value), (column, value, since, until)
+            seen.add(named)
+        per_day = headline["Deployment frequency"].partition(": ")[2]
+        assert per_day == f"{dev['deployments_per_day']:.2f} a day"
+    # The ranges reach more than one band.
+    assert len(seen) > 1

@@ -9,6 +9,8 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.envdiff import service
+from hub.harvest.schemas import RepositoriesFile
+from hub.harvest.service import sync_repositories_file
 from tests.dashboards.conftest import ReadOnly, Seeded
 from tests.dashboards.test_panels import PANELS
 from tests.harvest.scenario import WORKLOAD
@@ -26,9 +28,11 @@ async def show(
 
 @pytest.fixture
 async def released(seeded: Seeded, session: AsyncSession) -> Seeded:
-    """dev's app branch carries 1.1.0 while its clusters still run 1.0.0; the job ran."""
+    """dev's app branch carries 1.1.0 while its clusters still run 1.0.0; the promotion order
+    dev → stage is declared; the job ran."""
     seeded.fleet.release("1.1.0")
     await seeded.fleet.harvest()
+    await sync_repositories_file(session, RepositoriesFile(environments=["dev", "stage"]))
     assert session.bind is not None
     await service.refresh_deployed(
         async_sessionmaker(bind=session.bind, join_transaction_mode="create_savepoint")
@@ -73,3 +77,34 @@ async def test_the_config_keys_that_differ(released: Seeded, readonly: ReadOnly)
         if row["Config key"] == f"{WORKLOAD} on drone: ENVIRONMENT"
     }
     assert environment == {"dev": "Dev", "stage": "Stage"}
+
+
+async def test_the_differences_most_severe_first_and_counted(
+    released: Seeded, readonly: ReadOnly
+) -> None:
+    rows = await show(readonly, released, "Differences and why")
+    [counted] = await show(readonly, released, "Differing cells")
+
+    # Failing, then those that need a look (drifted, not reporting: the latest environment
+    # first), then the others.
+    assert [(row["Environment"], row["Cluster type"], row["State"]) for row in rows] == [
+        ("dev", "large", "failing"),
+        ("stage", "large", "not_reporting"),
+        ("dev", "drone", "drifted"),
+        ("stage", "drone", "in_sync"),
+    ]
+    assert counted["Differences"] == len(rows)
+
+
+async def test_the_versions_each_environment_runs(released: Seeded, readonly: ReadOnly) -> None:
+    versions = await show(readonly, released, "Versions by environment and workload")
+    large = await show(
+        readonly, released, "Versions by environment and workload", cluster_type=["large"]
+    )
+
+    # dev's two drones and its large run 1.0.0, as does stage's drone; 1.1.0 nowhere yet.
+    assert [(row["Version"], row["Environment"], row["Clusters"]) for row in versions] == [
+        (f"{WORKLOAD} 1.0.0", "dev", 3),
+        (f"{WORKLOAD} 1.0.0", "stage", 1),
+    ]
+    assert [(row["Environment"], row["Clusters"]) for row in large] == [("dev", 1)]

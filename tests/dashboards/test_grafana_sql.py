@@ -313,7 +313,7 @@ def test_every_panel_expands_at_every_width_and_range(query: PanelQuery) -> None
             for timescaledb in (False, True):
                 expanded = expand(
                     query.query.raw_sql,
-                    variables=opened(query.dashboard),
+                    variables=opened(query.dashboard, first=lambda _: "drone-01"),
                     time_from=END - timedelta(days=days),
                     time_to=END,
                     max_data_points=query.max_data_points(screen),

@@ -15,6 +15,7 @@ from tests.harvest import scenario
 
 QUERIES = panel_queries()
 FUNCTIONAL = scenario.target_name("functional-test")
+WORKLOAD = scenario.WORKLOAD
 PERFORMANCE = scenario.target_name("performance-test")
 
 
@@ -40,37 +41,49 @@ async def show(
     )
 
 
-@pytest.mark.parametrize("query", QUERIES, ids=[query.key for query in QUERIES])
+# Each dashboard's panel queries, by its uid: the fleet is seeded once per dashboard.
+DASHBOARD_QUERIES: dict[str, list[PanelQuery]] = {}
+for found in QUERIES:
+    DASHBOARD_QUERIES.setdefault(str(found.dashboard.uid), []).append(found)
+
+
+@pytest.mark.parametrize("uid", DASHBOARD_QUERIES)
 async def test_every_panel_runs_as_the_read_only_role(
-    query: PanelQuery, readonly: ReadOnly, seeded: Seeded
+    uid: str, readonly: ReadOnly, seeded: Seeded
 ) -> None:
     now = seeded.now
-    every = await readonly.variables(query.dashboard)
+    dashboard = DASHBOARD_QUERIES[uid][0].dashboard
+    every = await readonly.variables(dashboard)
     some = await readonly.variables(
-        query.dashboard, {"environment": ["dev"], "cluster": ["drone-02", "large-01"]}
+        dashboard, {"environment": ["dev"], "cluster": ["drone-02", "large-01"]}
     )
-    for variables in (every, some):
-        for timescaledb in {False, readonly.timescaledb}:
-            for span in (timedelta(days=1), timedelta(days=30)):
-                await readonly.panel(query, variables, now - span, now, timescaledb)
+    for query in DASHBOARD_QUERIES[uid]:
+        for variables in (every, some):
+            for timescaledb in {False, readonly.timescaledb}:
+                for span in (timedelta(days=1), timedelta(days=30)):
+                    await readonly.panel(query, variables, now - span, now, timescaledb)
 
 
-@pytest.mark.parametrize("query", QUERIES, ids=[query.key for query in QUERIES])
-async def test_all_is_every_value(query: PanelQuery, readonly: ReadOnly, seeded: Seeded) -> None:
+@pytest.mark.parametrize("uid", DASHBOARD_QUERIES)
+async def test_all_is_every_value(uid: str, readonly: ReadOnly, seeded: Seeded) -> None:
     """Grafana's "All", as the dashboards' custom all value, shows what choosing every value
     shows and what Grafana's own "All" (every value listed) shows. Not for a workload or a
-    workspace: choosing them all leaves out the clusters that carry none, "All" does not."""
+    workspace: choosing them all leaves out the clusters that carry none, "All" does not; nor
+    for a variable without "All" (Cluster detail's cluster)."""
     now = seeded.now
-    every = await readonly.variables(query.dashboard)
+    every = await readonly.variables(DASHBOARD_QUERIES[uid][0].dashboard)
     listed, chosen = dict(every), dict(every)
     for name in ("environment", "cluster_type", "cluster"):
+        if not every[name].include_all:
+            continue
         listed[name] = replace(every[name], all_value=None)
         chosen[name] = replace(every[name], values=every[name].options)
-    shown = [
-        await readonly.panel(query, variables, now - timedelta(days=1), now)
-        for variables in (every, listed, chosen)
-    ]
-    assert shown[0] == shown[1] == shown[2]
+    for query in DASHBOARD_QUERIES[uid]:
+        shown = [
+            await readonly.panel(query, variables, now - timedelta(days=1), now)
+            for variables in (every, listed, chosen)
+        ]
+        assert shown[0] == shown[1] == shown[2], query.key
 
 
 def times(rows: list[dict[str, Any]]) -> list[tuple[float, str, float]]:
@@ -265,24 +278,52 @@ async def test_drift_periods_are_the_newest_of_the_range_however_many(
 async def test_deployment_history(readonly: ReadOnly, seeded: Seeded) -> None:
     first, second, now = seeded.first, seeded.second, seeded.now
     changed = await show(readonly, seeded, "fleetmark-history: What changed when")
+    [counted] = await show(readonly, seeded, "fleetmark-history: Changed")
     states = await series(readonly, seeded, "fleetmark-history: State per cluster")
     rollouts = await show(readonly, seeded, "fleetmark-history: Rollouts per workload")
-    dev = await show(
+    stage = await show(
         readonly, seeded, "fleetmark-history: What changed when", environment=["stage"]
     )
+    one = await show(readonly, seeded, "fleetmark-history: What changed when", cluster=["drone-01"])
 
+    def moves(rows: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
+        return {
+            (row["Environment"], row["Workload"], row["From"], row["To"], row["Clusters"])
+            for row in rows
+        }
+
+    # Per workload, environment and move: drone-01 and drone-02 took the first commit, small-01
+    # the second, and three clusters (two Flux, one Argo CD) the workload's version; now
+    # drone-01 moved on to the second commit, the newest row.
     newest = changed[0]
-    assert (newest["Time"], newest["Cluster"], newest["Object"]) == (
+    assert (newest["Last change"], newest["Environment"], newest["Workload"]) == (
         now,
-        "drone-01",
-        "Kustomization/flux-system",
+        "dev",
+        "flux-system",
     )
-    assert (newest["From"], newest["To"]) == (first[:12], second[:12])
-    assert len(changed) == 10
-    assert {row["Workload"] for row in changed if "hello-world" in row["Object"]} == {
-        "hello-world-app"
+    assert (newest["From"], newest["To"], newest["Clusters"]) == (first[:12], second[:12], 1)
+    app = seeded.fleet.app_heads
+    assert moves(changed[1:]) == {
+        ("stage", "flux-system", None, seeded.fleet.platform_heads["stage"][:12], 1),
+        ("stage", WORKLOAD, None, app["stage"][:12], 1),
+        ("dev", "flux-system", None, first[:12], 2),
+        ("dev", "flux-system", None, second[:12], 1),
+        ("dev", "platform", None, second[:12], 1),
+        ("dev", WORKLOAD, None, app["dev"][:12], 3),
     }
-    assert {row["Cluster"] for row in dev} == {"stage-drone-01"}
+    assert {row["Last change"] for row in changed[1:]} == {now - timedelta(hours=3)}
+    failed = next(
+        row for row in changed if row["Workload"] == WORKLOAD and row["Environment"] == "dev"
+    )
+    assert (failed["Changes"], failed["Not ready"]) == (3, 1)
+    assert (counted["Rows"], counted["Changes"]) == (7, 10)
+    assert moves(stage) == {move for move in moves(changed) if move[0] == "stage"}
+    # One cluster chosen: its own history.
+    assert moves(one) == {
+        ("dev", "flux-system", first[:12], second[:12], 1),
+        ("dev", "flux-system", None, first[:12], 1),
+        ("dev", WORKLOAD, None, app["dev"][:12], 1),
+    }
     earlier = bucket(now - timedelta(hours=3))
     assert {(cluster, value) for moment, cluster, value in states if moment == earlier} == {
         ("drone-01", 1),
@@ -307,23 +348,39 @@ async def test_deployment_history(readonly: ReadOnly, seeded: Seeded) -> None:
 
 async def test_cluster_detail(readonly: ReadOnly, seeded: Seeded) -> None:
     first, second, now = seeded.first, seeded.second, seeded.now
+    dashboard = PANELS["fleetmark-cluster: Cluster"].dashboard
+    opened = await readonly.variables(dashboard)
+    [most_severe] = await show(readonly, seeded, "fleetmark-cluster: Cluster")
+    failing = await show(readonly, seeded, "fleetmark-cluster: Objects")
     [cluster] = await show(readonly, seeded, "fleetmark-cluster: Cluster", cluster=["drone-02"])
     objects = await show(readonly, seeded, "fleetmark-cluster: Objects", cluster=["drone-02"])
+    [counted] = await show(readonly, seeded, "fleetmark-cluster: All objects", cluster=["drone-02"])
     reports = await series(
         readonly, seeded, "fleetmark-cluster: Reports per hour", cluster=["drone-02"]
     )
     history = await show(readonly, seeded, "fleetmark-cluster: History", cluster=["drone-01"])
+    [changes] = await show(readonly, seeded, "fleetmark-cluster: Changes", cluster=["drone-01"])
 
+    # One cluster at a time, the most severe first: failing, stale, never reported, drifted,
+    # then the others; the dashboard opens on the first.
+    assert opened["cluster"].options == [
+        "large-01", "stage-drone-01", "stage-large-01", "drone-02", "drone-01", "small-01"
+    ]  # fmt: skip
+    assert most_severe["Cluster"] == "large-01"
+    assert failing[0]["State"] == "failing"
+    assert {row["State"] for row in failing[1:]} == {"ready"}
     assert (cluster["Agent"], cluster["Objects"], cluster["Drifted objects"]) == (
         "reporting",
         4,
         1,
     )
     assert cluster["Last report"] == now
+    assert counted["Objects"] == len(objects) == 4
     root = next(row for row in objects if row["Object"] == "Kustomization/flux-system/flux-system")
     assert root["Applied revision"] == f"dev@sha1:{first}"
     assert (root["Desired"], root["Commits behind"], root["Drift"]) == (second[:12], 1, "behind")
-    assert {row["Cluster"] for row in objects} == {"drone-02"}
+    # The drifted object first.
+    assert objects[0] == root
     assert reports == [
         (bucket(now - timedelta(hours=3)), "drone-02", 1),
         (bucket(now), "drone-02", 1),
@@ -332,3 +389,4 @@ async def test_cluster_detail(readonly: ReadOnly, seeded: Seeded) -> None:
         (first[:12], second[:12]),
         (None, first[:12]),
     ]
+    assert changes["Changes"] == len(history)

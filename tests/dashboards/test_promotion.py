@@ -32,18 +32,20 @@ async def test_a_failed_gate_shows_with_its_blocking_cluster(
     await service.keep_answers(session, OPTIONS, now=seeded.now)
 
     blocking = await show(readonly, seeded, "Blocking clusters", environment=["dev"])
+    [counted] = await show(readonly, seeded, "Blocking", environment=["dev"])
     answers = await show(readonly, seeded, "Gate answers", environment=["dev"])
 
     # large-01 fails the workload's version; drone-02 has not applied the second commit and
-    # drone-01 has run it for less than the soak.
+    # drone-01 has run it for less than the soak: furthest from compliance first.
     assert [
         (row["Subject"], row["Revision"], row["Verdict"], row["Cluster"], row["State"])
         for row in blocking
     ] == [
+        (WORKLOAD, "1.0.0", "failed", "large-01", "failed"),
         ("platform commits", seeded.second[:12], "pending", "drone-02", "not_applied"),
         ("platform commits", seeded.second[:12], "pending", "drone-01", "soaking"),
-        (WORKLOAD, "1.0.0", "failed", "large-01", "failed"),
     ]
+    assert counted["Blocking"] == len(blocking)
     shown = [
         (row["Subject"], row["Revision"], row["Newest"], row["Verdict"], row["Blocking clusters"])
         for row in answers

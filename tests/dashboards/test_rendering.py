@@ -68,7 +68,7 @@ def test_stat_panels_draw_totals_neutral_and_counts_in_their_states_colour() -> 
     ok, bad, warn, idle = HEX["ok"], HEX["bad"], HEX["warn"], HEX["idle"]
     # Hub health's stats, over Prometheus, draw their own (tests/dashboards/test_hub_health.py).
     stats = [(uid, found) for uid, found in panels("stat") if uid != hubhealth.UID]
-    assert len(stats) == 4
+    assert stats
     for uid, found in stats:
         assert found["options"]["colorMode"] == "background_solid", (uid, found["title"])
         # Every number gets a colour of its own: none is left to Grafana's default
@@ -151,6 +151,68 @@ def test_daily_panels_are_of_utc_days_and_counts_drawn_as_bars() -> None:
         assert "'1d'" in sql(found)
     bars = panel("fleetmark-dora", "Deployments per day")
     assert bars["fieldConfig"]["defaults"]["custom"]["drawStyle"] == "bars"
+
+
+def test_every_dashboard_opens_with_how_fresh_its_data_is() -> None:
+    for uid, dashboard in DASHBOARDS.items():
+        if uid == hubhealth.UID:  # its jobs' panels, over Prometheus, say it
+            continue
+        [line] = [found for found in dashboard["panels"] if found["title"] == "Data as of"]
+        height = line["gridPos"]["h"]
+        assert line["gridPos"] == {"h": height, "w": 24, "x": 0, "y": 0}, uid
+        # Numbered after the dashboard's own panels, so that theirs stay; drawn above them.
+        assert line["id"] == len(dashboard["panels"]), uid
+        assert all(found["gridPos"]["y"] >= height for found in dashboard["panels"][:-1]), uid
+        assert "grafana.job_run" in sql(line)
+        assert line["fieldConfig"]["defaults"]["unit"] == "s"
+
+
+# A table that shows so many rows at most: cut at a LIMIT of a hundred rows or more.
+CUT = re.compile(r"\bLIMIT (\d{3,})\b")
+
+
+def test_a_table_that_can_be_cut_has_the_count_of_its_rows_beside_it() -> None:
+    cut = [
+        (uid, found)
+        for uid, found in panels("table")
+        if uid != hubhealth.UID and CUT.search(sql(found))
+    ]
+    assert len(cut) >= 8
+    for uid, table in cut:
+        position = table["gridPos"]
+        [count] = [
+            found
+            for found in DASHBOARDS[uid]["panels"]
+            if found["type"] == "stat"
+            and found["gridPos"]["y"] == position["y"]
+            and found["gridPos"]["h"] == position["h"]
+            and found["gridPos"]["x"] + found["gridPos"]["w"] == position["x"]
+        ]
+        [shown] = {int(limit) for limit in CUT.findall(sql(table))}
+        assert f"{shown:,}" in count["description"] or str(shown) in count["description"], (
+            uid,
+            table["title"],
+        )
+        # Counted further than the table goes (the drift periods, as far as is cheap).
+        assert all(int(limit) > shown for limit in CUT.findall(sql(count))), (uid, count["title"])
+
+
+def test_cluster_detail_opens_on_one_cluster_the_most_severe() -> None:
+    for uid, dashboard in DASHBOARDS.items():
+        variables = {variable["name"]: variable for variable in dashboard["templating"]["list"]}
+        if uid == hubhealth.UID:  # none of the five variables
+            continue
+        cluster = variables["cluster"]
+        if uid != "fleetmark-cluster":
+            assert (cluster["multi"], cluster["includeAll"]) == (True, True), uid
+            continue
+        assert (cluster["multi"], cluster["includeAll"], cluster["allowCustomValue"]) == (
+            False,
+            False,
+            False,
+        )
+        assert "current" not in cluster or not cluster["current"]
+        assert "ORDER BY CASE WHEN c.failing > 0 THEN 0" in cluster["query"]
 
 
 def test_every_panel_has_an_id_unique_in_its_dashboard() -> None:
