@@ -9,7 +9,7 @@ two per cluster) and take the rows they show from the `drift_object` view, for t
 on the page only.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -55,6 +55,7 @@ from hub.models import (
     Repository,
 )
 from hub.models.observed import FLUX_SOURCE_KINDS
+from hub.sorting import Order
 
 # Advisory lock key held while evaluating drift ("drift" in ASCII): one replica at a time.
 DRIFT_LOCK = 0x6472696674
@@ -63,8 +64,10 @@ drift_object = table(
     "drift_object",
     column("cluster_id", Integer),
     column("cluster", String),
+    column("environment_id", Integer),
     column("environment", String),
     column("environment_position", Integer),
+    column("cluster_type_id", Integer),
     column("cluster_type", String),
     column("last_seen_at", DateTime(timezone=True)),
     column("object_id", BigInteger),
@@ -872,6 +875,86 @@ async def drift_rows(
             view.c.namespace,
             view.c.name,
         )
+    )
+    return (await session.execute(statement)).mappings().all()
+
+
+def _open_since(stale: ColumnElement[bool]) -> ColumnElement[Any]:
+    """When the open drift period of a drifted row began: its object's, or for a row without
+    an object its cluster's (as `open_since` reads them)."""
+    view, p = drift_object, DriftPeriod
+    objects = select(func.min(p.started_at)).where(
+        p.ended_at.is_(None), p.object_id == view.c.object_id
+    )
+    clusters = select(func.min(p.started_at)).where(
+        p.ended_at.is_(None), p.object_id.is_(None), p.cluster_id == view.c.cluster_id
+    )
+    drifted = or_(func.cardinality(view.c.reasons) > 0, stale)
+    return case(
+        (drifted & view.c.object_id.is_(None), clusters.scalar_subquery()),
+        (drifted, objects.scalar_subquery()),
+    )
+
+
+def _reason_places(stale: ColumnElement[bool]) -> ColumnElement[Any]:
+    """A row's reasons, stale included, as their places in Reason: ascending, so that rows
+    compare by their first reason, then their next."""
+    view = drift_object
+    given = func.array_cat(view.c.reasons, case((stale, cast(["stale"], ARRAY(String(32))))))
+    reason = func.unnest(given).column_valued("reason")
+    place = func.array_position(cast(list(Reason), ARRAY(String(32))), reason)
+    return func.array(select(place).order_by(place).scalar_subquery())
+
+
+# The columns a drift listing sorts by, each as what it orders drift_object rows by (given
+# whether a row's agent is stale). Either way None comes last, and ties keep the listing's
+# own order.
+DRIFT_SORTS: Mapping[str, Callable[[ColumnElement[bool]], list[Any]]] = {
+    "cluster": lambda _: [drift_object.c.cluster.collate("C")],
+    "placement": lambda _: [
+        drift_object.c.environment_position,
+        drift_object.c.environment.collate("C"),
+        drift_object.c.cluster_type.collate("C"),
+    ],
+    "object": lambda _: [drift_object.c.kind, drift_object.c.name],
+    "drifted_since": lambda stale: [_open_since(stale)],
+    "reasons": lambda stale: [_reason_places(stale)],
+}
+
+
+async def sorted_rows(
+    session: AsyncSession, criteria: DriftFilter, order: Order, *, limit: int, offset: int
+) -> Any:
+    """A page of the listed drift_object rows in `order`, ties in the listing's own (its
+    clusters by rank, then by object). Unlike the listing's own order, which pages by the
+    clusters' counts, this reads every listed row of the scope: its cost follows the rows."""
+    view = drift_object
+    scope = criteria.scope
+    stale = _stale(view.c.last_seen_at, criteria.stale_before)
+    chosen = [] if order.column is None else DRIFT_SORTS[order.column](stale)
+    filters = [_matches(view.c.reasons, stale, criteria)]
+    if scope.environment_id is not None:
+        filters.append(view.c.environment_id == scope.environment_id)
+    if scope.cluster_type_ids is not None:
+        filters.append(view.c.cluster_type_id == any_(cast(scope.cluster_type_ids, ARRAY(Integer))))
+    if scope.cluster_id is not None:
+        filters.append(view.c.cluster_id == scope.cluster_id)
+    statement = (
+        select(view)
+        .outerjoin(ClusterDrift, ClusterDrift.cluster_id == view.c.cluster_id)
+        .where(*filters)
+        .order_by(
+            *((key.desc() if order.descending else key.asc()).nulls_last() for key in chosen),
+            ClusterDrift.rank.asc().nulls_last(),
+            view.c.cluster.collate("C"),
+            view.c.reconciler.nulls_first(),
+            view.c.kind,
+            view.c.namespace,
+            view.c.name,
+            view.c.object_id,
+        )
+        .limit(limit)
+        .offset(offset)
     )
     return (await session.execute(statement)).mappings().all()
 
