@@ -114,30 +114,12 @@ SHOWN_REASONS = (
     (Reason.LIVE_DRIFT, "drift_live"),
 )
 
-# Gate states from the furthest from fine to fine, as the service orders them.
-_GATE_ORDER = {state: rank for rank, state in enumerate(ClusterState)}
-
-DIFF_ROWS = Table(
-    {
-        "workload": lambda row: (row.workload, row.deployment_target or ""),
-        "cluster_type": lambda row: row.cluster_type,
-    }
-)
 CLUSTER_OBJECTS = Table(
     {
         "object": lambda row: (row.kind, row.namespace, row.name),
         "ready": lambda row: {False: 0, None: 1, True: 2}[row.ready],
         "reason": lambda row: row.reason,
         "since": lambda row: row.last_transition_at,
-    }
-)
-GATE_CLUSTERS = Table(
-    {
-        "cluster": lambda row: row.name,
-        "type": lambda row: row.cluster_type,
-        "state": lambda row: _GATE_ORDER[row.state],
-        "last_report": lambda row: row.last_seen_at,
-        "soak_ends": lambda row: row.soak_ends_at,
     }
 )
 BRANCHES = Table(
@@ -155,9 +137,9 @@ BRANCHES = Table(
 # others here (hub/pages/sorting.py).
 ClusterOrder = Annotated[Order, sort_order(fleet.CLUSTER_COLUMNS, "clusters")]
 DriftOrder = Annotated[Order, sort_order(drift.COLUMNS, "rows")]
-DiffOrder = Annotated[Order, sort_order(tuple(DIFF_ROWS.columns), "rows")]
+DiffOrder = Annotated[Order, sort_order(envdiff.COLUMNS, "rows")]
 ObjectOrder = Annotated[Order, sort_order(tuple(CLUSTER_OBJECTS.columns), "objects")]
-GateOrder = Annotated[Order, sort_order(tuple(GATE_CLUSTERS.columns), "clusters")]
+GateOrder = Annotated[Order, sort_order(gate.COLUMNS, "clusters")]
 BranchOrder = Annotated[Order, sort_order(tuple(BRANCHES.columns), "branches")]
 
 
@@ -378,13 +360,14 @@ async def environment_diff_page(
             limit=limit,
             offset=offset,
             now=clock(),
+            order=order,
         )
     return render(
         request,
         "diff.html",
         diff=diff,
         page=None if diff is None else diff.rows,
-        rows=[] if diff is None else DIFF_ROWS.sort(diff.rows.items, order),
+        rows=[] if diff is None else diff.rows.items,
         order=order,
         known=known,
         chosen=chosen,
@@ -558,7 +541,7 @@ async def gate_page(
             allow_stale=allow_stale,
             min_clusters=1,
             now=now,
-            page=gate.ClusterPage(limit=limit, offset=offset),
+            page=gate.ClusterPage(limit=limit, offset=offset, order=order),
         )
     return render(
         request,
@@ -567,7 +550,7 @@ async def gate_page(
         newest=newest,
         result=result,
         page=None if result is None else result.clusters,
-        rows=[] if result is None else GATE_CLUSTERS.sort(result.clusters.items, order),
+        rows=[] if result is None else result.clusters.items,
         order=order,
         phase=None if result is None else _phase(result),
         refresh=None if result is None else _soak_refresh(result, now),

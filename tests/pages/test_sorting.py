@@ -35,25 +35,36 @@ def test_the_fleet_sorts_its_clusters(pages_scenario: Scenario) -> None:
     assert 'aria-sort="descending"' in descending
 
 
+CLUSTER_ROW = r'<tr data-cluster="([^"]*)"'
+DIFF_ROW = r'<tr data-workload="[^"]*" data-cluster-type="([^"]*)"'
+
+
 @pytest.mark.parametrize(
-    ("path", "table"),
-    [("/?sort=-cluster", "clusters"), ("/drift?include_in_sync=true&sort=-cluster", "drift")],
+    ("path", "table", "row"),
+    [
+        ("/?sort=-cluster", "clusters", CLUSTER_ROW),
+        ("/drift?include_in_sync=true&sort=-cluster", "drift", CLUSTER_ROW),
+        ("/diff?only_differences=false&sort=-cluster_type", "diff", DIFF_ROW),
+        ("/gate?environment=dev&sort=-cluster", "gate-clusters", CLUSTER_ROW),
+    ],
 )
 def test_a_paged_table_sorts_across_its_pages(
-    pages_scenario: Scenario, path: str, table: str
+    pages_scenario: Scenario, path: str, table: str, row: str
 ) -> None:
-    whole = get(pages_scenario, path).text
-    listed = rows(whole, table)
+    def listed(html: str) -> list[str]:
+        return re.findall(row, html.split(f'id="{table}"', 1)[1].split("</table>", 1)[0])
+
+    whole = listed(get(pages_scenario, path).text)
     pages = [
-        get(pages_scenario, f"{path}&limit=2&offset={offset}").text
-        for offset in range(0, len(listed), 2)
+        get(pages_scenario, f"{path}&limit=1&offset={offset}").text for offset in range(len(whole))
     ]
 
     assert len(pages) > 1
-    assert listed == sorted(listed, reverse=True)
-    assert [row for page in pages for row in rows(page, table)] == listed
+    assert whole == sorted(whole, reverse=True)
+    assert [value for page in pages for value in listed(page)] == whole
     # The next page's link keeps the order.
-    assert "sort=-cluster" in pages[0].split('rel="next"', 1)[1].split(">", 1)[0]
+    sort = path.split("sort=", 1)[1]
+    assert f"sort={sort}" in pages[0].split('rel="next"', 1)[1].split(">", 1)[0]
 
 
 def test_drift_sorts_its_rows(pages_scenario: Scenario) -> None:
