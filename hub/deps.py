@@ -21,7 +21,7 @@ from hub.database import ReadSession, Statements, StoreGate, read_session, write
 from hub.jobs import Jobs
 from hub.params import Text
 from hub.settings import HubSettings
-from hub.sorting import Order
+from hub.sorting import OWN_ORDER, Order
 from hub.tokens import service as tokens
 
 Clock = Callable[[], datetime]
@@ -148,7 +148,7 @@ def sort_order(columns: Sequence[str], rows: str) -> Any:
         ] = None,
     ) -> Order:
         if not sort:
-            return Order()
+            return OWN_ORDER
         return Order(sort.removeprefix("-"), descending=sort.startswith("-"))
 
     return Depends(order)

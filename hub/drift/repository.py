@@ -38,7 +38,7 @@ from sqlalchemy import (
     union_all,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, array, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.drift.schemas import Reason
@@ -897,13 +897,14 @@ def _open_since(stale: ColumnElement[bool]) -> ColumnElement[Any]:
 
 
 def _reason_places(stale: ColumnElement[bool]) -> ColumnElement[Any]:
-    """A row's reasons, stale included, as their places in Reason: ascending, so that rows
-    compare by their first reason, then their next."""
-    view = drift_object
-    given = func.array_cat(view.c.reasons, case((stale, cast(["stale"], ARRAY(String(32))))))
-    reason = func.unnest(given).column_valued("reason")
-    place = func.array_position(cast(list(Reason), ARRAY(String(32))), reason)
-    return func.array(select(place).order_by(place).scalar_subquery())
+    """A row's reasons, stale included, as their places in Reason, ascending: rows compare by
+    their first reason, then their next, as their lists of reasons read."""
+    reasons = drift_object.c.reasons
+    places = [
+        case((stale if reason is Reason.STALE else literal(reason.value) == any_(reasons), place))
+        for place, reason in enumerate(Reason)
+    ]
+    return func.array_remove(array(places), None)
 
 
 # The columns a drift listing sorts by, each as what it orders drift_object rows by (given
@@ -923,38 +924,76 @@ DRIFT_SORTS: Mapping[str, Callable[[ColumnElement[bool]], list[Any]]] = {
 
 
 async def sorted_rows(
-    session: AsyncSession, criteria: DriftFilter, order: Order, *, limit: int, offset: int
+    session: AsyncSession,
+    criteria: DriftFilter,
+    cluster_ids: Sequence[int],
+    order: Order,
+    *,
+    limit: int,
+    offset: int,
 ) -> Any:
-    """A page of the listed drift_object rows in `order`, ties in the listing's own (its
-    clusters by rank, then by object). Unlike the listing's own order, which pages by the
-    clusters' counts, this reads every listed row of the scope: its cost follows the rows."""
+    """A page of the listed drift_object rows of those clusters (every cluster with rows
+    listed) in `order`, ties in the listing's own: its clusters by rank, then by object.
+
+    Unlike the listing's own order, which pages by the clusters' counts, this reads every
+    object of the clusters listed: its cost follows their objects. Their sort keys alone are
+    sorted, then the page's rows read: sorting whole rows, a page far down a fleet's 120,000
+    objects took twice as long (0.5 s against 0.25 s), its sort spilling to disk.
+    """
     view = drift_object
-    scope = criteria.scope
     stale = _stale(view.c.last_seen_at, criteria.stale_before)
     chosen = [] if order.column is None else DRIFT_SORTS[order.column](stale)
-    filters = [_matches(view.c.reasons, stale, criteria)]
-    if scope.environment_id is not None:
-        filters.append(view.c.environment_id == scope.environment_id)
-    if scope.cluster_type_ids is not None:
-        filters.append(view.c.cluster_type_id == any_(cast(scope.cluster_type_ids, ARRAY(Integer))))
-    if scope.cluster_id is not None:
-        filters.append(view.c.cluster_id == scope.cluster_id)
-    statement = (
-        select(view)
-        .outerjoin(ClusterDrift, ClusterDrift.cluster_id == view.c.cluster_id)
-        .where(*filters)
-        .order_by(
-            *((key.desc() if order.descending else key.asc()).nulls_last() for key in chosen),
-            ClusterDrift.rank.asc().nulls_last(),
-            view.c.cluster.collate("C"),
-            view.c.reconciler.nulls_first(),
-            view.c.kind,
-            view.c.namespace,
-            view.c.name,
+    # (key, descending, NULLS FIRST)
+    keys: list[tuple[Any, bool, bool]] = [
+        *((key, order.descending, False) for key in chosen),
+        (ClusterDrift.rank, False, False),
+        (view.c.cluster.collate("C"), False, False),
+        (view.c.reconciler, False, True),
+        (view.c.kind, False, False),
+        (view.c.namespace, False, False),
+        (view.c.name, False, False),
+        (view.c.object_id, False, False),
+    ]
+
+    def ordered(values: Sequence[Any]) -> list[Any]:
+        found = []
+        for value, (_, descending, nulls_first) in zip(values, keys, strict=True):
+            directed = value.desc() if descending else value.asc()
+            found.append(directed.nulls_first() if nulls_first else directed.nulls_last())
+        return found
+
+    page = (
+        select(
+            view.c.cluster_id,
             view.c.object_id,
+            *(key.label(f"key_{index}") for index, (key, _, _) in enumerate(keys)),
         )
+        .outerjoin(ClusterDrift, ClusterDrift.cluster_id == view.c.cluster_id)
+        .where(
+            view.c.cluster_id == any_(cast(list(cluster_ids), ARRAY(Integer))),
+            _matches(view.c.reasons, stale, criteria),
+        )
+        .order_by(*ordered([key for key, _, _ in keys]))
         .limit(limit)
         .offset(offset)
+        .subquery("page")
+    )
+    # Each row looked up by its cluster, through the view's indexes (OFFSET 0: planned as a
+    # join, the lookup became a pass over the view).
+    row = (
+        select(view)
+        .where(
+            view.c.cluster_id == page.c.cluster_id,
+            view.c.object_id.is_not_distinct_from(page.c.object_id),
+        )
+        .offset(0)
+        .lateral("row")
+    )
+    statement = (
+        select(row)
+        .select_from(page)
+        .join(row, true())
+        .order_by(*ordered([page.c[f"key_{index}"] for index in range(len(keys))]))
     )
     return (await session.execute(statement)).mappings().all()
 

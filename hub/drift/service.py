@@ -81,6 +81,7 @@ from hub.fleet import service as fleet_service
 from hub.gate import repository as gate_repository
 from hub.gate.policy import format_duration
 from hub.harvest.urls import spelled_repository
+from hub.params import INTEGER_MAX
 from hub.revisions import UNKNOWN_FORM
 from hub.settings import HubSettings
 from hub.sorting import OWN_ORDER, Order
@@ -425,9 +426,17 @@ async def current_drift(
         include_in_sync=include_in_sync,
     )
     if order.column is not None:
-        listing = await repository.drift_listing(session, criteria, limit=0, offset=0)
+        # The counts with every cluster that has rows listed, then their rows sorted.
+        listing = await repository.drift_listing(session, criteria, limit=INTEGER_MAX, offset=0)
         rows = list(
-            await repository.sorted_rows(session, criteria, order, limit=limit, offset=offset)
+            await repository.sorted_rows(
+                session,
+                criteria,
+                [cluster.id for cluster in listing.page],
+                order,
+                limit=limit,
+                offset=offset,
+            )
         )
     else:
         listing = await repository.drift_listing(session, criteria, limit=limit, offset=offset)

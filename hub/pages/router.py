@@ -135,7 +135,7 @@ BRANCHES = Table(
 
 # The order each table is asked for (`?sort=`): paged ones sort in their listing's query, the
 # others here (hub/pages/sorting.py).
-ClusterOrder = Annotated[Order, sort_order(fleet.CLUSTER_COLUMNS, "clusters")]
+FleetOrder = Annotated[Order, sort_order(fleet.CLUSTER_COLUMNS, "clusters")]
 DriftOrder = Annotated[Order, sort_order(drift.COLUMNS, "rows")]
 DiffOrder = Annotated[Order, sort_order(envdiff.COLUMNS, "rows")]
 ObjectOrder = Annotated[Order, sort_order(tuple(CLUSTER_OBJECTS.columns), "objects")]
@@ -256,7 +256,7 @@ async def fleet_overview(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
-    order: ClusterOrder,
+    order: FleetOrder,
     environment: Filter = None,
     cluster_type: Filter = None,
     limit: PageLimit = PAGE_SIZE,

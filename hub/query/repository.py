@@ -254,8 +254,20 @@ async def cluster_page(
     limit: int,
     offset: int,
 ) -> Sequence[RowMapping]:
-    """A page of the clusters in `order`, with their objects by state and their drift."""
+    """A page of the clusters in `order`, with their objects by state and their drift.
+
+    The page's clusters are picked first, by what `order` reads alone (the view leaves out
+    what no column asks for), then their counts and drift read.
+    """
     view = fleet_cluster_state
+    picked = (
+        select(view.c.cluster_id)
+        .where(and_(True, *_placed(view, placement)))
+        .order_by(*_cluster_order(order, stale_before))
+        .limit(limit)
+        .offset(offset)
+    )
+    ids = cast(list(await session.scalars(picked)), ARRAY(Integer))
     statement = (
         select(
             view.c.cluster.label("name"),
@@ -269,10 +281,8 @@ async def cluster_page(
             *(count.label(name) for name, count in _drift(stale_before).items()),
         )
         .select_from(_with_drift(view))
-        .where(and_(True, *_placed(view, placement)))
-        .order_by(*_cluster_order(order, stale_before))
-        .limit(limit)
-        .offset(offset)
+        .where(view.c.cluster_id == any_(ids))
+        .order_by(func.array_position(ids, view.c.cluster_id))
     )
     return (await session.execute(statement)).mappings().all()
 
