@@ -5,19 +5,23 @@ never sees success for work that was not committed. Each passes the app's StoreG
 the database cannot be reached, a request that needs it is answered 503 at once.
 """
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import AfterValidator
+from pydantic_core import PydanticCustomError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.clusters import service as clusters
 from hub.clusters.repository import ClusterIdentity
 from hub.database import ReadSession, Statements, StoreGate, read_session, write_session
 from hub.jobs import Jobs
+from hub.params import Text
 from hub.settings import HubSettings
+from hub.sorting import OWN_ORDER, Order
 from hub.tokens import service as tokens
 
 Clock = Callable[[], datetime]
@@ -117,3 +121,34 @@ ClusterTokenDep = Annotated[ClusterIdentity, Depends(authenticate_cluster)]
 ReadAccess = Depends(require_read)
 AdminAccess = Depends(require_admin)
 MetricsAccess = Depends(require_metrics)
+
+
+def sort_order(columns: Sequence[str], rows: str) -> Any:
+    """The dependency reading a listing's `sort` parameter into an Order: one of `columns`,
+    `-` first for descending. Any other is refused (422) naming the columns there are."""
+
+    def known(sort: str | None) -> str | None:
+        column = (sort or "").removeprefix("-")
+        if column and column not in columns:
+            raise PydanticCustomError(
+                "sort_column",
+                "no column {column} to sort by (columns: {columns})",
+                {"column": repr(column), "columns": ", ".join(columns)},
+            )
+        return sort
+
+    async def order(
+        sort: Annotated[
+            Text | None,
+            AfterValidator(known),
+            Query(
+                description=f"Sort the {rows} by a column ({', '.join(columns)}); a leading - "
+                "sorts descending. Ties, and no column, keep the listing's own order."
+            ),
+        ] = None,
+    ) -> Order:
+        if not sort:
+            return OWN_ORDER
+        return Order(sort.removeprefix("-"), descending=sort.startswith("-"))
+
+    return Depends(order)

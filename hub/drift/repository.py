@@ -9,7 +9,7 @@ two per cluster) and take the rows they show from the `drift_object` view, for t
 on the page only.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -38,7 +38,7 @@ from sqlalchemy import (
     union_all,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, array, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.drift.schemas import Reason
@@ -55,6 +55,7 @@ from hub.models import (
     Repository,
 )
 from hub.models.observed import FLUX_SOURCE_KINDS
+from hub.sorting import Order
 
 # Advisory lock key held while evaluating drift ("drift" in ASCII): one replica at a time.
 DRIFT_LOCK = 0x6472696674
@@ -63,8 +64,10 @@ drift_object = table(
     "drift_object",
     column("cluster_id", Integer),
     column("cluster", String),
+    column("environment_id", Integer),
     column("environment", String),
     column("environment_position", Integer),
+    column("cluster_type_id", Integer),
     column("cluster_type", String),
     column("last_seen_at", DateTime(timezone=True)),
     column("object_id", BigInteger),
@@ -872,6 +875,125 @@ async def drift_rows(
             view.c.namespace,
             view.c.name,
         )
+    )
+    return (await session.execute(statement)).mappings().all()
+
+
+def _open_since(stale: ColumnElement[bool]) -> ColumnElement[Any]:
+    """When the open drift period of a drifted row began: its object's, or for a row without
+    an object its cluster's (as `open_since` reads them)."""
+    view, p = drift_object, DriftPeriod
+    objects = select(func.min(p.started_at)).where(
+        p.ended_at.is_(None), p.object_id == view.c.object_id
+    )
+    clusters = select(func.min(p.started_at)).where(
+        p.ended_at.is_(None), p.object_id.is_(None), p.cluster_id == view.c.cluster_id
+    )
+    drifted = or_(func.cardinality(view.c.reasons) > 0, stale)
+    return case(
+        (drifted & view.c.object_id.is_(None), clusters.scalar_subquery()),
+        (drifted, objects.scalar_subquery()),
+    )
+
+
+def _reason_places(stale: ColumnElement[bool]) -> ColumnElement[Any]:
+    """A row's reasons, stale included, as their places in Reason, ascending: rows compare by
+    their first reason, then their next, as their lists of reasons read."""
+    reasons = drift_object.c.reasons
+    places = [
+        case((stale if reason is Reason.STALE else literal(reason.value) == any_(reasons), place))
+        for place, reason in enumerate(Reason)
+    ]
+    return func.array_remove(array(places), None)
+
+
+# The columns a drift listing sorts by, each as what it orders drift_object rows by (given
+# whether a row's agent is stale). Either way None comes last, and ties keep the listing's
+# own order.
+DRIFT_SORTS: Mapping[str, Callable[[ColumnElement[bool]], list[Any]]] = {
+    "cluster": lambda _: [drift_object.c.cluster.collate("C")],
+    "placement": lambda _: [
+        drift_object.c.environment_position,
+        drift_object.c.environment.collate("C"),
+        drift_object.c.cluster_type.collate("C"),
+    ],
+    "object": lambda _: [drift_object.c.kind, drift_object.c.name],
+    "drifted_since": lambda stale: [_open_since(stale)],
+    "reasons": lambda stale: [_reason_places(stale)],
+}
+
+
+async def sorted_rows(
+    session: AsyncSession,
+    criteria: DriftFilter,
+    cluster_ids: Sequence[int],
+    order: Order,
+    *,
+    limit: int,
+    offset: int,
+) -> Any:
+    """A page of the listed drift_object rows of those clusters (every cluster with rows
+    listed) in `order`, ties in the listing's own: its clusters by rank, then by object.
+
+    Unlike the listing's own order, which pages by the clusters' counts, this reads every
+    object of the clusters listed: its cost follows their objects. Their sort keys alone are
+    sorted, then the page's rows read: sorting whole rows, a page far down a fleet's 120,000
+    objects took twice as long (0.5 s against 0.25 s), its sort spilling to disk.
+    """
+    view = drift_object
+    stale = _stale(view.c.last_seen_at, criteria.stale_before)
+    chosen = [] if order.column is None else DRIFT_SORTS[order.column](stale)
+    # (key, descending, NULLS FIRST)
+    keys: list[tuple[Any, bool, bool]] = [
+        *((key, order.descending, False) for key in chosen),
+        (ClusterDrift.rank, False, False),
+        (view.c.cluster.collate("C"), False, False),
+        (view.c.reconciler, False, True),
+        (view.c.kind, False, False),
+        (view.c.namespace, False, False),
+        (view.c.name, False, False),
+        (view.c.object_id, False, False),
+    ]
+
+    def ordered(values: Sequence[Any]) -> list[Any]:
+        found = []
+        for value, (_, descending, nulls_first) in zip(values, keys, strict=True):
+            directed = value.desc() if descending else value.asc()
+            found.append(directed.nulls_first() if nulls_first else directed.nulls_last())
+        return found
+
+    page = (
+        select(
+            view.c.cluster_id,
+            view.c.object_id,
+            *(key.label(f"key_{index}") for index, (key, _, _) in enumerate(keys)),
+        )
+        .outerjoin(ClusterDrift, ClusterDrift.cluster_id == view.c.cluster_id)
+        .where(
+            view.c.cluster_id == any_(cast(list(cluster_ids), ARRAY(Integer))),
+            _matches(view.c.reasons, stale, criteria),
+        )
+        .order_by(*ordered([key for key, _, _ in keys]))
+        .limit(limit)
+        .offset(offset)
+        .subquery("page")
+    )
+    # Each row looked up by its cluster, through the view's indexes (OFFSET 0: planned as a
+    # join, the lookup became a pass over the view).
+    row = (
+        select(view)
+        .where(
+            view.c.cluster_id == page.c.cluster_id,
+            view.c.object_id.is_not_distinct_from(page.c.object_id),
+        )
+        .offset(0)
+        .lateral("row")
+    )
+    statement = (
+        select(row)
+        .select_from(page)
+        .join(row, true())
+        .order_by(*ordered([page.c[f"key_{index}"] for index in range(len(keys))]))
     )
     return (await session.execute(statement)).mappings().all()
 

@@ -6,11 +6,12 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep
+from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep, sort_order
 from hub.drift import service
 from hub.drift.schemas import DriftHistory, DriftReport, Reason
 from hub.errors import error_response, error_responses
 from hub.params import MAX_REPEATED, Limit, Offset, Text, Timestamp
+from hub.sorting import Order
 
 router = APIRouter(
     prefix="/api/v1/drift",
@@ -27,6 +28,7 @@ async def current_drift(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
+    order: Annotated[Order, sort_order(service.COLUMNS, "rows")],
     environment: Text | None = None,
     cluster_type: Text | None = None,
     cluster: Text | None = None,
@@ -55,6 +57,7 @@ async def current_drift(
         offset=offset,
         now=clock(),
         stale_after=timedelta(seconds=settings.stale_after_seconds),
+        order=order,
     )
 
 

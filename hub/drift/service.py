@@ -81,10 +81,13 @@ from hub.fleet import service as fleet_service
 from hub.gate import repository as gate_repository
 from hub.gate.policy import format_duration
 from hub.harvest.urls import spelled_repository
+from hub.params import INTEGER_MAX
 from hub.revisions import UNKNOWN_FORM
 from hub.settings import HubSettings
+from hub.sorting import OWN_ORDER, Order
 
 __all__ = [
+    "COLUMNS",
     "REASONS",
     "Evaluation",
     "current_drift",
@@ -97,6 +100,8 @@ log = structlog.get_logger("fleetmark.drift")
 Clock = Callable[[], datetime]
 
 REASONS: tuple[str, ...] = tuple(reason.value for reason in Reason)
+# The columns a drift listing sorts by.
+COLUMNS = tuple(repository.DRIFT_SORTS)
 _LIVE_DRIFT = {
     "argocd": "Argo CD reports the application OutOfSync",
     "flux": "Flux reports Drifted: the cluster no longer matches what it applied",
@@ -405,9 +410,11 @@ async def current_drift(
     offset: int,
     now: datetime,
     stale_after: timedelta,
+    order: Order = OWN_ORDER,
 ) -> DriftReport:
     """The drifted objects (with `include_in_sync`, every object) of the registered clusters
-    that match the filters, a page of them with every reason and its evidence, and counts."""
+    that match the filters, a page of them in `order` with every reason and its evidence, and
+    counts."""
     scope = await _scope(
         session, environment=environment, cluster_type=cluster_type, cluster=cluster
     )
@@ -418,13 +425,29 @@ async def current_drift(
         reasons=None if not reasons else [str(reason) for reason in reasons],
         include_in_sync=include_in_sync,
     )
-    listing = await repository.drift_listing(session, criteria, limit=limit, offset=offset)
+    if order.column is not None:
+        # The counts with every cluster that has rows listed, then their rows sorted.
+        listing = await repository.drift_listing(session, criteria, limit=INTEGER_MAX, offset=0)
+        rows = list(
+            await repository.sorted_rows(
+                session,
+                criteria,
+                [cluster.id for cluster in listing.page],
+                order,
+                limit=limit,
+                offset=offset,
+            )
+        )
+    else:
+        listing = await repository.drift_listing(session, criteria, limit=limit, offset=offset)
+        rows = []
+        if listing.page:
+            listed = await repository.drift_rows(
+                session, criteria, [item.id for item in listing.page]
+            )
+            skip = offset - listing.page[0].before
+            rows = list(listed[skip : skip + limit])
     summary = _summary(listing.counts)
-    rows = []
-    if listing.page:
-        listed = await repository.drift_rows(session, criteria, [item.id for item in listing.page])
-        skip = offset - listing.page[0].before
-        rows = list(listed[skip : skip + limit])
     object_ids = [row["object_id"] for row in rows if row["object_id"] is not None]
     cluster_ids = [row["cluster_id"] for row in rows if row["object_id"] is None]
     objects_since, clusters_since = await repository.open_since(session, object_ids, cluster_ids)

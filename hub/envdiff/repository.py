@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import RowMapping, delete, insert, select, text
+from sqlalchemy import RowMapping, TextClause, delete, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.models import Environment, EnvironmentDiffCell, EnvironmentDiffConfig
+from hub.sorting import Order
 
 # Held while refreshing the summary ("envdiff" in ASCII): one replica at a time.
 REFRESH_LOCK = 0x656E7664696666
@@ -78,7 +79,7 @@ async def source_spellings(session: AsyncSession) -> list[str]:
 # one cluster type, that (workload, cluster type) pairs by target name instead. A summary row
 # follows an assignment when its path is the assignment's and its ref the pinned revision,
 # else the branch (or, for the default branch, no ref or HEAD).
-_DIFF_PAGE = text("""
+_DIFF_PAGE = """
 WITH spelling AS (
     SELECT * FROM unnest(CAST(:spellings AS text[]), CAST(:spelled AS text[]))
         AS s(source_url, repository)
@@ -148,7 +149,7 @@ grouped AS (
 ),
 selected AS (
     SELECT g.workload, g.cluster_type, g.pair,
-           row_number() OVER (ORDER BY g.workload, g.cluster_type, g.pair) AS ordinal
+           row_number() OVER (ORDER BY {order}) AS ordinal
     FROM grouped g
     LEFT JOIN deviating d USING (workload, cluster_type, pair)
     WHERE NOT :only_differences OR g.meant_to_differ OR d.workload IS NOT NULL
@@ -183,7 +184,21 @@ LEFT JOIN deployed d
   ON d.environment_id = k.environment_id AND d.workload = k.workload
  AND d.cluster_type = k.cluster_type AND d.pair = k.pair
 ORDER BY p.ordinal, k.environment_id
-""")
+"""
+
+# The columns a diff sorts its rows by, each as the columns of `grouped` it orders them by.
+# Ties, and no column, keep the diff's own order: workload, cluster type, target.
+DIFF_SORTS = {"workload": ("workload", "pair"), "cluster_type": ("cluster_type",)}
+_OWN_ORDER = ("workload", "cluster_type", "pair")
+
+
+def _diff_page(order: Order) -> TextClause:
+    """The diff statement with its rows numbered in `order`."""
+    direction = "DESC" if order.descending else "ASC"
+    chosen = [] if order.column is None else DIFF_SORTS[order.column]
+    keys = [f"g.{key} {direction} NULLS LAST" for key in chosen]
+    keys += [f"g.{key}" for key in _OWN_ORDER]
+    return text(_DIFF_PAGE.replace("{order}", ", ".join(keys)))
 
 
 async def diff_page(
@@ -192,17 +207,18 @@ async def diff_page(
     filters: Filters,
     repositories: Mapping[str, str],
     *,
+    order: Order,
     limit: int,
     offset: int,
 ) -> DiffPage:
-    """A page of rows; `repositories` maps each reported URL spelling to its repository's
-    normalised URL."""
+    """A page of rows in `order`; `repositories` maps each reported URL spelling to its
+    repository's normalised URL."""
     spellings = sorted(repositories)
     # Planned for the filters and environments asked: once the driver has prepared the
     # statement, a generic plan would keep every optional filter and take twice as long.
     await session.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
     result = await session.execute(
-        _DIFF_PAGE,
+        _diff_page(order),
         {
             "spellings": spellings,
             "spelled": [repositories[spelling] for spelling in spellings],

@@ -4,11 +4,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from hub.deps import ClockDep, ReadAccess, ReadSessionDep
+from hub.deps import ClockDep, ReadAccess, ReadSessionDep, sort_order
 from hub.envdiff import service
 from hub.envdiff.schemas import EnvironmentDiff
 from hub.errors import error_response, error_responses
 from hub.params import Limit, Offset, Text, TextList
+from hub.sorting import Order
 
 router = APIRouter(
     prefix="/api/v1",
@@ -24,6 +25,7 @@ _NOT_FOUND = error_response(404, "Unknown environment, cluster type or workload.
 async def environment_diff(
     session: ReadSessionDep,
     clock: ClockDep,
+    order: Annotated[Order, sort_order(service.COLUMNS, "rows")],
     environment: Annotated[
         TextList,
         Query(
@@ -64,4 +66,5 @@ async def environment_diff(
         limit=limit,
         offset=offset,
         now=clock(),
+        order=order,
     )

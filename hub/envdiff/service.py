@@ -51,11 +51,14 @@ from hub.errors import InvalidInput, UnknownEnvironment
 from hub.fleet import repository as fleet_repository
 from hub.fleet import service as fleet_service
 from hub.harvest.urls import spelled_repository
+from hub.sorting import OWN_ORDER, Order
 
-__all__ = ["environment_diff", "keep_diff", "refresh_deployed", "scheduled_refresh"]
+__all__ = ["COLUMNS", "environment_diff", "keep_diff", "refresh_deployed", "scheduled_refresh"]
 
 log = structlog.get_logger("fleetmark.envdiff")
 
+# The columns a diff sorts its rows by.
+COLUMNS = tuple(repository.DIFF_SORTS)
 # Rows of the diff the job reads per page while keeping the diff of every environment.
 KEPT_PAGE = 500
 
@@ -257,11 +260,12 @@ async def environment_diff(
     limit: int,
     offset: int,
     now: datetime,
+    order: Order = OWN_ORDER,
 ) -> EnvironmentDiff:
     _check_names(environments)
     known = await _resolve(session, environments)
     names = {known[name][0]: name for name in environments}
-    order = compare.promotion_order(
+    promotion = compare.promotion_order(
         environments, {name: position for name, (_, position) in known.items()}
     )
     ignored = tuple(sorted(set(ignored_keys)))
@@ -277,6 +281,7 @@ async def environment_diff(
         [known[name][0] for name in environments],
         filters,
         await _repositories(session),
+        order=order,
         limit=limit,
         offset=offset,
     )
@@ -284,8 +289,8 @@ async def environment_diff(
         # Nothing found: perhaps a name that names nothing.
         await fleet_service.check_names(session, cluster_type=cluster_type, workload=workload)
     return EnvironmentDiff(
-        environments=order,
-        promotion_order=order,
+        environments=promotion,
+        promotion_order=promotion,
         evaluated_at=now,
         deployed_at=page.deployed_at,
         filters=DiffFilters(
@@ -296,7 +301,7 @@ async def environment_diff(
             ignored_keys=list(ignored),
         ),
         rows=DiffRowPage(
-            items=[_row(rows, names, order, frozenset(ignored)) for rows in page.rows],
+            items=[_row(rows, names, promotion, frozenset(ignored)) for rows in page.rows],
             total=page.total,
             limit=limit,
             offset=offset,

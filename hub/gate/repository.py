@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import and_, bindparam, func, select, text, true
+from sqlalchemy import TextClause, and_, bindparam, func, select, text, true
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -32,6 +32,7 @@ from hub.models import (
     ManifestRevision,
     Repository,
 )
+from hub.sorting import Order
 from scheduler_core.kube import LabelSelector
 
 
@@ -306,7 +307,7 @@ def _contains(commit: str) -> str:
 # seen first). Only ids and what the rank needs travel through the judgement: names are read
 # for the listed clusters alone. Without a narrowing (:narrowed false) every cluster is asked
 # about, and no cluster's labels are read.
-_JUDGE = text(f"""
+_JUDGE = f"""
 WITH src AS MATERIALIZED (
     SELECT s.*, LEAST(
         (SELECT g.generation FROM git_commit g
@@ -508,25 +509,56 @@ tally AS (
         WHERE last_seen_at < a.last_soak_end - make_interval(secs => :stale_seconds)
     ) AS q
 ),
--- The first :leading and those of the page, by a partial sort of no more than those.
+-- The first :leading furthest from compliance (`lead`: the reasons name them), and those of
+-- the page in the order asked for (`position`), each by a partial sort of no more than those;
+-- a cluster that is both is listed once.
+picked AS (
+    SELECT j.*, row_number() OVER (ORDER BY j.rank, j.cluster COLLATE "C") AS lead,
+           CAST(NULL AS bigint) AS position
+    FROM (SELECT * FROM judged ORDER BY rank, cluster COLLATE "C" LIMIT :leading) AS j
+    UNION ALL
+    SELECT * FROM (
+        SELECT j.*, CAST(NULL AS bigint), row_number() OVER (ORDER BY {{order}}) AS position
+        FROM (SELECT * FROM judged AS j ORDER BY {{order}} LIMIT :offset + :limit) AS j
+    ) AS p
+    WHERE p.position > :offset
+),
 listed AS (
-    SELECT j.*, row_number() OVER (ORDER BY j.rank, j.cluster COLLATE "C") AS position
-    FROM (
-        SELECT * FROM judged ORDER BY rank, cluster COLLATE "C"
-        LIMIT GREATEST(:leading, :offset + :limit)
-    ) AS j
+    SELECT DISTINCT ON (b.cluster_id) b.*,
+           max(b.lead) OVER (PARTITION BY b.cluster_id) AS leads,
+           max(b.position) OVER (PARTITION BY b.cluster_id) AS placed
+    FROM picked b
 )
 SELECT t.by_rank, t.never_reported, t.stale, t.last_soak_end, t.oldest_report_at, t.silent,
-       t.silent_count, l.position, l.cluster, ct.name AS cluster_type, l.last_seen_at,
-       o.reconciler, o.kind, o.namespace, o.name, o.applied_revision, l.contains,
-       l.rewritten, l.contains_since, o.attempted_revision, l.attempted, l.ready, l.ready_since,
-       o.reason, o.message
+       t.silent_count, l.leads AS lead, l.placed AS position, l.cluster,
+       ct.name AS cluster_type, l.last_seen_at, o.reconciler, o.kind, o.namespace, o.name,
+       o.applied_revision, l.contains, l.rewritten, l.contains_since, o.attempted_revision,
+       l.attempted, l.ready, l.ready_since, o.reason, o.message
 FROM tally t
-LEFT JOIN listed l ON l.position <= :leading OR l.position > :offset
+LEFT JOIN listed l ON true
 LEFT JOIN cluster_type ct ON ct.id = l.cluster_type
 LEFT JOIN object_state o ON o.id = l.id
-ORDER BY l.position
-""")  # noqa: S608 - composed from constants, never from input
+ORDER BY l.leads NULLS LAST, l.placed
+"""  # noqa: S608 - composed from constants, never from input
+
+# The columns a gate sorts its listed clusters by, each as what it orders `judged` (j) by.
+# Ties, and no column, keep the gate's own order: furthest from compliance first, then name.
+CLUSTER_SORTS = {
+    "cluster": ('j.cluster COLLATE "C"',),
+    "type": ('(SELECT name FROM cluster_type WHERE id = j.cluster_type) COLLATE "C"',),
+    "state": ("j.rank",),
+    "last_report": ("j.last_seen_at",),
+    "soak_ends": ("j.soak_end",),
+}
+
+
+def _judge(order: Order) -> TextClause:
+    """The judgement with its page in `order`."""
+    direction = "DESC" if order.descending else "ASC"
+    chosen = () if order.column is None else CLUSTER_SORTS[order.column]
+    keys = [f"{key} {direction} NULLS LAST" for key in chosen]
+    keys += ["j.rank", 'j.cluster COLLATE "C"']
+    return text(_JUDGE.replace("{order}", ", ".join(keys)))
 
 
 # Every URL spelling of live objects, by a walk of ix_object_state_source that jumps from one
@@ -656,7 +688,10 @@ class Narrowing:
 class ListedCluster:
     """An expected cluster on the list, with the candidate it is judged by."""
 
-    position: int
+    # Its place among those furthest from compliance, when among the first `leading`.
+    lead: int | None
+    # Its place in the order asked for, when on the page.
+    position: int | None
     facts: ClusterFacts
     # <reconciler>/<kind>/<namespace>/<name>; None: it has no object that follows the source.
     object: str | None
@@ -665,7 +700,7 @@ class ListedCluster:
 @dataclass(frozen=True, slots=True)
 class Judgement:
     tally: Tally
-    # In listing order: the first `leading`, and those of the page.
+    # The first `leading` furthest from compliance first, then the page's others.
     listed: list[ListedCluster]
 
 
@@ -679,6 +714,7 @@ async def judge(
     options: GateOptions,
     now: datetime,
     leading: int,
+    order: Order,
     limit: int,
     offset: int,
 ) -> Judgement:
@@ -686,7 +722,7 @@ async def judge(
     those its cluster types are placed on, each by the objects that follow the sources it is
     placed on: `placements` pairs a cluster type (None: every one, and clusters in none) with
     an index into `sources` (None: nothing to follow), and `narrowing` narrows them. Lists the
-    first `leading` clusters and those of the page."""
+    first `leading` clusters furthest from compliance and those of the page in `order`."""
     state_of = list(ClusterState)
     spelled = [
         (index, url, ref)
@@ -696,7 +732,7 @@ async def judge(
     ]
     rows = (
         await session.execute(
-            _JUDGE,
+            _judge(order),
             {
                 "environment": scope.environment_id,
                 "narrowed": bool(narrowing.cluster_types or narrowing.selector.match_expressions),
@@ -765,6 +801,7 @@ async def judge(
     )
     listed = [
         ListedCluster(
+            row.lead,
             row.position,
             ClusterFacts(
                 name=row.cluster,
@@ -786,6 +823,6 @@ async def judge(
             else f"{row.reconciler}/{row.kind}/{row.namespace}/{row.name}",
         )
         for row in rows
-        if row.position is not None
+        if row.cluster is not None
     ]
     return Judgement(tally, listed)

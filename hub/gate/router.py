@@ -6,11 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep
+from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep, sort_order
 from hub.errors import error_response, error_responses
 from hub.gate import service
 from hub.gate.schemas import Duration, GateResult, Promotable
 from hub.params import Count, Limit, Offset, Text, TextList
+from hub.sorting import Order
 
 router = APIRouter(
     prefix="/api/v1",
@@ -43,6 +44,7 @@ ClustersListed = Annotated[
     ),
 ]
 ClustersSkipped = Annotated[Offset, Query(description="Expected clusters skipped before the list.")]
+ClusterOrder = Annotated[Order, sort_order(service.COLUMNS, "clusters listed")]
 ClusterTypes = Annotated[
     TextList | None,
     Query(
@@ -64,6 +66,7 @@ async def promotion_gate(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
+    order: ClusterOrder,
     environment: Annotated[Text, Query(description="The environment the target is in.")],
     commit: Annotated[
         Text | None, Query(description="A platform GitOps commit: full sha or a prefix of 7+.")
@@ -94,7 +97,7 @@ async def promotion_gate(
         now=clock(),
         cluster_types=cluster_types or (),
         selector=selector,
-        page=service.ClusterPage(limit=limit, offset=offset),
+        page=service.ClusterPage(limit=limit, offset=offset, order=order),
     )
 
 
@@ -106,6 +109,7 @@ async def promotable(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
+    order: ClusterOrder,
     soak: Soak = service.DEFAULT_SOAK,
     allow_stale: AllowStale = False,
     min_clusters: MinClusters = 1,
@@ -135,5 +139,5 @@ async def promotable(
         now=clock(),
         cluster_types=cluster_types or (),
         selector=selector,
-        page=service.ClusterPage(limit=limit, offset=offset),
+        page=service.ClusterPage(limit=limit, offset=offset, order=order),
     )

@@ -83,9 +83,11 @@ from hub.gate.schemas import (
     Promotable,
 )
 from hub.harvest.urls import spelled_repository
+from hub.sorting import OWN_ORDER, Order
 from scheduler_core.kube import parse_selector
 
 __all__ = [
+    "COLUMNS",
     "DEFAULT_SOAK",
     "MAX_PROMOTABLE_COMMITS",
     "ClusterPage",
@@ -99,6 +101,8 @@ __all__ = [
 ]
 
 DEFAULT_SOAK = timedelta(minutes=10)
+# The columns a gate sorts its listed clusters by.
+COLUMNS = tuple(repository.CLUSTER_SORTS)
 # How far back `promotable` walks the environment branch at most.
 MAX_PROMOTABLE_COMMITS = 500
 _COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
@@ -160,11 +164,12 @@ def _seconds(delta: timedelta | None) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class ClusterPage:
-    """Which expected clusters an answer lists with their evidence, furthest from compliance
-    first; the counts always cover them all."""
+    """Which expected clusters an answer lists with their evidence, in `order` (ties, and no
+    column, furthest from compliance first); the counts always cover them all."""
 
     limit: int = 100
     offset: int = 0
+    order: Order = OWN_ORDER
 
 
 async def _judge(
@@ -189,6 +194,7 @@ async def _judge(
         options=options,
         now=now,
         leading=REASONS_NAMED,
+        order=page.order,
         limit=page.limit,
         offset=page.offset,
     )
@@ -204,11 +210,12 @@ def _result(
     harvested: list[HarvestedBranch],
     page: ClusterPage,
 ) -> GateResult:
-    on_page = [
-        (item, evidence)
+    placed = [
+        (item.position, item, evidence)
         for item, evidence in zip(judgement.listed, decision.clusters, strict=True)
-        if page.offset < item.position <= page.offset + page.limit
+        if item.position is not None
     ]
+    on_page = [(item, evidence) for _, item, evidence in sorted(placed, key=lambda p: p[0])]
     return GateResult(
         target=target,
         verdict=decision.verdict,

@@ -20,7 +20,7 @@ from fastapi.routing import APIRoute
 from pydantic import BeforeValidator
 
 from hub.clusters import service as clusters
-from hub.deps import ClockDep, ReadSessionDep, SessionDep, SettingsDep
+from hub.deps import ClockDep, ReadSessionDep, SessionDep, SettingsDep, sort_order
 from hub.drift import service as drift
 from hub.drift.schemas import Reason
 from hub.envdiff import service as envdiff
@@ -53,6 +53,7 @@ from hub.pages.sorting import Table
 from hub.params import MAX_REPEATED, Limit, Offset, Text
 from hub.query import service as fleet
 from hub.settings import HubSettings
+from hub.sorting import Order
 from hub.tokens import service as tokens
 
 # How many of an environment's newest platform commits the gate page offers.
@@ -104,64 +105,21 @@ def _blank_is_none(value: object) -> object:
 
 # A filter from a form: a field left empty is sent (`?cluster=`) and means no filter.
 Filter = Annotated[Text | None, BeforeValidator(_blank_is_none)]
-# A column to sort a table by, `-` first for descending: see hub/pages/sorting.py.
-Sort = Annotated[
-    Text | None,
-    BeforeValidator(_blank_is_none),
-    Query(description="Column to sort by; a leading - sorts descending."),
-]
-
-# The drift reasons the Fleet page counts apart; the others it counts as "other".
-SHOWN_REASONS = (Reason.BEHIND, Reason.FAILING, Reason.STALE, Reason.LIVE_DRIFT)
-
-# Agents and gate states from the furthest from fine to fine, as the services order them.
-_AGENT_ORDER = {"never_reported": 0, "stale": 1, "reporting": 2}
-_GATE_ORDER = {state: rank for rank, state in enumerate(ClusterState)}
-
-FLEET_CLUSTERS = Table(
-    {
-        "cluster": lambda row: row.name,
-        "placement": lambda row: (row.environment or "", row.cluster_type or ""),
-        "agent": lambda row: _AGENT_ORDER[row.agent],
-        "last_report": lambda row: row.last_seen_at,
-        "objects": lambda row: row.objects.total,
-        "ready": lambda row: row.objects.ready,
-        "failing": lambda row: row.objects.failing,
-        "progressing": lambda row: row.objects.progressing,
-        "suspended": lambda row: row.objects.suspended,
-        "live_drift": lambda row: row.objects.drifted,
-    }
+# The drift reasons the Fleet page counts apart, each with its count in the fleet's answer;
+# the others it counts as "other" (drift_other).
+SHOWN_REASONS = (
+    (Reason.BEHIND, "drift_behind"),
+    (Reason.FAILING, "drift_failing"),
+    (Reason.STALE, "drift_stale"),
+    (Reason.LIVE_DRIFT, "drift_live"),
 )
-DRIFT_ROWS = Table(
-    {
-        "cluster": lambda row: row.cluster,
-        "placement": lambda row: (row.environment or "", row.cluster_type or ""),
-        "object": lambda row: None if row.object is None else (row.object.kind, row.object.name),
-        "drifted_since": lambda row: row.drifted_since,
-        "reasons": lambda row: [list(Reason).index(reason.reason) for reason in row.reasons],
-    }
-)
-DIFF_ROWS = Table(
-    {
-        "workload": lambda row: (row.workload, row.deployment_target or ""),
-        "cluster_type": lambda row: row.cluster_type,
-    }
-)
+
 CLUSTER_OBJECTS = Table(
     {
         "object": lambda row: (row.kind, row.namespace, row.name),
         "ready": lambda row: {False: 0, None: 1, True: 2}[row.ready],
         "reason": lambda row: row.reason,
         "since": lambda row: row.last_transition_at,
-    }
-)
-GATE_CLUSTERS = Table(
-    {
-        "cluster": lambda row: row.name,
-        "type": lambda row: row.cluster_type,
-        "state": lambda row: _GATE_ORDER[row.state],
-        "last_report": lambda row: row.last_seen_at,
-        "soak_ends": lambda row: row.soak_ends_at,
     }
 )
 BRANCHES = Table(
@@ -174,6 +132,15 @@ BRANCHES = Table(
         "commits": lambda row: row.commits,
     }
 )
+
+# The order each table is asked for (`?sort=`): paged ones sort in their listing's query, the
+# others here (hub/pages/sorting.py).
+FleetOrder = Annotated[Order, sort_order(fleet.CLUSTER_COLUMNS, "clusters")]
+DriftOrder = Annotated[Order, sort_order(drift.COLUMNS, "rows")]
+DiffOrder = Annotated[Order, sort_order(envdiff.COLUMNS, "rows")]
+ObjectOrder = Annotated[Order, sort_order(tuple(CLUSTER_OBJECTS.columns), "objects")]
+GateOrder = Annotated[Order, sort_order(gate.COLUMNS, "clusters")]
+BranchOrder = Annotated[Order, sort_order(tuple(BRANCHES.columns), "branches")]
 
 
 def _stale_after(settings: SettingsDep) -> timedelta:
@@ -289,49 +256,29 @@ async def fleet_overview(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
+    order: FleetOrder,
     environment: Filter = None,
     cluster_type: Filter = None,
-    sort: Sort = None,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,
 ) -> Response:
-    order = FLEET_CLUSTERS.parse(sort)
-    now = clock()
     state = await fleet.fleet_state(
         session,
         environment=environment,
         cluster_type=cluster_type,
         limit=limit,
         offset=offset,
-        now=now,
+        now=clock(),
         stale_after=_stale_after(settings),
-    )
-    # Drift by reason, as the Drift page counts it: only its summary is read.
-    drifted = await drift.current_drift(
-        session,
-        environment=environment,
-        cluster_type=cluster_type,
-        cluster=None,
-        reasons=None,
-        include_in_sync=False,
-        limit=1,
-        offset=0,
-        now=now,
-        stale_after=_stale_after(settings),
+        order=order,
     )
     return render(
         request,
         "fleet.html",
         state=state,
-        drift=drifted.summary,
-        shown_reasons=SHOWN_REASONS,
-        other_drift=sum(
-            count
-            for reason, count in drifted.summary.reasons.items()
-            if reason not in SHOWN_REASONS
-        ),
+        drift_by_reason=[(reason, getattr(state.totals, count)) for reason, count in SHOWN_REASONS],
         page=state.clusters,
-        rows=FLEET_CLUSTERS.sort(state.clusters.items, order),
+        rows=state.clusters.items,
         order=order,
         environment=environment,
         cluster_type=cluster_type,
@@ -344,16 +291,15 @@ async def drift_page(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
+    order: DriftOrder,
     environment: Filter = None,
     cluster_type: Filter = None,
     cluster: Filter = None,
     reason: Annotated[list[Reason] | None, Query(max_length=MAX_REPEATED)] = None,
     include_in_sync: bool = False,
-    sort: Sort = None,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,
 ) -> Response:
-    order = DRIFT_ROWS.parse(sort)
     report = await drift.current_drift(
         session,
         environment=environment,
@@ -365,13 +311,14 @@ async def drift_page(
         offset=offset,
         now=clock(),
         stale_after=_stale_after(settings),
+        order=order,
     )
     return render(
         request,
         "drift.html",
         report=report,
         page=report,
-        rows=DRIFT_ROWS.sort(report.items, order),
+        rows=report.items,
         order=order,
         filters={
             "environment": environment,
@@ -389,16 +336,15 @@ async def environment_diff_page(
     request: Request,
     session: ReadSessionDep,
     clock: ClockDep,
+    order: DiffOrder,
     environment: Annotated[list[Text] | None, Query(max_length=MAX_REPEATED)] = None,
     workload: Filter = None,
     cluster_type: Filter = None,
     only_differences: bool = True,
-    sort: Sort = None,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,
 ) -> Response:
     """Without `environment`: every environment the hub knows, in promotion order."""
-    order = DIFF_ROWS.parse(sort)
     known = await gate.environment_names(session)
     diff = None
     chosen = environment or known
@@ -414,13 +360,14 @@ async def environment_diff_page(
             limit=limit,
             offset=offset,
             now=clock(),
+            order=order,
         )
     return render(
         request,
         "diff.html",
         diff=diff,
         page=None if diff is None else diff.rows,
-        rows=[] if diff is None else DIFF_ROWS.sort(diff.rows.items, order),
+        rows=[] if diff is None else diff.rows.items,
         order=order,
         known=known,
         chosen=chosen,
@@ -439,13 +386,12 @@ async def cluster_page(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
-    sort: Sort = None,
+    order: ObjectOrder,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,
 ) -> Response:
     """The cluster, what each of its reconciler objects runs (sortable) and why it drifts, and
     the history of what they applied (paged)."""
-    order = CLUSTER_OBJECTS.parse(sort)
     now = clock()
     detail = await clusters.cluster_detail(
         session, name, now=now, stale_after=_stale_after(settings)
@@ -563,20 +509,19 @@ async def gate_page(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
+    order: GateOrder,
     environment: Filter = None,
     commit: Filter = None,
     workload: Filter = None,
     version: Filter = None,
     soak: Annotated[Duration, Query()] = gate.DEFAULT_SOAK,
     allow_stale: bool = False,
-    sort: Sort = None,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,
 ) -> Response:
     """The gate for a platform commit (default: the environment's newest) or a workload
     version, with every expected cluster's evidence, those that block it first. While it
     soaks, the page reloads itself."""
-    order = GATE_CLUSTERS.parse(sort)
     now = clock()
     known = await gate.environment_names(session)
     newest: list[str] = []
@@ -596,7 +541,7 @@ async def gate_page(
             allow_stale=allow_stale,
             min_clusters=1,
             now=now,
-            page=gate.ClusterPage(limit=limit, offset=offset),
+            page=gate.ClusterPage(limit=limit, offset=offset, order=order),
         )
     return render(
         request,
@@ -605,7 +550,7 @@ async def gate_page(
         newest=newest,
         result=result,
         page=None if result is None else result.clusters,
-        rows=[] if result is None else GATE_CLUSTERS.sort(result.clusters.items, order),
+        rows=[] if result is None else result.clusters.items,
         order=order,
         phase=None if result is None else _phase(result),
         refresh=None if result is None else _soak_refresh(result, now),
@@ -625,10 +570,9 @@ async def gate_page(
 
 @router.get("/repositories")
 async def repositories_page(
-    request: Request, session: ReadSessionDep, clock: ClockDep, sort: Sort = None
+    request: Request, session: ReadSessionDep, clock: ClockDep, order: BranchOrder
 ) -> Response:
     """Every repository with its branches (sortable, each repository's on their own)."""
-    order = BRANCHES.parse(sort)
     repositories = await harvest.list_repositories(session, now=clock())
     return render(
         request,

@@ -5,7 +5,7 @@ The views are defined by migrations (0004_query_views; deployment_history as of
 for SQLAlchemy. Nothing here writes.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -34,6 +34,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.models import Cluster, ClusterDrift, ClusterType, Environment, ObjectState
+from hub.sorting import Order
 
 OBJECT_STATES = ("ready", "failing", "progressing", "suspended", "drifted")
 DRIFT_COUNTS = (
@@ -170,9 +171,11 @@ async def declared_groups(session: AsyncSession, placement: Placement) -> Sequen
 async def group_counts(
     session: AsyncSession, placement: Placement, *, stale_before: datetime
 ) -> Sequence[RowMapping]:
-    """Clusters and their objects counted per (environment, cluster type) they belong to."""
+    """Clusters (by agent, and those drifted) and their objects counted per (environment,
+    cluster type) they belong to."""
     view = fleet_cluster_state
     agent = _agent(stale_before)
+    drift = _drift(stale_before)
     statement = (
         select(
             view.c.environment,
@@ -182,14 +185,12 @@ async def group_counts(
             func.count().filter(agent == "reporting").label("reporting"),
             func.count().filter(agent == "stale").label("stale"),
             func.count().filter(agent == "never_reported").label("never_reported"),
+            func.count().filter(drift["drift_total"] > 0).label("drift_clusters"),
             *(
                 func.sum(view.c[name]).cast(BigInteger).label(name)
                 for name in ("objects", *OBJECT_STATES)
             ),
-            *(
-                func.sum(count).cast(BigInteger).label(name)
-                for name, count in _drift(stale_before).items()
-            ),
+            *(func.sum(count).cast(BigInteger).label(name) for name, count in drift.items()),
         )
         .select_from(_with_drift(view))
         .where(and_(True, *_placed(view, placement)))
@@ -202,38 +203,71 @@ async def group_counts(
     return (await session.execute(statement)).mappings().all()
 
 
+def _agent_rank(stale_before: datetime) -> ColumnElement[int]:
+    """The agent from the furthest from fine to fine: never reported, stale, reporting."""
+    last_seen_at = fleet_cluster_state.c.last_seen_at
+    return case((last_seen_at.is_(None), 0), (last_seen_at < stale_before, 1), else_=2)
+
+
+def _column(name: str) -> Callable[[datetime], list[Any]]:
+    return lambda _: [fleet_cluster_state.c[name]]
+
+
+# The columns a page of clusters sorts by, each as what it orders by (given the moment before
+# which an agent is stale). Either way None comes last, and ties keep the fleet's order.
+CLUSTER_SORTS: Mapping[str, Callable[[datetime], list[Any]]] = {
+    "cluster": _column("cluster"),
+    "placement": lambda _: [
+        fleet_cluster_state.c.environment_position,
+        fleet_cluster_state.c.environment,
+        fleet_cluster_state.c.cluster_type,
+    ],
+    "agent": lambda stale_before: [_agent_rank(stale_before)],
+    "last_report": _column("last_seen_at"),
+    "objects": _column("objects"),
+    "ready": _column("ready"),
+    "failing": _column("failing"),
+    "progressing": _column("progressing"),
+    "suspended": _column("suspended"),
+    "live_drift": _column("drifted"),
+}
+
+
+def _cluster_order(order: Order, stale_before: datetime) -> list[Any]:
+    """`order`, then the fleet's own: promotion order, cluster type, name."""
+    view = fleet_cluster_state
+    chosen = [] if order.column is None else CLUSTER_SORTS[order.column](stale_before)
+    return [
+        *((key.desc() if order.descending else key.asc()).nulls_last() for key in chosen),
+        *_environment_order(view.c.environment, view.c.environment_position),
+        view.c.cluster_type.asc().nulls_last(),
+        view.c.cluster,
+    ]
+
+
 async def cluster_page(
     session: AsyncSession,
     placement: Placement,
     *,
     stale_before: datetime,
+    order: Order,
     limit: int,
     offset: int,
 ) -> Sequence[RowMapping]:
-    """A page of clusters with their objects by state.
+    """A page of the clusters in `order`, with their objects by state and their drift.
 
-    The page's clusters are picked from `cluster` first, so the view counts the objects of
-    those clusters only (its grouping by cluster lets the filter through), not of them all.
+    The page's clusters are picked first, by what `order` reads alone (the view leaves out
+    what no column asks for), then their counts and drift read.
     """
+    view = fleet_cluster_state
     picked = (
-        select(Cluster.id)
-        .outerjoin(Environment, Environment.id == Cluster.environment_id)
-        .outerjoin(ClusterType, ClusterType.id == Cluster.cluster_type_id)
-        .where(Cluster.decommissioned_at.is_(None))
-        .order_by(
-            *_environment_order(Environment.name, Environment.position),
-            ClusterType.name.asc().nulls_last(),
-            Cluster.name,
-        )
+        select(view.c.cluster_id)
+        .where(and_(True, *_placed(view, placement)))
+        .order_by(*_cluster_order(order, stale_before))
         .limit(limit)
         .offset(offset)
     )
-    if placement.environment is not None:
-        picked = picked.where(Environment.name == placement.environment)
-    if placement.cluster_type is not None:
-        picked = picked.where(ClusterType.name == placement.cluster_type)
-    ids = list(await session.scalars(picked))
-    view = fleet_cluster_state
+    ids = cast(list(await session.scalars(picked)), ARRAY(Integer))
     statement = (
         select(
             view.c.cluster.label("name"),
@@ -247,12 +281,8 @@ async def cluster_page(
             *(count.label(name) for name, count in _drift(stale_before).items()),
         )
         .select_from(_with_drift(view))
-        .where(view.c.cluster_id == any_(cast(ids, ARRAY(Integer))))
-        .order_by(
-            *_environment_order(view.c.environment, view.c.environment_position),
-            view.c.cluster_type.asc().nulls_last(),
-            view.c.cluster,
-        )
+        .where(view.c.cluster_id == any_(ids))
+        .order_by(func.array_position(ids, view.c.cluster_id))
     )
     return (await session.execute(statement)).mappings().all()
 

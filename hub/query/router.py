@@ -5,11 +5,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep
+from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep, sort_order
 from hub.errors import error_response, error_responses
 from hub.params import Limit, Offset, Text, Timestamp
 from hub.query import service
 from hub.query.schemas import DeploymentPage, FleetState
+from hub.sorting import Order
 
 router = APIRouter(
     prefix="/api/v1",
@@ -28,6 +29,7 @@ async def fleet_state(
     session: ReadSessionDep,
     settings: SettingsDep,
     clock: ClockDep,
+    order: Annotated[Order, sort_order(service.CLUSTER_COLUMNS, "clusters")],
     environment: Text | None = None,
     cluster_type: Text | None = None,
     limit: Limit = 100,
@@ -42,6 +44,7 @@ async def fleet_state(
         offset=offset,
         now=clock(),
         stale_after=timedelta(seconds=settings.stale_after_seconds),
+        order=order,
     )
 
 

@@ -44,6 +44,10 @@ class GroupState(DriftCounts):
     reporting: int = Field(description="Clusters that reported within the stale threshold.")
     stale: int = Field(description="Clusters that reported, but not within the stale threshold.")
     never_reported: int
+    drift_clusters: int = Field(
+        description="Clusters with a drifted object, or whose agent is stale: the drift "
+        "summary's drifted_clusters."
+    )
     objects: ObjectCounts
 
 

@@ -11,7 +11,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.errors import InvalidInput
 from hub.fleet import service as fleet_service
 from hub.query import repository
-from hub.query.repository import DRIFT_COUNTS, OBJECT_STATES, HistoryFilter, Placement
+from hub.query.repository import (
+    CLUSTER_SORTS,
+    DRIFT_COUNTS,
+    OBJECT_STATES,
+    HistoryFilter,
+    Placement,
+)
 from hub.query.schemas import (
     ClusterTypeState,
     Deployment,
@@ -23,9 +29,13 @@ from hub.query.schemas import (
     GroupState,
     ObjectCounts,
 )
+from hub.sorting import OWN_ORDER, Order
 
-_AGENT_COUNTS = ("clusters", "reporting", "stale", "never_reported")
-_COUNTS = (*_AGENT_COUNTS, "objects", *OBJECT_STATES, *DRIFT_COUNTS)
+# The columns a page of clusters sorts by.
+CLUSTER_COLUMNS = tuple(CLUSTER_SORTS)
+
+_CLUSTER_COUNTS = ("clusters", "reporting", "stale", "never_reported", "drift_clusters")
+_COUNTS = (*_CLUSTER_COUNTS, "objects", *OBJECT_STATES, *DRIFT_COUNTS)
 
 
 def _objects(counts: Mapping[Any, Any]) -> ObjectCounts:
@@ -38,7 +48,7 @@ def _counts(row: RowMapping) -> Counter[str]:
 
 
 def _group(counts: Mapping[str, int]) -> dict[str, Any]:
-    return {name: counts[name] for name in (*_AGENT_COUNTS, *DRIFT_COUNTS)} | {
+    return {name: counts[name] for name in (*_CLUSTER_COUNTS, *DRIFT_COUNTS)} | {
         "objects": _objects(counts)
     }
 
@@ -94,6 +104,7 @@ async def fleet_state(
     offset: int,
     now: datetime,
     stale_after: timedelta,
+    order: Order = OWN_ORDER,
 ) -> FleetState:
     await fleet_service.check_names(session, environment=environment, cluster_type=cluster_type)
     placement = Placement(environment=environment, cluster_type=cluster_type)
@@ -102,7 +113,7 @@ async def fleet_state(
     counted = await repository.group_counts(session, placement, stale_before=stale_before)
     totals = sum((_counts(row) for row in counted), Counter[str]())
     rows = await repository.cluster_page(
-        session, placement, stale_before=stale_before, limit=limit, offset=offset
+        session, placement, stale_before=stale_before, order=order, limit=limit, offset=offset
     )
     clusters = [
         FleetCluster(

@@ -1,6 +1,10 @@
 """GET /api/v1/drift and /api/v1/drift/history over HTTP: filters, pages with totals and counts,
 and questions the hub refuses."""
 
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
 import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -111,17 +115,16 @@ async def test_pages_and_filters(fleet_with_drift: Fleet, client: httpx.AsyncCli
     assert listed(one) == [("large-01", ARGO_ROOT, ["failing"])]
 
 
-async def test_the_listing_without_filters_agrees_with_one_filtered_by_every_reason(
+@pytest.fixture
+async def partly_silent(
     fleet_with_drift: Fleet,
     client: httpx.AsyncClient,
     clock: FakeClock,
     session: AsyncSession,
     admin_token: str,
-) -> None:
-    # Without filters the listing counts from the drift job's totals and adds staleness now;
-    # filtered by reason it counts cluster by cluster. A cluster placed nowhere is judged
-    # with the others; two agents fall silent after the evaluation, and a cluster registered
-    # since has never reported.
+) -> Fleet:
+    """fleet_with_drift and a cluster placed nowhere, judged with the others; then two agents
+    fall silent, and a cluster registered since the evaluation has never reported."""
     registered = await client.post(
         "/api/v1/clusters", json={"name": "lone"}, headers=bearer(admin_token)
     )
@@ -130,6 +133,15 @@ async def test_the_listing_without_filters_agrees_with_one_filtered_by_every_rea
     await fleet_with_drift.add("small-01", "small", "dev")
     clock.advance(minutes=11)
     await fleet_with_drift.report("drone-01", "large-01")
+    return fleet_with_drift
+
+
+@pytest.mark.usefixtures("partly_silent")
+async def test_the_listing_without_filters_agrees_with_one_filtered_by_every_reason(
+    client: httpx.AsyncClient,
+) -> None:
+    # Without filters the listing counts from the drift job's totals and adds staleness now;
+    # filtered by reason it counts cluster by cluster.
     every = [reason.value for reason in Reason]
 
     for scope in ({}, {"environment": "dev"}, {"environment": "stage"}, {"cluster_type": "drone"}):
@@ -162,6 +174,44 @@ async def test_the_listing_without_filters_agrees_with_one_filtered_by_every_rea
     ]
 
 
+def _since(item: dict[str, Any]) -> datetime | None:
+    found = item["drifted_since"]
+    return None if found is None else datetime.fromisoformat(found)
+
+
+@pytest.mark.usefixtures("partly_silent")
+@pytest.mark.parametrize(
+    ("sort", "column"),
+    [
+        ("-cluster", lambda item: item["cluster"]),
+        ("reasons", lambda item: [list(Reason).index(r["reason"]) for r in item["reasons"]]),
+        ("-drifted_since", _since),
+        (
+            "object",
+            lambda item: item["object"] and (item["object"]["kind"], item["object"]["name"]),
+        ),
+    ],
+)
+async def test_sorts_every_row_so_each_page_follows_the_last(
+    client: httpx.AsyncClient, sort: str, column: Callable[[dict[str, Any]], Any]
+) -> None:
+    own = (await client.get("/api/v1/drift")).json()
+    pages = [
+        (await client.get("/api/v1/drift", params={"sort": sort, "limit": 2, "offset": at})).json()
+        for at in range(0, own["total"], 2)
+    ]
+
+    # Ties keep the listing's own order, as a stable sort of it does; None comes last.
+    known = [item for item in own["items"] if column(item) is not None]
+    expected = sorted(known, key=column, reverse=sort.startswith("-")) + [
+        item for item in own["items"] if column(item) is None
+    ]
+    assert len(pages) > 1
+    assert listed({"items": expected}) != listed(own)
+    assert [row for page in pages for row in listed(page)] == listed({"items": expected})
+    assert all(page["summary"] == own["summary"] for page in pages)
+
+
 @pytest.mark.parametrize(
     ("params", "detail"),
     [
@@ -169,6 +219,11 @@ async def test_the_listing_without_filters_agrees_with_one_filtered_by_every_rea
         ({"limit": 0}, "query.limit: Input should be greater than or equal to 1"),
         ({"offset": -1}, "query.offset: Input should be greater than or equal to 0"),
         ({"include_in_sync": "maybe"}, "query.include_in_sync: Input should be a valid boolean"),
+        (
+            {"sort": "-size"},
+            "query.sort: no column 'size' to sort by (columns: cluster, placement, object, "
+            "drifted_since, reasons)",
+        ),
     ],
 )
 async def test_bad_parameters_are_refused_naming_them(

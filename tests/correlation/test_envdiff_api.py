@@ -100,6 +100,29 @@ async def test_rows_carry_every_environment_in_the_order_asked_for(
     assert body["deployed_at"] is not None
 
 
+def _row_key(row: dict[str, Any]) -> tuple[str, str, str | None]:
+    return row["workload"], row["cluster_type"], row["deployment_target"]
+
+
+async def test_sorts_every_row_so_each_page_follows_the_last(
+    reported: Fleet, client: httpx.AsyncClient, read_token: str
+) -> None:
+    asked = {"environment": ["dev", "stage"], "only_differences": "false"}
+    own = (await get(client, read_token, **asked)).json()["rows"]
+    pages = [
+        (await get(client, read_token, **asked, sort="-cluster_type", limit=1, offset=at)).json()
+        for at in range(own["total"])
+    ]
+
+    # Ties keep the diff's own order, as a stable sort of it does.
+    expected = sorted(own["items"], key=lambda row: row["cluster_type"], reverse=True)
+    assert len(pages) > 1
+    assert [_row_key(row) for row in expected] != [_row_key(row) for row in own["items"]]
+    assert [_row_key(row) for page in pages for row in page["rows"]["items"]] == [
+        _row_key(row) for row in expected
+    ]
+
+
 @pytest.mark.parametrize(
     ("params", "status", "detail"),
     [
@@ -118,6 +141,11 @@ async def test_rows_carry_every_environment_in_the_order_asked_for(
         ({"environment": ["dev", "stage"], "limit": 0}, 422, "query.limit: "),
         ({"environment": ["dev", "stage"], "limit": 1001}, 422, "query.limit: "),
         ({"environment": ["dev", "stage"], "offset": -1}, 422, "query.offset: "),
+        (
+            {"environment": ["dev", "stage"], "sort": "-size"},
+            422,
+            "query.sort: no column 'size' to sort by (columns: workload, cluster_type)",
+        ),
     ],
 )
 async def test_what_is_refused_is_named(

@@ -1,6 +1,7 @@
 """GET /api/v1/gates/promotion and /api/v1/environments/{env}/promotable over HTTP: access,
 the wire shape of the evidence, options, errors naming what is wrong, and promotable."""
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -165,9 +166,10 @@ async def test_options_shape_the_verdict(
     assert allowed["verdict"] == "passed"
 
 
-async def test_the_clusters_furthest_from_compliance_come_first_a_page_at_a_time(
-    fleet: Fleet, client: httpx.AsyncClient, read_token: str, clock: FakeClock
-) -> None:
+@pytest.fixture
+async def mixed(fleet: Fleet) -> Fleet:
+    """dev's head on three drones and a large: drone-02 failed its health check and drone-03
+    never reported; the others soak."""
     head = fleet.platform_heads["dev"]
     for name in ("drone-01", "drone-02", "drone-03"):
         await fleet.add(name, "drone")
@@ -176,7 +178,13 @@ async def test_the_clusters_furthest_from_compliance_come_first_a_page_at_a_time
         cluster.run_platform(head)
     fleet.clusters["drone-02"].run_platform(head, ready=False, reason="HealthCheckFailed")
     await fleet.report("drone-01", "drone-02", "large-01")
+    return fleet
 
+
+async def test_the_clusters_furthest_from_compliance_come_first_a_page_at_a_time(
+    mixed: Fleet, client: httpx.AsyncClient, read_token: str
+) -> None:
+    head = mixed.platform_heads["dev"]
     first = await ok(client, read_token, GATE, environment="dev", commit=head, limit=2)
     rest = await ok(client, read_token, GATE, environment="dev", commit=head, limit=2, offset=2)
 
@@ -203,6 +211,47 @@ async def test_the_clusters_furthest_from_compliance_come_first_a_page_at_a_time
     }
 
 
+_STATES = list(ClusterState)
+
+
+@pytest.mark.parametrize(
+    ("sort", "column"),
+    [
+        ("-cluster", lambda item: item["name"]),
+        ("-type", lambda item: item["cluster_type"]),
+        ("-last_report", lambda item: item["last_seen_at"]),
+        ("soak_ends", lambda item: item["soak_ends_at"]),
+        ("-state", lambda item: _STATES.index(ClusterState(item["state"]))),
+    ],
+)
+async def test_sorts_every_listed_cluster_so_each_page_follows_the_last(
+    mixed: Fleet,
+    client: httpx.AsyncClient,
+    read_token: str,
+    sort: str,
+    column: Callable[[dict[str, Any]], Any],
+) -> None:
+    asked = {"environment": "dev", "commit": mixed.platform_heads["dev"]}
+    own = await ok(client, read_token, GATE, **asked)
+    pages = [
+        await ok(client, read_token, GATE, **asked, sort=sort, limit=2, offset=offset)
+        for offset in (0, 2)
+    ]
+
+    # Ties keep the gate's own order, as a stable sort of it does; None comes last.
+    items = own["clusters"]["items"]
+    known = [item for item in items if column(item) is not None]
+    expected = sorted(known, key=column, reverse=sort.startswith("-")) + [
+        item for item in items if column(item) is None
+    ]
+    names = [item["name"] for item in expected]
+    assert names != [item["name"] for item in items]
+    assert [item["name"] for page in pages for item in page["clusters"]["items"]] == names
+    # Whatever the page shows, the verdict names the cluster that failed.
+    assert all(page["reasons"] == own["reasons"] for page in pages)
+    assert own["reasons"][0].startswith("drone-02: ")
+
+
 @pytest.mark.parametrize(
     ("params", "detail"),
     [
@@ -218,6 +267,11 @@ async def test_the_clusters_furthest_from_compliance_come_first_a_page_at_a_time
         ({"commit": None, "workload": WORKLOAD}, "commit, or workload and version"),
         ({"selector": "region in ()"}, "selector: region in (): give at least one value"),
         ({"selector": "region=east=west"}, "selector: cannot read 'region=east=west'"),
+        (
+            {"sort": "age"},
+            "query.sort: no column 'age' to sort by (columns: cluster, type, state, "
+            "last_report, soak_ends)",
+        ),
     ],
     ids=[
         "soak-words",
@@ -232,6 +286,7 @@ async def test_the_clusters_furthest_from_compliance_come_first_a_page_at_a_time
         "workload-without-version",
         "selector-empty-set",
         "selector-unreadable",
+        "sort-unknown",
     ],
 )
 async def test_bad_options_are_422_naming_the_field(

@@ -15,6 +15,7 @@ from hub.palette import PALETTE, STATES
 from hub.query.schemas import AgentStatus
 from tests.pages.conftest import RETIRED, Scenario
 from tests.pages.test_pages import get, text
+from tests.support import bearer
 
 STYLE_SHEET = Path(__file__).resolve().parents[2] / "hub" / "pages" / "static" / "fleetmark.css"
 # The pages with states on them (the repositories page has none).
@@ -154,3 +155,20 @@ def test_the_fleet_counts_drift_as_the_drift_page_does(pages_scenario: Scenario)
     # The reasons the Drift page counts; stage's large-02 has applied nothing (other).
     assert "behind 2 · failing 2 · stale 1 · live drift 0 · other 1" in fleet
     assert "behind 2 · failing 1 · stale 1 · live drift 0 · other 0" in dev
+
+
+@pytest.mark.parametrize("query", ["", "?environment=dev", "?environment=stage&cluster_type=large"])
+def test_the_fleet_page_shows_the_fleet_answers_drift_counts(
+    pages_scenario: Scenario, query: str
+) -> None:
+    page = text(get(pages_scenario, f"/{query}").text)
+    answer = get(pages_scenario, f"/api/v1/fleet{query}", headers=bearer(pages_scenario.token))
+    totals = answer.json()["totals"]
+
+    assert totals["drift_total"] > 0
+    assert (
+        f"{totals['drift_total']} drifted objects in {totals['drift_clusters']} clusters, by "
+        f"reason (an object may have several): behind {totals['drift_behind']} · failing "
+        f"{totals['drift_failing']} · stale {totals['drift_stale']} · live drift "
+        f"{totals['drift_live']} · other {totals['drift_other']}"
+    ) in page

@@ -35,13 +35,36 @@ def test_the_fleet_sorts_its_clusters(pages_scenario: Scenario) -> None:
     assert 'aria-sort="descending"' in descending
 
 
-def test_a_paged_table_says_it_sorts_the_page(pages_scenario: Scenario) -> None:
-    paged = get(pages_scenario, "/?sort=-cluster&limit=2").text
-    whole = get(pages_scenario, "/?sort=-cluster").text
+CLUSTER_ROW = r'<tr data-cluster="([^"]*)"'
+DIFF_ROW = r'<tr data-workload="[^"]*" data-cluster-type="([^"]*)"'
 
-    assert rows(paged, "clusters") == ["drone-03", "drone-01"]
-    assert "sorted within this page" in paged
-    assert "sorted within this page" not in whole
+
+@pytest.mark.parametrize(
+    ("path", "table", "row"),
+    [
+        ("/?sort=-cluster", "clusters", CLUSTER_ROW),
+        ("/drift?include_in_sync=true&sort=-cluster", "drift", CLUSTER_ROW),
+        ("/diff?only_differences=false&sort=-cluster_type", "diff", DIFF_ROW),
+        ("/gate?environment=dev&sort=-cluster", "gate-clusters", CLUSTER_ROW),
+    ],
+)
+def test_a_paged_table_sorts_across_its_pages(
+    pages_scenario: Scenario, path: str, table: str, row: str
+) -> None:
+    def listed(html: str) -> list[str]:
+        return re.findall(row, html.split(f'id="{table}"', 1)[1].split("</table>", 1)[0])
+
+    whole = listed(get(pages_scenario, path).text)
+    pages = [
+        get(pages_scenario, f"{path}&limit=1&offset={offset}").text for offset in range(len(whole))
+    ]
+
+    assert len(pages) > 1
+    assert whole == sorted(whole, reverse=True)
+    assert [value for page in pages for value in listed(page)] == whole
+    # The next page's link keeps the order.
+    sort = path.split("sort=", 1)[1]
+    assert f"sort={sort}" in pages[0].split('rel="next"', 1)[1].split(">", 1)[0]
 
 
 def test_drift_sorts_its_rows(pages_scenario: Scenario) -> None:

@@ -1,5 +1,6 @@
 """GET /api/v1/fleet: clusters and their objects by state, per environment and cluster type."""
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -32,19 +33,21 @@ def group(
     stale: int,
     never: int,
     objects: dict[str, int],
-    silent_drift: int = 0,
+    silent: int = 0,
 ) -> dict[str, Any]:
-    """A group's counts; before any drift evaluation, its drift is that of silent clusters."""
+    """A group's counts. Before any drift evaluation, its drift is that of its `silent`
+    clusters (none of which has objects): a row each."""
     return {
         "clusters": clusters,
         "reporting": reporting,
         "stale": stale,
         "never_reported": never,
+        "drift_clusters": silent,
         "objects": objects,
-        "drift_total": silent_drift,
+        "drift_total": silent,
         "drift_behind": 0,
         "drift_failing": 0,
-        "drift_stale": silent_drift,
+        "drift_stale": silent,
         "drift_live": 0,
         "drift_other": 0,
     }
@@ -115,16 +118,16 @@ async def test_counts_objects_by_state_per_environment_and_cluster_type(
         {
             "name": "stage",
             "position": 1,
-            **group(2, reporting=1, stale=0, never=1, objects=drone_stage, silent_drift=1),
+            **group(2, reporting=1, stale=0, never=1, objects=drone_stage, silent=1),
             "cluster_types": [
                 {"name": "drone", **group(1, 1, 0, 0, drone_stage)},
-                {"name": "large", **group(1, 0, 0, 1, nothing, silent_drift=1)},
+                {"name": "large", **group(1, 0, 0, 1, nothing, silent=1)},
             ],
         },
         {"name": "prod", "position": 2, **group(0, 0, 0, 0, nothing), "cluster_types": []},
     ]
     totals = counts(9, ready=5, failing=2, progressing=1, suspended=1, drifted=1)
-    assert body["totals"] == group(5, reporting=4, stale=0, never=1, objects=totals, silent_drift=1)
+    assert body["totals"] == group(5, reporting=4, stale=0, never=1, objects=totals, silent=1)
 
 
 @pytest.mark.usefixtures("reporting_fleet")
@@ -227,6 +230,55 @@ async def test_pages_through_the_cluster_list(client: httpx.AsyncClient, read_to
     assert pages == [everything[0:2], everything[2:4], everything[4:]]
     # Summaries cover every cluster, whatever the page.
     assert (await fleet(client, read_token, limit=1))["totals"]["clusters"] == 5
+
+
+_AGENT_RANK = {"never_reported": 0, "stale": 1, "reporting": 2}
+
+
+@pytest.mark.usefixtures("reporting_fleet")
+@pytest.mark.parametrize(
+    ("sort", "column", "descending"),
+    [
+        ("-failing", lambda c: c["objects"]["failing"], True),
+        ("cluster", lambda c: c["name"], False),
+        ("agent", lambda c: _AGENT_RANK[c["agent"]], False),
+    ],
+)
+async def test_sorts_the_whole_list_so_each_page_follows_the_last(
+    client: httpx.AsyncClient,
+    read_token: str,
+    sort: str,
+    column: Callable[[dict[str, Any]], Any],
+    descending: bool,
+) -> None:
+    own = (await fleet(client, read_token))["clusters"]["items"]
+
+    pages = [
+        (await fleet(client, read_token, sort=sort, limit=2, offset=offset))["clusters"]
+        for offset in (0, 2, 4)
+    ]
+
+    # Ties keep the list's own order, as a stable sort of it does.
+    expected = [c["name"] for c in sorted(own, key=column, reverse=descending)]
+    assert expected != [c["name"] for c in own]
+    assert [c["name"] for page in pages for c in page["items"]] == expected
+    assert [page["total"] for page in pages] == [5, 5, 5]
+
+
+async def test_an_unknown_sort_column_is_refused_naming_the_columns(
+    client: httpx.AsyncClient, read_token: str
+) -> None:
+    response = await client.get(
+        "/api/v1/fleet", params={"sort": "-colour"}, headers=bearer(read_token)
+    )
+
+    assert response.status_code == 422
+    body = response.json()
+    assert body["detail"] == (
+        "query.sort: no column 'colour' to sort by (columns: cluster, placement, agent, "
+        "last_report, objects, ready, failing, progressing, suspended, live_drift)"
+    )
+    assert [(p["location"], p["field"]) for p in body["problems"]] == [("query", "sort")]
 
 
 async def test_objects_gone_from_a_snapshot_are_not_counted(
