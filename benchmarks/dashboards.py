@@ -274,7 +274,8 @@ def statements(only: list[str]) -> list[Statement]:
         assert dashboard.templating is not None
         assert dashboard.templating.list_val is not None
         for variable in dashboard.templating.list_val:
-            if variable.type_val == "query" and variable.datasource == DATASOURCE:
+            source = variable.datasource
+            if variable.type_val == "query" and source is not None and source.uid == DATASOURCE.uid:
                 assert isinstance(variable.query, str), variable.name
                 found.append(
                     Statement(f"{dashboard.uid}: ${variable.name}", dashboard, variable.query, None)
