@@ -5,6 +5,8 @@ the writable ones alone."""
 import subprocess
 from pathlib import Path
 
+import httpx
+
 from hub.demo.gitserver import GitServer
 from hub.demo.repos import WorkRepo
 
@@ -30,6 +32,10 @@ def test_repositories_are_fetched_and_only_the_writable_take_a_push(tmp_path: Pa
         pushed = git("push", "--quiet", "origin", "HEAD:dev", cwd=platform)
         refused = git("push", "--quiet", "origin", "HEAD:main", cwd=tmp_path / "cp")
         missing = git("ls-remote", f"{served}/nothing")
+        # Through the writable one's name to another's: refused before git sees the path.
+        aliased = httpx.post(
+            f"{served}/platform-gitops/%2e%2e/control-plane/git-receive-pack", timeout=10
+        )
 
     assert fetched.returncode == 0, fetched.stderr
     assert git("rev-parse", "HEAD", cwd=tmp_path / "cp").stdout.strip() == head
@@ -38,3 +44,4 @@ def test_repositories_are_fetched_and_only_the_writable_take_a_push(tmp_path: Pa
     assert refused.returncode != 0
     assert "403" in refused.stderr
     assert missing.returncode != 0
+    assert aliased.status_code == 404

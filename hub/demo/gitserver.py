@@ -78,10 +78,23 @@ class _Handler(BaseHTTPRequestHandler):
             return b"".join(chunks)
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
+    def _repository(self, path: str) -> str | None:
+        """The served repository `path` names: its first segment, a directory under the root;
+        None for any other path (`..`, `.`, an empty segment, a repository not there)."""
+        segments = path.strip("/").split("/")
+        if any(segment in ("", ".", "..") for segment in segments):
+            return None
+        found = (self.root / segments[0]).resolve()
+        return segments[0] if found.parent == self.root and found.is_dir() else None
+
     def _backend(self) -> None:
         parts = urlsplit(self.path)
         path = unquote(parts.path)
         body = self._body()
+        repository = self._repository(path)
+        if repository is None:
+            self.send_error(404, "no such repository")
+            return
         environment = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": os.environ.get("HOME", "/"),
@@ -101,7 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
         if (protocol := self.headers.get("Git-Protocol")) is not None:
             environment["GIT_PROTOCOL"] = protocol
         # http-backend lets an authenticated user push: the writable repositories' clients are.
-        if path.strip("/").split("/", 1)[0] in self.writable:
+        if repository in self.writable:
             environment["REMOTE_USER"] = "fleetmark-demo"
         # git's own CGI program, on the demo's repositories.
         done = subprocess.run(
