@@ -202,8 +202,14 @@ FROM (
       AND {chosen("environment", "x.environment")} AND {chosen("cluster_type", "x.cluster_type")}
       AND {placed("x.environment", "x.cluster_type")}
     UNION ALL
-    SELECT x.hour, x.environment, x.not_ready FROM grafana.transition_hourly x
-    WHERE NOT {EVERY_CLUSTER} AND $__timeFilter(x.hour) AND {scope("x")}
+    SELECT x.hour, x.environment, x.not_ready
+    FROM grafana.cluster c
+    CROSS JOIN LATERAL (
+        SELECT x.hour, x.environment, x.not_ready FROM grafana.transition_hourly x
+        WHERE x.cluster_id = c.cluster_id AND $__timeFilter(x.hour)
+        OFFSET 0  -- not flattened into a join: read per chosen cluster, by index
+    ) x
+    WHERE NOT {EVERY_CLUSTER} AND {scope("c")}
 ) x
 GROUP BY 1, 2
 ORDER BY 1, 2

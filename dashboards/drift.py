@@ -5,10 +5,7 @@ and the drift periods."""
 
 from grafana_foundation_sdk.models.dashboard import (
     Dashboard,
-    DashboardRangeMapOptions,
     DynamicConfigValue,
-    RangeMap,
-    ValueMappingResult,
 )
 
 from dashboards.common import (
@@ -182,24 +179,37 @@ LEFT JOIN LATERAL (
 ORDER BY p.started_at DESC, p.cluster, o.kind NULLS FIRST, o.namespace, o.name
 """
 
-# The periods PERIODS lists from, counted up to COUNTED of those started in the range and of
-# those before it: a month of a large fleet's periods is millions, too many to count each time.
-COUNTED = 100_000
-PERIODS_COUNT = f"""
-SELECT LEAST((SELECT count(*) FROM (
-                  {_PERIODS_OF} x.started_at BETWEEN $__timeFrom() AND $__timeTo()
-                  LIMIT {COUNTED}) s)
-             + (SELECT count(*) FROM (
-                  {_PERIODS_OF} x.started_at < $__timeFrom()
-                    AND (x.ended_at IS NULL OR x.ended_at >= $__timeFrom())
-                  LIMIT {COUNTED}) s),
-             {COUNTED}) AS "Periods"
-"""
-_COUNTED_OR_MORE = RangeMap(
-    options=DashboardRangeMapOptions(
-        from_val=COUNTED, to=None, result=ValueMappingResult(text=f"{COUNTED:,} or more")
+
+# The periods PERIODS lists from, counted: those that overlap the range (started by its end,
+# open or ended at its start or later). A month of a large fleet's periods is millions, too many
+# to count each time: with every cluster chosen, the periods open now, plus those ended since
+# the range's start (from the hourly counts, less the first hour's part before the start),
+# minus those started after its end; with clusters chosen, their periods.
+def _hour_of(moment: str) -> str:
+    return (
+        f"date_bin(INTERVAL '1 hour', CAST({moment} AS timestamptz), TIMESTAMPTZ '2000-01-01 UTC')"
     )
-)
+
+
+_COUNTS_OF = f"""FROM grafana.drift_period_hourly x
+         WHERE {chosen("environment", "x.environment")}
+           AND {chosen("cluster_type", "x.cluster_type")}
+           AND {placed("x.environment", "x.cluster_type")} AND"""
+_FROM = _hour_of("$__timeFrom()")
+PERIODS_COUNT = f"""
+SELECT CASE WHEN {EVERY_CLUSTER} THEN
+    (SELECT count(*) FROM grafana.drift_period x WHERE x.ended_at IS NULL AND {scope("x")})
+    + (SELECT COALESCE(sum(x.ended), 0) {_COUNTS_OF} x.hour >= {_FROM})
+    - (SELECT count(*) FROM grafana.drift_period x
+       WHERE x.ended_at >= {_FROM} AND x.ended_at < $__timeFrom() AND {scope("x")})
+    - (SELECT count(*) FROM grafana.drift_period x
+       WHERE x.started_at > $__timeTo() AND {scope("x")})
+ELSE
+    (SELECT count(*) FROM grafana.drift_period x
+     WHERE x.started_at <= $__timeTo() AND (x.ended_at IS NULL OR x.ended_at >= $__timeFrom())
+       AND {scope("x")})
+END AS "Periods"
+"""
 
 
 def build() -> Dashboard:
@@ -261,10 +271,10 @@ def build() -> Dashboard:
                 "Periods",
                 PERIODS_COUNT,
                 description="The drift periods of the range (started in it, or open or ended "
-                f"in it), counted up to {COUNTED:,}: the table beside lists the newest 1,000.",
+                "in it): the table beside lists the newest 1,000.",
                 height=10,
                 span=4,
-            ).mappings([_COUNTED_OR_MORE])
+            )
         )
         .with_panel(
             table(

@@ -13,12 +13,13 @@ The hourly rollups of the history (`heartbeat_hourly`, `transition_hourly`; migr
 are continuous aggregates on TimescaleDB; elsewhere the `rollup` job keeps their tables
 (refresh_rollups). `placement_hourly` (0029), summed from `transition_hourly` per environment
 and cluster type, `placement_drift_hourly` (0030), the minutes clusters were drifted per
-environment and cluster type from the drift periods, and `deployment_hourly` (0039), the
-changes of applied revision per environment, cluster type, object and from → to revision, are
-tables the `rollup` job keeps on every backend. So is `fleet_health_hourly` (0039), which no
-history can be summed into: at each run the job samples how many clusters of each environment
-and cluster type are failing, drifted and stale, and adds the sample to the hour's row
-(sample_health). They outlive the history they sum, and are kept for
+environment and cluster type from the drift periods, `deployment_hourly` (0039), the
+changes of applied revision per environment, cluster type, object and from → to revision, and
+`drift_period_hourly` (0041), the drift periods started and ended per environment and cluster
+type, are tables the `rollup` job keeps on every backend. So is `fleet_health_hourly` (0039),
+which no history can be summed into: at each run the job samples how many clusters of each
+environment and cluster type are failing, drifted and stale, and adds the sample to the hour's
+row (sample_health). They outlive the history they sum, and are kept for
 FLEETMARK_ROLLUP_RETENTION: by a retention policy on each continuous aggregate, or by the
 `retention` job.
 
@@ -71,7 +72,12 @@ ROLLUP_REFRESHED = timedelta(days=3)
 ROLLUP_VIEWS = ("heartbeat_hourly", "transition_hourly")
 # Summed per environment and cluster type (from transition_hourly, the drift periods and the
 # deployment history): tables the rollup job keeps on every backend, after those.
-PLACEMENT_ROLLUPS = ("placement_hourly", "placement_drift_hourly", "deployment_hourly")
+PLACEMENT_ROLLUPS = (
+    "placement_hourly",
+    "placement_drift_hourly",
+    "deployment_hourly",
+    "drift_period_hourly",
+)
 # Sampled by the rollup job at each run, on every backend.
 HEALTH_ROLLUP = "fleet_health_hourly"
 # Rows deleted per transaction on plain PostgreSQL: short transactions, no long lock on ingest.

@@ -28,6 +28,7 @@ ROLLUP_TABLES = {
     "placement_hourly_rollup",
     "placement_drift_hourly_rollup",
     "deployment_hourly_rollup",
+    "drift_period_hourly_rollup",
     "fleet_health_hourly",
 }
 

@@ -53,6 +53,16 @@ RAW = {
                count(DISTINCT cluster_id), count(*) FILTER (WHERE ready IS FALSE),
                min(deployed_at), max(deployed_at)
         FROM deployment_history GROUP BY 1, 2, 3, 4, 5, 6""",
+    # Every drift period (the clusters' and the objects') counted at its start and its end.
+    "drift_period_hourly": """
+        SELECT COALESCE(c.environment_id, 0), COALESCE(c.cluster_type_id, 0),
+               date_bin(INTERVAL '1 hour', x.at, TIMESTAMPTZ '2000-01-01 UTC'),
+               count(*) FILTER (WHERE x.started), count(*) FILTER (WHERE NOT x.started)
+        FROM (SELECT cluster_id, started_at, true FROM drift_period
+              UNION ALL
+              SELECT cluster_id, ended_at, false FROM drift_period WHERE ended_at IS NOT NULL
+        ) AS x (cluster_id, at, started)
+        JOIN cluster c ON c.id = x.cluster_id GROUP BY 1, 2, 3""",
 }
 VIEWS = {
     "heartbeat_hourly": "SELECT cluster_id, hour, reports, objects FROM heartbeat_hourly",
@@ -69,6 +79,9 @@ VIEWS = {
     "deployment_hourly": (
         "SELECT environment_id, cluster_type_id, hour, name, from_revision, to_revision, "
         "changes, clusters, not_ready, first_at, last_at FROM deployment_hourly"
+    ),
+    "drift_period_hourly": (
+        "SELECT environment_id, cluster_type_id, hour, started, ended FROM drift_period_hourly"
     ),
 }
 # Three days back from now, so that the refresh (up to an hour ago) materializes them.

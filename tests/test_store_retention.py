@@ -254,6 +254,7 @@ async def test_the_apache_timescaledb_build_keeps_hypertables_and_drops_chunks_i
             "placement_hourly": 2,
             "placement_drift_hourly": 2,
             "deployment_hourly": 2,
+            "drift_period_hourly": 2,
             "fleet_health_hourly": 1,
         }
 

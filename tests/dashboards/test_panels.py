@@ -275,6 +275,73 @@ async def test_drift_periods_are_the_newest_of_the_range_however_many(
     assert len(ours) >= 990
 
 
+async def test_the_periods_count_is_the_rows_the_periods_table_has(
+    readonly: ReadOnly, seeded: Seeded, session: AsyncSession
+) -> None:
+    """Counted from the hourly counts with every cluster chosen, from the periods themselves
+    with clusters chosen: either way the periods the table lists from, whatever hours the
+    range's ends cut."""
+    table, stat, now = (
+        PANELS["fleetmark-drift: Drift periods"],
+        PANELS["fleetmark-drift: Periods"],
+        seeded.now,
+    )
+    hours = [timedelta(hours=hours) for hours in (30 * 24, 24, 5, 3.5, 3, 2.5, 1, 0.5, 0)]
+    ranges = [(now - hours[1], now + hours[6])] + [
+        (now - start, now - end) for start in hours for end in hours if end < start
+    ]
+    choices: list[dict[str, list[str]]] = [
+        {},
+        {"environment": ["stage"]},
+        {"cluster": ["drone-02"]},
+    ]
+
+    # Periods ended and started at odd minutes, on dev and on stage.
+    for started, ended in ((250, 40), (170, 140), (20, 5), (26 * 60, 195)):
+        await session.execute(
+            text(
+                "INSERT INTO drift_period (cluster_id, started_at, ended_at) "
+                "SELECT c.id, CAST(:now AS timestamptz) - make_interval(mins => :started), "
+                "       CAST(:now AS timestamptz) - make_interval(mins => :ended) "
+                "FROM cluster c WHERE c.name IN ('drone-02', 'stage-drone-01')"
+            ),
+            {"now": now, "started": started, "ended": ended},
+        )
+
+    async def counts(start: datetime, end: datetime) -> list[tuple[int, int]]:
+        found = []
+        for chosen in choices:
+            variables = await readonly.variables(table.dashboard, chosen)
+            rows = await readonly.panel(table, variables, start, end)
+            [counted] = await readonly.panel(stat, variables, start, end)
+            found.append((counted["Periods"], len(rows)))
+        return found
+
+    for start, end in ranges:
+        for counted, listed in await counts(start, end):
+            assert counted == listed, (start, end)
+    assert (await counts(now - hours[1], now))[0][0] > 0
+
+    # More periods than the table lists: it shows 1,000, the count says them all.
+    before = await counts(now - hours[6], now)
+    await session.execute(
+        text(
+            "INSERT INTO drift_period (cluster_id, started_at, ended_at) "
+            "SELECT c.id, CAST(:now AS timestamptz) - make_interval(secs => 3000 - n), "
+            "       CAST(:now AS timestamptz) - make_interval(secs => 1000 - n) "
+            "FROM cluster c, generate_series(1, 1500) AS n WHERE c.name = 'drone-02'"
+        ),
+        {"now": now},
+    )
+    after = await counts(now - hours[6], now)
+    assert [counted for counted, _ in after] == [
+        before[0][0] + 1500,
+        before[1][0],
+        before[2][0] + 1500,
+    ]
+    assert after[0][1] == 1000
+
+
 async def test_deployment_history(readonly: ReadOnly, seeded: Seeded) -> None:
     first, second, now = seeded.first, seeded.second, seeded.now
     changed = await show(readonly, seeded, "fleetmark-history: What changed when")
