@@ -64,9 +64,8 @@ log = structlog.get_logger("fleetmark.store")
 
 RETENTION_LOCK = 0x726574656E74
 ROLLUP_LOCK = 0x726F6C6C7570
-# As the continuous aggregates' policies (migration 0018): hours are rolled up once an hour
-# old, and the last ROLLUP_REFRESHED of them again at each run, for rows that came in late.
-ROLLUP_LAG = timedelta(hours=1)
+# Hours are rolled up once complete, and the last ROLLUP_REFRESHED of them again at each run,
+# for rows that came in late: the raw rows a dashboard reads are those of the hour under way.
 ROLLUP_REFRESHED = timedelta(days=3)
 # Continuous aggregates on TimescaleDB, tables the rollup job keeps elsewhere.
 ROLLUP_VIEWS = ("heartbeat_hourly", "transition_hourly")
@@ -288,8 +287,8 @@ async def refresh_rollups(
 ) -> dict[str, int] | None:
     """The rollup job's run, for the rollups that are tables (ROLLUP_VIEWS on plain
     PostgreSQL and TimescaleDB's Apache build, PLACEMENT_ROLLUPS everywhere): each view's hours
-    from ROLLUP_REFRESHED before its watermark (from the start, the first time) up to an hour
-    ago are computed again, by the view itself, and the watermark moves on; then the fleet's
+    from ROLLUP_REFRESHED before its watermark (from the start, the first time) up to the hour
+    under way are computed again, by the view itself, and the watermark moves on; then the fleet's
     health is sampled (sample_health). Hours rolled up per view, and the environments and
     cluster types sampled; None when another replica is at it."""
     async with exclusive(sessions, ROLLUP_LOCK) as acquired:
@@ -297,7 +296,7 @@ async def refresh_rollups(
             return None
         async with write_session(sessions) as session:
             tables = () if (await backend(session)).continuous_aggregates else ROLLUP_VIEWS
-            until = (now - ROLLUP_LAG).replace(minute=0, second=0, microsecond=0)
+            until = now.replace(minute=0, second=0, microsecond=0)
             refreshed = {}
             for view in (*tables, *PLACEMENT_ROLLUPS):
                 watermark = await session.scalar(

@@ -84,7 +84,7 @@ VIEWS = {
         "SELECT environment_id, cluster_type_id, hour, started, ended FROM drift_period_hourly"
     ),
 }
-# Three days back from now, so that the refresh (up to an hour ago) materializes them.
+# Three days back from now, so that the refresh (up to the hour under way) materializes them.
 DAY0 = START.replace(minute=0, second=0, microsecond=0) - timedelta(days=3)
 
 
