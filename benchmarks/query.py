@@ -1245,6 +1245,11 @@ def add_store_options(parser: argparse.ArgumentParser, database_url: str) -> Non
         "`bash .ci/timescaledb` installs it), its old chunks compressed, side by side.",
     )
     store.add_argument(
+        "--timescaledb-only",
+        action="store_true",
+        help="The TimescaleDB store alone, without the plain PostgreSQL one before it.",
+    )
+    store.add_argument(
         "--timescaledb-data-dir",
         type=Path,
         default=None,
@@ -1557,10 +1562,10 @@ def measure_backend(
 
 def stores(args: argparse.Namespace, workdir: Path) -> Iterator[tuple[str, str, bool]]:
     """The stores asked for, one after the other: (label, URL, on TimescaleDB) for plain
-    PostgreSQL at --database-url, then with --timescaledb the same database on an embedded
-    TimescaleDB; each dropped after its turn unless --keep."""
-    found = [("PostgreSQL", args.database_url, False)]
-    if args.timescaledb:
+    PostgreSQL at --database-url (unless --timescaledb-only), then with --timescaledb the same
+    database on an embedded TimescaleDB; each dropped after its turn unless --keep."""
+    found = [] if args.timescaledb_only else [("PostgreSQL", args.database_url, False)]
+    if args.timescaledb or args.timescaledb_only:
         data_dir = args.timescaledb_data_dir or workdir / "timescaledb"
         server = timescaledb_server(Path(data_dir))
         found.append(("TimescaleDB", with_database(server, database_name(args.database_url)), True))
