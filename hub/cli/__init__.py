@@ -13,7 +13,8 @@ import typer
 
 import hub
 from hub.cli import diff, dora, drift, gate, query, simulate
-from hub.cli.output import EXIT_CODES, console, missing_extra
+from hub.cli.exits import EXIT_CODES
+from hub.cli.output import console, missing_extra
 
 app = typer.Typer(
     name="fleetmark",

@@ -304,7 +304,8 @@ class HubClient:
     ) -> GateResult:
         """May the platform commit (or the workload's version) leave the environment? One
         answer; `fleetmark gate wait` asks until it passes or fails."""
-        options = gate_query(
+        target = {"environment": environment, "commit": commit, "workload": workload}
+        options = {"version": version} | gate_query(
             soak=soak,
             allow_stale=allow_stale,
             min_clusters=min_clusters,
@@ -314,10 +315,7 @@ class HubClient:
             offset=offset,
             sort=sort,
         )
-        target = {"environment": environment, "commit": commit}
-        return self.ask(
-            api.PROMOTION_GATE, query=target | {"workload": workload, "version": version} | options
-        )
+        return self.ask(api.PROMOTION_GATE, query=target | options)
 
     def promotable(
         self,
