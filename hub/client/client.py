@@ -6,6 +6,7 @@ and words, an unreachable hub HubUnreachable.
 """
 
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
@@ -74,21 +75,23 @@ class HubClient:
         if token_file is not None:
             token = read_secret_file(Path(token_file).expanduser(), "token_file")
         http = httpx.Client(base_url=check_url(url), timeout=timeout, transport=transport)
-        self._start(http, token, own=True)
+        self._start(http, token)
+        # A client nobody closes (`HubClient(url).drift()`) closes its connections when it goes.
+        self._closing: weakref.finalize[[], HubClient] | None = weakref.finalize(self, http.close)
 
     @classmethod
     def over(cls, http: httpx.Client, *, token: str | None = None) -> Self:
         """A client that sends with an httpx client of yours (its `base_url` the hub's), to
         share its connections; closing that stays yours."""
         client = cls.__new__(cls)
-        client._start(http, token, own=False)
+        client._start(http, token)
+        client._closing = None
         return client
 
-    def _start(self, http: httpx.Client, token: str | None, *, own: bool) -> None:
+    def _start(self, http: httpx.Client, token: str | None) -> None:
         self.url = check_url(str(http.base_url).rstrip("/"))
         self.token = token
         self._http = http
-        self._own = own
         self._headers = bearer(token)
 
     def __enter__(self) -> Self:
@@ -103,8 +106,9 @@ class HubClient:
         self.close()
 
     def close(self) -> None:
-        if self._own:
-            self._http.close()
+        """Close the client's connections (not those of an httpx client given to `over`)."""
+        if self._closing is not None:
+            self._closing()
 
     # --- the fleet ------------------------------------------------------------------------
 
