@@ -1,14 +1,13 @@
 """`fleetmark gate wait`: poll the hub's promotion gate until it passes, fails or time runs out.
 
-Unlike the other commands, which open the hub's database, this one asks a running hub over
-HTTP (GET /api/v1/gates/promotion with a read token): a CI pipeline has the hub's URL and a
-token, not its database. Progress goes to stderr (a live table on a terminal; in a CI log a line
-per poll with the time waited and what the gate waits for); the final answer to stdout, as a
-table or, for scripts, its clusters as CSV (`--output csv`) or the last answer as JSON.
+It asks a running hub over HTTP (GET /api/v1/gates/promotion with a read token, as hub.client
+asks it). Progress goes to stderr (a live table on a terminal; in a CI log a line per poll with
+the time waited and what the gate waits for); the final answer to stdout, as a table or, for
+scripts, its clusters as CSV (`--output csv`) or the last answer as JSON.
 
 It exits 0 passed, 1 failed, 3 still pending at the timeout, 2 when the gate cannot be
 evaluated as asked (a bad option, an unknown environment or workload, a refused token), as
-every command does (hub.cli.output.ExitCode). A commit or version the hub has not harvested
+every command does (hub.cli.exits.ExitCode). A commit or version the hub has not harvested
 yet, a busy or unreachable hub: those may change by waiting, so the command keeps polling
 until the timeout.
 """
