@@ -8,6 +8,7 @@ import platformdirs
 from pydantic import BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from hub.client.secret_files import read_secret_file
 from hub.harvest.urls import is_local_url
 
 DEVELOPMENT_TOKEN_SECRET = "fleetmark-development-secret"  # noqa: S105 - refused outside development
@@ -29,27 +30,6 @@ Interval = Annotated[timedelta, BeforeValidator(_seconds_as_number)]
 
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("fleetmark"))
-
-
-def read_secret_file(path: Path, setting: str) -> str:
-    """The one line a secret file holds, without surrounding white space. Errors name the
-    setting and the file, never what it holds: a file of several lines may be something else
-    entirely (a key, a config file)."""
-    try:
-        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
-    except UnicodeDecodeError:
-        raise ValueError(f"{setting} {path}: is not UTF-8 text") from None
-    except OSError as exc:
-        raise ValueError(f"{setting} {path}: cannot be read ({exc.strerror or exc})") from None
-    lines = [line for line in lines if line]
-    if not lines:
-        raise ValueError(f"{setting} {path}: is empty")
-    if len(lines) > 1:
-        raise ValueError(
-            f"{setting} {path}: holds {len(lines)} lines; it must hold the secret alone, "
-            "on one line"
-        )
-    return lines[0]
 
 
 # Secret settings that may be read from a file instead, and the setting naming that file.

@@ -1,4 +1,4 @@
-"""The `fleetmark` command line: one entry point with subcommands.
+"""The `fleetmark` command line: one entry point with subcommands, each loaded when it runs.
 
 The plain install has the commands that ask a hub over HTTP (gate, status, history, drift,
 diff, dora, simulate): what a pipeline or a laptop needs. The hub's own commands need
@@ -6,40 +6,103 @@ diff, dora, simulate): what a pipeline or a laptop needs. The hub's own commands
 are still listed, and each says which extra to install.
 """
 
-import importlib
 from typing import Annotated
 
 import typer
 
 import hub
-from hub.cli import diff, dora, drift, gate, query, simulate
-from hub.cli.output import EXIT_CODES, console, missing_extra
+from hub.cli.exits import EXIT_CODES
+from hub.cli.lazy import Lazy, LazyGroup
+
+# Every command but `version`, in the order `fleetmark --help` lists them: the module that
+# registers it, the first paragraph of its help (a test keeps both in step with the module),
+# and the extra its module needs.
+COMMANDS = {
+    "serve": Lazy(
+        "server",
+        "Run the hub. Without FLEETMARK_DATABASE_URL it starts an embedded PostgreSQL.",
+        "hub",
+    ),
+    "migrate": Lazy(
+        "server", "Upgrade the schema to the newest revision (or downgrade with --down).", "hub"
+    ),
+    "harvest": Lazy(
+        "harvest", "Harvest the configured and discovered GitOps repositories now.", "hub"
+    ),
+    "schedule": Lazy(
+        "schedule",
+        "Schedule an environment and write one commit to the platform GitOps repository.",
+        "hub",
+    ),
+    "demo": Lazy(
+        "demo",
+        "Show fleetmark at work: the reference scenario's repositories, a hub, a simulated fleet.",
+        "hub",
+    ),
+    "dora": Lazy(
+        "dora",
+        "DORA figures per environment: deployment frequency, lead time (commit to Ready on "
+        "every expected cluster), change failure rate and time to restore.",
+    ),
+    "drift": Lazy(
+        "drift",
+        "Drifted reconciler objects and why: behind the harvested head (by how many commits, "
+        "for how long), diverged, failing, stale agent, config mismatch, live drift.",
+    ),
+    "diff": Lazy(
+        "diff",
+        "How environments differ: per workload and cluster type, the desired and deployed "
+        "versions side by side, the config keys that differ, and why.",
+    ),
+    "status": Lazy(
+        "query",
+        "The fleet now: clusters reporting, stale or never heard of, and their reconciler "
+        "objects by state, per environment and cluster type; then a page of clusters.",
+    ),
+    "history": Lazy(
+        "query", "Every change of the revision a reconciler object applied, newest first."
+    ),
+    "simulate": Lazy(
+        "simulate", "Register a small simulated fleet and keep it reporting until stopped."
+    ),
+    "clusters": Lazy("admin", "Register clusters and manage their tokens.", "hub"),
+    "tokens": Lazy("admin", "API tokens for people, scripts and CI (admin or read).", "hub"),
+    "repositories": Lazy(
+        "admin",
+        "The GitOps repositories the hub harvests (those added through the API).",
+        "hub",
+    ),
+    "db": Lazy("db", "Administer the store (directly on the hub's database).", "hub"),
+    "dashboards": Lazy("dashboards", "fleetmark's Grafana dashboards.", "hub"),
+    "gate": Lazy("gate", "The promotion gate, for CI pipelines."),
+    "agent": Lazy("agent", "The cluster agent (configured by FLEETMARK_AGENT_* variables)."),
+}
+
+# The modules of the hub's commands (fleetmark[hub]) and the commands each registers.
+HUB_COMMANDS = {
+    module: tuple(name for name, lazy in COMMANDS.items() if lazy.module == module)
+    for module in dict.fromkeys(lazy.module for lazy in COMMANDS.values() if lazy.extra == "hub")
+}
+
+
+class Fleetmark(LazyGroup):
+    lazy = COMMANDS
+
 
 app = typer.Typer(
     name="fleetmark",
+    cls=Fleetmark,
     help="Deployment observability hub for GitOps fleets.",
     epilog=EXIT_CODES,
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
 
-# The modules of the hub's commands (fleetmark[hub]) and the commands each registers; a test
-# keeps the names in step with what the modules register.
-HUB_COMMANDS = {
-    "server": ("serve", "migrate"),
-    "admin": ("clusters", "tokens", "repositories"),
-    "db": ("db",),
-    "harvest": ("harvest",),
-    "schedule": ("schedule",),
-    "demo": ("demo",),
-    "dashboards": ("dashboards",),
-}
-
 
 @app.command()
 def version() -> None:
     """Print the fleetmark version."""
-    console.print(f"fleetmark {hub.__version__}", highlight=False)
+    typer.echo(f"fleetmark {hub.__version__}")
 
 
 def _version_option(given: bool) -> None:
@@ -61,36 +124,6 @@ def options(
     ] = False,
 ) -> None:
     """Deployment observability hub for GitOps fleets."""
-
-
-def _needs_hub(name: str, exc: ModuleNotFoundError) -> None:
-    """In place of a hub command whose packages are missing: says to install fleetmark[hub]."""
-
-    def command() -> None:
-        raise missing_extra(name, "hub", exc)
-
-    app.command(
-        name,
-        help="Needs fleetmark[hub].",
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-        add_help_option=False,
-    )(command)
-
-
-for module_name, names in HUB_COMMANDS.items():
-    try:
-        module = importlib.import_module(f"hub.cli.{module_name}")
-    except ModuleNotFoundError as exc:
-        if exc.name is None or exc.name.split(".")[0] in {"hub", "agent", "scheduler_core"}:
-            raise
-        for name in names:
-            _needs_hub(name, exc)
-    else:
-        module.register(app)
-
-for client_module in (gate, dora, drift, diff, query, simulate):
-    client_module.register(app)
-importlib.import_module("hub.cli.agent").register(app)
 
 
 def main() -> None:

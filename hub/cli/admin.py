@@ -2,10 +2,10 @@
 tokens and the repositories to harvest, through the hub's API (or, on the hub's host, its
 database: hub/cli/target.py)."""
 
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import quote
 
 import typer
 from pydantic import ValidationError
@@ -26,20 +26,18 @@ from hub.cli.output import (
     when,
 )
 from hub.cli.remote import ClusterTypeFilter, EnvironmentFilter
-from hub.cli.target import Target, act, administers
+from hub.cli.target import Target, act, administers, answered, do
+from hub.client.schemas.clusters import ClusterDetail, ClusterPage, RegisteredCluster
+from hub.client.schemas.repositories import CredentialsReference as GitCredentials
+from hub.client.schemas.repositories import RepositoryList, RepositoryStatus
+from hub.client.schemas.tokens import CreatedToken, TokenList
 from hub.clusters import service as cluster_service
-from hub.clusters.schemas import (
-    ClusterDetail,
-    ClusterPage,
-    ClusterPlacement,
-    ClusterRegistration,
-    RegisteredCluster,
-)
+from hub.clusters.schemas import ClusterPlacement, ClusterRegistration
 from hub.harvest import service as harvest_service
-from hub.harvest.schemas import CredentialsReference, RepositoryConfig, RepositoryStatus, Role
+from hub.harvest.schemas import CredentialsReference, RepositoryConfig, Role
 from hub.settings import HubSettings
 from hub.tokens import service as token_service
-from hub.tokens.schemas import CreatedToken, Scope, TokenInfo, TokenRequest
+from hub.tokens.schemas import Scope, TokenRequest
 
 clusters = typer.Typer(help="Register clusters and manage their tokens.", no_args_is_help=True)
 tokens = typer.Typer(
@@ -72,11 +70,6 @@ def _labels(pairs: list[str]) -> dict[str, str]:
 # --- clusters ---------------------------------------------------------------------------------
 
 
-def _cluster(name: str) -> str:
-    """The cluster's API path; a name is data, never a path of its own."""
-    return f"/api/v1/clusters/{quote(name, safe='')}"
-
-
 @clusters.command("register")
 @administers
 def register_cluster(
@@ -101,12 +94,16 @@ def register_cluster(
         raise fail(validation_failure(exc, {"name": "NAME", "labels": "--label"})) from exc
     registered = act(
         where,
-        lambda remote: remote.call(
-            "POST", "/api/v1/clusters", RegisteredCluster, body=registration
+        lambda client: client.register_cluster(
+            registration.name,
+            environment=registration.environment,
+            cluster_type=registration.cluster_type,
+            labels=registration.labels,
         ),
         lambda settings, session: cluster_service.register(
             session, registration, token_secret=settings.token_secret.get_secret_value()
         ),
+        RegisteredCluster,
     )
     show_token(registered.name, registered.token, "Registered cluster")
 
@@ -137,12 +134,13 @@ def place_cluster(
         ) from exc
     detail = act(
         where,
-        lambda remote: remote.call(
-            "PUT", f"{_cluster(name)}/placement", ClusterDetail, body=placement
+        lambda client: client.place_cluster(
+            name, environment=placement.environment, cluster_type=placement.cluster_type
         ),
         lambda settings, session: cluster_service.place(
             session, name, placement, now=_now(), stale_after=_stale_after(settings)
         ),
+        ClusterDetail,
     )
     if output is not Output.table:
         show(detail, output, _placement_row)
@@ -165,10 +163,11 @@ def rotate_cluster_token(
     is back in service with it."""
     rotated = act(
         where,
-        lambda remote: remote.call("POST", f"{_cluster(name)}/token", RegisteredCluster),
+        lambda client: client.rotate_cluster_token(name),
         lambda settings, session: cluster_service.rotate_token(
             session, name, token_secret=settings.token_secret.get_secret_value(), now=_now()
         ),
+        RegisteredCluster,
     )
     show_token(rotated.name, rotated.token, "New token for cluster")
 
@@ -181,9 +180,9 @@ def revoke_cluster_token(
     where: Target,
 ) -> None:
     """Revoke a cluster's token; its agent is refused from the next report on."""
-    act(
+    do(
         where,
-        lambda remote: remote.call("DELETE", f"{_cluster(name)}/token", None),
+        lambda client: client.revoke_cluster_token(name),
         lambda _, session: cluster_service.revoke_token(session, name, now=_now()),
     )
     console.print(f"Revoked the token of cluster [bold]{escape(name)}[/].", highlight=False)
@@ -202,10 +201,11 @@ def decommission_cluster(
     Rotating its token brings it back."""
     detail = act(
         where,
-        lambda remote: remote.call("POST", f"{_cluster(name)}/decommission", ClusterDetail),
+        lambda client: client.decommission_cluster(name),
         lambda settings, session: cluster_service.decommission(
             session, name, now=_now(), stale_after=_stale_after(settings)
         ),
+        ClusterDetail,
     )
     if output is not Output.table:
         show(detail, output, _cluster_row)
@@ -234,16 +234,15 @@ def list_clusters(
     where: Target,
 ) -> None:
     """List registered clusters with their last report and object counts."""
-    params = {"limit": str(limit), "offset": str(offset)}
-    if environment is not None:
-        params["environment"] = environment
-    if cluster_type is not None:
-        params["cluster_type"] = cluster_type
-    if decommissioned:
-        params["decommissioned"] = "true"
     page = act(
         where,
-        lambda remote: remote.call("GET", "/api/v1/clusters", ClusterPage, params=params),
+        lambda client: client.clusters(
+            environment=environment,
+            cluster_type=cluster_type,
+            decommissioned=decommissioned,
+            limit=limit,
+            offset=offset,
+        ),
         lambda settings, session: cluster_service.list_clusters(
             session,
             environment=environment,
@@ -254,6 +253,7 @@ def list_clusters(
             now=_now(),
             stale_after=_stale_after(settings),
         ),
+        ClusterPage,
     )
     show(page, output, _cluster_rows, _show_clusters)
 
@@ -344,10 +344,11 @@ def create_token(
         raise fail(validation_failure(exc, {"name": "NAME"})) from exc
     created = act(
         where,
-        lambda remote: remote.call("POST", "/api/v1/tokens", CreatedToken, body=request),
+        lambda client: client.create_token(request.name, scope=request.scope),
         lambda settings, session: token_service.create(
             session, request, token_secret=settings.token_secret.get_secret_value()
         ),
+        CreatedToken,
     )
     show_token(created.name, created.token, f"Created {created.scope} token")
 
@@ -360,9 +361,9 @@ def revoke_token(
     where: Target,
 ) -> None:
     """Revoke an API token; it is refused from the next request on."""
-    act(
+    do(
         where,
-        lambda remote: remote.call("DELETE", f"/api/v1/tokens/{quote(name, safe='')}", None),
+        lambda client: client.revoke_token(name),
         lambda _, session: token_service.revoke(session, name, now=_now()),
     )
     console.print(f"Revoked API token [bold]{escape(name)}[/].", highlight=False)
@@ -378,13 +379,14 @@ def list_tokens(
     """List API tokens (never their values)."""
     items = act(
         where,
-        lambda remote: remote.call("GET", "/api/v1/tokens", list[TokenInfo]),
+        lambda client: client.tokens(),
         lambda _, session: token_service.list_tokens(session),
+        TokenList,
     )
-    show(list(items), output, _token_rows)
+    show(items, output, _token_rows)
 
 
-def _token_rows(items: list[TokenInfo]) -> Rows:
+def _token_rows(items: TokenList) -> Rows:
     return Rows(
         ("name", "scope", "created", "revoked"),
         [(item.name, item.scope, item.created_at, item.revoked_at) for item in items],
@@ -429,7 +431,14 @@ def add_repository(
         raise fail(validation_failure(exc, {"url": "URL", "branches": "--branch"})) from exc
     added = act(
         where,
-        lambda remote: remote.call("POST", "/api/v1/repositories", RepositoryStatus, body=config),
+        lambda client: client.add_repository(
+            config.url,
+            role=config.role,
+            branches=config.branches,
+            credentials=None
+            if config.credentials is None
+            else answered(GitCredentials, config.credentials),
+        ),
         lambda settings, session: harvest_service.add_repository(
             session,
             config,
@@ -437,6 +446,7 @@ def add_repository(
             allow_local=settings.local_repositories_allowed,
             now=_now(),
         ),
+        RepositoryStatus,
     )
     if output is not Output.table:
         show(added, output, lambda status: _repository_rows([status]))
@@ -458,13 +468,14 @@ def list_repositories(
     """The repositories with their harvest state: branches, last fetch, errors."""
     items = act(
         where,
-        lambda remote: remote.call("GET", "/api/v1/repositories", list[RepositoryStatus]),
+        lambda client: client.repositories(),
         lambda _, session: harvest_service.list_repositories(session, now=_now()),
+        RepositoryList,
     )
-    show(list(items), output, _repository_rows)
+    show(items, output, _repository_rows)
 
 
-def _repository_rows(items: list[RepositoryStatus]) -> Rows:
+def _repository_rows(items: Iterable[RepositoryStatus]) -> Rows:
     return Rows(
         ("id", "repository", "role", "source", "branches", "fetched", "errors"),
         [
@@ -491,9 +502,9 @@ def remove_repository(
     where: Target,
 ) -> None:
     """Stop harvesting a repository added through the API; what was harvested stays."""
-    act(
+    do(
         where,
-        lambda remote: remote.call("DELETE", f"/api/v1/repositories/{repository_id}", None),
+        lambda client: client.remove_repository(repository_id),
         lambda _, session: harvest_service.remove_repository(session, repository_id),
     )
     console.print(f"Removed repository {repository_id}; what was harvested stays.")

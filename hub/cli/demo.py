@@ -24,7 +24,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,7 +35,7 @@ from typing import Annotated
 import httpx
 import typer
 import uvicorn
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from rich.markup import escape
 
 from hub.app import create_app
@@ -44,20 +44,19 @@ from hub.cli.output import console, fail
 from hub.cli.secret_files import read_secret_file
 from hub.cli.simulate import register_fleet, report_round
 from hub.cli.target import Remote
+from hub.client import HubClient
+from hub.client.schemas.runs import RequestedRun
 from hub.database import create_engine, create_sessionmaker, write_session
 from hub.demo.gitserver import GitServer
 from hub.demo.repos import GitCommandError
 from hub.demo.story import ENVIRONMENTS, STEPS, DemoRepositories, Step, demo_fleet
-from hub.harvest.schemas import RepositoryConfig, RepositoryStatus
 from hub.harvest.urls import normalise_repository_url
 from hub.http import DeadlineHttpToolsProtocol
 from hub.logs import configure_logging
-from hub.monitoring.schemas import HarvestRequest, RequestedRun
-from hub.scheduling.schemas import ScheduleRequest
 from hub.settings import HubSettings
 from hub.simulation import Simulation
 from hub.tokens import service as token_service
-from hub.tokens.schemas import CreatedToken, TokenRequest
+from hub.tokens.schemas import TokenRequest
 
 # A file the demo leaves in its data directory: only such a directory is emptied by a new run.
 MARKER = "fleetmark-demo"
@@ -302,26 +301,30 @@ class _Story:
     def prepare(self) -> str:
         """Schedule both environments, add the platform repository and harvest; a read token."""
         platform = self.repos.urls.platform_gitops
-        known = self.hub.call("GET", "/api/v1/repositories", list[RepositoryStatus])
+        known = self.hub.ask(lambda client: client.repositories())
         if any(found.url == normalise_repository_url(platform) for found in known):
             raise fail(
                 f"the hub at {self.hub.url} has heard this story already ({platform} is one of "
                 "its repositories): tell it to a hub with an empty store"
             )
         self.schedule(list(ENVIRONMENTS))
-        config = RepositoryConfig(url=platform, role="platform", branches=list(ENVIRONMENTS))
-        self.hub.call("POST", "/api/v1/repositories", RepositoryStatus, body=config)
+        self.hub.ask(
+            lambda client: client.add_repository(
+                platform, role="platform", branches=list(ENVIRONMENTS)
+            )
+        )
         self.harvest()
-        request = TokenRequest(name="demo-read", scope="read")
-        read: CreatedToken = self.hub.call("POST", "/api/v1/tokens", CreatedToken, body=request)
-        return read.token
+        return self.hub.ask(lambda client: client.create_token("demo-read", scope="read")).token
 
     def schedule(self, environments: list[str]) -> None:
         urls = self.repos.urls
-        request = ScheduleRequest(
-            control_plane=urls.control_plane, gitops=urls.platform_gitops, environments=environments
+        run = self._run(
+            lambda client: client.start_schedule(
+                control_plane=urls.control_plane,
+                gitops=urls.platform_gitops,
+                environments=environments,
+            )
         )
-        run = self._run("/api/v1/runs/schedule", request)
         if run.outcome == "failed" or run.schedule is None:
             raise fail(f"scheduling {', '.join(environments)}: {run.error}")
         for outcome in run.schedule.environments:
@@ -334,7 +337,7 @@ class _Story:
     def harvest(self) -> None:
         """Harvest now; while the hub's own harvest holds the lock, again until it is done."""
         deadline = time.monotonic() + HARVEST_PATIENCE
-        while (run := self._run("/api/v1/runs/harvest", HarvestRequest())).outcome == "failed":
+        while (run := self._run(lambda client: client.start_harvest())).outcome == "failed":
             if time.monotonic() > deadline:
                 raise fail(f"harvesting: {run.error}")
             time.sleep(POLL)
@@ -344,14 +347,10 @@ class _Story:
                 raise fail(f"harvesting {outcome.url}: {outcome.errors} errors")
 
     def decommission(self, name: str) -> None:
-        self.hub.call("POST", f"/api/v1/clusters/{name}/decommission", None)
+        self.hub.ask(lambda client: client.decommission_cluster(name))
 
-    def _run(self, path: str, request: BaseModel) -> RequestedRun:
-        run: RequestedRun = self.hub.call("POST", path, RequestedRun, body=request)
-        while run.outcome == "running":
-            time.sleep(POLL)
-            run = self.hub.call("GET", f"/api/v1/runs/{run.id}", RequestedRun)
-        return run
+    def _run(self, start: Callable[[HubClient], RequestedRun]) -> RequestedRun:
+        return self.hub.ask(lambda client: client.wait_for_run(start(client), interval=POLL))
 
 
 class _Fleet:
@@ -379,7 +378,7 @@ class _Fleet:
     def _report(self) -> None:
         while not self.stopped.is_set():
             with self.lock:
-                report_round(self.client, self.simulation, self.tokens)
+                report_round(HubClient.over(self.client), self.simulation, self.tokens)
             if self.stopped.wait(self.every):
                 return
             with self.lock:

@@ -25,7 +25,6 @@ from hub.cli.output import (
     when,
 )
 from hub.cli.remote import (
-    DEFAULT_HUB,
     ClusterTypeFilter,
     HubOption,
     LimitOption,
@@ -33,13 +32,19 @@ from hub.cli.remote import (
     TokenFileOption,
     TokenOption,
     api_token,
-    fetch,
+    ask,
     print_page_footer,
 )
-from hub.envdiff.compare import CellState, DifferenceKind, Reason
-from hub.envdiff.schemas import DeployedVersion, DiffRow, EnvironmentCell, EnvironmentDiff
-
-DIFF_PATH = "/api/v1/diff"
+from hub.client import DEFAULT_HUB
+from hub.client.schemas.diff import (
+    CellState,
+    DeployedVersion,
+    DifferenceKind,
+    DiffRow,
+    EnvironmentCell,
+    EnvironmentDiff,
+    Reason,
+)
 
 _STATE_STYLES = {
     CellState.IN_SYNC: "green",
@@ -196,21 +201,19 @@ def diff(
     """How environments differ: per workload and cluster type, the desired and deployed
     versions side by side, the config keys that differ, and why."""
     token = api_token(token, token_file)
-    answer = fetch(
+    answer = ask(
         hub,
         token,
-        DIFF_PATH,
-        {
-            "environment": environments,
-            "workload": workload,
-            "cluster_type": cluster_type,
-            "deployment_target": target,
-            "only_differences": "false" if show_all else "true",
-            "ignore_key": ignore_key or None,
-            "limit": str(limit),
-            "offset": str(offset),
-        },
-        EnvironmentDiff,
+        lambda client: client.diff(
+            environments,
+            workload=workload,
+            cluster_type=cluster_type,
+            deployment_target=target,
+            only_differences=not show_all,
+            ignore_keys=ignore_key or (),
+            limit=limit,
+            offset=offset,
+        ),
         options={
             "environment": "ENVIRONMENTS",
             "deployment_target": "--target",

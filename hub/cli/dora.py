@@ -12,24 +12,10 @@ from typing import Annotated
 import typer
 
 from hub.cli.output import Output, OutputOption, Rows, console, rows_table, show, when
-from hub.cli.query import moment
-from hub.cli.remote import (
-    DEFAULT_HUB,
-    HubOption,
-    TokenFileOption,
-    TokenOption,
-    ago,
-    api_token,
-    fetch,
-)
-from hub.dora.schemas import DoraReport, EnvironmentDora, Spread
-from hub.gate.policy import format_duration
-
-DORA_PATH = "/api/v1/dora"
-# Until the hub's DORA job first refreshed its rollup, the figures come from every transition
-# of the range: on a fleet of thousands of clusters the hub takes seconds, tens of seconds for
-# a month of 10,000, where other questions take milliseconds.
-DORA_TIMEOUT = 300.0
+from hub.cli.remote import HubOption, TokenFileOption, TokenOption, ago, api_token, ask, moment
+from hub.client import DEFAULT_HUB
+from hub.client.schemas.dora import DoraReport, EnvironmentDora, Spread
+from hub.client.text import format_duration
 
 
 def _duration(seconds: float | None) -> str:
@@ -141,18 +127,13 @@ def dora(
     expected cluster), change failure rate and time to restore."""
     token = api_token(token, token_file)
     now = datetime.now(UTC)
-    report = fetch(
+    start, end = moment("--since", since, now), moment("--until", until, now)
+    report = ask(
         hub,
         token,
-        DORA_PATH,
-        {
-            "environment": environment,
-            "workload": workload,
-            "since": moment("--since", since, now),
-            "until": moment("--until", until, now),
-        },
-        DoraReport,
-        timeout=DORA_TIMEOUT,
+        lambda client: client.dora(
+            environments=environment or (), workload=workload, since=start, until=end
+        ),
     )
     show(report, output, dora_rows, render_dora)
 

@@ -15,10 +15,9 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from hub.cli.output import ExitCode, Output, OutputOption, Rows, console, fail, rows_table, show
-from hub.cli.query import moment
+from hub.cli.exits import ExitCode
+from hub.cli.output import Output, OutputOption, Rows, console, fail, rows_table, show
 from hub.cli.remote import (
-    DEFAULT_HUB,
     ClusterTypeFilter,
     EnvironmentFilter,
     HubOption,
@@ -29,10 +28,12 @@ from hub.cli.remote import (
     ago,
     ago_cell,
     api_token,
-    fetch,
+    ask,
+    moment,
     print_page_footer,
 )
-from hub.drift.schemas import (
+from hub.client import DEFAULT_HUB
+from hub.client.schemas.drift import (
     DriftHistory,
     DriftItem,
     DriftPeriod,
@@ -40,10 +41,7 @@ from hub.drift.schemas import (
     DriftReport,
     Reason,
 )
-from hub.gate.policy import format_duration
-
-DRIFT_PATH = "/api/v1/drift"
-HISTORY_PATH = "/api/v1/drift/history"
+from hub.client.text import format_duration
 
 # The query parameters given by an option of another name.
 _OPTIONS = {"include_in_sync": "--all", "level": "--objects"}
@@ -251,36 +249,37 @@ def drift(
         if given[option]:
             mode = "with --history" if history else "without --history"
             raise fail(f"{option} does not apply {mode}")
-    placement = {"environment": environment, "cluster_type": cluster_type, "cluster": cluster}
-    page = {"limit": str(limit), "offset": str(offset)}
     if history:
-        found = fetch(
+        start = moment("--since", since, datetime.now(UTC))
+        found = ask(
             hub,
             token,
-            HISTORY_PATH,
-            placement
-            | page
-            | {
-                "level": "object" if objects else "cluster",
-                "since": moment("--since", since, datetime.now(UTC)),
-                "open": "true" if open_only else None,
-            },
-            DriftHistory,
+            lambda client: client.drift_history(
+                environment=environment,
+                cluster_type=cluster_type,
+                cluster=cluster,
+                level="object" if objects else "cluster",
+                since=start,
+                open_only=open_only,
+                limit=limit,
+                offset=offset,
+            ),
             options=_OPTIONS,
         )
         show(found, output, history_rows, render_history)
         return
-    report = fetch(
+    report = ask(
         hub,
         token,
-        DRIFT_PATH,
-        placement
-        | page
-        | {
-            "reason": [item.value for item in reason or ()] or None,
-            "include_in_sync": "true" if include_in_sync else None,
-        },
-        DriftReport,
+        lambda client: client.drift(
+            environment=environment,
+            cluster_type=cluster_type,
+            cluster=cluster,
+            reasons=reason or (),
+            include_in_sync=include_in_sync,
+            limit=limit,
+            offset=offset,
+        ),
         options=_OPTIONS,
     )
     show(report, output, drift_rows, render_drift)

@@ -1,14 +1,13 @@
 """`fleetmark gate wait`: poll the hub's promotion gate until it passes, fails or time runs out.
 
-Unlike the other commands, which open the hub's database, this one asks a running hub over
-HTTP (GET /api/v1/gates/promotion with a read token): a CI pipeline has the hub's URL and a
-token, not its database. Progress goes to stderr (a live table on a terminal; in a CI log a line
-per poll with the time waited and what the gate waits for); the final answer to stdout, as a
-table or, for scripts, its clusters as CSV (`--output csv`) or the last answer as JSON.
+It asks a running hub over HTTP (GET /api/v1/gates/promotion with a read token, as hub.client
+asks it). Progress goes to stderr (a live table on a terminal; in a CI log a line per poll with
+the time waited and what the gate waits for); the final answer to stdout, as a table or, for
+scripts, its clusters as CSV (`--output csv`) or the last answer as JSON.
 
 It exits 0 passed, 1 failed, 3 still pending at the timeout, 2 when the gate cannot be
 evaluated as asked (a bad option, an unknown environment or workload, a refused token), as
-every command does (hub.cli.output.ExitCode). A commit or version the hub has not harvested
+every command does (hub.cli.exits.ExitCode). A commit or version the hub has not harvested
 yet, a busy or unreachable hub: those may change by waiting, so the command keeps polling
 until the timeout.
 """
@@ -16,7 +15,7 @@ until the timeout.
 import asyncio
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
@@ -30,8 +29,8 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
+from hub.cli.exits import ExitCode
 from hub.cli.output import (
-    ExitCode,
     Output,
     OutputOption,
     Rows,
@@ -45,21 +44,20 @@ from hub.cli.output import (
     rows_table,
 )
 from hub.cli.remote import (
-    DEFAULT_HUB,
     HubOption,
     TokenFileOption,
     TokenOption,
     api_token,
-    bearer,
-    error_of,
+    hub_url,
     refusal,
     short_revision,
-    unexpected,
 )
-from hub.gate.policy import ClusterState, Verdict, format_duration
-from hub.gate.schemas import Duration, GateResult
+from hub.client import DEFAULT_HUB, HubRefused, UnexpectedAnswer
+from hub.client.client import TIMEOUT, bearer, read_answer
+from hub.client.operations import PROMOTION_GATE, Query, gate_query
+from hub.client.schemas.gate import ClusterState, GateResult, Verdict
+from hub.client.text import Duration, format_duration
 
-GATE_PATH = "/api/v1/gates/promotion"
 # Hub errors that may go away by waiting: the harvester has not read the commit or version yet.
 _WAIT_ON = {"unknown_commit", "unknown_version"}
 _DURATION = TypeAdapter(Duration)
@@ -108,24 +106,23 @@ class Waited:
     last: Poll
 
 
-# Query parameters of the gate; a repeated one as a list.
-Params = Mapping[str, str | list[str]]
-
-
-async def _poll(client: httpx.AsyncClient, params: Params, elapsed: float) -> Poll:
+async def _poll(client: httpx.AsyncClient, params: Query, elapsed: float) -> Poll:
     try:
-        response = await client.get(GATE_PATH, params=params)
+        response = await client.get(PROMOTION_GATE.path, params=_sent(params))
     except httpx.HTTPError as exc:
         return Poll(elapsed, problem=f"the hub is unreachable: {exc or type(exc).__name__}")
-    if response.status_code == 200:
-        try:
-            return Poll(elapsed, result=GateResult.model_validate_json(response.content))
-        except ValidationError as exc:
-            raise GateUnusable(f"the hub answered unexpectedly: {unexpected(exc)}") from None
-    error, detail = error_of(response)
-    if response.status_code >= 500 or error in _WAIT_ON:
-        return Poll(elapsed, problem=f"{detail} (HTTP {response.status_code})")
-    raise GateUnusable(refusal(response))
+    try:
+        return Poll(elapsed, result=read_answer(response, GateResult))
+    except HubRefused as exc:
+        if exc.status >= 500 or exc.error in _WAIT_ON:
+            return Poll(elapsed, problem=str(exc))
+        raise GateUnusable(refusal(exc)) from None
+    except UnexpectedAnswer as exc:
+        raise GateUnusable(str(exc)) from None
+
+
+def _sent(params: Query) -> dict[str, str | Sequence[str]]:
+    return {name: value for name, value in params.items() if value is not None}
 
 
 def _next_look(poll: Poll, interval: float) -> float:
@@ -139,7 +136,7 @@ def _next_look(poll: Poll, interval: float) -> float:
 
 async def wait_for_gate(
     client: httpx.AsyncClient,
-    params: Params,
+    params: Query,
     *,
     time_limit: float,
     interval: float,
@@ -379,31 +376,29 @@ def wait(
 ) -> None:
     """Wait for the promotion gate: exit 0 passed, 1 failed, 3 still pending at --timeout."""
     token = api_token(token, token_file)
-    params: dict[str, str | list[str]] = {
+    target = {
         "environment": environment,
-        "soak": str(_seconds("--soak", soak)),
-        "allow_stale": str(allow_stale).lower(),
-        "min_clusters": str(min_clusters),
+        "commit": commit,
+        "workload": workload,
+        "version": version,
     }
-    params |= {
-        name: value
-        for name, value in (
-            ("commit", commit),
-            ("workload", workload),
-            ("version", version),
-            ("selector", selector),
-        )
-        if value is not None
-    }
-    if cluster_type:
-        params["cluster_type"] = cluster_type
+    params = target | gate_query(
+        soak=_seconds("--soak", soak),
+        allow_stale=allow_stale,
+        min_clusters=min_clusters,
+        cluster_types=cluster_type or (),
+        selector=selector,
+    )
     timeout_seconds = _seconds("--timeout", timeout)
     interval_seconds = _seconds("--interval", interval)
     if interval_seconds == 0:
         raise fail(f"--interval: must be more than nothing, got {interval!r}")
+    url = hub_url(hub)
 
     async def run(show: _Progress) -> Waited:
-        async with httpx.AsyncClient(base_url=hub, headers=bearer(token), timeout=30.0) as client:
+        async with httpx.AsyncClient(
+            base_url=url, headers=bearer(token), timeout=TIMEOUT
+        ) as client:
             return await wait_for_gate(
                 client, params, time_limit=timeout_seconds, interval=interval_seconds, show=show
             )

@@ -29,12 +29,12 @@ from hub.cli.output import (
     short_sha,
     show,
 )
-from hub.cli.target import IntervalOption, Remote, Target, administers, follow
+from hub.cli.target import IntervalOption, Remote, Target, administers, answered, follow
+from hub.client.schemas.runs import BranchOutcome, HarvestReport, RepositoryOutcome
 from hub.database import create_engine, create_sessionmaker
 from hub.errors import FleetmarkError
+from hub.harvest import schemas as harvested
 from hub.harvest import service
-from hub.harvest.schemas import BranchOutcome, HarvestReport, RepositoryOutcome
-from hub.monitoring.schemas import HarvestRequest, RequestedRun
 from hub.settings import HubSettings
 
 
@@ -57,7 +57,7 @@ class _Bar:
 
 async def _harvest(
     url: str, settings: HubSettings, repo: str | None, backfill: bool, progress: _Bar
-) -> HarvestReport:
+) -> harvested.HarvestReport:
     engine = create_engine(url, settings)
     try:
         return await service.harvest(
@@ -89,9 +89,12 @@ def harvest(
 ) -> None:
     """Harvest the configured and discovered GitOps repositories now."""
     if isinstance(where, Remote):
-        request = HarvestRequest(repository=repo, backfill=backfill)
-        run = where.call("POST", "/api/v1/runs/harvest", RequestedRun, body=request)
-        report = follow(where, run, interval).harvest
+        run = where.ask(
+            lambda client: follow(
+                client, client.start_harvest(repository=repo, backfill=backfill), interval
+            )
+        )
+        report = run.harvest
         assert report is not None
     else:
         report = _harvest_here(where, repo, backfill, output)
@@ -113,9 +116,10 @@ def _harvest_here(
     )
     try:
         with progress:
-            return asyncio.run(_harvest(url, settings, repo, backfill, _Bar(progress)))
+            done = asyncio.run(_harvest(url, settings, repo, backfill, _Bar(progress)))
     except FleetmarkError as exc:
         raise fail(exc.detail) from exc
+    return answered(HarvestReport, done)
 
 
 def _rows(report: HarvestReport) -> Rows:

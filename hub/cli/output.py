@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import IntEnum, StrEnum
+from enum import StrEnum
 from typing import IO, Annotated, TypeVar
 
 import typer
@@ -26,6 +26,8 @@ from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+
+from hub.cli.exits import ExitCode
 
 # What a command answers: the hub's document, or a list of them.
 D = TypeVar("D", bound=BaseModel | Sequence[BaseModel])
@@ -74,28 +76,6 @@ OutputOption = Annotated[
         "--output", "-o", help="table for people; json (the hub's document) or csv for scripts."
     ),
 ]
-
-
-class ExitCode(IntEnum):
-    """What every command's exit code says, grep-style (EXIT_CODES words it for --help)."""
-
-    ANSWER = 0
-    NO = 1
-    NO_ANSWER = 2
-    PENDING = 3
-
-
-EXIT_CODES = "\n\n".join(
-    (
-        "Exit codes, the same for every command:",
-        "0  an answer: done, a gate passed, nothing drifted.",
-        '1  a "no": a gate failed, drift found (drift --exit-code), assignments that failed '
-        "to schedule.",
-        "2  no answer: a usage error, an unknown name, an unreachable hub or store, refused "
-        "credentials.",
-        "3  still pending: gate wait timed out before the gate passed or failed.",
-    )
-)
 
 
 class Failed(typer.Exit):

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 import typer
-from pydantic import TypeAdapter, ValidationError
 from rich.text import Text
 
 from hub.cli.output import (
@@ -19,13 +18,11 @@ from hub.cli.output import (
     Rows,
     abbreviated,
     console,
-    fail,
     rows_table,
     show,
     when,
 )
 from hub.cli.remote import (
-    DEFAULT_HUB,
     ClusterTypeFilter,
     EnvironmentFilter,
     HubOption,
@@ -35,18 +32,21 @@ from hub.cli.remote import (
     TokenOption,
     ago_cell,
     api_token,
-    fetch,
+    ask,
+    moment,
     print_page_footer,
     short_revision,
 )
-from hub.gate.policy import format_duration
-from hub.gate.schemas import Duration
-from hub.query.schemas import DeploymentPage, DriftCounts, FleetState, GroupState, ObjectCounts
+from hub.client import DEFAULT_HUB
+from hub.client.schemas.fleet import (
+    DeploymentPage,
+    DriftCounts,
+    FleetState,
+    GroupState,
+    ObjectCounts,
+)
+from hub.client.text import format_duration
 
-FLEET_PATH = "/api/v1/fleet"
-HISTORY_PATH = "/api/v1/history"
-
-_DURATION = TypeAdapter(Duration)
 # Objects by state, then drift as `fleetmark drift` counts it (failing: a reason of drift).
 _OBJECT_HEADERS = (
     "objects",
@@ -184,32 +184,6 @@ def render_history(page: DeploymentPage) -> None:
     print_page_footer("deployments", page, next_offset=page.next_offset)
 
 
-def moment(option: str, value: str | None, now: datetime) -> str | None:
-    """An ISO 8601 time (UTC unless it names an offset) or a duration back from `now`."""
-    if value is None:
-        return None
-    try:
-        found = datetime.fromisoformat(value)
-    except ValueError:
-        found = now - _back(option, value)
-    if found.tzinfo is None:
-        found = found.replace(tzinfo=UTC)
-    return found.isoformat()
-
-
-def _back(option: str, value: str) -> timedelta:
-    try:
-        ago: timedelta = _DURATION.validate_python(value)
-    except ValidationError:
-        raise fail(
-            f"{option}: {value!r} is neither a time (2026-11-22, 2026-11-22T12:00:00Z) "
-            "nor a duration back from now (90m, 7d, PT2H)"
-        ) from None
-    if ago < timedelta(0):
-        raise fail(f"{option}: a duration back from now must not be negative, got {value!r}")
-    return ago
-
-
 def status(
     environment: EnvironmentFilter = None,
     cluster_type: ClusterTypeFilter = None,
@@ -223,17 +197,12 @@ def status(
     """The fleet now: clusters reporting, stale or never heard of, and their reconciler objects
     by state, per environment and cluster type; then a page of clusters."""
     token = api_token(token, token_file)
-    fleet = fetch(
+    fleet = ask(
         hub,
         token,
-        FLEET_PATH,
-        {
-            "environment": environment,
-            "cluster_type": cluster_type,
-            "limit": str(limit),
-            "offset": str(offset),
-        },
-        FleetState,
+        lambda client: client.fleet(
+            environment=environment, cluster_type=cluster_type, limit=limit, offset=offset
+        ),
     )
     show(fleet, output, cluster_rows, render_fleet)
 
@@ -267,21 +236,20 @@ def history(
     """Every change of the revision a reconciler object applied, newest first."""
     token = api_token(token, token_file)
     now = datetime.now(UTC)
-    page = fetch(
+    start, end = moment("--since", since, now), moment("--until", until, now)
+    page = ask(
         hub,
         token,
-        HISTORY_PATH,
-        {
-            "environment": environment,
-            "cluster_type": cluster_type,
-            "cluster": cluster,
-            "object": object_name,
-            "since": moment("--since", since, now),
-            "until": moment("--until", until, now),
-            "limit": str(limit),
-            "offset": str(offset),
-        },
-        DeploymentPage,
+        lambda client: client.history(
+            environment=environment,
+            cluster_type=cluster_type,
+            cluster=cluster,
+            object_name=object_name,
+            since=start,
+            until=end,
+            limit=limit,
+            offset=offset,
+        ),
         options={"object": "--object"},
     )
     show(page, output, deployment_rows, render_history)

@@ -1,27 +1,29 @@
 """Commands that ask a running hub over HTTP with an API token (the gate, the fleet queries).
 
 A CI pipeline or a platform engineer's laptop has the hub's URL and a read token, not its
-database; these commands are for them, so they go through the same API as everyone else.
+database; these commands are for them, so they go through the same API as everyone else, with
+the client a script uses (hub.client). What they share: the hub's options, how a refusal is
+said, and the times, tables and page footers of the query commands.
 """
 
 import math
 import re
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, Protocol, TypeVar
+from typing import Annotated, Protocol, TypeVar
 
-import httpx
 import typer
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
+from rich.markup import escape
 
 from hub.cli.output import Cell, console, fail, invalid, option_name, short_sha
 from hub.cli.secret_files import read_secret_file
-from hub.gate.policy import format_duration
+from hub.client import HubClient, HubError, HubRefused
+from hub.client.client import check_url
+from hub.client.text import Duration, format_duration
 
-M = TypeVar("M", bound=BaseModel)
-
-DEFAULT_HUB = "http://127.0.0.1:8080"
+T = TypeVar("T")
 
 HubOption = Annotated[str, typer.Option(envvar="FLEETMARK_HUB_URL", help="The hub's URL.")]
 TokenOption = Annotated[
@@ -39,8 +41,6 @@ TokenFileOption = Annotated[
     ),
 ]
 
-Params = Mapping[str, str | Sequence[str] | None]
-
 
 def api_token(token: str | None, token_file: Path | None) -> str | None:
     """The token to send: from --token-file when given (it wins over FLEETMARK_TOKEN), else
@@ -48,106 +48,59 @@ def api_token(token: str | None, token_file: Path | None) -> str | None:
     return token if token_file is None else read_secret_file(token_file, "--token-file")
 
 
-def bearer(token: str | None) -> dict[str, str]:
-    return {} if token is None else {"Authorization": f"Bearer {token}"}
-
-
-def error_of(response: httpx.Response) -> tuple[str | None, str]:
-    """The hub's error code and detail, or what little an unexpected answer says."""
-    try:
-        body = response.json()
-        return body["error"], body["detail"]
-    except (ValueError, KeyError, TypeError):
-        return None, response.text[:200] or response.reason_phrase
-
-
-def refusal(response: httpx.Response, options: Mapping[str, str] | None = None) -> str:
+def refusal(refused: HubRefused, options: Mapping[str, str] | None = None) -> str:
     """Why the hub refused, in its words; each rule a 422 names in plain words, a query
     parameter by the option it came from: `--environment: must be at most 63 characters`."""
-    problems = _problems(response) if response.status_code == 422 else []
-    if problems:
+    if refused.status == 422 and refused.problems:
         return invalid(
-            (option_name(field, options) if location == "query" else field or "the request", rule)
-            for location, field, rule in problems
+            (
+                option_name(problem.field, options)
+                if problem.location == "query"
+                else problem.field or "the request",
+                problem.message,
+            )
+            for problem in refused.problems
         )
-    _, detail = error_of(response)
-    return f"{detail} (HTTP {response.status_code})"
+    return str(refused)
 
 
-def _problems(response: httpx.Response) -> list[tuple[str, str, str]]:
-    """The (location, field, message) of each rule a 422 answer names (hub.errors.Problem)."""
-    try:
-        return [
-            (str(item["location"]), str(item["field"]), str(item["message"]))
-            for item in response.json()["problems"]
-        ]
-    except (ValueError, KeyError, TypeError):
-        return []
-
-
-def unexpected(exc: ValidationError) -> str:
-    """An answer this client cannot read, as its first problem: a hub of another version."""
-    error = exc.errors()[0]
-    field = ".".join(str(part) for part in error["loc"]) or "the document"
-    return f"{field}: {error['msg']} (is the hub another version of fleetmark?)"
-
-
-def fetch(
-    hub: str,
-    token: str | None,
-    path: str,
-    params: Params,
-    model: type[M],
-    *,
-    timeout: float = 30.0,
-    options: Mapping[str, str] | None = None,
-) -> M:
-    """GET one document from the hub; an unreachable hub or a refusal ends the command.
-    `options` names the command's option for each query parameter not named as it is."""
-    query = {name: value for name, value in params.items() if value is not None}
-    answer: M = call(hub, token, "GET", path, model, params=query, timeout=timeout, options=options)
-    return answer
-
-
-def call(
-    hub: str,
-    token: str | None,
-    method: str,
-    path: str,
-    shape: Any,
-    *,
-    body: BaseModel | None = None,
-    params: Params | None = None,
-    timeout: float = 30.0,
-    options: Mapping[str, str] | None = None,
-) -> Any:
-    """One request to the hub; its answer validated as `shape` (None: no body is read). An
-    unreachable hub or a refusal ends the command with the hub's words (and, refused for want
+def said(error: HubError, token: str | None, options: Mapping[str, str] | None = None) -> str:
+    """What a command says when the hub gave no answer: the hub's words (and, refused for want
     of a token, how to give one)."""
-    headers = bearer(token)
-    content = None
-    if body is not None:
-        headers["Content-Type"] = "application/json"
-        content = body.model_dump_json(exclude_none=True)
-    try:
-        with httpx.Client(base_url=hub, headers=headers, timeout=timeout) as client:
-            response = client.request(method, path, params=params, content=content)
-    except httpx.HTTPError as exc:
-        raise fail(f"the hub at {hub} is unreachable: {exc or type(exc).__name__}") from None
-    if not response.is_success:
-        hint = ""
-        if response.status_code == 401 and token is None:
-            hint = "; give an API token with --token, --token-file or FLEETMARK_TOKEN"
-        raise fail(refusal(response, options) + hint)
-    if shape is None:
-        return None
-    try:
-        return TypeAdapter(shape).validate_json(response.content)
-    except ValidationError as exc:
-        raise fail(f"the hub at {hub} answered {path} unexpectedly: {unexpected(exc)}") from None
+    if not isinstance(error, HubRefused):
+        return str(error)
+    hint = ""
+    if error.status == 401 and token is None:
+        hint = "; give an API token with --token, --token-file or FLEETMARK_TOKEN"
+    return refusal(error, options) + hint
 
 
-# --- what the query commands share: options, tables, pages, JSON ------------------------------
+def hub_url(hub: str) -> str:
+    """The hub's address (--hub); one that is not an address ends the command."""
+    try:
+        return check_url(hub)
+    except ValueError as exc:
+        raise fail(escape(f"--hub: {exc}")) from None
+
+
+def ask(
+    hub: str,
+    token: str | None,
+    question: Callable[[HubClient], T],
+    *,
+    options: Mapping[str, str] | None = None,
+) -> T:
+    """The hub's answer to `question`; an unreachable hub or a refusal ends the command with
+    the hub's words. `options` names the command's option for each query parameter not named
+    as it is."""
+    with HubClient(hub_url(hub), token=token) as client:
+        try:
+            return question(client)
+        except HubError as exc:
+            raise fail(said(exc, token, options)) from None
+
+
+# --- what the query commands share: options, times, tables, pages -----------------------------
 
 EnvironmentFilter = Annotated[
     str | None, typer.Option("--environment", "-e", help="Only this environment.")
@@ -159,6 +112,7 @@ ClusterTypeFilter = Annotated[
 LimitOption = Annotated[int, typer.Option(min=1, max=1000, help="Rows per page (1 to 1000).")]
 OffsetOption = Annotated[int, typer.Option(min=0, help="Rows to skip: where the page starts.")]
 
+_DURATION = TypeAdapter(Duration)
 _SHA = re.compile(r"\b[0-9a-f]{40,64}\b")
 
 
@@ -233,3 +187,27 @@ def print_page_footer(
         ),
         highlight=False,
     )
+
+
+def moment(option: str, value: str | None, now: datetime) -> datetime | None:
+    """An ISO 8601 time (UTC unless it names an offset) or a duration back from `now`."""
+    if value is None:
+        return None
+    try:
+        found = datetime.fromisoformat(value)
+    except ValueError:
+        found = now - _back(option, value)
+    return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
+
+
+def _back(option: str, value: str) -> timedelta:
+    try:
+        ago: timedelta = _DURATION.validate_python(value)
+    except ValidationError:
+        raise fail(
+            f"{option}: {value!r} is neither a time (2026-11-22, 2026-11-22T12:00:00Z) "
+            "nor a duration back from now (90m, 7d, PT2H)"
+        ) from None
+    if ago < timedelta(0):
+        raise fail(f"{option}: a duration back from now must not be negative, got {value!r}")
+    return ago

@@ -13,8 +13,8 @@ from rich.markup import escape
 from rich.text import Text
 
 from hub.cli.common import open_database
+from hub.cli.exits import ExitCode
 from hub.cli.output import (
-    ExitCode,
     Output,
     OutputOption,
     Rows,
@@ -24,17 +24,13 @@ from hub.cli.output import (
     show,
     validation_failure,
 )
-from hub.cli.target import IntervalOption, Remote, Target, administers, follow
+from hub.cli.target import IntervalOption, Remote, Target, administers, answered, follow
+from hub.client.schemas.runs import AssignmentChange, EnvironmentOutcome, ScheduleRun
 from hub.database import create_engine, create_sessionmaker
 from hub.errors import FleetmarkError
-from hub.monitoring.schemas import RequestedRun
+from hub.scheduling import schemas as scheduling
 from hub.scheduling import service
-from hub.scheduling.schemas import (
-    AssignmentChange,
-    EnvironmentOutcome,
-    ScheduleRequest,
-    ScheduleRun,
-)
+from hub.scheduling.schemas import ScheduleRequest
 from hub.settings import HubSettings
 
 
@@ -43,7 +39,9 @@ class Mode(StrEnum):
     branch = "branch"
 
 
-async def _schedule(url: str, settings: HubSettings, request: ScheduleRequest) -> ScheduleRun:
+async def _schedule(
+    url: str, settings: HubSettings, request: ScheduleRequest
+) -> scheduling.ScheduleRun:
     engine = create_engine(url, settings)
     try:
         return await service.schedule(
@@ -100,8 +98,19 @@ def schedule(
     except ValidationError as exc:
         raise fail(validation_failure(exc, {"environments": "--environment"})) from exc
     if isinstance(where, Remote):
-        started = where.call("POST", "/api/v1/runs/schedule", RequestedRun, body=request)
-        run = follow(where, started, interval).schedule
+        started = where.ask(
+            lambda client: follow(
+                client,
+                client.start_schedule(
+                    control_plane=request.control_plane,
+                    gitops=request.gitops,
+                    environments=request.environments,
+                    mode=request.mode,
+                ),
+                interval,
+            )
+        )
+        run = started.schedule
         assert run is not None
     else:
         run = _schedule_here(where, request)
@@ -115,9 +124,10 @@ def schedule(
 def _schedule_here(settings: HubSettings, request: ScheduleRequest) -> ScheduleRun:
     url = open_database(settings, upgrade=False)
     try:
-        return asyncio.run(_schedule(url, settings, request))
+        done = asyncio.run(_schedule(url, settings, request))
     except FleetmarkError as exc:
         raise fail(exc.detail) from exc
+    return answered(ScheduleRun, done)
 
 
 _CHANGE_HEADERS = ("cluster type", "deployment target", "change", "status")

@@ -27,7 +27,8 @@ from hub.cli.common import (
     open_database,
     run_in_database,
 )
-from hub.cli.output import ExitCode, console, fail
+from hub.cli.exits import ExitCode
+from hub.cli.output import console, fail
 from hub.cli.secret_files import read_secret_file
 from hub.http import DeadlineHttpToolsProtocol
 from hub.security import API_TOKEN_FORMAT, API_TOKEN_PREFIX

@@ -18,8 +18,10 @@ import httpx
 import typer
 
 from hub.cli.output import console, errors, fail
-from hub.cli.remote import DEFAULT_HUB, HubOption, bearer, error_of, refusal
+from hub.cli.remote import HubOption, hub_url, refusal
 from hub.cli.secret_files import read_secret_file
+from hub.client import DEFAULT_HUB, HubClient, HubRefused, HubUnreachable
+from hub.client.schemas.clusters import ClusterDetail
 from hub.simulation import SIMULATED_LABEL, SimulatedCluster, Simulation
 
 TIMEOUT = 10.0
@@ -47,89 +49,78 @@ def simulate(
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    with httpx.Client(base_url=hub, timeout=TIMEOUT) as client:
-        tokens = register_fleet(client, admin_token, simulation)
+    with httpx.Client(base_url=hub_url(hub), timeout=TIMEOUT) as http:
+        tokens = register_fleet(http, admin_token, simulation)
         console.print(
             f"simulating {len(tokens)} clusters at {hub}, reporting every {interval:g} s",
             highlight=False,
             soft_wrap=True,
         )
         while not stopping.is_set():
-            report_round(client, simulation, tokens)
+            report_round(HubClient.over(http), simulation, tokens)
             stopping.wait(interval)
             simulation.step()
     console.print(f"stopped after {simulation.rounds} rounds", highlight=False)
 
 
-def register_fleet(
-    client: httpx.Client, admin_token: str, simulation: Simulation
-) -> dict[str, str]:
-    """Each cluster's token, by name."""
-    return {
-        cluster.name: _register(client, admin_token, cluster) for cluster in simulation.clusters
-    }
+def register_fleet(http: httpx.Client, admin_token: str, simulation: Simulation) -> dict[str, str]:
+    """Each cluster's token, by name, registered through the hub `http` sends to."""
+    client = HubClient.over(http, token=admin_token)
+    return {cluster.name: _register(client, cluster) for cluster in simulation.clusters}
 
 
-def _register(client: httpx.Client, admin_token: str, cluster: SimulatedCluster) -> str:
+def _register(client: HubClient, cluster: SimulatedCluster) -> str:
     """The cluster's token: registered now, or a new one for a simulated cluster an earlier run
     registered. Any other cluster of that name is refused: a new token would cut its agent
     off, or bring it back into service when it was decommissioned."""
-    headers = bearer(admin_token)
     try:
-        response = client.post("/api/v1/clusters", json=cluster.registration(), headers=headers)
-        if response.status_code == 409:
-            _check_taken_over(client.get(f"/api/v1/clusters/{cluster.name}", headers=headers))
-            response = client.post(f"/api/v1/clusters/{cluster.name}/token", headers=headers)
-    except httpx.HTTPError as exc:
-        raise fail(f"the hub at {client.base_url} is unreachable: {exc}") from None
-    if response.status_code not in (200, 201):
-        raise fail(f"registering cluster {cluster.name}: {refusal(response)}")
-    token: str = response.json()["token"]
-    return token
+        try:
+            return client.register_cluster(**cluster.registration()).token
+        except HubRefused as exc:
+            if exc.status != 409:
+                raise
+        try:
+            _check_taken_over(client.cluster(cluster.name))
+        except HubRefused as exc:
+            raise fail(f"looking up a registered cluster: {refusal(exc)}") from None
+        return client.rotate_cluster_token(cluster.name).token
+    except HubUnreachable as exc:
+        raise fail(str(exc)) from None
+    except HubRefused as exc:
+        raise fail(f"registering cluster {cluster.name}: {refusal(exc)}") from None
 
 
-def _check_taken_over(detail: httpx.Response) -> None:
-    """Fails unless the registered cluster `detail` describes is one simulate may take over: a
-    simulated one (SIMULATED_LABEL) in service."""
-    if not detail.is_success:
-        raise fail(f"looking up a registered cluster: {refusal(detail)}")
-    found = detail.json()
-    name = found["name"]
+def _check_taken_over(found: ClusterDetail) -> None:
+    """Fails unless the registered cluster is one simulate may take over: a simulated one
+    (SIMULATED_LABEL) in service."""
     key, value = SIMULATED_LABEL
-    if found["labels"].get(key) != value:
+    if found.labels.get(key) != value:
         raise fail(
-            f"cluster {name} is registered already and is not simulated (no {key}={value} "
+            f"cluster {found.name} is registered already and is not simulated (no {key}={value} "
             "label): simulate never takes over a cluster it did not register; run it against "
             "a hub without such a cluster"
         )
-    if found["decommissioned_at"] is not None:
+    if found.decommissioned_at is not None:
         raise fail(
-            f"cluster {name} was simulated but is decommissioned: simulate never brings a "
+            f"cluster {found.name} was simulated but is decommissioned: simulate never brings a "
             "cluster back into service; run it against a hub without such a cluster"
         )
 
 
-def report_round(client: httpx.Client, simulation: Simulation, tokens: dict[str, str]) -> None:
+def report_round(client: HubClient, simulation: Simulation, tokens: dict[str, str]) -> None:
     """A full snapshot from each cluster whose agent reports."""
     for cluster in simulation.reporting():
         body = simulation.report(cluster, datetime.now(UTC))
         try:
-            response = client.post(
-                "/api/v1/reports", json=body, headers=bearer(tokens[cluster.name])
-            )
-        except httpx.HTTPError as exc:
-            errors.print(
-                f"the hub at {client.base_url} is unreachable ({exc}); trying again next round",
-                highlight=False,
-                soft_wrap=True,
-            )
+            client.report(body, cluster_token=tokens[cluster.name])
+        except HubUnreachable as exc:
+            errors.print(f"{exc}; trying again next round", highlight=False, soft_wrap=True)
             return
-        if response.status_code in (401, 403):
-            _, detail = error_of(response)
-            raise fail(f"cluster {cluster.name}'s report was refused: {detail}")
-        if response.status_code != 200:
+        except HubRefused as exc:
+            if exc.status in (401, 403):
+                raise fail(f"cluster {cluster.name}'s report was refused: {exc.detail}") from None
             errors.print(
-                f"cluster {cluster.name}'s report: {refusal(response)}",
+                f"cluster {cluster.name}'s report: {refusal(exc)}",
                 highlight=False,
                 soft_wrap=True,
             )

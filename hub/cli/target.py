@@ -4,7 +4,8 @@ The API is the normal path (`--hub`, FLEETMARK_HUB_URL, with an admin token); th
 the operator's escape hatch on the hub's host, taken only when `--data-dir` or
 `--database-url` (or their FLEETMARK_ variables) is given and `--hub` is not. Either way the
 command calls the same service behind the same wire shapes and prints them with the same code:
-`act` takes the request the API is sent and the service call the database path makes.
+`act` takes the client's call the API is asked with and the service call the database path
+makes; the service's answer is read as the client's model of the same document.
 
 A harvest or a scheduling run asked through the API answers 202 with the run; `follow` polls
 it until it is done, with a line of progress on stderr at each poll.
@@ -12,23 +13,25 @@ it until it is done, with a line of progress on stderr at each poll.
 
 import functools
 import inspect
-import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.cli.common import DataDirOption, load_settings, run_in_session
 from hub.cli.output import errors, fail
-from hub.cli.remote import DEFAULT_HUB, HubOption, TokenFileOption, TokenOption, api_token, call
-from hub.monitoring.schemas import RequestedRun
+from hub.cli.remote import HubOption, TokenFileOption, TokenOption, api_token, ask
+from hub.client import DEFAULT_HUB, HubClient
+from hub.client.schemas.runs import RequestedRun
 from hub.settings import HubSettings
 
 T = TypeVar("T")
+A = TypeVar("A", bound=BaseModel)
 
 DatabaseUrlOption = Annotated[
     str | None,
@@ -63,16 +66,9 @@ class Remote:
     url: str
     token: str | None
 
-    def call(
-        self,
-        method: str,
-        path: str,
-        shape: Any,
-        *,
-        body: BaseModel | None = None,
-        params: Mapping[str, str] | None = None,
-    ) -> Any:
-        return call(self.url, self.token, method, path, shape, body=body, params=params)
+    def ask(self, question: Callable[[HubClient], T]) -> T:
+        """The hub's answer; an unreachable hub or a refusal ends the command."""
+        return ask(self.url, self.token, question)
 
 
 Target = Remote | HubSettings
@@ -124,23 +120,42 @@ def _typed(context: typer.Context, parameter: str) -> bool:
 
 def act(
     where: Target,
-    remote: Callable[[Remote], T],
-    direct: Callable[[HubSettings, AsyncSession], Awaitable[T]],
-) -> T:
-    """The command's work on the hub (`remote`) or on its database (`direct`)."""
+    remote: Callable[[HubClient], A],
+    direct: Callable[[HubSettings, AsyncSession], Awaitable[object]],
+    answer: type[A],
+) -> A:
+    """The command's work on the hub (`remote`) or on its database (`direct`), its answer
+    read as `answer` either way."""
     if isinstance(where, Remote):
-        return remote(where)
-    return run_in_session(where, lambda session: direct(where, session))
+        return where.ask(remote)
+    return answered(answer, run_in_session(where, lambda session: direct(where, session)))
 
 
-def follow(hub: Remote, run: RequestedRun, interval: float) -> RequestedRun:
+def do(
+    where: Target,
+    remote: Callable[[HubClient], None],
+    direct: Callable[[HubSettings, AsyncSession], Awaitable[None]],
+) -> None:
+    """The command's work, which answers nothing, on the hub or on its database."""
+    if isinstance(where, Remote):
+        where.ask(remote)
+    else:
+        run_in_session(where, lambda session: direct(where, session))
+
+
+def answered(answer: type[A], value: object) -> A:
+    """What a service answered on the database path, read as the client's model of the same
+    wire document: printed by the same code as the hub's answer."""
+    return answer.model_validate(to_jsonable_python(value))
+
+
+def follow(client: HubClient, run: RequestedRun, interval: float) -> RequestedRun:
     """Poll a run the hub started until it is done; a line of progress on stderr each poll."""
-    started = time.monotonic()
-    while run.outcome == "running":
-        waited = time.monotonic() - started
+
+    def progress(run: RequestedRun, waited: float) -> None:
         errors.print(f"{run.job} run {run.id}: running for {waited:.0f} s", highlight=False)
-        time.sleep(interval)
-        run = hub.call("GET", f"/api/v1/runs/{run.id}", RequestedRun)
+
+    run = client.wait_for_run(run, interval=interval, progress=progress)
     errors.print(f"{run.job} run {run.id}: {run.outcome}", highlight=False)
     if run.outcome == "failed":
         raise fail(f"the {run.job} failed: {run.error}")

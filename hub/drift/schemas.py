@@ -42,7 +42,7 @@ class ObjectRef(BaseModel):
     name: str
 
 
-class Source(BaseModel):
+class ObjectSource(BaseModel):
     """What the object follows, as its agent reported it (for a Flux object that names a source
     object, that object's URL and ref)."""
 
@@ -101,7 +101,7 @@ class DriftItem(BaseModel):
     environment: str | None
     cluster_type: str | None
     object: ObjectRef | None
-    source: Source | None
+    source: ObjectSource | None
     desired: Desired | None = Field(
         description="None: the object follows no harvested repository branch (revision "
         "`untracked`), so whether it is behind cannot be told."

@@ -72,8 +72,8 @@ from hub.drift.schemas import (
     DriftSummary,
     EnvironmentDrift,
     ObjectRef,
+    ObjectSource,
     Reason,
-    Source,
 )
 from hub.errors import InvalidInput
 from hub.fleet import repository as fleet_repository
@@ -341,7 +341,7 @@ def _item(
         )
         if has_object
         else None,
-        source=Source(url=row["source_url"], ref=row["source_ref"], path=row["source_path"])
+        source=ObjectSource(url=row["source_url"], ref=row["source_ref"], path=row["source_path"])
         if has_object
         else None,
         desired=Desired(

@@ -1,0 +1,222 @@
+"""The operations of the hub's API the client asks, declared once: method, path, query
+parameters, body and the model the answer is read as, as the hub's OpenAPI document names them
+(a test holds them to it); and how values are written into a query."""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from hub.client.schemas.clusters import (
+    ClusterDetail,
+    ClusterPage,
+    ClusterPlacement,
+    ClusterRegistration,
+    RegisteredCluster,
+)
+from hub.client.schemas.diff import EnvironmentDiff
+from hub.client.schemas.dora import DoraDeploymentPage, DoraReport
+from hub.client.schemas.drift import DriftHistory, DriftReport
+from hub.client.schemas.fleet import DeploymentPage, FleetState
+from hub.client.schemas.gate import GateResult, Promotable
+from hub.client.schemas.reports import ReportReply
+from hub.client.schemas.repositories import RepositoryConfig, RepositoryList, RepositoryStatus
+from hub.client.schemas.runs import HarvestRequest, RequestedRun, ScheduleRequest
+from hub.client.schemas.scheduling import AssignmentPage, SchedulingErrorPage
+from hub.client.schemas.tokens import CreatedToken, TokenList, TokenRequest
+
+A = TypeVar("A", bound=BaseModel)
+
+# Until the hub's DORA job first refreshed its rollup, the figures come from every transition
+# of the range: on a fleet of thousands of clusters the hub takes seconds, tens of seconds for
+# a month of 10,000, where other questions take milliseconds.
+DORA_TIMEOUT = 300.0
+
+# Query parameters as sent: a repeated one as a list; None is left out.
+Query = Mapping[str, str | Sequence[str] | None]
+Moment = datetime | str
+Soak = timedelta | float | str
+
+
+@dataclass(frozen=True, slots=True)
+class Operation(Generic[A]):
+    """An operation of the hub's API: its method and path (`{name}` for a path parameter), the
+    query parameters it takes, the body it is sent and the model its answer is read as (None:
+    it answers no content)."""
+
+    method: Literal["GET", "POST", "PUT", "DELETE"]
+    path: str
+    answer: type[A] | None
+    query: tuple[str, ...] = ()
+    body: type[BaseModel] | None = None
+    # Seconds the hub may take at least, whatever the client's timeout.
+    timeout: float = 0.0
+
+
+_PAGE = ("limit", "offset")
+_PLACE = ("environment", "cluster_type")
+_GATE = ("soak", "allow_stale", "min_clusters", "cluster_type", "selector", *_PAGE, "sort")
+_DORA = ("environment", "workload", "since", "until")
+
+FLEET = Operation("GET", "/api/v1/fleet", FleetState, (*_PLACE, *_PAGE, "sort"))
+HISTORY = Operation(
+    "GET",
+    "/api/v1/history",
+    DeploymentPage,
+    (*_PLACE, "cluster", "object", "since", "until", *_PAGE),
+)
+DRIFT = Operation(
+    "GET",
+    "/api/v1/drift",
+    DriftReport,
+    (*_PLACE, "cluster", "reason", "include_in_sync", *_PAGE, "sort"),
+)
+DRIFT_HISTORY = Operation(
+    "GET",
+    "/api/v1/drift/history",
+    DriftHistory,
+    (*_PLACE, "cluster", "level", "since", "until", "open", *_PAGE),
+)
+DIFF = Operation(
+    "GET",
+    "/api/v1/diff",
+    EnvironmentDiff,
+    (
+        "environment",
+        "workload",
+        "cluster_type",
+        "deployment_target",
+        "only_differences",
+        "ignore_key",
+        *_PAGE,
+        "sort",
+    ),
+)
+DORA = Operation("GET", "/api/v1/dora", DoraReport, _DORA, timeout=DORA_TIMEOUT)
+DORA_DEPLOYMENTS = Operation(
+    "GET",
+    "/api/v1/dora/deployments",
+    DoraDeploymentPage,
+    (*_PAGE, *_DORA),
+    timeout=DORA_TIMEOUT,
+)
+PROMOTION_GATE = Operation(
+    "GET",
+    "/api/v1/gates/promotion",
+    GateResult,
+    ("environment", "commit", "workload", "version", *_GATE),
+)
+PROMOTABLE = Operation(
+    "GET",
+    "/api/v1/environments/{environment}/promotable",
+    Promotable,
+    ("soak", "allow_stale", "min_clusters", "max_commits", *_GATE[3:]),
+)
+ASSIGNMENTS = Operation("GET", "/api/v1/assignments", AssignmentPage, (*_PLACE, "workload", *_PAGE))
+SCHEDULING_ERRORS = Operation(
+    "GET",
+    "/api/v1/scheduling/errors",
+    SchedulingErrorPage,
+    ("environment", "kind", "cluster_type", "deployment_target", *_PAGE),
+)
+CLUSTERS = Operation("GET", "/api/v1/clusters", ClusterPage, (*_PLACE, "decommissioned", *_PAGE))
+CLUSTER = Operation("GET", "/api/v1/clusters/{name}", ClusterDetail)
+REGISTER_CLUSTER = Operation(
+    "POST", "/api/v1/clusters", RegisteredCluster, body=ClusterRegistration
+)
+PLACE_CLUSTER = Operation(
+    "PUT", "/api/v1/clusters/{name}/placement", ClusterDetail, body=ClusterPlacement
+)
+ROTATE_CLUSTER_TOKEN = Operation("POST", "/api/v1/clusters/{name}/token", RegisteredCluster)
+REVOKE_CLUSTER_TOKEN: Operation[BaseModel] = Operation(
+    "DELETE", "/api/v1/clusters/{name}/token", None
+)
+DECOMMISSION_CLUSTER = Operation("POST", "/api/v1/clusters/{name}/decommission", ClusterDetail)
+TOKENS = Operation("GET", "/api/v1/tokens", TokenList)
+CREATE_TOKEN = Operation("POST", "/api/v1/tokens", CreatedToken, body=TokenRequest)
+REVOKE_TOKEN: Operation[BaseModel] = Operation("DELETE", "/api/v1/tokens/{name}", None)
+REPOSITORIES = Operation("GET", "/api/v1/repositories", RepositoryList)
+ADD_REPOSITORY = Operation("POST", "/api/v1/repositories", RepositoryStatus, body=RepositoryConfig)
+REMOVE_REPOSITORY: Operation[BaseModel] = Operation(
+    "DELETE", "/api/v1/repositories/{repository_id}", None
+)
+HARVEST = Operation("POST", "/api/v1/runs/harvest", RequestedRun, body=HarvestRequest)
+SCHEDULE = Operation("POST", "/api/v1/runs/schedule", RequestedRun, body=ScheduleRequest)
+RUN = Operation("GET", "/api/v1/runs/{run_id}", RequestedRun)
+# The report is the agent's contract (fleetmark.report/v1), sent as the document it is.
+REPORT = Operation("POST", "/api/v1/reports", ReportReply)
+
+OPERATIONS: tuple[Operation[Any], ...] = (
+    FLEET,
+    HISTORY,
+    DRIFT,
+    DRIFT_HISTORY,
+    DIFF,
+    DORA,
+    DORA_DEPLOYMENTS,
+    PROMOTION_GATE,
+    PROMOTABLE,
+    ASSIGNMENTS,
+    SCHEDULING_ERRORS,
+    CLUSTERS,
+    CLUSTER,
+    REGISTER_CLUSTER,
+    PLACE_CLUSTER,
+    ROTATE_CLUSTER_TOKEN,
+    REVOKE_CLUSTER_TOKEN,
+    DECOMMISSION_CLUSTER,
+    TOKENS,
+    CREATE_TOKEN,
+    REVOKE_TOKEN,
+    REPOSITORIES,
+    ADD_REPOSITORY,
+    REMOVE_REPOSITORY,
+    HARVEST,
+    SCHEDULE,
+    RUN,
+    REPORT,
+)
+
+
+def flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def moment(value: Moment | None) -> str | None:
+    """A time as the hub takes it (ISO 8601); a time without a zone is read as UTC."""
+    if value is None or isinstance(value, str):
+        return value
+    return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).isoformat()
+
+
+def seconds(value: Soak) -> str:
+    """A duration as the hub takes it: seconds, or the text given (10m, PT10M)."""
+    if isinstance(value, timedelta):
+        return str(value.total_seconds())
+    return str(value)
+
+
+def gate_query(
+    *,
+    soak: Soak = "10m",
+    allow_stale: bool = False,
+    min_clusters: int = 1,
+    cluster_types: Sequence[str] = (),
+    selector: str | None = None,
+    limit: int = 100,
+    offset: int = 0,
+    sort: str | None = None,
+) -> dict[str, str | Sequence[str] | None]:
+    """The query of the gate's options, for GET /api/v1/gates/promotion and /promotable."""
+    return {
+        "soak": seconds(soak),
+        "allow_stale": flag(allow_stale),
+        "min_clusters": str(min_clusters),
+        "cluster_type": list(cluster_types) or None,
+        "selector": selector,
+        "limit": str(limit),
+        "offset": str(offset),
+        "sort": sort,
+    }

@@ -1,0 +1,161 @@
+"""Drift (GET /api/v1/drift): the drifted objects with their reasons and evidence; and drift
+history (GET /api/v1/drift/history): how long each cluster or object was drifted."""
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel
+
+from hub.client.schemas.base import Listing
+
+
+class Reason(StrEnum):
+    """Why an object is drifted, in the order they are listed."""
+
+    BEHIND = "behind"
+    DIVERGED = "diverged"
+    UNKNOWN_REVISION = "unknown_revision"
+    NOT_APPLIED = "not_applied"
+    FAILING = "failing"
+    STALE = "stale"
+    CONFIG_MISMATCH = "config_mismatch"
+    LIVE_DRIFT = "live_drift"
+
+
+Revision = Literal[
+    "at_head",
+    "ahead",
+    "behind",
+    "diverged",
+    "unknown_revision",
+    "not_applied",
+    "no_commit",
+    "untracked",
+]
+AgentStatus = Literal["reporting", "stale", "never_reported"]
+
+
+class ObjectRef(BaseModel):
+    reconciler: str
+    kind: str
+    namespace: str
+    name: str
+
+
+class ObjectSource(BaseModel):
+    url: str | None
+    ref: str | None
+    path: str | None
+
+
+class Desired(BaseModel):
+    """The harvested branch the object follows and its head."""
+
+    repository: str
+    branch: str
+    head_sha: str | None
+
+
+class ConfigMismatch(BaseModel):
+    deployment_target: str
+    applied_config_hash: str | None
+    desired_config_hash: str | None
+    keys: list[str]
+
+
+class DriftReason(BaseModel):
+    """One reason with its evidence; fields that do not concern the reason are None."""
+
+    reason: Reason
+    detail: str
+    commits: int | None = None
+    since: datetime | None = None
+    seconds: float | None = None
+    reconciler_reason: str | None = None
+    message: str | None = None
+    config: list[ConfigMismatch] | None = None
+
+
+class DriftItem(BaseModel):
+    """A reconciler object of a cluster (or a cluster without one) as last judged."""
+
+    cluster: str
+    environment: str | None
+    cluster_type: str | None
+    object: ObjectRef | None
+    source: ObjectSource | None
+    desired: Desired | None
+    revision: Revision | None
+    applied_revision: str | None
+    applied_sha: str | None
+    ready: bool | None
+    suspended: bool | None
+    agent: AgentStatus
+    last_seen_at: datetime | None
+    drifted: bool
+    drifted_since: datetime | None
+    reasons: list[DriftReason]
+
+
+class EnvironmentDrift(BaseModel):
+    environment: str | None
+    position: int | None
+    objects: int
+    clusters: int
+    reasons: dict[Reason, int]
+
+
+class DriftSummary(BaseModel):
+    """Counts over every row matching the filters, not only the page."""
+
+    objects: int
+    clusters: int
+    drifted_objects: int
+    drifted_clusters: int
+    reasons: dict[Reason, int]
+    environments: list[EnvironmentDrift]
+    untracked: int
+
+
+class DriftReport(Listing):
+    """A page of drifted objects (in sync ones too when asked), with the summary of all."""
+
+    evaluated_at: datetime | None
+    now: datetime
+    stale_after_seconds: int
+    summary: DriftSummary
+    items: list[DriftItem]
+    total: int
+    limit: int
+    offset: int
+
+
+class DriftPeriod(BaseModel):
+    started_at: datetime
+    ended_at: datetime | None
+    seconds: float
+    reasons: list[Reason]
+
+
+class DriftSubject(BaseModel):
+    """A cluster (`object` None) or one of its objects, with its drift periods in the range."""
+
+    cluster: str
+    environment: str | None
+    cluster_type: str | None
+    object: ObjectRef | None
+    drifted_seconds: float
+    open: bool
+    periods: list[DriftPeriod]
+
+
+class DriftHistory(Listing):
+    now: datetime
+    since: datetime | None
+    until: datetime
+    level: Literal["cluster", "object"]
+    items: list[DriftSubject]
+    total: int
+    limit: int
+    offset: int

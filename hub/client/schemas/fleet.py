@@ -1,0 +1,112 @@
+"""The fleet's state (GET /api/v1/fleet) and its deployment history (GET /api/v1/history)."""
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel
+
+from hub.client.schemas.base import Answer, Listing
+
+AgentStatus = Literal["reporting", "stale", "never_reported"]
+
+
+class ObjectCounts(BaseModel):
+    """Live reconciler objects by state; `drifted` is live drift, overlapping the states."""
+
+    total: int
+    ready: int
+    failing: int
+    progressing: int
+    suspended: int
+    drifted: int
+
+
+class DriftCounts(BaseModel):
+    """Drift as GET /api/v1/drift counts it: drifted objects, then per reason."""
+
+    drift_total: int
+    drift_behind: int
+    drift_failing: int
+    drift_stale: int
+    drift_live: int
+    drift_other: int
+
+
+class GroupState(DriftCounts):
+    clusters: int
+    reporting: int
+    stale: int
+    never_reported: int
+    drift_clusters: int
+    objects: ObjectCounts
+
+
+class ClusterTypeState(GroupState):
+    name: str | None
+
+
+class EnvironmentState(GroupState):
+    name: str | None
+    position: int | None
+    cluster_types: list[ClusterTypeState]
+
+
+class FleetCluster(DriftCounts):
+    name: str
+    environment: str | None
+    cluster_type: str | None
+    first_seen_at: datetime | None
+    last_seen_at: datetime | None
+    agent: AgentStatus
+    objects: ObjectCounts
+
+
+class FleetClusterPage(Listing):
+    items: list[FleetCluster]
+    total: int
+    limit: int
+    offset: int
+
+
+class FleetState(Answer):
+    """Clusters and their objects by state, per environment and cluster type; a page of
+    clusters (`clusters.to_dataframe()`)."""
+
+    evaluated_at: datetime
+    stale_after_seconds: int
+    totals: GroupState
+    environments: list[EnvironmentState]
+    clusters: FleetClusterPage
+
+
+class Deployment(BaseModel):
+    """One change of what a reconciler object applied."""
+
+    deployed_at: datetime
+    cluster: str
+    environment: str | None
+    cluster_type: str | None
+    reconciler: str
+    kind: str
+    namespace: str
+    name: str
+    source_url: str | None
+    source_ref: str | None
+    source_path: str | None
+    applied_revision: str | None
+    applied_sha: str | None
+    applied_version: str | None
+    previous_revision: str | None
+    previous_sha: str | None
+    previous_version: str | None
+    ready: bool | None
+    reason: str | None
+
+
+class DeploymentPage(Listing):
+    """Newest first; `next_offset` is where the next page starts (None on the last)."""
+
+    items: list[Deployment]
+    limit: int
+    offset: int
+    next_offset: int | None
