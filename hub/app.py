@@ -20,7 +20,6 @@ from hub.database import (
     create_sessionmaker,
     create_statement_pool,
 )
-from hub.deps import Clock
 from hub.dora.router import router as dora_router
 from hub.drift.router import router as drift_router
 from hub.envdiff.router import router as envdiff_router
@@ -42,6 +41,7 @@ from hub.query.router import router as query_router
 from hub.scheduling.router import router as scheduling_router
 from hub.settings import HubSettings
 from hub.tokens.router import router as tokens_router
+from hub.types import Clock
 
 # The API's documentation pages (FastAPIOffline serves them and does not keep their paths).
 DOCS_URL = "/docs"

@@ -5,8 +5,7 @@ never sees success for work that was not committed. Each passes the app's StoreG
 the database cannot be reached, a request that needs it is answered 503 at once.
 """
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from datetime import datetime
+from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
@@ -23,8 +22,7 @@ from hub.params import Text
 from hub.settings import HubSettings
 from hub.sorting import OWN_ORDER, Order
 from hub.tokens import service as tokens
-
-Clock = Callable[[], datetime]
+from hub.types import Clock
 
 _bearer = HTTPBearer(auto_error=False)
 

@@ -35,20 +35,21 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from pydantic import BaseModel
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hub.database import create_engine, create_sessionmaker, refused_locks
 from hub.dora.service import scheduled_dora
 from hub.drift.service import scheduled_drift
 from hub.envdiff.service import scheduled_refresh
 from hub.errors import FleetmarkError
-from hub.harvest.service import Clock, scheduled_harvest
+from hub.harvest.service import scheduled_harvest
 from hub.monitoring.service import Outcome, finish_run, record_job_run
 from hub.promotion.service import scheduled_answers
 from hub.rollouts.service import scheduled_rollouts
 from hub.scheduling.service import scheduled_schedule
 from hub.settings import HubSettings
 from hub.store import keep_history, refresh_rollups
+from hub.types import Clock, Sessions
 
 HARVEST_JOB = "harvest"
 DRIFT_JOB = "drift"
@@ -66,7 +67,6 @@ RETENTION_INTERVAL = timedelta(days=1)
 ROLLUP_JOB = "rollup"
 ROLLUP_INTERVAL = timedelta(minutes=10)
 log = structlog.get_logger("fleetmark.jobs")
-Sessions = async_sessionmaker[AsyncSession]
 T = TypeVar("T")
 
 

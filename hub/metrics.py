@@ -5,7 +5,7 @@ snapshot of the store (hub/monitoring)."""
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import structlog
@@ -19,13 +19,13 @@ from hub.database import STORE_BUSY_ERRORS, STORE_UNAVAILABLE_ERRORS, StoreGate
 from hub.errors import FleetmarkError
 from hub.ingest.schemas import ReportReply
 from hub.monitoring.service import FleetSnapshot
+from hub.types import Clock
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-Clock = Callable[[], datetime]
 
 log = structlog.get_logger("fleetmark.metrics")
 

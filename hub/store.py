@@ -51,7 +51,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from hub.database import exclusive, write_session
 from hub.errors import UnknownRole
@@ -59,6 +59,7 @@ from hub.migrate import HYPERTABLES
 from hub.models import Base
 from hub.models.observed import SNAPSHOT_PARTS_KEPT
 from hub.settings import HubSettings
+from hub.types import Sessions
 
 log = structlog.get_logger("fleetmark.store")
 
@@ -191,7 +192,7 @@ def _postgres_interval(interval: timedelta) -> str:
 
 
 async def drop_expired(
-    sessions: async_sessionmaker[AsyncSession], settings: HubSettings, found: Backend, now: datetime
+    sessions: Sessions, settings: HubSettings, found: Backend, now: datetime
 ) -> dict[str, int]:
     """Drop what is older than the retention, where no policy does: chunks or rows dropped."""
     dropped: dict[str, int] = {}
@@ -209,9 +210,7 @@ async def drop_expired(
     return dropped | await _drop_expired_rollups(sessions, settings, (*ROLLUP_VIEWS,), now)
 
 
-async def _delete_expired(
-    sessions: async_sessionmaker[AsyncSession], table: str, column: str, before: datetime
-) -> int:
+async def _delete_expired(sessions: Sessions, table: str, column: str, before: datetime) -> int:
     """Delete the rows of `table` whose `column` is before `before`, a batch a transaction."""
     total = 0
     while True:
@@ -224,7 +223,7 @@ async def _delete_expired(
 
 
 async def _drop_expired_rollups(
-    sessions: async_sessionmaker[AsyncSession],
+    sessions: Sessions,
     settings: HubSettings,
     views: tuple[str, ...],
     now: datetime,
@@ -252,9 +251,7 @@ def _delete_batch(table: str, column: str, before: datetime) -> Delete:
     return delete(rows).where(ctid == any_(func.array(batch.scalar_subquery())))
 
 
-async def keep_history(
-    sessions: async_sessionmaker[AsyncSession], settings: HubSettings, now: datetime
-) -> None:
+async def keep_history(sessions: Sessions, settings: HubSettings, now: datetime) -> None:
     """The retention job's run: policies on TimescaleDB (and the dropping of the placement
     rollups' hours, which no policy keeps), the dropping itself elsewhere; the drift periods
     that ended before the history's retention, and the parts of snapshots that never
@@ -283,7 +280,7 @@ async def keep_history(
 
 
 async def refresh_rollups(
-    sessions: async_sessionmaker[AsyncSession], now: datetime, stale_after: timedelta
+    sessions: Sessions, now: datetime, stale_after: timedelta
 ) -> dict[str, int] | None:
     """The rollup job's run, for the rollups that are tables (ROLLUP_VIEWS on plain
     PostgreSQL and TimescaleDB's Apache build, PLACEMENT_ROLLUPS everywhere): each view's hours

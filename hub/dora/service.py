@@ -22,13 +22,14 @@ for the question, as of now (`evaluated_at` None).
 import csv
 import io
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.client.text import format_duration
 from hub.database import exclusive, write_session
 from hub.dora import repository
 from hub.dora.calculation import Counted, Rollout, Spread, TimeRange, behind_figures, figures
@@ -42,9 +43,9 @@ from hub.dora.schemas import (
 from hub.dora.schemas import Spread as WireSpread
 from hub.errors import InvalidInput, UnknownEnvironment, UnknownWorkload
 from hub.fleet import service as fleet_service
-from hub.gate.policy import format_duration
 from hub.models.dora import PLATFORM_COMMITS
 from hub.settings import HubSettings
+from hub.types import Clock, Sessions
 
 __all__ = [
     "DEFAULT_RANGE",
@@ -357,10 +358,10 @@ async def refresh_rollup(session: AsyncSession, *, now: datetime, settle: timede
 
 
 async def scheduled_dora(
-    sessions: async_sessionmaker[AsyncSession],
+    sessions: Sessions,
     settings: HubSettings,
     *,
-    clock: Callable[[], datetime],
+    clock: Clock,
 ) -> Refresh | None:
     """The periodic job: a refresh unless another replica is at it (then None)."""
     async with exclusive(sessions, repository.REFRESH_LOCK) as acquired:

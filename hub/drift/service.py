@@ -49,7 +49,7 @@ its objects is or its agent is stale.
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -57,6 +57,7 @@ from typing import Any, Literal
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from hub.client.text import format_duration
 from hub.database import exclusive, write_session
 from hub.drift import repository
 from hub.drift.repository import DriftFilter, Evaluated, HistoryFilter, Scope
@@ -79,12 +80,13 @@ from hub.errors import InvalidInput
 from hub.fleet import repository as fleet_repository
 from hub.fleet import service as fleet_service
 from hub.gate import repository as gate_repository
-from hub.gate.policy import format_duration
 from hub.harvest.urls import spelled_repository
 from hub.params import INTEGER_MAX
 from hub.revisions import UNKNOWN_FORM
 from hub.settings import HubSettings
 from hub.sorting import OWN_ORDER, Order
+from hub.text import short_sha
+from hub.types import Clock
 
 __all__ = [
     "COLUMNS",
@@ -97,7 +99,6 @@ __all__ = [
 ]
 
 log = structlog.get_logger("fleetmark.drift")
-Clock = Callable[[], datetime]
 
 REASONS: tuple[str, ...] = tuple(reason.value for reason in Reason)
 # The columns a drift listing sorts by.
@@ -221,7 +222,7 @@ async def _scope(
 
 
 def _short(sha: str | None) -> str:
-    return (sha or "?")[:12]
+    return short_sha(sha or "?")
 
 
 def _plural(count: int, word: str) -> str:

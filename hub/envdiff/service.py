@@ -23,13 +23,13 @@ migration 0027): the dashboards read its cells and their reasons, which are this
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import structlog
 from sqlalchemy import RowMapping
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.database import exclusive, write_session
 from hub.envdiff import compare, repository
@@ -52,6 +52,8 @@ from hub.fleet import repository as fleet_repository
 from hub.fleet import service as fleet_service
 from hub.harvest.urls import spelled_repository
 from hub.sorting import OWN_ORDER, Order
+from hub.text import short_sha
+from hub.types import Clock, Sessions
 
 __all__ = ["COLUMNS", "environment_diff", "keep_diff", "refresh_deployed", "scheduled_refresh"]
 
@@ -123,7 +125,7 @@ def _deployed(
         live_drift=live_drift,
         not_reporting=max(members - sum(states.values()), 0),
         other_versions=tuple(
-            version or (commit[:12] if commit else "nothing applied yet")
+            version or (short_sha(commit) if commit else "nothing applied yet")
             for (version, commit), _ in listed
             if desired is None or version != desired
         ),
@@ -309,7 +311,7 @@ async def environment_diff(
     )
 
 
-async def refresh_deployed(sessions: async_sessionmaker[AsyncSession]) -> None:
+async def refresh_deployed(sessions: Sessions) -> None:
     """Sum up what the fleet's clusters run now (deployed_version): a part of the fleet per
     unit of work, with a pause between, so that the work never holds a core for long."""
     async with write_session(sessions) as session:
@@ -410,9 +412,7 @@ async def keep_diff(session: AsyncSession, *, now: datetime) -> int:
     return kept
 
 
-async def scheduled_refresh(
-    sessions: async_sessionmaker[AsyncSession], *, clock: Callable[[], datetime]
-) -> None:
+async def scheduled_refresh(sessions: Sessions, *, clock: Clock) -> None:
     """The job's run: a refresh, then the diff of every environment kept, unless another
     replica is at it."""
     async with exclusive(sessions, repository.REFRESH_LOCK) as acquired:

@@ -48,14 +48,15 @@ Without `allow_stale`, the clusters whose newest report goes stale before then a
 registration).
 """
 
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 
+from hub.client.text import format_duration
 from hub.revisions import UNKNOWN_FORM, parse_revision
+from hub.text import format_time, short_sha
 
 __all__ = [
     "MAX_SOAK",
@@ -74,8 +75,6 @@ __all__ = [
     "conclude",
     "decide",
     "evaluate",
-    "format_duration",
-    "format_time",
     "rule",
 ]
 
@@ -95,7 +94,7 @@ class PlatformCommit:
     sha: str
 
     def __str__(self) -> str:
-        return f"platform commit {self.sha[:12]}"
+        return f"platform commit {short_sha(self.sha)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,24 +260,6 @@ class GateDecision:
     reports_needed_count: int
     # Data freshness: the oldest newest-report among expected clusters that ever reported.
     oldest_report_at: datetime | None
-
-
-def format_duration(delta: timedelta) -> str:
-    """`1h2m5s`, `10m`, `0s`: whole seconds, rounded up so a remainder never reads as 0s."""
-    seconds = math.ceil(delta.total_seconds())
-    if seconds <= 0:
-        return "0s"
-    parts = []
-    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)):
-        count, seconds = divmod(seconds, size)
-        if count:
-            parts.append(f"{count}{unit}")
-    return "".join(parts)
-
-
-def format_time(moment: datetime) -> str:
-    """`2026-11-26 22:15:00 UTC`: to the second, as the pages and the CLI print times."""
-    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
 def _reconciler_words(facts: ClusterFacts) -> str:

@@ -6,10 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from hub.client.text import Duration
 from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep, sort_order
 from hub.errors import error_response, error_responses
 from hub.gate import service
-from hub.gate.schemas import Duration, GateResult, Promotable
+from hub.gate.schemas import GateResult, Promotable
 from hub.params import Count, Limit, Offset, Text, TextList
 from hub.sorting import Order
 

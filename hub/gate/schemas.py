@@ -1,50 +1,12 @@
-"""API shapes of the promotion gate: its verdict with the evidence, and durations as the
-gate's options take them."""
+"""API shapes of the promotion gate: its verdict with the evidence."""
 
-import re
-from datetime import datetime, timedelta
-from typing import Annotated, Literal
+from datetime import datetime
+from typing import Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field
 
 from hub.gate.policy import ClusterState, Verdict
 from hub.harvest.urls import RedactedText, RedactedUrl
-
-_SECONDS = re.compile(r"\d+(?:\.\d+)?")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3_600, "d": 86_400}
-_COMPACT = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+")
-_COMPACT_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_ISO_8601 = TypeAdapter(timedelta)
-
-
-def parse_duration(value: object) -> object:
-    """Seconds (`600`), the compact form `format_duration` writes (`10m`, `1h30m`, `500ms`), or
-    an ISO 8601 duration (`PT10M`, left to pydantic). Other values go on to pydantic as given."""
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    try:
-        if _SECONDS.fullmatch(text):
-            return timedelta(seconds=float(text))
-        if _COMPACT.fullmatch(text):
-            return timedelta(
-                seconds=sum(
-                    float(count) * _UNIT_SECONDS[unit]
-                    for count, unit in _COMPACT_PART.findall(text)
-                )
-            )
-    except OverflowError:
-        raise ValueError(f"{value!r} is longer than any duration can be") from None
-    try:
-        return _ISO_8601.validate_python(text)
-    except ValidationError:
-        raise ValueError(
-            f"{value!r} is not a duration: give seconds (600), an ISO 8601 duration (PT10M) "
-            "or 10m, 1h30m"
-        ) from None
-
-
-Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 
 
 class GateAssignment(BaseModel):

@@ -58,7 +58,6 @@ from hub.gate.policy import (
     WorkloadVersion,
     conclude,
     evaluate,
-    format_time,
 )
 from hub.gate.repository import (
     Branch,
@@ -84,6 +83,7 @@ from hub.gate.schemas import (
 )
 from hub.harvest.urls import spelled_repository
 from hub.sorting import OWN_ORDER, Order
+from hub.text import format_time, short_sha
 from scheduler_core.kube import parse_selector
 
 __all__ = [
@@ -323,7 +323,7 @@ async def _judge_commit(
 def _where(branches: Iterable[Branch]) -> str:
     return "; ".join(
         f"branch {branch.name} of {branch.repository_url} is harvested up to "
-        f"{(branch.head_sha or 'nothing')[:12]}"
+        f"{short_sha(branch.head_sha or 'nothing')}"
         + ("" if branch.harvested_at is None else f" at {format_time(branch.harvested_at)}")
         for branch in branches
     )
@@ -346,7 +346,7 @@ async def _find_commit(
             f"commit {commit} is not on the platform branch of {environment} ({_where(branches)})"
         )
     if len(shas) > 1:
-        shown = ", ".join(sha[:12] for sha in shas[:5])
+        shown = ", ".join(short_sha(sha) for sha in shas[:5])
         raise InvalidInput(f"commit: {commit} is ambiguous; it begins {shown}")
     by_id = {branch.id: branch for branch in branches}
     branch_id, sha, starts = hits[0]
@@ -464,8 +464,8 @@ async def promotable(
                 environment=environment,
                 commit=sha,
                 examined=examined,
-                reason=f"{sha[:12]} is the newest platform commit of {environment} that passes "
-                f"({examined} examined)",
+                reason=f"{short_sha(sha)} is the newest platform commit of {environment} that "
+                f"passes ({examined} examined)",
                 gate=result,
             )
     return Promotable(

@@ -17,14 +17,14 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.database import exclusive, write_session
 from hub.errors import (
@@ -67,11 +67,10 @@ from hub.harvest.urls import (
 )
 from hub.models import AssignmentRevision, ManifestRevision, Repository
 from hub.settings import HubSettings
+from hub.types import Clock, Sessions
 
 log = structlog.get_logger("fleetmark.harvest")
 
-Clock = Callable[[], datetime]
-Sessions = async_sessionmaker[AsyncSession]
 # Chain commits per unit of work: large enough to batch well, small enough to show progress.
 CHUNK = 500
 # What a discovered reconciler source without a branch tracks: the default branch.

@@ -10,11 +10,12 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from hub.deps import MetricsAccess
 from hub.health import service
 from hub.health.schemas import Health, Readiness
-from hub.jobs import Sessions, beside_jobs
+from hub.jobs import beside_jobs
 from hub.metrics import HubMetrics
 from hub.monitoring import service as monitoring
 from hub.monitoring.service import FleetSnapshot
 from hub.settings import HubSettings
+from hub.types import Sessions
 
 router = APIRouter(tags=["health"])
 

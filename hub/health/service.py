@@ -1,13 +1,13 @@
 """Readiness: whether the store answers. The router only turns the answer into a status code."""
 
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.database import read_session
 from hub.health import repository
+from hub.types import Sessions
 
 
-async def database_problem(sessionmaker: async_sessionmaker[AsyncSession]) -> str | None:
+async def database_problem(sessionmaker: Sessions) -> str | None:
     """None when the database answers a query, else why it does not.
 
     The session is opened here rather than by a request dependency: a dependency that cannot

@@ -5,11 +5,12 @@ from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import ValidationError
 
 from hub.database import Statements
-from hub.deps import BearerDep, Clock, ClockDep, SettingsDep, StatementsDep
+from hub.deps import BearerDep, ClockDep, SettingsDep, StatementsDep
 from hub.errors import FleetmarkError, InvalidInput, PayloadTooLarge, error_responses
 from hub.ingest import service
 from hub.ingest.schemas import MAX_REPORT_BYTES_HEADER, Report, ReportReply
 from hub.settings import HubSettings
+from hub.types import Clock
 
 router = APIRouter(prefix="/api/v1", tags=["ingest"])
 

@@ -18,12 +18,13 @@ from hub.deps import (
 )
 from hub.errors import Responses, error_response, error_responses
 from hub.harvest import service as harvest_service
-from hub.jobs import Sessions, run_requested
+from hub.jobs import run_requested
 from hub.monitoring import service
 from hub.monitoring.schemas import HarvestRequest, RequestedJob, RequestedRun
 from hub.params import Id
 from hub.scheduling import service as scheduling_service
 from hub.scheduling.schemas import ScheduleRequest
+from hub.types import Sessions
 
 router = APIRouter(
     prefix="/api/v1/runs",

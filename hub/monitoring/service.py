@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.database import read_session, write_session
 from hub.drift import service as drift_service
@@ -27,6 +27,7 @@ from hub.monitoring import repository
 from hub.monitoring.schemas import RequestedJob, RequestedRun
 from hub.query import service as query_service
 from hub.query.schemas import FleetCluster, FleetState
+from hub.types import Sessions
 
 Outcome = Literal["succeeded", "failed", "skipped"]
 
@@ -59,7 +60,7 @@ class FleetSnapshot:
 
 
 async def fleet_snapshot(
-    sessionmaker: async_sessionmaker[AsyncSession],
+    sessionmaker: Sessions,
     *,
     now: datetime,
     stale_after: timedelta,
@@ -96,7 +97,7 @@ async def fleet_snapshot(
 
 
 async def record_job_run(
-    sessionmaker: async_sessionmaker[AsyncSession],
+    sessionmaker: Sessions,
     *,
     job: str,
     started_at: datetime,
@@ -161,7 +162,7 @@ async def requested_run(session: AsyncSession, run_id: int) -> RequestedRun:
 
 
 async def finish_run(
-    sessionmaker: async_sessionmaker[AsyncSession],
+    sessionmaker: Sessions,
     run_id: int,
     *,
     finished_at: datetime,

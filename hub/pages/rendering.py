@@ -14,11 +14,12 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from hub.gate.policy import format_duration, format_time
+from hub.client.text import format_duration
 from hub.pages.access import sign_in_id
 from hub.pages.forms import sign_out_form_token
 from hub.palette import colour
 from hub.settings import HubSettings
+from hub.text import format_time, short_sha
 
 STATIC = Path(__file__).parent / "static"
 # Rows per page unless `limit` says otherwise: a page stays small at any fleet size.
@@ -32,7 +33,7 @@ def when(moment: datetime | None) -> str:
 
 
 def short(sha: str | None) -> str:
-    return "-" if not sha else sha[:12]
+    return "-" if not sha else short_sha(sha)
 
 
 def seconds(value: float | None) -> str:

@@ -19,6 +19,7 @@ from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from pydantic import BeforeValidator
 
+from hub.client.text import Duration
 from hub.clusters import service as clusters
 from hub.deps import ClockDep, ReadSessionDep, SessionDep, SettingsDep, sort_order
 from hub.drift import service as drift
@@ -27,7 +28,7 @@ from hub.envdiff import service as envdiff
 from hub.errors import FleetmarkError, NotAuthenticated, TooManyAttempts, describe_validation_error
 from hub.gate import service as gate
 from hub.gate.policy import ClusterState, Verdict
-from hub.gate.schemas import Duration, GateResult
+from hub.gate.schemas import GateResult
 from hub.harvest import service as harvest
 from hub.pages.access import (
     FailedSignInsDep,

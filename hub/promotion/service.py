@@ -9,13 +9,12 @@ that block each, replacing the kept answers in one transaction.
 """
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.database import exclusive, write_session
 from hub.dora import repository as dora_repository
@@ -24,6 +23,7 @@ from hub.gate.policy import REASONS_NAMED, ClusterState
 from hub.gate.schemas import GateResult
 from hub.promotion import repository
 from hub.settings import HubSettings
+from hub.types import Clock, Sessions
 
 __all__ = ["AnswerOptions", "keep_answers", "scheduled_answers"]
 
@@ -120,10 +120,10 @@ async def keep_answers(session: AsyncSession, options: AnswerOptions, *, now: da
 
 
 async def scheduled_answers(
-    sessions: async_sessionmaker[AsyncSession],
+    sessions: Sessions,
     settings: HubSettings,
     *,
-    clock: Callable[[], datetime],
+    clock: Clock,
 ) -> int | None:
     """The periodic job: the answers judged and kept, unless another replica is at it (then
     None)."""

@@ -24,12 +24,13 @@ from typing import Any
 import structlog
 from sqlalchemy import Row
 from sqlalchemy.dialects.postgresql import Range
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.database import exclusive, write_session
 from hub.rollouts import repository
 from hub.rollouts.policy import Facts, judge
 from hub.settings import HubSettings
+from hub.types import Sessions
 
 __all__ = ["Kept", "keep_rollouts", "scheduled_rollouts"]
 
@@ -77,7 +78,7 @@ async def keep_rollouts(session: AsyncSession, *, stall_after: timedelta) -> Kep
 
 
 async def scheduled_rollouts(
-    sessions: async_sessionmaker[AsyncSession],
+    sessions: Sessions,
     settings: HubSettings,
 ) -> Kept | None:
     """The periodic job: the rollouts judged and kept, unless another replica is at it (then

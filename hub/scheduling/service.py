@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import structlog
 from pydantic import ValidationError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.database import exclusive, write_session
 from hub.errors import InvalidInput, SchedulingRunning, describe_validation_error
@@ -70,6 +70,8 @@ from hub.scheduling.schemas import (
     SchedulingErrorPage,
 )
 from hub.settings import HubSettings
+from hub.text import short_sha
+from hub.types import Clock, Sessions
 from scheduler_core.incremental import render_incremental
 from scheduler_core.loader import LoadError, LoadResult, load_control_plane
 from scheduler_core.output import RenderResult, owned, render_environment
@@ -80,10 +82,8 @@ from scheduler_core.state import AssignmentRecord, RenderState, dump_state, load
 
 log = structlog.get_logger("fleetmark.scheduling")
 
-Clock = Callable[[], datetime]
 # A monotonic clock in seconds, for time limits.
 Timer = Callable[[], float]
-Sessions = async_sessionmaker[AsyncSession]
 Pair = tuple[str, str]
 # The control plane's branch holding what is promoted, as in Kalypso.
 MAIN_BRANCH = "main"
@@ -467,7 +467,7 @@ def _commit_message(
     summary = ", ".join(f"{count} {kind}" for kind, count in counts.items() if count)
     title = f"Schedule {snapshot.name}: {summary or 'no assignment changed'}"
     if promoted is not None:
-        title += f"; promote {promoted[:12]}"
+        title += f"; promote {short_sha(promoted)}"
     lines = [
         title,
         "",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 from click.testing import Result
 
-from hub.gate.policy import format_duration
+from hub.client.text import format_duration
 from tests.correlation.conftest import ServedFleet, words
 from tests.correlation.drifting import committed_at, evaluate
 from tests.harvest import scenario
