@@ -15,7 +15,7 @@ from pydantic_core import ErrorDetails
 from starlette.exceptions import HTTPException
 
 from hub.database import StoreGate, StoreUnreachable
-from hub.harvest.urls import RedactedText
+from hub.git.urls import RedactedText
 
 
 class ErrorBody(BaseModel):

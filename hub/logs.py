@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import structlog
 
-from hub.harvest.urls import redact_text
+from hub.git.urls import redact_text
 
 # uvicorn's loggers: its start and stop, an unhandled exception in the app, the access log.
 _UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")

@@ -9,7 +9,7 @@ from pydantic import BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hub.client.secret_files import read_secret_file
-from hub.harvest.urls import is_local_url
+from hub.git.urls import is_local_url
 
 DEVELOPMENT_TOKEN_SECRET = "fleetmark-development-secret"  # noqa: S105 - refused outside development
 

@@ -50,7 +50,7 @@ from hub.database import create_engine, create_sessionmaker, write_session
 from hub.demo.gitserver import GitServer
 from hub.demo.repos import GitCommandError
 from hub.demo.story import ENVIRONMENTS, STEPS, DemoRepositories, Step, demo_fleet
-from hub.harvest.urls import normalise_repository_url
+from hub.git.urls import normalise_repository_url
 from hub.http import DeadlineHttpToolsProtocol
 from hub.logs import configure_logging
 from hub.settings import HubSettings

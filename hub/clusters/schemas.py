@@ -12,7 +12,7 @@ from pydantic import (
     model_validator,
 )
 
-from hub.harvest.urls import RedactedText, RedactedUrl
+from hub.git.urls import RedactedText, RedactedUrl
 from hub.params import StorableText
 
 ClusterName = Annotated[

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from hub.harvest.urls import RedactedText, RedactedUrl
+from hub.git.urls import RedactedText, RedactedUrl
 
 Subject = Literal["platform_commits", "workload_versions"]
 

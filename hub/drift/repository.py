@@ -42,7 +42,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, array, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.drift.schemas import Reason
-from hub.harvest.repository import reaches
+from hub.git.ancestry import reaches
 from hub.models import (
     Cluster,
     ClusterDrift,
@@ -149,7 +149,7 @@ _AHEAD = reaches(
 )
 
 # How an object's applied revision compares with the head of the branch it follows. Commits are
-# placed by their positions on the branch's first-parent chain (hub/harvest/ancestry.py): a
+# placed by their positions on the branch's first-parent chain (hub/git/ancestry.py): a
 # member at position p that is not on the chain is an ancestor of chain commit p only, so the
 # last chain commit it fully contains is p - 1. "ahead": the applied commit descends from the
 # head: it lies on another harvested branch's chain at or after it, or its harvested parents

@@ -80,7 +80,7 @@ from hub.errors import InvalidInput
 from hub.fleet import repository as fleet_repository
 from hub.fleet import service as fleet_service
 from hub.gate import repository as gate_repository
-from hub.harvest.urls import spelled_repository
+from hub.git.urls import spelled_repository
 from hub.params import INTEGER_MAX
 from hub.revisions import UNKNOWN_FORM
 from hub.settings import HubSettings

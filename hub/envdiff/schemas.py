@@ -5,7 +5,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from hub.envdiff.compare import CellState, DifferenceKind, Reason
-from hub.harvest.urls import RedactedUrl
+from hub.git.urls import RedactedUrl
 
 
 class AppSource(BaseModel):

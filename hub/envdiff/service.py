@@ -50,7 +50,7 @@ from hub.envdiff.schemas import (
 from hub.errors import InvalidInput, UnknownEnvironment
 from hub.fleet import repository as fleet_repository
 from hub.fleet import service as fleet_service
-from hub.harvest.urls import spelled_repository
+from hub.git.urls import spelled_repository
 from hub.sorting import OWN_ORDER, Order
 from hub.text import short_sha
 from hub.types import Clock, Sessions
@@ -90,7 +90,7 @@ async def _resolve(
 
 
 async def _repositories(session: AsyncSession) -> dict[str, str]:
-    """Reported URL spelling -> normalised repository URL (hub/harvest/urls.py)."""
+    """Reported URL spelling -> normalised repository URL (hub/git/urls.py)."""
     spelled = {}
     for spelling in await repository.source_spellings(session):
         normalised = spelled_repository(spelling)

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from hub.gate.policy import ClusterFacts, ClusterState, GateOptions, Standing, Tally, rule
-from hub.harvest.repository import reaches
+from hub.git.ancestry import reaches
 from hub.models import (
     Assignment,
     AssignmentRevision,
@@ -272,7 +272,7 @@ def _contains(commit: str) -> str:
     it is the target, or a chain commit of a `starts` branch at or after the target, or
     descends from one (in the harvested commit graph: a side of a merge, a commit rewritten
     away by a force-push). Commits on the first-parent chain of the `chain` branches (every
-    branch when null) are placed by their positions (hub/harvest/ancestry.py), with two index
+    branch when null) are placed by their positions (hub/git/ancestry.py), with two index
     lookups; the graph is walked only from the others."""
     walked = reaches(
         commit,
@@ -584,7 +584,7 @@ async def source_spellings(session: AsyncSession) -> list[str]:
     """Every repository URL, as reported, that a live object or its Flux source names.
 
     Agents report URLs in any form; the caller picks the spellings of the repository it wants,
-    which keeps URL normalisation in one place (hub/harvest/urls.py).
+    which keeps URL normalisation in one place (hub/git/urls.py).
     """
     return list(await session.scalars(_SPELLINGS))
 

@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from hub.gate.policy import ClusterState, Verdict
-from hub.harvest.urls import RedactedText, RedactedUrl
+from hub.git.urls import RedactedText, RedactedUrl
 
 
 class GateAssignment(BaseModel):

@@ -22,7 +22,7 @@ What this module settles before the policy judges:
   such objects is judged by the one furthest from compliance (in the order of the policy's
   rules, then the latest soak end); a cluster with none has applied nothing.
 - A platform commit is contained in the applied commit when that is the commit or one of its
-  descendants in the harvested commit graph (hub/harvest/ancestry.py; every harvested commit
+  descendants in the harvested commit graph (hub/git/ancestry.py; every harvested commit
   keeps its parents, so one rewritten away by a force-push still descends from its
   ancestors), unknown only when the harvester has not seen the applied commit. The target was
   attempted when the attempted commit is the target.
@@ -81,7 +81,7 @@ from hub.gate.schemas import (
     HarvestedBranch,
     Promotable,
 )
-from hub.harvest.urls import spelled_repository
+from hub.git.urls import spelled_repository
 from hub.sorting import OWN_ORDER, Order
 from hub.text import format_time, short_sha
 from scheduler_core.kube import parse_selector
@@ -278,7 +278,7 @@ async def _scope(session: AsyncSession, name: str) -> Scope:
 
 def _platform_source(branch: Branch, urls: list[str], sha: str, starts: Memberships) -> Source:
     """The environment branch's objects, any path; a commit contains the target when the
-    target is that commit or one of its ancestors (hub/harvest/ancestry.py): when it stands
+    target is that commit or one of its ancestors (hub/git/ancestry.py): when it stands
     at or after the target on a branch the target stands on."""
     return Source(
         urls=urls,

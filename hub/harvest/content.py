@@ -13,9 +13,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from hub.git.local import MODE_DIRECTORY, MODE_SUBMODULE, MODE_SYMLINK, BlobTooLarge, Entry
+from hub.git.local import LocalRepository as GitRepository
 from hub.harvest.documents import ContentError
-from hub.harvest.git import MODE_DIRECTORY, MODE_SUBMODULE, MODE_SYMLINK, BlobTooLarge, Entry
-from hub.harvest.git import LocalRepository as GitRepository
 from hub.harvest.manifests import ManifestFile, ManifestState, summarise
 from hub.harvest.platform import (
     CONFIG_FILE,

@@ -297,35 +297,6 @@ async def truncate_branch(session: AsyncSession, branch_id: int, after_position:
     )
 
 
-def reaches(commit: str, *, repository: str, floor: str, settled: str, found: str) -> str:
-    """SQL: whether the harvested commit whose id is `commit`, or one of its ancestors, is
-    `found`; for the gate and drift, which ask it of commits that positions alone do not place.
-
-    Ancestors are walked through their parents (every harvested commit keeps them, reachable
-    or rewritten away) within repository `repository`, down to generation `floor` (an ancestor
-    always has a smaller generation, so nothing older can be a descendant of what is looked
-    for) and not past a commit `settled`: one whose branch positions answer for all its
-    ancestors (hub/harvest/ancestry.py). `settled` and `found` are conditions on the walked
-    commit, `walk` (id, sha); each is asked of one commit at a time, so both are best scalar
-    subqueries (an EXISTS may be planned as a hash of every candidate row, built per walk).
-    """
-    return f"""EXISTS (
-        WITH RECURSIVE walk (id, sha, parents) AS (
-            SELECT w.id, w.sha, w.parent_shas FROM git_commit w WHERE w.id = {commit}
-            UNION
-            SELECT p.id, p.sha, p.parent_shas
-            FROM walk
-            CROSS JOIN LATERAL unnest(walk.parents) AS parent (sha)
-            -- LIMIT 1: a lookup by the unique (repository_id, sha), whatever the estimates.
-            CROSS JOIN LATERAL (
-                SELECT p.id, p.sha, p.parent_shas, p.generation FROM git_commit p
-                WHERE p.repository_id = {repository} AND p.sha = parent.sha LIMIT 1
-            ) AS p
-            WHERE p.generation >= {floor} AND NOT ({settled})
-        )
-        SELECT FROM walk WHERE {found})"""  # noqa: S608 - composed from constants
-
-
 async def refresh_reachability(session: AsyncSession, repository_id: int) -> None:
     """A commit is reachable while some branch still on the remote contains it."""
     member = (

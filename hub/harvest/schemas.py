@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from hub.harvest.urls import (
+from hub.git.urls import (
     CREDENTIALS_REFUSED,
     InvalidRepositoryUrl,
     RedactedText,

@@ -37,11 +37,19 @@ from hub.errors import (
 from hub.fleet import repository as fleet_repository
 from hub.fleet.repository import ensure_environment
 from hub.fleet.service import known
+from hub.git.ancestry import generations, place_members
+from hub.git.local import CommitInfo, Credentials, GitFailure, LocalRepository
+from hub.git.urls import (
+    LOCAL_REFUSED,
+    discovery_refusal,
+    is_local_url,
+    normalise_repository_url,
+    redact_url,
+    spelled_repository,
+)
 from hub.harvest import repository
-from hub.harvest.ancestry import generations, place_members
 from hub.harvest.config import load_repositories_file
 from hub.harvest.content import ManifestReader, Observations, PlatformReader, observe
-from hub.harvest.git import CommitInfo, Credentials, GitFailure, LocalRepository
 from hub.harvest.manifests import ManifestState
 from hub.harvest.platform import AppSource, AssignmentState
 from hub.harvest.ranges import NewRevision, OpenRevision, track
@@ -56,14 +64,6 @@ from hub.harvest.schemas import (
     RepositoryConfig,
     RepositoryOutcome,
     RepositoryStatus,
-)
-from hub.harvest.urls import (
-    LOCAL_REFUSED,
-    discovery_refusal,
-    is_local_url,
-    normalise_repository_url,
-    redact_url,
-    spelled_repository,
 )
 from hub.models import AssignmentRevision, ManifestRevision, Repository
 from hub.settings import HubSettings

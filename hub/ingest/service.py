@@ -13,7 +13,7 @@ from hub.clusters.repository import ClusterIdentity
 from hub.clusters.schemas import DIMENSION_NAME_RULE, is_dimension_name
 from hub.database import Statements
 from hub.errors import ClusterMismatch, NotAuthenticated
-from hub.harvest.urls import has_credentials, redact_url
+from hub.git.urls import has_credentials, redact_url
 from hub.ingest import repository
 from hub.ingest.schemas import ObjectRecord, Report, ReportReply
 from hub.models.observed import FLUX_SOURCE_KINDS

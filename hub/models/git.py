@@ -83,7 +83,7 @@ class BranchCommit(Base):
     `position` numbers the branch's first-parent chain from its root (0, 1, 2, ...). A chain
     commit (`mainline`) has its own position; any other member has the position of the first
     chain commit it is an ancestor of. C is an ancestor of a chain commit A exactly when C is
-    a member with position <= A's position: one lookup per commit (hub/harvest/ancestry.py).
+    a member with position <= A's position: one lookup per commit (hub/git/ancestry.py).
     """
 
     __tablename__ = "branch_commit"

@@ -23,7 +23,7 @@ class SchedulingTarget(Base):
     __table_args__ = (UniqueConstraint("gitops_url", "environment_id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    # Normalised (see hub.harvest.urls), as the harvester keys repositories.
+    # Normalised (see hub.git.urls), as the harvester keys repositories.
     gitops_url: Mapped[str]
     environment_id: Mapped[int] = mapped_column(ForeignKey("environment.id"), index=True)
     control_plane_url: Mapped[str | None]

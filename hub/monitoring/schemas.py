@@ -5,8 +5,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hub.git.urls import RedactedText
 from hub.harvest.schemas import HarvestReport
-from hub.harvest.urls import RedactedText
 from hub.params import StorableText
 from hub.scheduling.schemas import ScheduleRun
 

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from hub.harvest.urls import RedactedUrl
+from hub.git.urls import RedactedUrl
 
 AgentStatus = Literal["reporting", "stale", "never_reported"]
 

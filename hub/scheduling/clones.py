@@ -2,7 +2,7 @@
 read through the loader's `Fetch`, and the platform GitOps branch it renders against and
 commits to.
 
-Synchronous (GitPython, through hub.harvest.git); the scheduling service runs it in a worker
+Synchronous (GitPython, through hub.git.local); the scheduling service runs it in a worker
 thread. Each repository is fetched once per run into the hub's git cache, in a folder of its
 own: the harvester fetches into its own clones at its own times, and two fetches into one
 clone would contend for its locks. Credentials come from git's own configuration (a
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from hub.harvest.git import Credentials, GitFailure, LocalRepository, remote_urls
-from hub.harvest.urls import (
+from hub.git.local import Credentials, GitFailure, LocalRepository, remote_urls
+from hub.git.urls import (
     InvalidRepositoryUrl,
     discovery_refusal,
     has_credentials,

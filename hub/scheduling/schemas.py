@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from hub.harvest.urls import (
+from hub.git.urls import (
     InvalidRepositoryUrl,
     RedactedText,
     RedactedUrl,

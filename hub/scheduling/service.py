@@ -41,8 +41,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.database import exclusive, write_session
 from hub.errors import InvalidInput, SchedulingRunning, describe_validation_error
 from hub.fleet.repository import ensure_environment
-from hub.harvest.git import GitFailure, LocalRepository, Signature
-from hub.harvest.urls import (
+from hub.git.local import GitFailure, LocalRepository, Signature
+from hub.git.urls import (
     LOCAL_REFUSED,
     InvalidRepositoryUrl,
     is_local_url,

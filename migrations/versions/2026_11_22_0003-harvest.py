@@ -4,7 +4,7 @@
   (never a secret), where the entry came from, whether it is harvested, and the outcome of
   the last fetch.
 - branch_commit: `position` and `mainline` make "is C an ancestor of A?" one indexed lookup
-  (see hub/harvest/ancestry.py).
+  (see hub/git/ancestry.py).
 - harvest_error: one row per distinct problem, counting how often it recurred, so an
   unreachable remote does not add a row every harvest interval.
 

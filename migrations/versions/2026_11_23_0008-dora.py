@@ -24,7 +24,7 @@ commit; for a workload, a version and, per folder, the chain commit that first c
 - starts when a member first attempts or applies R (for a version: a commit carrying it);
 - expects the members first seen by then;
 - is reached by a member when it is Ready with R or a later chain commit applied (ancestry
-  by chain positions, hub/harvest/ancestry.py), and completes when its last expected member
+  by chain positions, hub/git/ancestry.py), and completes when its last expected member
   reaches it;
 - fails at the first time an expected member reports Ready false while attempting R, before
   the rollout completed;

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.harvest.urls import normalise_repository_url
+from hub.git.urls import normalise_repository_url
 from tests.conftest import MakeClient
 from tests.correlation.dora_history import (
     FAILURE,

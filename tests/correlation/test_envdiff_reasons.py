@@ -13,8 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from hub.envdiff import service
 from hub.envdiff.schemas import DiffRow, EnvironmentCell, EnvironmentDiff
 from hub.errors import UnknownWorkload
+from hub.git.urls import normalise_repository_url
 from hub.harvest import service as harvest_service
-from hub.harvest.urls import normalise_repository_url
 from tests.conftest import MakeAgent, hub_settings
 from tests.correlation.fleet import Fleet
 from tests.harvest import scenario

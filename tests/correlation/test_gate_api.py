@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from hub.gate.policy import ClusterState
-from hub.harvest.urls import normalise_repository_url
+from hub.git.urls import normalise_repository_url
 from tests.conftest import MakeAgent
 from tests.correlation.fleet import Fleet, SimCluster
 from tests.harvest.scenario import WORKLOAD

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.gate import service
 from hub.gate.policy import ClusterState, Verdict
 from hub.gate.schemas import GateCluster, GateResult
-from hub.harvest.urls import normalise_repository_url
+from hub.git.urls import normalise_repository_url
 from tests.correlation.fleet import Fleet
 from tests.harvest.scenario import WORKLOAD
 from tests.support import FakeClock

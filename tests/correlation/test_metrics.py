@@ -8,7 +8,7 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from hub.harvest.urls import normalise_repository_url
+from hub.git.urls import normalise_repository_url
 from tests.agent.conftest import LiveHub
 from tests.correlation.conftest import ServedFleet
 from tests.correlation.drifting import evaluate

@@ -6,7 +6,7 @@ from typing import Any
 from sqlalchemy import RowMapping, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.harvest.urls import normalise_repository_url
+from hub.git.urls import normalise_repository_url
 from hub.models import (
     Assignment,
     AssignmentRevision,

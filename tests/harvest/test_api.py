@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hub.harvest.urls import normalise_repository_url
+from hub.git.urls import normalise_repository_url
 from tests.harvest import scenario
 from tests.harvest.conftest import Harvest, MakeRepo
 from tests.support import FakeClock, bearer

@@ -7,9 +7,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.errors import InvalidConfiguration
+from hub.git.urls import normalise_repository_url
 from hub.harvest.config import load_repositories_file, parse_repositories
 from hub.harvest.service import sync_repositories_file
-from hub.harvest.urls import normalise_repository_url
 from hub.models import Repository
 
 FILE = """\

@@ -18,8 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.app import create_app
 from hub.errors import InvalidConfiguration
+from hub.git.urls import normalise_repository_url
 from hub.harvest import service
-from hub.harvest.urls import normalise_repository_url
 from hub.logs import configure_logging
 from hub.models import Repository
 from tests.conftest import hub_settings

@@ -7,8 +7,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.git.urls import normalise_repository_url
 from hub.harvest.platform import config_hash
-from hub.harvest.urls import normalise_repository_url
 from hub.models import AssignmentRevision, Environment, GitBranch, Repository
 from tests.harvest import scenario
 from tests.harvest.conftest import Harvest, MakeRepo

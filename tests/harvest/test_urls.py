@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from hub.harvest.urls import (
+from hub.git.urls import (
     InvalidRepositoryUrl,
     check_clone_url,
     discovery_refusal,

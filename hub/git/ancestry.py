@@ -17,6 +17,9 @@ store keeps one `branch_commit` row per (branch, commit): linear in the history,
 question is two primary-key lookups. New commits only append positions; a force-push or a
 merge that drops the old head from the first-parent chain renumbers the branch from the
 last chain commit the old and new chains share (`fork point`).
+
+Commits that positions alone do not place (rewritten away, off every branch) are walked
+through their parents by the SQL `reaches` writes, for the gate and drift.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -69,3 +72,32 @@ def generations(
             default=-1,
         )
     return result
+
+
+def reaches(commit: str, *, repository: str, floor: str, settled: str, found: str) -> str:
+    """SQL: whether the harvested commit whose id is `commit`, or one of its ancestors, is
+    `found`; for the gate and drift, which ask it of commits that positions alone do not place.
+
+    Ancestors are walked through their parents (every harvested commit keeps them, reachable
+    or rewritten away) within repository `repository`, down to generation `floor` (an ancestor
+    always has a smaller generation, so nothing older can be a descendant of what is looked
+    for) and not past a commit `settled`: one whose branch positions answer for all its
+    ancestors (the positions above). `settled` and `found` are conditions on the walked
+    commit, `walk` (id, sha); each is asked of one commit at a time, so both are best scalar
+    subqueries (an EXISTS may be planned as a hash of every candidate row, built per walk).
+    """
+    return f"""EXISTS (
+        WITH RECURSIVE walk (id, sha, parents) AS (
+            SELECT w.id, w.sha, w.parent_shas FROM git_commit w WHERE w.id = {commit}
+            UNION
+            SELECT p.id, p.sha, p.parent_shas
+            FROM walk
+            CROSS JOIN LATERAL unnest(walk.parents) AS parent (sha)
+            -- LIMIT 1: a lookup by the unique (repository_id, sha), whatever the estimates.
+            CROSS JOIN LATERAL (
+                SELECT p.id, p.sha, p.parent_shas, p.generation FROM git_commit p
+                WHERE p.repository_id = {repository} AND p.sha = parent.sha LIMIT 1
+            ) AS p
+            WHERE p.generation >= {floor} AND NOT ({settled})
+        )
+        SELECT FROM walk WHERE {found})"""  # noqa: S608 - composed from constants

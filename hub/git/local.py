@@ -26,7 +26,7 @@ from typing import IO
 import git
 from git.objects.fun import tree_entries_from_data
 
-from hub.harvest.urls import InvalidRepositoryUrl, check_clone_url, redact_text
+from hub.git.urls import InvalidRepositoryUrl, check_clone_url, redact_text
 
 # Tree entry modes (git stores them as octal numbers).
 MODE_DIRECTORY = 0o040000
