@@ -166,7 +166,7 @@ UNKNOWN = {
         ["drift", "-c", "nope"],
         "cluster 'nope' is unknown (known: drone-dev-1, drone-stage-1)",
     ),
-    "diff": (["diff", "dev", "prod"], "unknown environment: prod (known: dev, stage)"),
+    "diff": (["diff", "dev", "prod"], "environment 'prod' is unknown (known: dev, stage)"),
     "diff -w": (
         ["diff", "dev", "stage", "-w", "nope"],
         "workload 'nope' is unknown (none known yet)",

@@ -17,10 +17,10 @@ from hub.clusters.schemas import (
     RegisteredCluster,
     SkippedKindOut,
 )
-from hub.drift import repository as drift_repository
+from hub.drift import service as drift_service
 from hub.errors import AlreadyExists, NotAuthenticated
-from hub.fleet import service as fleet_service
-from hub.fleet.repository import ensure_cluster_type, ensure_environment
+from hub.placement import service as placement_service
+from hub.placement.repository import ensure_cluster_type, ensure_environment
 from hub.security import CLUSTER_TOKEN_PREFIX, hash_token, new_token
 
 
@@ -67,13 +67,13 @@ async def rotate_token(
 ) -> RegisteredCluster:
     token = new_token(CLUSTER_TOKEN_PREFIX)
     if not await repository.set_token_hash(session, name, hash_token(token_secret, token), now):
-        raise await fleet_service.unknown_cluster(session, name)
+        raise await placement_service.unknown_cluster(session, name)
     return RegisteredCluster(name=name, token=token)
 
 
 async def revoke_token(session: AsyncSession, name: str, *, now: datetime) -> None:
     if not await repository.set_token_hash(session, name, None, now):
-        raise await fleet_service.unknown_cluster(session, name)
+        raise await placement_service.unknown_cluster(session, name)
 
 
 async def decommission(
@@ -83,7 +83,7 @@ async def decommission(
     environment diff and the dashboards no longer expect it; its history stays. Decommissioning
     again changes nothing and answers the same time."""
     if not await repository.decommission(session, name, now):
-        raise await fleet_service.unknown_cluster(session, name)
+        raise await placement_service.unknown_cluster(session, name)
     return await cluster_detail(session, name, now=now, stale_after=stale_after)
 
 
@@ -104,10 +104,10 @@ async def place(
         cluster_type_id = await ensure_cluster_type(session, environment_id, placement.cluster_type)
     placed = await repository.place(session, name, environment_id, cluster_type_id)
     if placed is None:
-        raise await fleet_service.unknown_cluster(session, name)
+        raise await placement_service.unknown_cluster(session, name)
     cluster_id, changed = placed
     if changed:
-        await drift_repository.end_open_periods(session, cluster_id, now)
+        await drift_service.end_open_periods(session, cluster_id, now)
     return await cluster_detail(session, name, now=now, stale_after=stale_after)
 
 
@@ -134,7 +134,7 @@ async def list_clusters(
     stale_after: timedelta,
 ) -> ClusterPage:
     """A page of the clusters in service; with `decommissioned`, those decommissioned too."""
-    await fleet_service.check_names(session, environment=environment, cluster_type=cluster_type)
+    await placement_service.check_names(session, environment=environment, cluster_type=cluster_type)
     rows, total = await repository.list_clusters(
         session,
         environment=environment,
@@ -155,7 +155,7 @@ async def cluster_detail(
 ) -> ClusterDetail:
     row = await repository.cluster_detail(session, name)
     if row is None:
-        raise await fleet_service.unknown_cluster(session, name)
+        raise await placement_service.unknown_cluster(session, name)
     objects = await repository.object_states(session, row["id"])
     agent = await repository.latest_agent_session(session, row["id"])
     fields = dict(row)

@@ -105,16 +105,6 @@ _WORKLOADS = text(
 )
 
 
-async def environments(session: AsyncSession) -> list[tuple[str, int | None]]:
-    """Every environment with its position, in promotion order, then by name."""
-    rows = await session.execute(
-        select(Environment.name, Environment.position).order_by(
-            Environment.position.asc().nulls_last(), Environment.name
-        )
-    )
-    return [(name, position) for name, position in rows]
-
-
 async def workload_environments(session: AsyncSession, workload: str) -> set[str]:
     """The environments in which the workload has a current assignment.
 

@@ -41,9 +41,9 @@ from hub.dora.schemas import (
     Subject,
 )
 from hub.dora.schemas import Spread as WireSpread
-from hub.errors import InvalidInput, UnknownEnvironment, UnknownWorkload
-from hub.fleet import service as fleet_service
+from hub.errors import InvalidInput, UnknownWorkload
 from hub.models.dora import PLATFORM_COMMITS
+from hub.placement import service as placement_service
 from hub.settings import HubSettings
 from hub.types import Clock, Sessions
 
@@ -128,16 +128,8 @@ async def _environments(
     session: AsyncSession, names: Sequence[str]
 ) -> list[tuple[str, int | None]]:
     """The asked environments (all when none are named), in promotion order."""
-    known = await repository.environments(session)
-    if not names:
-        return known
-    unknown = sorted(set(names) - {name for name, _ in known})
-    if unknown:
-        listed = fleet_service.known([name for name, _ in known])
-        named = ", ".join(repr(name) for name in unknown)
-        what = f"environment {named} is" if len(unknown) == 1 else f"environments {named} are"
-        raise UnknownEnvironment(f"{what} unknown ({listed})")
-    return [(name, position) for name, position in known if name in names]
+    placed = await placement_service.environments(session, names)
+    return [(environment.name, environment.position) for environment in placed]
 
 
 async def _ask(
@@ -149,7 +141,7 @@ async def _ask(
     if workload is not None:
         assigned = await repository.workload_environments(session, workload)
         if not assigned & {name for name, _ in asked}:
-            await fleet_service.check_names(session, workload=workload)
+            await placement_service.check_names(session, workload=workload)
             where = ", ".join(name for name, _ in asked) or "any environment"
             raise UnknownWorkload(f"workload {workload!r} has no assignment in {where}")
     refreshed_at = await repository.refreshed_at(

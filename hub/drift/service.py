@@ -77,11 +77,11 @@ from hub.drift.schemas import (
     Reason,
 )
 from hub.errors import InvalidInput
-from hub.fleet import repository as fleet_repository
-from hub.fleet import service as fleet_service
-from hub.gate import repository as gate_repository
+from hub.gate import service as gate_service
 from hub.git.urls import spelled_repository
 from hub.params import INTEGER_MAX
+from hub.placement import repository as placement_repository
+from hub.placement import service as placement_service
 from hub.revisions import UNKNOWN_FORM
 from hub.settings import HubSettings
 from hub.sorting import OWN_ORDER, Order
@@ -138,15 +138,15 @@ async def evaluate_drift(
 ) -> Evaluation:
     """Judge every live object of the registered clusters and bring the drift periods up to
     date, as of `now`; the caller commits. The objects are judged a part of the fleet at a
-    time, with a pause between (hub/fleet/repository.py), in the one transaction."""
+    time, with a pause between (hub/placement/repository.py), in the one transaction."""
     started = time.perf_counter()
     repositories = _repositories(
-        await gate_repository.source_spellings(session), await repository.repository_ids(session)
+        await gate_service.source_spellings(session), await repository.repository_ids(session)
     )
     evaluated = Evaluated(objects=0, drifted=0, changed=0, dropped=0)
-    for part, (first, end) in enumerate(await fleet_repository.fleet_parts(session)):
+    for part, (first, end) in enumerate(await placement_repository.fleet_parts(session)):
         if part:
-            await asyncio.sleep(fleet_repository.PART_PACE)
+            await asyncio.sleep(placement_repository.PART_PACE)
         evaluated += await repository.evaluate(
             session, repositories=repositories, now=now, first=first, end=end
         )
@@ -202,19 +202,17 @@ async def _scope(
 ) -> Scope:
     environment_id = None
     if environment is not None:
-        environment_id = await gate_repository.environment_id(session, environment)
-        if environment_id is None:
-            raise await fleet_service.unknown_environment(session, environment)
+        environment_id = await placement_service.environment_id(session, environment)
     cluster_type_ids = None
     if cluster_type is not None:
         cluster_type_ids = await repository.cluster_type_ids(session, cluster_type, environment_id)
         if not cluster_type_ids:
-            raise await fleet_service.unknown_cluster_type(session, cluster_type, environment)
+            raise await placement_service.unknown_cluster_type(session, cluster_type, environment)
     cluster_id = None
     if cluster is not None:
         cluster_id = await repository.cluster_id(session, cluster)
         if cluster_id is None:
-            raise await fleet_service.unknown_cluster(session, cluster)
+            raise await placement_service.unknown_cluster(session, cluster)
     return Scope(environment_id, cluster_type_ids, cluster_id)
 
 
@@ -387,6 +385,11 @@ def _summary(counted: Sequence[Mapping[str, Any]]) -> DriftSummary:
         environments=environments,
         untracked=total("untracked"),
     )
+
+
+async def end_open_periods(session: AsyncSession, cluster_id: int, now: datetime) -> None:
+    """End a cluster's open drift periods at `now`: it was placed elsewhere."""
+    await repository.end_open_periods(session, cluster_id, now)
 
 
 async def drift_summary(

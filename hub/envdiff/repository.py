@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import RowMapping, TextClause, delete, insert, select, text
+from sqlalchemy import RowMapping, TextClause, delete, insert, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.models import Environment, EnvironmentDiffCell, EnvironmentDiffConfig
+from hub.models import EnvironmentDiffCell, EnvironmentDiffConfig
 from hub.sorting import Order
 
 # Held while refreshing the summary ("envdiff" in ASCII): one replica at a time.
@@ -53,16 +53,6 @@ class DiffPage:
     # Per row of the page, in order: its assignments, one per environment that has it, each
     # with `members` (clusters of its cluster type) and `deployed` (summary rows as JSON).
     rows: list[list[RowMapping]]
-
-
-async def environments(
-    session: AsyncSession, names: Sequence[str]
-) -> dict[str, tuple[int, int | None]]:
-    """Name -> (id, position in the promotion chain) of those that exist."""
-    statement = select(Environment.name, Environment.id, Environment.position).where(
-        Environment.name.in_(names)
-    )
-    return {name: (id_, position) for name, id_, position in await session.execute(statement)}
 
 
 async def source_spellings(session: AsyncSession) -> list[str]:

@@ -47,10 +47,10 @@ from hub.envdiff.schemas import (
     EnvironmentCell,
     EnvironmentDiff,
 )
-from hub.errors import InvalidInput, UnknownEnvironment
-from hub.fleet import repository as fleet_repository
-from hub.fleet import service as fleet_service
+from hub.errors import InvalidInput
 from hub.git.urls import spelled_repository
+from hub.placement import repository as placement_repository
+from hub.placement import service as placement_service
 from hub.sorting import OWN_ORDER, Order
 from hub.text import short_sha
 from hub.types import Clock, Sessions
@@ -79,14 +79,8 @@ def _check_names(environments: Sequence[str]) -> None:
 async def _resolve(
     session: AsyncSession, environments: Sequence[str]
 ) -> dict[str, tuple[int, int | None]]:
-    known = await repository.environments(session, environments)
-    unknown = [name for name in environments if name not in known]
-    if unknown:
-        listed = fleet_service.known(await fleet_repository.environment_names(session))
-        raise UnknownEnvironment(
-            f"unknown environment{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)} ({listed})"
-        )
-    return known
+    placed = await placement_service.environments(session, environments)
+    return {environment.name: (environment.id, environment.position) for environment in placed}
 
 
 async def _repositories(session: AsyncSession) -> dict[str, str]:
@@ -289,7 +283,7 @@ async def environment_diff(
     )
     if not page.total:
         # Nothing found: perhaps a name that names nothing.
-        await fleet_service.check_names(session, cluster_type=cluster_type, workload=workload)
+        await placement_service.check_names(session, cluster_type=cluster_type, workload=workload)
     return EnvironmentDiff(
         environments=promotion,
         promotion_order=promotion,
@@ -315,11 +309,11 @@ async def refresh_deployed(sessions: Sessions) -> None:
     """Sum up what the fleet's clusters run now (deployed_version): a part of the fleet per
     unit of work, with a pause between, so that the work never holds a core for long."""
     async with write_session(sessions) as session:
-        parts = await fleet_repository.fleet_parts(session)
+        parts = await placement_repository.fleet_parts(session)
         await repository.drop_parts_from(session, len(parts))
     for part, (first, end) in enumerate(parts):
         if part:
-            await asyncio.sleep(fleet_repository.PART_PACE)
+            await asyncio.sleep(placement_repository.PART_PACE)
         async with write_session(sessions) as session:
             await repository.refresh_part(session, part, first, end)
 
@@ -381,8 +375,9 @@ async def keep_diff(session: AsyncSession, *, now: datetime) -> int:
     """Keep the diff of every environment, in promotion order, every row with its cells, as
     GET /api/v1/diff answers it; none with fewer than two environments. The caller commits.
     Returns how many rows are kept."""
-    names = await fleet_repository.environment_names(session)
-    known = await repository.environments(session, names)
+    placed = await placement_repository.environments(session)
+    names = [environment.name for environment in placed]
+    positions = {environment.name: environment.position for environment in placed}
     cells: list[dict[str, Any]] = []
     config: list[dict[str, Any]] = []
     kept = 0
@@ -407,7 +402,7 @@ async def keep_diff(session: AsyncSession, *, now: datetime) -> int:
         if not diff.rows.items or kept >= diff.rows.total:
             break
     for cell in cells:
-        cell["environment_position"] = known[cell["environment"]][1]
+        cell["environment_position"] = positions[cell["environment"]]
     await repository.replace_kept(session, cells, config)
     return kept
 

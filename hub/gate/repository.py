@@ -26,7 +26,6 @@ from hub.models import (
     Assignment,
     AssignmentRevision,
     BranchCommit,
-    Environment,
     GitBranch,
     GitCommit,
     ManifestRevision,
@@ -73,11 +72,6 @@ class WorkloadAssignment:
     app_harvested_at: datetime | None
     # The versions its path carried on the app branch, in order.
     ranges: list[ManifestRange]
-
-
-async def environment_id(session: AsyncSession, name: str) -> int | None:
-    found: int | None = await session.scalar(select(Environment.id).where(Environment.name == name))
-    return found
 
 
 # The lookups before the judgement are built once: building a statement with its aliases costs

@@ -45,8 +45,6 @@ from datetime import datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.errors import FleetmarkError, InvalidInput, UnknownWorkload
-from hub.fleet import repository as fleet_repository
-from hub.fleet import service as fleet_service
 from hub.gate import repository
 from hub.gate.policy import (
     REASONS_NAMED,
@@ -82,6 +80,8 @@ from hub.gate.schemas import (
     Promotable,
 )
 from hub.git.urls import spelled_repository
+from hub.placement import repository as placement_repository
+from hub.placement import service as placement_service
 from hub.sorting import OWN_ORDER, Order
 from hub.text import format_time, short_sha
 from scheduler_core.kube import parse_selector
@@ -269,7 +269,7 @@ def _result(
 async def _scope(session: AsyncSession, name: str) -> Scope:
     found = await repository.scope(session, name)
     if found is None:
-        raise await fleet_service.unknown_environment(session, name)
+        raise await placement_service.unknown_environment(session, name)
     return found
 
 
@@ -371,7 +371,12 @@ async def _newest(
 
 async def environment_names(session: AsyncSession) -> list[str]:
     """Every environment the hub knows, in promotion order."""
-    return await fleet_repository.environment_names(session)
+    return await placement_repository.environment_names(session)
+
+
+async def source_spellings(session: AsyncSession) -> list[str]:
+    """Every repository URL, as reported, that a live object or its Flux source names."""
+    return await repository.source_spellings(session)
 
 
 async def newest_commits(session: AsyncSession, environment: str, count: int) -> list[str]:
@@ -555,7 +560,7 @@ async def _workload_version_gate(
         session, [branch.id for branch in branches], workload
     )
     if not assignments:
-        await fleet_service.check_names(session, workload=workload)
+        await placement_service.check_names(session, workload=workload)
         raise UnknownWorkload(
             f"workload {workload!r} has no assignment in {environment}"
             + (f" ({_where(branches)})" if branches else "")
@@ -668,7 +673,9 @@ async def promotion_gate(
     )
     narrowing = _narrowing(cluster_types, selector)
     for cluster_type in cluster_types:
-        await fleet_service.check_names(session, environment=environment, cluster_type=cluster_type)
+        await placement_service.check_names(
+            session, environment=environment, cluster_type=cluster_type
+        )
     if commit is not None and workload is None and version is None:
         return await _platform_commit_gate(
             session,

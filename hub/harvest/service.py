@@ -34,9 +34,6 @@ from hub.errors import (
     ManagedByFile,
     UnknownRepository,
 )
-from hub.fleet import repository as fleet_repository
-from hub.fleet.repository import ensure_environment
-from hub.fleet.service import known
 from hub.git.ancestry import generations, place_members
 from hub.git.local import CommitInfo, Credentials, GitFailure, LocalRepository
 from hub.git.urls import (
@@ -66,6 +63,9 @@ from hub.harvest.schemas import (
     RepositoryStatus,
 )
 from hub.models import AssignmentRevision, ManifestRevision, Repository
+from hub.placement import repository as placement_repository
+from hub.placement.repository import ensure_environment
+from hub.placement.service import known
 from hub.settings import HubSettings
 from hub.types import Clock, Sessions
 
@@ -136,7 +136,7 @@ async def sync_repositories_file(session: AsyncSession, configured: Repositories
     """The file is the truth for its repositories (added, changed, or no longer harvested)
     and, when it declares one, for the promotion order of the environments."""
     if configured.environments is not None:
-        await fleet_repository.order_environments(session, configured.environments)
+        await placement_repository.order_environments(session, configured.environments)
     await repository.upsert_configured(
         session, [_configured_row(item, "file") for item in configured.repositories]
     )

@@ -17,10 +17,10 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.database import exclusive, write_session
-from hub.dora import repository as dora_repository
 from hub.gate import service as gate_service
 from hub.gate.policy import REASONS_NAMED, ClusterState
 from hub.gate.schemas import GateResult
+from hub.placement import repository as placement_repository
 from hub.promotion import repository
 from hub.settings import HubSettings
 from hub.types import Clock, Sessions
@@ -103,7 +103,7 @@ async def keep_answers(session: AsyncSession, options: AnswerOptions, *, now: da
         )
 
     answers = []
-    for environment, position in await dora_repository.environments(session):
+    for environment, _, position in await placement_repository.environments(session):
         commits = await gate_service.newest_commits(session, environment, options.newest)
         for newest, sha in enumerate(commits, start=1):
             result = await gate(environment, sha, None, None)

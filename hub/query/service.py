@@ -9,7 +9,7 @@ from sqlalchemy import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.errors import InvalidInput
-from hub.fleet import service as fleet_service
+from hub.placement import service as placement_service
 from hub.query import repository
 from hub.query.repository import (
     CLUSTER_SORTS,
@@ -106,7 +106,7 @@ async def fleet_state(
     stale_after: timedelta,
     order: Order = OWN_ORDER,
 ) -> FleetState:
-    await fleet_service.check_names(session, environment=environment, cluster_type=cluster_type)
+    await placement_service.check_names(session, environment=environment, cluster_type=cluster_type)
     placement = Placement(environment=environment, cluster_type=cluster_type)
     stale_before = now - stale_after
     declared = await repository.declared_groups(session, placement)
@@ -153,7 +153,7 @@ async def deployment_history(
 ) -> DeploymentPage:
     if since is not None and until is not None and since >= until:
         raise InvalidInput(f"since: {since.isoformat()} is not before until {until.isoformat()}")
-    await fleet_service.check_names(
+    await placement_service.check_names(
         session, environment=environment, cluster_type=cluster_type, cluster=cluster
     )
     criteria = HistoryFilter(

@@ -40,7 +40,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.database import exclusive, write_session
 from hub.errors import InvalidInput, SchedulingRunning, describe_validation_error
-from hub.fleet.repository import ensure_environment
 from hub.git.local import GitFailure, LocalRepository, Signature
 from hub.git.urls import (
     LOCAL_REFUSED,
@@ -48,6 +47,7 @@ from hub.git.urls import (
     is_local_url,
     normalise_repository_url,
 )
+from hub.placement.repository import ensure_environment
 from hub.scheduling import repository
 from hub.scheduling.clones import (
     PROMOTED_COMMIT_FILE,

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.drift.schemas import Reason
-from hub.fleet import repository as fleet_repository
+from hub.placement import repository as placement_repository
 from hub.simulation import ARGO_ROOT, ROOT
 from tests.correlation.drifting import committed_at, drift, evaluate, reasons, rows
 from tests.correlation.fleet import Fleet
@@ -80,8 +80,8 @@ async def test_judged_a_cluster_at_a_time_the_fleet_adds_up(
     dev: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A part per cluster id: every cluster is judged by a statement of its own.
-    monkeypatch.setattr(fleet_repository, "PART_CLUSTERS", 1)
-    monkeypatch.setattr(fleet_repository, "PART_PACE", 0)
+    monkeypatch.setattr(placement_repository, "PART_CLUSTERS", 1)
+    monkeypatch.setattr(placement_repository, "PART_PACE", 0)
     dev.clusters["drone-02"].run_platform(dev.platform_heads["dev"], ready=False)
     await dev.report()
     first = await evaluate(session, clock)

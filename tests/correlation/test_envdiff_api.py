@@ -136,7 +136,7 @@ async def test_sorts_every_row_so_each_page_follows_the_last(
         (
             {"environment": ["dev", "qa", "uat"]},
             404,
-            "unknown environments: qa, uat (known: dev, stage)",
+            "environments 'qa', 'uat' are unknown (known: dev, stage)",
         ),
         ({"environment": ["dev", "stage"], "limit": 0}, 422, "query.limit: "),
         ({"environment": ["dev", "stage"], "limit": 1001}, 422, "query.limit: "),

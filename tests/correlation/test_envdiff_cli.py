@@ -65,7 +65,9 @@ async def test_what_the_hub_refuses_ends_the_command(served: ServedFleet) -> Non
     bad_limit = await fleetmark(served, "dev", "stage", "--limit", "0")
 
     assert unknown.exit_code == 2
-    assert "error: unknown environment: qa (known: dev, stage) (HTTP 404)" in words(unknown.stderr)
+    assert "error: environment 'qa' is unknown (known: dev, stage) (HTTP 404)" in words(
+        unknown.stderr
+    )
     assert alone.exit_code == 2
     assert (
         "error: environment: give at least two environments to compare (given: dev) (HTTP 422)"

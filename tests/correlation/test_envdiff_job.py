@@ -12,8 +12,8 @@ from hub.app import create_app
 from hub.envdiff import service
 from hub.envdiff.repository import REFRESH_LOCK
 from hub.envdiff.schemas import EnvironmentDiff
-from hub.fleet import repository as fleet_repository
 from hub.jobs import ENV_DIFF_JOB
+from hub.placement import repository as placement_repository
 from tests.conftest import hub_settings
 from tests.correlation.conftest import ServedFleet
 from tests.harvest import scenario
@@ -46,7 +46,7 @@ async def test_one_replica_refreshes_at_a_time_and_the_diff_reads_the_last_refre
     served_fleet: ServedFleet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A part per cluster id: the two drones are summed up in parts of their own.
-    monkeypatch.setattr(fleet_repository, "PART_CLUSTERS", 1)
+    monkeypatch.setattr(placement_repository, "PART_CLUSTERS", 1)
     live = served_fleet
     scenario.build_platform(live.platform, live.app.url)
     heads = scenario.build_app(live.app)

@@ -1,7 +1,8 @@
-"""Get-or-create of fleet dimensions, safe under concurrency; their names; the fleet in
+"""Get-or-create of fleet dimensions, safe under concurrency; their names and ids; the fleet in
 parts."""
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from sqlalchemy import Select, func, select, update
 from sqlalchemy.dialects.postgresql import Insert, insert
@@ -86,6 +87,24 @@ async def _get_or_create(
 
 
 # --- names, to say what exists when a question names what does not ---------------------------
+
+
+class PlacedEnvironment(NamedTuple):
+    name: str
+    id: int
+    # In the declared promotion order; None: not declared.
+    position: int | None
+
+
+async def environments(session: AsyncSession) -> list[PlacedEnvironment]:
+    """Every environment with its id and position, in promotion order (declared first, then
+    by name)."""
+    rows = await session.execute(
+        select(Environment.name, Environment.id, Environment.position).order_by(
+            Environment.position.asc().nulls_last(), Environment.name
+        )
+    )
+    return [PlacedEnvironment(name, id_, position) for name, id_, position in rows]
 
 
 async def environment_names(session: AsyncSession) -> list[str]:

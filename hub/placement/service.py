@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.errors import UnknownCluster, UnknownClusterType, UnknownEnvironment, UnknownWorkload
-from hub.fleet import repository
+from hub.placement import repository
+from hub.placement.repository import PlacedEnvironment
 
 # Names listed at most in an error; a fleet of thousands of clusters is summed up after them.
 LISTED = 20
@@ -21,9 +22,33 @@ def known(names: Sequence[str], total: int | None = None) -> str:
     return f"known: {shown}" + (f", … ({total:,} in all)" if total > LISTED else "")
 
 
+def _unknown_environments(unknown: Sequence[str], names: Sequence[str]) -> UnknownEnvironment:
+    named = ", ".join(repr(name) for name in unknown)
+    what = f"environment {named} is" if len(unknown) == 1 else f"environments {named} are"
+    return UnknownEnvironment(f"{what} unknown ({known(names)})")
+
+
 async def unknown_environment(session: AsyncSession, name: str) -> UnknownEnvironment:
-    names = await repository.environment_names(session)
-    return UnknownEnvironment(f"environment {name!r} is unknown ({known(names)})")
+    return _unknown_environments([name], await repository.environment_names(session))
+
+
+async def environments(session: AsyncSession, names: Sequence[str] = ()) -> list[PlacedEnvironment]:
+    """The environments named (every one when none is), in promotion order; UnknownEnvironment
+    names each that is not one."""
+    every = await repository.environments(session)
+    if not names:
+        return every
+    placed = {environment.name for environment in every}
+    unknown = sorted(set(names) - placed)
+    if unknown:
+        raise _unknown_environments(unknown, [environment.name for environment in every])
+    return [environment for environment in every if environment.name in names]
+
+
+async def environment_id(session: AsyncSession, name: str) -> int:
+    """The environment's id; UnknownEnvironment if there is none of that name."""
+    (found,) = await environments(session, [name])
+    return found.id
 
 
 async def unknown_cluster_type(

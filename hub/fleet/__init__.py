@@ -1,1 +1,0 @@
-"""Fleet dimensions shared by every capability: environments and cluster types."""
