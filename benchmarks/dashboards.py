@@ -60,7 +60,7 @@ from dashboards.common import DATASOURCE  # noqa: E402
 from hub import store  # noqa: E402
 from hub.database import create_sessionmaker, normalise_database_url, write_session  # noqa: E402
 from hub.envdiff.service import keep_diff  # noqa: E402
-from hub.promotion.service import AnswerOptions, keep_answers  # noqa: E402
+from hub.gate.service import AnswerOptions, keep_answers  # noqa: E402
 from hub.rollouts.service import keep_rollouts  # noqa: E402
 from hub.settings import HubSettings  # noqa: E402
 from tests.dashboards.grafana_sql import Variable, expand  # noqa: E402

@@ -103,8 +103,8 @@ from hub import migrate
 from hub.client.text import format_duration
 from hub.database import create_sessionmaker, normalise_database_url, write_session
 from hub.dora.service import refresh_rollup
-from hub.drift.service import scheduled_drift
-from hub.envdiff.service import refresh_deployed
+from hub.drift.tasks import scheduled_drift
+from hub.envdiff.tasks import refresh_deployed
 from hub.settings import HubSettings
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/fleetmark_bench_query"

@@ -42,21 +42,15 @@ import yaml
 from grafana_foundation_sdk.models.dashboard import Dashboard, Panel
 
 from dashboards.postgres import DATASOURCE_TYPE
-from hub.jobs import (
-    DORA_JOB,
-    DRIFT_JOB,
-    ENV_DIFF_JOB,
-    GATE_ANSWERS_JOB,
-    HARVEST_JOB,
-    RETENTION_INTERVAL,
-    RETENTION_JOB,
-    ROLLOUTS_INTERVAL,
-    ROLLOUTS_JOB,
-    ROLLUP_INTERVAL,
-    ROLLUP_JOB,
-    SCHEDULE_JOB,
-)
+from hub.dora.tasks import DORA_JOB
+from hub.drift.tasks import DRIFT_JOB
+from hub.envdiff.tasks import ENV_DIFF_JOB
+from hub.gate.tasks import GATE_ANSWERS_JOB
+from hub.harvest.tasks import HARVEST_JOB
+from hub.rollouts.tasks import ROLLOUTS_INTERVAL, ROLLOUTS_JOB
+from hub.scheduling.tasks import SCHEDULE_JOB
 from hub.settings import HubSettings
+from hub.tasks import RETENTION_INTERVAL, RETENTION_JOB, ROLLUP_INTERVAL, ROLLUP_JOB
 
 __all__ = [
     "DRIFTED_FOR",

@@ -43,15 +43,13 @@ from grafana_foundation_sdk.models import common as common_models
 from grafana_foundation_sdk.models import dashboard as model
 
 from dashboards.postgres import DATASOURCE_TYPE, SQL, Annotation, Format
-from hub.jobs import (
-    DORA_JOB,
-    DRIFT_JOB,
-    ENV_DIFF_JOB,
-    GATE_ANSWERS_JOB,
-    ROLLOUTS_JOB,
-    ROLLUP_JOB,
-)
+from hub.dora.tasks import DORA_JOB
+from hub.drift.tasks import DRIFT_JOB
+from hub.envdiff.tasks import ENV_DIFF_JOB
+from hub.gate.tasks import GATE_ANSWERS_JOB
 from hub.palette import HEX, Colour, colour
+from hub.rollouts.tasks import ROLLOUTS_JOB
+from hub.tasks import ROLLUP_JOB
 
 __all__ = [
     "ALL",

@@ -11,6 +11,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi_offline import FastAPIOffline
 
 import hub
+from hub.background.runner import start_jobs, stop_jobs
 from hub.clusters.router import router as clusters_router
 from hub.database import (
     STORE_BUSY_ERRORS,
@@ -30,16 +31,16 @@ from hub.harvest.router import router as repositories_router
 from hub.health.router import router as health_router
 from hub.ingest.router import REPORT_COMPONENTS
 from hub.ingest.router import router as ingest_router
-from hub.jobs import start_jobs, stop_jobs
 from hub.metrics import HubMetrics, MetricsPortMiddleware, RequestMetricsMiddleware
-from hub.monitoring.router import router as runs_router
 from hub.pages.headers import SecurityHeaders
 from hub.pages.router import public as pages_public_router
 from hub.pages.router import router as pages_router
 from hub.pages.throttle import FailedSignIns
 from hub.query.router import router as query_router
+from hub.runs.router import router as runs_router
 from hub.scheduling.router import router as scheduling_router
 from hub.settings import HubSettings
+from hub.tasks import TASKS
 from hub.tokens.router import router as tokens_router
 from hub.types import Clock
 
@@ -69,7 +70,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         await statements.open(wait=False)
         app.state.sessionmaker = create_sessionmaker(engine)
         app.state.statements = statements
-        app.state.jobs = start_jobs(database_url, settings, clock)
+        app.state.jobs = start_jobs(database_url, settings, clock, TASKS)
         # What start-up built lives as long as the process: out of the collector's way, so
         # that the full collections requests set off now and then do not walk it each time.
         gc.collect()

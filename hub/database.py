@@ -241,7 +241,7 @@ async def write_session(
 
 
 # The advisory locks `exclusive` found held elsewhere, while a job's round runs (in its task):
-# how the jobs' wrapper (hub/jobs.py) tells a skipped round from one that ran.
+# how the jobs' wrapper (hub/background/runner.py) tells a skipped round from one that ran.
 _refused: ContextVar[list[int] | None] = ContextVar("refused_locks", default=None)
 
 

@@ -1,6 +1,6 @@
 """Prometheus metrics of one hub process, in a registry of its own: what this process served
 (requests, reports by outcome) and the fleet gauges, which every replica exports alike from a
-snapshot of the store (hub/monitoring)."""
+snapshot of the store (hub/runs)."""
 
 import asyncio
 import time
@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse
 from hub.database import STORE_BUSY_ERRORS, STORE_UNAVAILABLE_ERRORS, StoreGate
 from hub.errors import FleetmarkError
 from hub.ingest.schemas import ReportReply
-from hub.monitoring.service import FleetSnapshot
+from hub.runs.service import FleetSnapshot
 from hub.types import Clock
 
 Scope = MutableMapping[str, Any]

@@ -23,7 +23,7 @@ row (sample_health). They outlive the history they sum, and are kept for
 FLEETMARK_ROLLUP_RETENTION: by a retention policy on each continuous aggregate, or by the
 `retention` job.
 
-The `retention` job of the hub (hub/jobs.py) runs at start and then daily. On TimescaleDB it
+The `retention` job of the hub (hub/tasks.py) runs at start and then daily. On TimescaleDB it
 sets the policies to the settings (replacing those that differ); elsewhere it drops what is
 older than the retention itself: whole chunks (drop_chunks) on the Apache build, rows in
 batches on plain PostgreSQL. Drift periods (a plain table on every backend) that ended before

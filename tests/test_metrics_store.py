@@ -18,13 +18,13 @@ from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from hub.app import create_app
+from hub.background.repository import KEPT_RUNS
+from hub.background.runner import record_job_run
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
 from hub.database import create_sessionmaker, exclusive
 from hub.drift.repository import DRIFT_LOCK
 from hub.models import JobRun
-from hub.monitoring.repository import KEPT_RUNS
-from hub.monitoring.service import record_job_run
 from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
 from tests.support import FakeClock, samples
 

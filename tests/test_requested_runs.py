@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from hub.app import create_app
 from hub.database import create_sessionmaker, write_session
-from hub.monitoring.service import MAX_REQUESTED_RUNS, REQUESTED_RUNS_KEPT
+from hub.runs.service import MAX_REQUESTED_RUNS, REQUESTED_RUNS_KEPT
 from hub.security import API_TOKEN_PREFIX
 from hub.tokens import service as token_service
 from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings

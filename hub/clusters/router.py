@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Query, status
 
+from hub.background.runner import run_after_placement
 from hub.clusters import service
 from hub.clusters.schemas import (
     ClusterDetail,
@@ -24,7 +25,6 @@ from hub.deps import (
     SettingsDep,
 )
 from hub.errors import error_response, error_responses
-from hub.jobs import FLEET_JOBS, run_soon
 from hub.params import Limit, Offset, Text
 
 router = APIRouter(
@@ -140,7 +140,7 @@ async def decommission_cluster(
         session, name, now=clock(), stale_after=timedelta(seconds=settings.stale_after_seconds)
     )
     # After the response, so after the commit: the jobs see the cluster decommissioned.
-    after.add_task(run_soon, jobs, FLEET_JOBS)
+    after.add_task(run_after_placement, jobs)
     return detail
 
 
@@ -171,5 +171,5 @@ async def place_cluster(
         stale_after=timedelta(seconds=settings.stale_after_seconds),
     )
     # After the response, so after the commit: the jobs see the cluster in its new place.
-    after.add_task(run_soon, jobs, FLEET_JOBS)
+    after.add_task(run_after_placement, jobs)
     return detail

@@ -1,7 +1,7 @@
 """DORA queries: environments, a workload and a time range in; figures per environment and the
 rollouts behind them out; and the DORA job, which keeps the rollup they are read from.
 
-Data flow: the DORA job (hub/jobs.py, every `dora_interval`) judges the rollouts of the
+Data flow: the DORA job (hub/dora/tasks.py, every `dora_interval`) judges the rollouts of the
 platform commits and of each workload's versions from the transitions (`dora_judgement`)
 into `dora_rollup` -> a question's range is settled against the hub's clock ->
 `dora_rolled_up` returns the rollouts of the asked environments committed from the lookback
@@ -30,7 +30,6 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.client.text import format_duration
-from hub.database import exclusive, write_session
 from hub.dora import repository
 from hub.dora.calculation import Counted, Rollout, Spread, TimeRange, behind_figures, figures
 from hub.dora.schemas import (
@@ -44,8 +43,6 @@ from hub.dora.schemas import Spread as WireSpread
 from hub.errors import InvalidInput, UnknownWorkload
 from hub.models.dora import PLATFORM_COMMITS
 from hub.placement import service as placement_service
-from hub.settings import HubSettings
-from hub.types import Clock, Sessions
 
 __all__ = [
     "DEFAULT_RANGE",
@@ -57,7 +54,6 @@ __all__ = [
     "dora_deployments_csv",
     "dora_report",
     "refresh_rollup",
-    "scheduled_dora",
 ]
 
 log = structlog.get_logger("fleetmark.dora")
@@ -347,26 +343,3 @@ async def refresh_rollup(session: AsyncSession, *, now: datetime, settle: timede
             settled_before=settled_before,
         )
     return Refresh(now, len(subjects), in_full, written, time.perf_counter() - started)
-
-
-async def scheduled_dora(
-    sessions: Sessions,
-    settings: HubSettings,
-    *,
-    clock: Clock,
-) -> Refresh | None:
-    """The periodic job: a refresh unless another replica is at it (then None)."""
-    async with exclusive(sessions, repository.REFRESH_LOCK) as acquired:
-        if not acquired:
-            log.info("DORA refresh skipped: another replica is refreshing")
-            return None
-        async with write_session(sessions) as session:
-            refresh = await refresh_rollup(session, now=clock(), settle=settings.dora_settle_after)
-    log.info(
-        "DORA rollup refreshed",
-        subjects=refresh.subjects,
-        judged_in_full=refresh.judged_in_full,
-        written=refresh.written,
-        seconds=round(refresh.seconds, 3),
-    )
-    return refresh

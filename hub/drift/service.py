@@ -1,9 +1,9 @@
 """Drift: where each cluster and reconciler object stands against what it should run, why, and
 for how long it has been so.
 
-Data flow: the drift job (hub/jobs.py, every `drift_interval`) judges every live object of the
-registered clusters against the harvested state, set-based, into `object_drift`, and keeps
-`drift_period`; GET /api/v1/drift and /drift/history read them (the `drift_object` view for
+Data flow: the drift job (hub/drift/tasks.py, every `drift_interval`) judges every live object
+of the registered clusters against the harvested state, set-based, into `object_drift`, and
+keeps `drift_period`; GET /api/v1/drift and /drift/history read them (the `drift_object` view for
 the rows shown), adding staleness with the hub's clock; `fleetmark drift` asks the API.
 
 Why a job and a stored verdict, not a view judged per request: a drift query with totals must
@@ -55,10 +55,9 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.client.text import format_duration
-from hub.database import exclusive, write_session
 from hub.drift import repository
 from hub.drift.repository import DriftFilter, Evaluated, HistoryFilter, Scope
 from hub.drift.schemas import (
@@ -83,10 +82,8 @@ from hub.params import INTEGER_MAX
 from hub.placement import repository as placement_repository
 from hub.placement import service as placement_service
 from hub.revisions import UNKNOWN_FORM
-from hub.settings import HubSettings
 from hub.sorting import OWN_ORDER, Order
 from hub.text import short_sha
-from hub.types import Clock
 
 __all__ = [
     "COLUMNS",
@@ -95,7 +92,6 @@ __all__ = [
     "current_drift",
     "drift_history",
     "evaluate_drift",
-    "scheduled_drift",
 ]
 
 log = structlog.get_logger("fleetmark.drift")
@@ -164,30 +160,6 @@ async def evaluate_drift(
         periods_closed=periods.closed,
         seconds=time.perf_counter() - started,
     )
-
-
-async def scheduled_drift(
-    sessions: async_sessionmaker[AsyncSession], settings: HubSettings, *, clock: Clock
-) -> Evaluation | None:
-    """The periodic job: evaluate unless another replica is already at it (then None)."""
-    async with exclusive(sessions, repository.DRIFT_LOCK) as acquired:
-        if not acquired:
-            log.info("drift evaluation skipped: another replica is evaluating")
-            return None
-        async with write_session(sessions) as session:
-            evaluation = await evaluate_drift(
-                session, now=clock(), stale_after=timedelta(seconds=settings.stale_after_seconds)
-            )
-    log.info(
-        "drift evaluated",
-        objects=evaluation.objects,
-        drifted=evaluation.drifted,
-        changed=evaluation.changed,
-        periods_opened=evaluation.periods_opened,
-        periods_closed=evaluation.periods_closed,
-        seconds=round(evaluation.seconds, 3),
-    )
-    return evaluation
 
 
 # --- scope ------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ deployed_version summary (repository.diff_page) -> per row, the pure comparison
 (hub/envdiff/compare.py) -> the wire answer (hub/envdiff/schemas.py).
 
 What clusters run comes from deployed_version, which a job refreshes every
-`env_diff_interval` (`refresh_deployed`); the answer says when (`deployed_at`). With
+`env_diff_interval` (hub/envdiff/tasks.py); the answer says when (`deployed_at`). With
 `only_differences`, a row is listed when its environments are meant to differ (an assignment
 in some of them only, another desired version or pin, a config key) or when the clusters of
 one of them do not run what it is meant to (failed, drifted).
@@ -21,7 +21,6 @@ The job also keeps the diff of every environment, in promotion order, every row 
 migration 0027): the dashboards read its cells and their reasons, which are this module's.
 """
 
-import asyncio
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -31,7 +30,6 @@ import structlog
 from sqlalchemy import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.database import exclusive, write_session
 from hub.envdiff import compare, repository
 from hub.envdiff.compare import DifferenceKind, Side
 from hub.envdiff.repository import Filters
@@ -53,9 +51,14 @@ from hub.placement import repository as placement_repository
 from hub.placement import service as placement_service
 from hub.sorting import OWN_ORDER, Order
 from hub.text import short_sha
-from hub.types import Clock, Sessions
 
-__all__ = ["COLUMNS", "environment_diff", "keep_diff", "refresh_deployed", "scheduled_refresh"]
+__all__ = [
+    "COLUMNS",
+    "deployed_parts",
+    "environment_diff",
+    "keep_diff",
+    "refresh_deployed_part",
+]
 
 log = structlog.get_logger("fleetmark.envdiff")
 
@@ -305,17 +308,16 @@ async def environment_diff(
     )
 
 
-async def refresh_deployed(sessions: Sessions) -> None:
-    """Sum up what the fleet's clusters run now (deployed_version): a part of the fleet per
-    unit of work, with a pause between, so that the work never holds a core for long."""
-    async with write_session(sessions) as session:
-        parts = await placement_repository.fleet_parts(session)
-        await repository.drop_parts_from(session, len(parts))
-    for part, (first, end) in enumerate(parts):
-        if part:
-            await asyncio.sleep(placement_repository.PART_PACE)
-        async with write_session(sessions) as session:
-            await repository.refresh_part(session, part, first, end)
+async def deployed_parts(session: AsyncSession) -> list[tuple[int, int]]:
+    """The parts of the fleet the summary of what clusters run is refreshed by, one unit of
+    work each; the summary's rows of parts beyond them are dropped."""
+    parts = await placement_repository.fleet_parts(session)
+    await repository.drop_parts_from(session, len(parts))
+    return parts
+
+
+async def refresh_deployed_part(session: AsyncSession, part: int, first: int, end: int) -> None:
+    await repository.refresh_part(session, part, first, end)
 
 
 def _kept_cells(row: DiffRow, now: datetime) -> list[dict[str, Any]]:
@@ -405,15 +407,3 @@ async def keep_diff(session: AsyncSession, *, now: datetime) -> int:
         cell["environment_position"] = positions[cell["environment"]]
     await repository.replace_kept(session, cells, config)
     return kept
-
-
-async def scheduled_refresh(sessions: Sessions, *, clock: Clock) -> None:
-    """The job's run: a refresh, then the diff of every environment kept, unless another
-    replica is at it."""
-    async with exclusive(sessions, repository.REFRESH_LOCK) as acquired:
-        if not acquired:
-            log.info("deployed summary refresh skipped: another replica holds the lock")
-            return
-        await refresh_deployed(sessions)
-        async with write_session(sessions) as session:
-            await keep_diff(session, now=clock())

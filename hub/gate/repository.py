@@ -14,8 +14,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import TextClause, and_, bindparam, func, select, text, true
+from sqlalchemy import TextClause, and_, bindparam, delete, func, insert, select, text, true
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -26,6 +27,7 @@ from hub.models import (
     Assignment,
     AssignmentRevision,
     BranchCommit,
+    GateAnswer,
     GitBranch,
     GitCommit,
     ManifestRevision,
@@ -820,3 +822,31 @@ async def judge(
         if row.cluster is not None
     ]
     return Judgement(tally, listed)
+
+
+# --- the kept answers (gate_answer, migration 0027) --------------------------------------------
+
+
+# Held while the answers are judged and written ("gates" in ASCII): one replica at a time.
+ANSWERS_LOCK = 0x6761746573
+
+_WORKLOADS = text("""
+SELECT DISTINCT v.workload
+FROM desired_version v
+JOIN environment e ON e.id = v.environment_id
+WHERE e.name = :environment
+ORDER BY v.workload
+""")
+
+
+async def assigned_workloads(session: AsyncSession, environment: str) -> list[str]:
+    """The workloads assigned in the environment, at the head of its platform branches."""
+    return list(await session.scalars(_WORKLOADS, {"environment": environment}))
+
+
+async def replace_answers(session: AsyncSession, answers: Sequence[dict[str, Any]]) -> None:
+    """The kept answers become `answers` (GateAnswer's columns), all at once for readers."""
+    await session.execute(delete(GateAnswer))
+    if answers:
+        await session.execute(insert(GateAnswer), list(answers))
+    await session.flush()

@@ -41,6 +41,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -48,6 +49,7 @@ from hub.errors import FleetmarkError, InvalidInput, UnknownWorkload
 from hub.gate import repository
 from hub.gate.policy import (
     REASONS_NAMED,
+    ClusterState,
     GateDecision,
     GateOptions,
     PlatformCommit,
@@ -82,6 +84,7 @@ from hub.gate.schemas import (
 from hub.git.urls import spelled_repository
 from hub.placement import repository as placement_repository
 from hub.placement import service as placement_service
+from hub.settings import HubSettings
 from hub.sorting import OWN_ORDER, Order
 from hub.text import format_time, short_sha
 from scheduler_core.kube import parse_selector
@@ -90,14 +93,17 @@ __all__ = [
     "COLUMNS",
     "DEFAULT_SOAK",
     "MAX_PROMOTABLE_COMMITS",
+    "AnswerOptions",
     "ClusterPage",
     "UnknownCommit",
     "UnknownVersion",
     "environment_names",
+    "keep_answers",
     "newest_commits",
     "newest_versions",
     "promotable",
     "promotion_gate",
+    "source_spellings",
 ]
 
 DEFAULT_SOAK = timedelta(minutes=10)
@@ -698,3 +704,99 @@ async def promotion_gate(
             page=page,
         )
     raise InvalidInput("commit, or workload and version: give one of the two, and only one")
+
+
+# --- the answers kept for dashboards and alert rules ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnswerOptions:
+    """The gate options the kept answers are judged with, and how many of the newest commits
+    (and of each workload's versions) each environment keeps answers for."""
+
+    soak: timedelta
+    stale_after: timedelta
+    newest: int
+
+    @classmethod
+    def of(cls, settings: HubSettings) -> "AnswerOptions":
+        return cls(
+            soak=settings.gate_answers_soak,
+            stale_after=timedelta(seconds=settings.stale_after_seconds),
+            newest=settings.gate_answers_newest,
+        )
+
+
+def _answer(
+    result: GateResult, position: int | None, workload: str | None, revision: str, newest: int
+) -> dict[str, Any]:
+    """GateAnswer's columns for one answer; blocking: the listed clusters not compliant."""
+    counts = result.counts
+    return {
+        "environment": result.target.environment,
+        "environment_position": position,
+        "workload": workload,
+        "revision": revision,
+        "newest": newest,
+        "verdict": result.verdict.value,
+        "reasons": result.reasons,
+        "expected": counts.expected,
+        "compliant": counts.compliant,
+        "stale": counts.stale,
+        "never_reported": counts.never_reported,
+        "blocking": [
+            {
+                "cluster": cluster.name,
+                "cluster_type": cluster.cluster_type,
+                "state": cluster.state.value,
+                "explanation": cluster.explanation,
+            }
+            for cluster in result.clusters.items
+            if cluster.state is not ClusterState.COMPLIANT
+        ],
+        "blocking_count": counts.expected - counts.compliant,
+        "earliest_pass_at": result.earliest_pass_at,
+        "evaluated_at": result.evaluated_at,
+    }
+
+
+async def keep_answers(session: AsyncSession, options: AnswerOptions, *, now: datetime) -> int:
+    """Judge the newest commits and versions of every environment and keep the answers; the
+    caller commits. Returns how many answers are kept.
+
+    Environments in promotion order -> per environment, the newest `newest` commits of its
+    platform branch (those `promotable` examines first) and, per workload assigned there, its
+    newest `newest` versions -> each judged by `promotion_gate` with the job's options -> the
+    verdicts, counts and the clusters that block each, replacing the kept answers at once.
+    """
+
+    async def gate(
+        environment: str, commit: str | None, workload: str | None, version: str | None
+    ) -> GateResult:
+        return await promotion_gate(
+            session,
+            environment=environment,
+            commit=commit,
+            workload=workload,
+            version=version,
+            soak=options.soak,
+            stale_after=options.stale_after,
+            allow_stale=False,
+            min_clusters=1,
+            now=now,
+            page=ClusterPage(limit=REASONS_NAMED),
+        )
+
+    answers = []
+    for environment, _, position in await placement_repository.environments(session):
+        commits = await newest_commits(session, environment, options.newest)
+        for newest, sha in enumerate(commits, start=1):
+            result = await gate(environment, sha, None, None)
+            answers.append(_answer(result, position, None, sha, newest))
+        for workload in await repository.assigned_workloads(session, environment):
+            versions = await newest_versions(session, environment, workload, options.newest)
+            for newest, version in enumerate(versions, start=1):
+                result = await gate(environment, None, workload, version)
+                answers.append(_answer(result, position, workload, version, newest))
+    await repository.replace_answers(session, answers)
+    return len(answers)

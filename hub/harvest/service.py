@@ -289,26 +289,6 @@ async def harvest(
         )
 
 
-async def scheduled_harvest(
-    sessions: Sessions, settings: HubSettings, *, clock: Clock
-) -> HarvestReport | None:
-    """The periodic job: harvest unless another replica is already at it (then None). A
-    repositories file that cannot be used fails the run (InvalidConfiguration)."""
-    async with exclusive(sessions, repository.HARVEST_LOCK) as acquired:
-        if not acquired:
-            log.info("harvest skipped: another replica is harvesting")
-            return None
-        report = await run_harvest(sessions, settings, clock=clock)
-    log.info(
-        "harvest finished",
-        repositories=len(report.repositories),
-        new_commits=sum(b.new_commits for r in report.repositories for b in r.branches),
-        errors=sum(r.errors for r in report.repositories),
-        seconds=round(report.seconds, 3),
-    )
-    return report
-
-
 async def run_harvest(
     sessions: Sessions,
     settings: HubSettings,
@@ -893,6 +873,5 @@ __all__ = [
     "list_repositories",
     "remove_repository",
     "run_harvest",
-    "scheduled_harvest",
     "sync_repositories_file",
 ]

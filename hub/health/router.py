@@ -7,13 +7,13 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from hub.background.runner import beside_jobs
 from hub.deps import MetricsAccess
 from hub.health import service
 from hub.health.schemas import Health, Readiness
-from hub.jobs import beside_jobs
 from hub.metrics import HubMetrics
-from hub.monitoring import service as monitoring
-from hub.monitoring.service import FleetSnapshot
+from hub.runs import service as runs
+from hub.runs.service import FleetSnapshot
 from hub.settings import HubSettings
 from hub.types import Sessions
 
@@ -48,7 +48,7 @@ async def metrics(request: Request) -> Response:
     hub_metrics: HubMetrics = request.app.state.metrics
 
     async def snapshot(sessions: Sessions) -> FleetSnapshot:
-        return await monitoring.fleet_snapshot(
+        return await runs.fleet_snapshot(
             sessions,
             now=clock(),
             stale_after=timedelta(seconds=settings.stale_after_seconds),

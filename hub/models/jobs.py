@@ -1,4 +1,4 @@
-"""Runs of the hub's background jobs (hub/jobs.py), kept in the store so that every replica can
+"""Runs of the hub's background jobs (hub/background/), kept in the store so that every replica can
 tell when each job last ran, how it went and how long it took (migration 0024_job_runs), and
 so that a run asked for through the API can be followed until it is done (0028, 0034)."""
 
@@ -15,7 +15,7 @@ class JobRun(Base):
     """One round of a job on one replica: it ran and succeeded or failed, or it was skipped
     because another replica held the job's lock; or, asked for through the API (`requested`),
     it is running still. Only the newest rounds of each job and outcome are kept, and the
-    requested runs of the last day (hub/monitoring/service.py)."""
+    requested runs of the last day (hub/runs/service.py)."""
 
     __tablename__ = "job_run"
     __table_args__ = (

@@ -2,7 +2,7 @@
 the alert rules and every other reader of what a rollout is doing.
 
 Data flow: the DORA job (every `dora_interval`) judges who each rollout expected, who reached
-it and who failed on it into `dora_rollup` -> the rollouts job (hub/jobs.py, every minute)
+it and who failed on it into `dora_rollup` -> the rollouts job (hub/rollouts/tasks.py, every minute)
 reads the rollouts it has not judged yet, and those the DORA job refreshed since that are not
 converged (a converged one only when the DORA job's verdict on it changed) -> the pure policy
 (hub/rollouts/policy.py) decides each one's state and stalls as of the DORA job's refresh,
@@ -26,13 +26,10 @@ from sqlalchemy import Row
 from sqlalchemy.dialects.postgresql import Range
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.database import exclusive, write_session
 from hub.rollouts import repository
 from hub.rollouts.policy import Facts, judge
-from hub.settings import HubSettings
-from hub.types import Sessions
 
-__all__ = ["Kept", "keep_rollouts", "scheduled_rollouts"]
+__all__ = ["Kept", "keep_rollouts"]
 
 log = structlog.get_logger("fleetmark.rollouts")
 
@@ -75,21 +72,3 @@ async def keep_rollouts(session: AsyncSession, *, stall_after: timedelta) -> Kep
     rows = await repository.to_judge(session, stall_after)
     written = await repository.keep(session, [_kept(row, stall_after) for row in rows])
     return Kept(len(rows), written, time.perf_counter() - started)
-
-
-async def scheduled_rollouts(
-    sessions: Sessions,
-    settings: HubSettings,
-) -> Kept | None:
-    """The periodic job: the rollouts judged and kept, unless another replica is at it (then
-    None)."""
-    async with exclusive(sessions, repository.ROLLOUTS_LOCK) as acquired:
-        if not acquired:
-            log.info("rollouts skipped: another replica is judging them")
-            return None
-        async with write_session(sessions) as session:
-            kept = await keep_rollouts(session, stall_after=settings.rollout_stall_after)
-    log.info(
-        "rollouts kept", judged=kept.judged, written=kept.written, seconds=round(kept.seconds, 3)
-    )
-    return kept

@@ -35,11 +35,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 import structlog
-from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.database import exclusive, write_session
-from hub.errors import InvalidInput, SchedulingRunning, describe_validation_error
+from hub.errors import InvalidInput, SchedulingRunning
 from hub.git.local import GitFailure, LocalRepository, Signature
 from hub.git.urls import (
     LOCAL_REFUSED,
@@ -111,40 +110,6 @@ async def schedule(
                 "scheduling is running elsewhere (the hub's job, or another run); try again later"
             )
         return await run_schedule(sessions, settings, request, clock=clock)
-
-
-async def scheduled_schedule(
-    sessions: Sessions, settings: HubSettings, *, clock: Clock
-) -> ScheduleRun | None:
-    """The periodic job: follow the configured control plane unless another replica is at it."""
-    if settings.schedule_control_plane is None or settings.schedule_gitops is None:
-        return None
-    try:
-        request = ScheduleRequest(
-            control_plane=settings.schedule_control_plane,
-            gitops=settings.schedule_gitops,
-            environments=settings.schedule_environments,
-            mode=settings.schedule_mode,
-        )
-    except ValidationError as exc:
-        log.error("scheduling skipped: bad settings", error=describe_validation_error(exc))
-        return None
-    async with exclusive(sessions, repository.SCHEDULE_LOCK) as acquired:
-        if not acquired:
-            log.info("scheduling skipped: another replica is scheduling")
-            return None
-        run = await run_schedule(sessions, settings, request, clock=clock)
-    for outcome in run.environments:
-        log.info(
-            "scheduled",
-            environment=outcome.environment,
-            commit=outcome.commit,
-            branch=outcome.branch,
-            changes=len(outcome.changes),
-            errors=len(outcome.errors),
-            failure=outcome.failure,
-        )
-    return run
 
 
 @dataclass(frozen=True, slots=True)
@@ -711,5 +676,4 @@ __all__ = [
     "list_errors",
     "run_schedule",
     "schedule",
-    "scheduled_schedule",
 ]

@@ -1,7 +1,7 @@
 """Requested runs told apart from periodic rounds, so that each is kept by its own rule.
 
 Periodic rounds keep the newest 20 of each job and outcome; a run asked for through the API
-(`POST /api/v1/runs/...`) is kept a day, at most 1,000 per job (hub/monitoring/service.py).
+(`POST /api/v1/runs/...`) is kept a day, at most 1,000 per job (hub/runs/service.py).
 Sharing the first rule, a burst of requests lost the runs' records while their callers
 still polled them. Rows written before this revision are taken as requested when they carry
 a result or run still (a requested run that failed cannot be told from a failed round).

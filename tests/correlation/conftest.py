@@ -17,7 +17,7 @@ from hub import migrate
 from hub.cli import app as cli
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
-from hub.envdiff.service import scheduled_refresh
+from hub.envdiff.tasks import scheduled_refresh
 from hub.harvest import service as harvest_service
 from hub.harvest.schemas import RepositoryConfig
 from hub.tokens import service as token_service

@@ -17,7 +17,7 @@ from hub.app import create_app
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
 from hub.database import create_sessionmaker, exclusive
-from hub.drift import repository, service
+from hub.drift import repository, tasks
 from hub.models import DriftEvaluation, DriftPeriod
 from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
 from tests.correlation.drifting import drift
@@ -43,10 +43,10 @@ async def test_one_replica_evaluates_at_a_time(
             )
             await session.commit()
         async with exclusive(sessions, repository.DRIFT_LOCK) as held:  # another replica's run
-            skipped = await service.scheduled_drift(sessions, settings, clock=clock)
+            skipped = await tasks.scheduled_drift(sessions, settings, clock=clock)
         async with sessions() as session:
             before = await drift(session, clock)
-        evaluation = await service.scheduled_drift(sessions, settings, clock=clock)
+        evaluation = await tasks.scheduled_drift(sessions, settings, clock=clock)
         async with sessions() as session:
             evaluated_at = await session.scalar(select(DriftEvaluation.evaluated_at))
             periods = (await session.execute(select(DriftPeriod.started_at))).scalars().all()

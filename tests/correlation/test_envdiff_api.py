@@ -7,7 +7,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.envdiff.service import refresh_deployed
+from hub.envdiff.tasks import refresh_deployed
 from tests.correlation.fleet import Fleet
 from tests.harvest import scenario
 from tests.support import bearer

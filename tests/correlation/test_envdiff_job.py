@@ -9,10 +9,10 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.app import create_app
-from hub.envdiff import service
+from hub.envdiff import service, tasks
 from hub.envdiff.repository import REFRESH_LOCK
 from hub.envdiff.schemas import EnvironmentDiff
-from hub.jobs import ENV_DIFF_JOB
+from hub.envdiff.tasks import ENV_DIFF_JOB
 from hub.placement import repository as placement_repository
 from tests.conftest import hub_settings
 from tests.correlation.conftest import ServedFleet
@@ -58,11 +58,11 @@ async def test_one_replica_refreshes_at_a_time_and_the_diff_reads_the_last_refre
 
     async with live.engine.connect() as replica:  # another replica is refreshing
         await replica.execute(text("SELECT pg_advisory_lock(:key)"), {"key": REFRESH_LOCK})
-        await service.scheduled_refresh(live.sessions, clock=live.clock)
+        await tasks.scheduled_refresh(live.sessions, clock=live.clock)
         async with live.sessions() as session:
             before = await read(session, live.clock)
         await replica.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": REFRESH_LOCK})
-    await service.scheduled_refresh(live.sessions, clock=live.clock)
+    await tasks.scheduled_refresh(live.sessions, clock=live.clock)
     async with live.sessions() as session:
         after = await read(session, live.clock)
         parts = await session.scalar(text("SELECT count(DISTINCT part) FROM deployed_part"))

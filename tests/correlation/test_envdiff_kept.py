@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.envdiff import service
+from hub.envdiff import service, tasks
 from hub.models import EnvironmentDiffCell, EnvironmentDiffConfig
 from tests.correlation.fleet import Fleet
 from tests.correlation.test_envdiff_reasons import run_heads
@@ -19,7 +19,7 @@ from tests.support import FakeClock
 async def keep(session: AsyncSession, clock: FakeClock) -> int:
     """The job's run, inside the test's transaction."""
     assert session.bind is not None
-    await service.refresh_deployed(
+    await tasks.refresh_deployed(
         async_sessionmaker(bind=session.bind, join_transaction_mode="create_savepoint")
     )
     return await service.keep_diff(session, now=clock.now)

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.envdiff import service
+from hub.envdiff import service, tasks
 from hub.envdiff.schemas import DiffRow, EnvironmentCell, EnvironmentDiff
 from hub.errors import UnknownWorkload
 from hub.git.urls import normalise_repository_url
@@ -29,7 +29,7 @@ async def diff(
 ) -> EnvironmentDiff:
     """What GET /api/v1/diff answers once the hub's job has summed up the reports."""
     assert session.bind is not None
-    await service.refresh_deployed(
+    await tasks.refresh_deployed(
         async_sessionmaker(bind=session.bind, join_transaction_mode="create_savepoint")
     )
     values: dict[str, Any] = {

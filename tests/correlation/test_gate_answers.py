@@ -10,10 +10,10 @@ from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.app import create_app
-from hub.jobs import GATE_ANSWERS_JOB
+from hub.gate import service, tasks
+from hub.gate.repository import ANSWERS_LOCK
+from hub.gate.tasks import GATE_ANSWERS_JOB
 from hub.models import GateAnswer
-from hub.promotion import service
-from hub.promotion.repository import ANSWERS_LOCK
 from tests.conftest import hub_settings
 from tests.correlation.conftest import ServedFleet
 from tests.correlation.fleet import Fleet
@@ -188,9 +188,9 @@ async def test_one_replica_keeps_the_answers_at_a_time(served_fleet: ServedFleet
 
     async with live.engine.connect() as replica:  # another replica is judging
         await replica.execute(text("SELECT pg_advisory_lock(:key)"), {"key": ANSWERS_LOCK})
-        skipped = await service.scheduled_answers(live.sessions, settings, clock=live.clock)
+        skipped = await tasks.scheduled_answers(live.sessions, settings, clock=live.clock)
         await replica.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": ANSWERS_LOCK})
-    ran = await service.scheduled_answers(live.sessions, settings, clock=live.clock)
+    ran = await tasks.scheduled_answers(live.sessions, settings, clock=live.clock)
     async with live.sessions() as session:
         answers = await kept(session)
 

@@ -13,11 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_asyn
 
 from hub.app import create_app
 from hub.database import create_sessionmaker, exclusive, write_session
-from hub.jobs import ROLLOUTS_INTERVAL, ROLLOUTS_JOB
 from hub.models import DoraRefresh, DoraRollup, Rollout
-from hub.rollouts import service
+from hub.rollouts import service, tasks
 from hub.rollouts.repository import ROLLOUTS_LOCK
 from hub.rollouts.service import Kept
+from hub.rollouts.tasks import ROLLOUTS_INTERVAL, ROLLOUTS_JOB
 from tests.conftest import DatabaseServer, hub_settings
 from tests.correlation.dora_history import PLATFORM_COMMITS, RELEASES, Timeline, refresh_dora
 from tests.correlation.fleet import Fleet
@@ -248,8 +248,8 @@ async def test_one_replica_judges_them_at_a_time_and_commits(job_database: str) 
                 )
             )  # fmt: skip
         async with exclusive(sessions, ROLLOUTS_LOCK) as held:  # another replica's run
-            skipped = await service.scheduled_rollouts(sessions, settings)
-        ran = await service.scheduled_rollouts(sessions, settings)
+            skipped = await tasks.scheduled_rollouts(sessions, settings)
+        ran = await tasks.scheduled_rollouts(sessions, settings)
         async with sessions() as session:
             kept = (await session.execute(select(Rollout.state, Rollout.state_since))).all()
     finally:

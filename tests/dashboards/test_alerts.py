@@ -13,10 +13,10 @@ import yaml
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from dashboards import alerts, build
+from hub.background import repository as monitoring
 from hub.dora.service import refresh_rollup
 from hub.envdiff import service as envdiff
-from hub.monitoring import repository as monitoring
-from hub.promotion import service
+from hub.gate import service
 from hub.rollouts.service import keep_rollouts
 from tests.correlation.drifting import evaluate
 from tests.dashboards.conftest import ReadOnly, Seeded

@@ -30,14 +30,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engin
 
 from hub import store
 from hub.app import create_app
+from hub.background import repository as job_runs
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
 from hub.database import create_sessionmaker, write_session
+from hub.dora.tasks import DORA_JOB
 from hub.drift.service import evaluate_drift
+from hub.drift.tasks import DRIFT_JOB
+from hub.envdiff.tasks import ENV_DIFF_JOB
 from hub.harvest.schemas import RepositoriesFile
 from hub.harvest.service import sync_repositories_file
-from hub.jobs import DORA_JOB, DRIFT_JOB, ENV_DIFF_JOB, ROLLOUTS_JOB
-from hub.monitoring import repository as job_runs
+from hub.rollouts.tasks import ROLLOUTS_JOB
 from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
 from tests.dashboards.conftest import PanelQuery, ReadOnly
 from tests.dashboards.test_panels import PANELS, times

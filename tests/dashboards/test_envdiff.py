@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.envdiff import service
+from hub.envdiff import service, tasks
 from hub.harvest.schemas import RepositoriesFile
 from hub.harvest.service import sync_repositories_file
 from tests.dashboards.conftest import ReadOnly, Seeded
@@ -34,7 +34,7 @@ async def released(seeded: Seeded, session: AsyncSession) -> Seeded:
     await seeded.fleet.harvest()
     await sync_repositories_file(session, RepositoriesFile(environments=["dev", "stage"]))
     assert session.bind is not None
-    await service.refresh_deployed(
+    await tasks.refresh_deployed(
         async_sessionmaker(bind=session.bind, join_transaction_mode="create_savepoint")
     )
     await service.keep_diff(session, now=seeded.now)

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from hub.app import create_app
 from hub.database import create_sessionmaker, exclusive
 from hub.errors import HarvestRunning
-from hub.harvest import repository, service
+from hub.harvest import repository, service, tasks
 from hub.models import GitBranch
 from hub.settings import HubSettings
 from tests.conftest import DatabaseServer, hub_settings
@@ -51,10 +51,10 @@ async def test_one_replica_harvests_at_a_time(
     settings = settings_for(configured, tmp_path)
     try:
         async with exclusive(sessions, repository.HARVEST_LOCK) as held:  # another replica's run
-            skipped = await service.scheduled_harvest(sessions, settings, clock=clock)
+            skipped = await tasks.scheduled_harvest(sessions, settings, clock=clock)
             with pytest.raises(HarvestRunning):
                 await service.harvest(sessions, settings, clock=clock)
-        report = await service.scheduled_harvest(sessions, settings, clock=clock)
+        report = await tasks.scheduled_harvest(sessions, settings, clock=clock)
     finally:
         await engine.dispose()
 

@@ -18,7 +18,7 @@ import pytest
 
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
-from hub.envdiff.service import scheduled_refresh
+from hub.envdiff.tasks import scheduled_refresh
 from hub.simulation import records
 from tests.agent.conftest import LiveHub
 from tests.conftest import TOKEN_SECRET, DatabaseServer

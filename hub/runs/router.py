@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, BackgroundTasks, Depends, Response, status
 from pydantic import BaseModel
 
+from hub.background.runner import run_requested
 from hub.deps import (
     AdminAccess,
     ClockDep,
@@ -18,10 +19,9 @@ from hub.deps import (
 )
 from hub.errors import Responses, error_response, error_responses
 from hub.harvest import service as harvest_service
-from hub.jobs import run_requested
-from hub.monitoring import service
-from hub.monitoring.schemas import HarvestRequest, RequestedJob, RequestedRun
 from hub.params import Id
+from hub.runs import service
+from hub.runs.schemas import HarvestRequest, RequestedJob, RequestedRun
 from hub.scheduling import service as scheduling_service
 from hub.scheduling.schemas import ScheduleRequest
 from hub.types import Sessions

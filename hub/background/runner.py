@@ -1,16 +1,12 @@
-"""Background jobs of the hub: the periodic harvest (unless turned off), the periodic drift
-evaluation, the periodic summary of what clusters run (for the environment diff), the periodic
-refresh of the DORA rollup and each rollout's state judged from it, the promotion gate's
-answers for the newest commits (for dashboards and alert rules), the history's retention (at
-start, then daily) and hourly rollups (where the store does not keep them itself;
-hub/store.py) and, when a control plane is configured, the periodic scheduling. The only
-module that imports APScheduler.
+"""The runtime of the hub's background work: the tasks the slices declare (hub/tasks.py lists
+them), each run every interval, and the runs asked for through the API. The only module that
+imports APScheduler.
 
 Every replica runs the scheduler; each job takes a PostgreSQL advisory lock of its own, so one
 replica harvests (schedules) at a time and the others skip that round. A failing run is logged
 and the job keeps its schedule.
 
-Each round is written to the store (`job_run`, hub/monitoring) by the replica that did it, so
+Each round is written to the store (`job_run`, repository.py) by the replica that did it, so
 that /metrics on any replica tells when each job last succeeded: `succeeded` (it ran, or had
 nothing to do), `failed` (it raised; the error kept), or `skipped` (another replica held the
 job's lock, so that round was that replica's). A skipped round is not a run: the last success
@@ -27,7 +23,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import structlog
 from apscheduler.job import Job
@@ -37,35 +33,24 @@ from pydantic import BaseModel
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hub.database import create_engine, create_sessionmaker, refused_locks
-from hub.dora.service import scheduled_dora
-from hub.drift.service import scheduled_drift
-from hub.envdiff.service import scheduled_refresh
+from hub.background import repository
+from hub.background.task import Task
+from hub.database import create_engine, create_sessionmaker, refused_locks, write_session
 from hub.errors import FleetmarkError
-from hub.harvest.service import scheduled_harvest
-from hub.monitoring.service import Outcome, finish_run, record_job_run
-from hub.promotion.service import scheduled_answers
-from hub.rollouts.service import scheduled_rollouts
-from hub.scheduling.service import scheduled_schedule
 from hub.settings import HubSettings
-from hub.store import keep_history, refresh_rollups
 from hub.types import Clock, Sessions
 
-HARVEST_JOB = "harvest"
-DRIFT_JOB = "drift"
-ENV_DIFF_JOB = "env_diff"
-DORA_JOB = "dora"
-ROLLOUTS_JOB = "rollouts"
-# A run judges only rollouts not converged yet, as of the DORA job's last refresh: this often
-# (or as often as the DORA job, if that is more often), the kept states follow each refresh
-# within a minute.
-ROLLOUTS_INTERVAL = timedelta(minutes=1)
-GATE_ANSWERS_JOB = "gate_answers"
-SCHEDULE_JOB = "schedule"
-RETENTION_JOB = "retention"
-RETENTION_INTERVAL = timedelta(days=1)
-ROLLUP_JOB = "rollup"
-ROLLUP_INTERVAL = timedelta(minutes=10)
+__all__ = [
+    "Jobs",
+    "beside_jobs",
+    "record_job_run",
+    "run_after_placement",
+    "run_requested",
+    "start_jobs",
+    "stop_jobs",
+]
+
+Outcome = Literal["succeeded", "failed", "skipped"]
 log = structlog.get_logger("fleetmark.jobs")
 T = TypeVar("T")
 
@@ -77,6 +62,48 @@ class Jobs:
     thread: threading.Thread
     engine: AsyncEngine
     sessions: Sessions
+    # The tasks that run at once after a decommissioning or a placement.
+    follow_placement: tuple[str, ...]
+
+
+async def record_job_run(
+    sessions: Sessions,
+    *,
+    job: str,
+    started_at: datetime,
+    finished_at: datetime,
+    outcome: Outcome,
+    error: str | None = None,
+) -> None:
+    async with write_session(sessions) as session:
+        await repository.record_run(
+            session,
+            job=job,
+            started_at=started_at,
+            finished_at=finished_at,
+            outcome=outcome,
+            error=error,
+        )
+
+
+async def _finish_run(
+    sessions: Sessions,
+    run_id: int,
+    *,
+    finished_at: datetime,
+    outcome: Literal["succeeded", "failed"],
+    error: str | None = None,
+    result: BaseModel | None = None,
+) -> None:
+    async with write_session(sessions) as session:
+        await repository.finish_run(
+            session,
+            run_id,
+            finished_at=finished_at,
+            outcome=outcome,
+            error=error,
+            result=None if result is None else result.model_dump(mode="json"),
+        )
 
 
 async def _run(
@@ -137,82 +164,41 @@ def _every(
     )
 
 
-def start_jobs(database_url: str, settings: HubSettings, clock: Clock) -> Jobs:
-    """Start the scheduler on a thread of its own; each job's first run is one interval away,
-    but for the retention job's, which sets the store's policies at start."""
+def start_jobs(
+    database_url: str, settings: HubSettings, clock: Clock, tasks: Sequence[Task]
+) -> Jobs:
+    """Start the scheduler on a thread of its own with the tasks enabled by the settings; each
+    task's first run is one interval away, but for those that run at start."""
     loop = asyncio.new_event_loop()
     engine = create_engine(database_url, settings)
     sessions = create_sessionmaker(engine)
     scheduler = AsyncIOScheduler(timezone=UTC, event_loop=loop)
     schedule = _Schedule(scheduler, sessions, clock)
-    if settings.harvest_enabled:
+    enabled = [task for task in tasks if task.enabled(settings)]
+    for task in enabled:
         _every(
             schedule,
-            HARVEST_JOB,
-            settings.harvest_interval,
-            lambda: scheduled_harvest(sessions, settings, clock=clock),
-        )
-    _every(
-        schedule,
-        DRIFT_JOB,
-        settings.drift_interval,
-        lambda: scheduled_drift(sessions, settings, clock=clock),
-    )
-    _every(
-        schedule,
-        ENV_DIFF_JOB,
-        settings.env_diff_interval,
-        lambda: scheduled_refresh(sessions, clock=clock),
-    )
-    _every(
-        schedule,
-        DORA_JOB,
-        settings.dora_interval,
-        lambda: scheduled_dora(sessions, settings, clock=clock),
-    )
-    _every(
-        schedule,
-        ROLLOUTS_JOB,
-        min(ROLLOUTS_INTERVAL, settings.dora_interval),
-        lambda: scheduled_rollouts(sessions, settings),
-    )
-    _every(
-        schedule,
-        GATE_ANSWERS_JOB,
-        settings.gate_answers_interval,
-        lambda: scheduled_answers(sessions, settings, clock=clock),
-    )
-    _every(
-        schedule,
-        RETENTION_JOB,
-        RETENTION_INTERVAL,
-        lambda: keep_history(sessions, settings, clock()),
-        first_run=datetime.now(UTC),
-    )
-    stale_after = timedelta(seconds=settings.stale_after_seconds)
-    _every(
-        schedule,
-        ROLLUP_JOB,
-        ROLLUP_INTERVAL,
-        lambda: refresh_rollups(sessions, clock(), stale_after),
-    )
-    if settings.schedule_control_plane is not None:
-        _every(
-            schedule,
-            SCHEDULE_JOB,
-            settings.schedule_interval,
-            lambda: scheduled_schedule(sessions, settings, clock=clock),
+            task.name,
+            task.interval(settings),
+            _round(task, sessions, settings, clock),
+            first_run=datetime.now(UTC) if task.first_run_at_start else None,
         )
     thread = threading.Thread(target=loop.run_forever, name="fleetmark-jobs", daemon=True)
     thread.start()
     asyncio.run_coroutine_threadsafe(_start(scheduler), loop).result()
-    return Jobs(scheduler, loop, thread, engine, sessions)
+    follow = tuple(task.name for task in enabled if task.follows_placement)
+    return Jobs(scheduler, loop, thread, engine, sessions, follow)
 
 
-# The jobs whose kept results expect the clusters in service where they are placed (drift, the
-# environment diff's summary and kept diff, the gate's kept answers): run at once after a
-# decommissioning or a placement.
-FLEET_JOBS = (DRIFT_JOB, ENV_DIFF_JOB, GATE_ANSWERS_JOB)
+def _round(
+    task: Task, sessions: Sessions, settings: HubSettings, clock: Clock
+) -> Callable[[], Awaitable[object]]:
+    return lambda: task.run(sessions, settings, clock)
+
+
+def run_after_placement(jobs: Jobs) -> None:
+    """Run the tasks that follow placement now: a cluster was decommissioned or placed."""
+    run_soon(jobs, jobs.follow_placement)
 
 
 def run_soon(jobs: Jobs, names: Sequence[str]) -> None:
@@ -247,13 +233,13 @@ async def _requested(
     try:
         result = await work(sessions)
     except FleetmarkError as exc:
-        await finish_run(sessions, run_id, finished_at=clock(), outcome="failed", error=exc.detail)
+        await _finish_run(sessions, run_id, finished_at=clock(), outcome="failed", error=exc.detail)
     except Exception as exc:
         log.exception("requested run failed", run=run_id)
         error = f"{type(exc).__name__}: {exc}"
-        await finish_run(sessions, run_id, finished_at=clock(), outcome="failed", error=error)
+        await _finish_run(sessions, run_id, finished_at=clock(), outcome="failed", error=error)
     else:
-        await finish_run(sessions, run_id, finished_at=clock(), outcome="succeeded", result=result)
+        await _finish_run(sessions, run_id, finished_at=clock(), outcome="succeeded", result=result)
 
 
 async def beside_jobs(jobs: Jobs, work: Callable[[Sessions], Coroutine[Any, Any, T]]) -> T:

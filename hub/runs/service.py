@@ -1,4 +1,4 @@
-"""The fleet as /metrics exports it, the record of the background jobs' rounds, and the runs
+"""The fleet as /metrics exports it, with the background tasks' newest rounds, and the runs
 asked for through the API (a harvest, a scheduling run), followed until they are done.
 
 A snapshot reads what the API answers from (the fleet state, the drift counts, the
@@ -11,25 +11,21 @@ so every replica exports the same fleet gauges.
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
 
-from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.database import read_session, write_session
+from hub.background import repository
+from hub.database import read_session
 from hub.drift import service as drift_service
 from hub.drift.schemas import DriftSummary
 from hub.errors import TooManyRuns, UnknownRun
 from hub.harvest import service as harvest_service
 from hub.harvest.schemas import RepositoryStatus
 from hub.models import JobRun
-from hub.monitoring import repository
-from hub.monitoring.schemas import RequestedJob, RequestedRun
 from hub.query import service as query_service
 from hub.query.schemas import FleetCluster, FleetState
+from hub.runs.schemas import RequestedJob, RequestedRun
 from hub.types import Sessions
-
-Outcome = Literal["succeeded", "failed", "skipped"]
 
 # How long a run asked for through the API answers by its id, and how many of a job's are kept.
 REQUESTED_RUNS_KEPT_HOURS = 24
@@ -96,26 +92,6 @@ async def fleet_snapshot(
     )
 
 
-async def record_job_run(
-    sessionmaker: Sessions,
-    *,
-    job: str,
-    started_at: datetime,
-    finished_at: datetime,
-    outcome: Outcome,
-    error: str | None = None,
-) -> None:
-    async with write_session(sessionmaker) as session:
-        await repository.record_run(
-            session,
-            job=job,
-            started_at=started_at,
-            finished_at=finished_at,
-            outcome=outcome,
-            error=error,
-        )
-
-
 def _requested(run: JobRun) -> RequestedRun:
     result = {run.job: run.result} if run.result is not None else {}
     return RequestedRun.model_validate(
@@ -133,7 +109,7 @@ def _requested(run: JobRun) -> RequestedRun:
 
 async def start_run(session: AsyncSession, job: RequestedJob, *, now: datetime) -> RequestedRun:
     """Record a run asked for through the API as running; the caller starts it once this is
-    committed (hub/jobs.py `run_requested`).
+    committed (hub/background/runner.py `run_requested`).
 
     Each run answers by its id for REQUESTED_RUNS_KEPT, and then is deleted by the next
     request of its job; with MAX_REQUESTED_RUNS of the job kept, a request is refused
@@ -159,23 +135,3 @@ async def requested_run(session: AsyncSession, run_id: int) -> RequestedRun:
     if run is None or not run.requested:
         raise UnknownRun(f"no harvest or scheduling run {run_id}")
     return _requested(run)
-
-
-async def finish_run(
-    sessionmaker: Sessions,
-    run_id: int,
-    *,
-    finished_at: datetime,
-    outcome: Literal["succeeded", "failed"],
-    error: str | None = None,
-    result: BaseModel | None = None,
-) -> None:
-    async with write_session(sessionmaker) as session:
-        await repository.finish_run(
-            session,
-            run_id,
-            finished_at=finished_at,
-            outcome=outcome,
-            error=error,
-            result=None if result is None else result.model_dump(mode="json"),
-        )

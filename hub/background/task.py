@@ -1,0 +1,30 @@
+"""A periodic task as a slice declares it: its name (the one its runs are recorded and alerted
+under), how often it runs, whether it runs at all, and the coroutine that does one round with
+the background sessions, the settings and the clock. The round opens its own units of work and
+takes its own lock (another replica at it: the round is skipped)."""
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from hub.settings import HubSettings
+from hub.types import Clock, Sessions
+
+__all__ = ["Task"]
+
+
+def _always(settings: HubSettings) -> bool:
+    return True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Task:
+    name: str
+    run: Callable[[Sessions, HubSettings, Clock], Awaitable[object]]
+    interval: Callable[[HubSettings], timedelta]
+    enabled: Callable[[HubSettings], bool] = _always
+    # The first round at start, not one interval away.
+    first_run_at_start: bool = False
+    # Its kept results expect the clusters in service where they are placed: it runs at once
+    # after a decommissioning or a placement.
+    follows_placement: bool = False

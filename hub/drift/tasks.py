@@ -1,0 +1,48 @@
+"""The drift evaluation, every `drift_interval`: every live object judged and the drift
+periods brought up to date, by one replica at a time."""
+
+from datetime import timedelta
+
+import structlog
+
+from hub.background.task import Task
+from hub.database import exclusive, write_session
+from hub.drift import repository
+from hub.drift.service import Evaluation, evaluate_drift
+from hub.settings import HubSettings
+from hub.types import Clock, Sessions
+
+DRIFT_JOB = "drift"
+log = structlog.get_logger("fleetmark.drift")
+
+
+async def scheduled_drift(
+    sessions: Sessions, settings: HubSettings, clock: Clock
+) -> Evaluation | None:
+    """The periodic job: evaluate unless another replica is already at it (then None)."""
+    async with exclusive(sessions, repository.DRIFT_LOCK) as acquired:
+        if not acquired:
+            log.info("drift evaluation skipped: another replica is evaluating")
+            return None
+        async with write_session(sessions) as session:
+            evaluation = await evaluate_drift(
+                session, now=clock(), stale_after=timedelta(seconds=settings.stale_after_seconds)
+            )
+    log.info(
+        "drift evaluated",
+        objects=evaluation.objects,
+        drifted=evaluation.drifted,
+        changed=evaluation.changed,
+        periods_opened=evaluation.periods_opened,
+        periods_closed=evaluation.periods_closed,
+        seconds=round(evaluation.seconds, 3),
+    )
+    return evaluation
+
+
+DRIFT = Task(
+    name=DRIFT_JOB,
+    run=scheduled_drift,
+    interval=lambda settings: settings.drift_interval,
+    follows_placement=True,
+)

@@ -1,0 +1,60 @@
+"""The periodic scheduling, every `schedule_interval` when a control plane is configured: the
+configured control plane followed into the platform GitOps repository, by one replica at a
+time."""
+
+import structlog
+from pydantic import ValidationError
+
+from hub.background.task import Task
+from hub.database import exclusive
+from hub.errors import describe_validation_error
+from hub.scheduling import repository
+from hub.scheduling.schemas import ScheduleRequest, ScheduleRun
+from hub.scheduling.service import run_schedule
+from hub.settings import HubSettings
+from hub.types import Clock, Sessions
+
+SCHEDULE_JOB = "schedule"
+log = structlog.get_logger("fleetmark.scheduling")
+
+
+async def scheduled_schedule(
+    sessions: Sessions, settings: HubSettings, clock: Clock
+) -> ScheduleRun | None:
+    """The periodic job: follow the configured control plane unless another replica is at it."""
+    if settings.schedule_control_plane is None or settings.schedule_gitops is None:
+        return None
+    try:
+        request = ScheduleRequest(
+            control_plane=settings.schedule_control_plane,
+            gitops=settings.schedule_gitops,
+            environments=settings.schedule_environments,
+            mode=settings.schedule_mode,
+        )
+    except ValidationError as exc:
+        log.error("scheduling skipped: bad settings", error=describe_validation_error(exc))
+        return None
+    async with exclusive(sessions, repository.SCHEDULE_LOCK) as acquired:
+        if not acquired:
+            log.info("scheduling skipped: another replica is scheduling")
+            return None
+        run = await run_schedule(sessions, settings, request, clock=clock)
+    for outcome in run.environments:
+        log.info(
+            "scheduled",
+            environment=outcome.environment,
+            commit=outcome.commit,
+            branch=outcome.branch,
+            changes=len(outcome.changes),
+            errors=len(outcome.errors),
+            failure=outcome.failure,
+        )
+    return run
+
+
+SCHEDULE = Task(
+    name=SCHEDULE_JOB,
+    run=scheduled_schedule,
+    interval=lambda settings: settings.schedule_interval,
+    enabled=lambda settings: settings.schedule_control_plane is not None,
+)

@@ -1,0 +1,40 @@
+"""Every periodic task of the hub, as the slices declare them, for the app to run
+(hub/background/runner.py). The store's own upkeep is declared here: the history's retention (at
+start, then daily) and the hourly rollups where the store does not keep them itself
+(hub/store.py)."""
+
+from datetime import timedelta
+
+from hub.background.task import Task
+from hub.dora.tasks import DORA
+from hub.drift.tasks import DRIFT
+from hub.envdiff.tasks import ENV_DIFF
+from hub.gate.tasks import GATE_ANSWERS
+from hub.harvest.tasks import HARVEST
+from hub.rollouts.tasks import ROLLOUTS
+from hub.scheduling.tasks import SCHEDULE
+from hub.store import keep_history, refresh_rollups
+
+__all__ = ["RETENTION_INTERVAL", "RETENTION_JOB", "ROLLUP_INTERVAL", "ROLLUP_JOB", "TASKS"]
+
+RETENTION_JOB = "retention"
+RETENTION_INTERVAL = timedelta(days=1)
+ROLLUP_JOB = "rollup"
+ROLLUP_INTERVAL = timedelta(minutes=10)
+
+RETENTION = Task(
+    name=RETENTION_JOB,
+    run=lambda sessions, settings, clock: keep_history(sessions, settings, clock()),
+    interval=lambda settings: RETENTION_INTERVAL,
+    # It sets the store's policies.
+    first_run_at_start=True,
+)
+ROLLUP = Task(
+    name=ROLLUP_JOB,
+    run=lambda sessions, settings, clock: refresh_rollups(
+        sessions, clock(), timedelta(seconds=settings.stale_after_seconds)
+    ),
+    interval=lambda settings: ROLLUP_INTERVAL,
+)
+
+TASKS = (HARVEST, DRIFT, ENV_DIFF, DORA, ROLLOUTS, GATE_ANSWERS, RETENTION, ROLLUP, SCHEDULE)
