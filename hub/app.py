@@ -25,6 +25,7 @@ from hub.dora.router import router as dora_router
 from hub.drift.router import router as drift_router
 from hub.envdiff.router import router as envdiff_router
 from hub.errors import install_error_handlers
+from hub.fleet.router import router as fleet_router
 from hub.gate.router import router as gate_router
 from hub.harvest.config import load_repositories_file
 from hub.harvest.router import router as repositories_router
@@ -36,7 +37,6 @@ from hub.pages.headers import SecurityHeaders
 from hub.pages.router import public as pages_public_router
 from hub.pages.router import router as pages_router
 from hub.pages.throttle import FailedSignIns
-from hub.query.router import router as query_router
 from hub.runs.router import router as runs_router
 from hub.scheduling.router import router as scheduling_router
 from hub.settings import HubSettings
@@ -111,7 +111,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         ingest_router,
         clusters_router,
         tokens_router,
-        query_router,
+        fleet_router,
         gate_router,
         dora_router,
         drift_router,

@@ -26,6 +26,7 @@ from hub.drift import service as drift
 from hub.drift.schemas import Reason
 from hub.envdiff import service as envdiff
 from hub.errors import FleetmarkError, NotAuthenticated, TooManyAttempts, describe_validation_error
+from hub.fleet import service as fleet
 from hub.gate import service as gate
 from hub.gate.policy import ClusterState, Verdict
 from hub.gate.schemas import GateResult
@@ -52,7 +53,6 @@ from hub.pages.forms import (
 from hub.pages.rendering import PAGE_SIZE, STATIC, query, refresh_after, render
 from hub.pages.sorting import Table
 from hub.params import MAX_REPEATED, Limit, Offset, Text
-from hub.query import service as fleet
 from hub.settings import HubSettings
 from hub.sorting import Order
 from hub.tokens import service as tokens

@@ -19,11 +19,11 @@ from hub.database import read_session
 from hub.drift import service as drift_service
 from hub.drift.schemas import DriftSummary
 from hub.errors import TooManyRuns, UnknownRun
+from hub.fleet import service as fleet_service
+from hub.fleet.schemas import FleetCluster, FleetState
 from hub.harvest import service as harvest_service
 from hub.harvest.schemas import RepositoryStatus
 from hub.models import JobRun
-from hub.query import service as query_service
-from hub.query.schemas import FleetCluster, FleetState
 from hub.runs.schemas import RequestedJob, RequestedRun
 from hub.types import Sessions
 
@@ -65,7 +65,7 @@ async def fleet_snapshot(
     """The fleet, its drift, the harvest and the jobs' runs, read in one READ ONLY transaction
     of its own (opened here: /metrics reads the store only when its snapshot is due)."""
     async with read_session(sessionmaker) as session:
-        fleet = await query_service.fleet_state(
+        fleet = await fleet_service.fleet_state(
             session,
             environment=None,
             cluster_type=None,

@@ -10,9 +10,9 @@ import pytest
 from hub.drift.schemas import Reason
 from hub.envdiff.compare import CellState
 from hub.envdiff.compare import Reason as DifferenceReason
+from hub.fleet.schemas import AgentStatus
 from hub.gate.policy import ClusterState, Verdict
 from hub.palette import PALETTE, STATES
-from hub.query.schemas import AgentStatus
 from tests.pages.conftest import RETIRED, Scenario
 from tests.pages.test_pages import get, text
 from tests.support import bearer

@@ -6,7 +6,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hub.query import repository
+from hub.fleet import repository
 from tests.conftest import MakeAgent
 from tests.support import (
     PLATFORM_REPO,

@@ -7,9 +7,9 @@ from fastapi import APIRouter, Query
 
 from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep, sort_order
 from hub.errors import error_response, error_responses
+from hub.fleet import service
+from hub.fleet.schemas import DeploymentPage, FleetState
 from hub.params import Limit, Offset, Text, Timestamp
-from hub.query import service
-from hub.query.schemas import DeploymentPage, FleetState
 from hub.sorting import Order
 
 router = APIRouter(

@@ -9,16 +9,15 @@ from sqlalchemy import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.errors import InvalidInput
-from hub.placement import service as placement_service
-from hub.query import repository
-from hub.query.repository import (
+from hub.fleet import repository
+from hub.fleet.repository import (
     CLUSTER_SORTS,
     DRIFT_COUNTS,
     OBJECT_STATES,
     HistoryFilter,
     Placement,
 )
-from hub.query.schemas import (
+from hub.fleet.schemas import (
     ClusterTypeState,
     Deployment,
     DeploymentPage,
@@ -29,6 +28,7 @@ from hub.query.schemas import (
     GroupState,
     ObjectCounts,
 )
+from hub.placement import service as placement_service
 from hub.sorting import OWN_ORDER, Order
 
 # The columns a page of clusters sorts by.
