@@ -39,7 +39,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from hub import migrate
 from hub.database import create_sessionmaker, normalise_database_url, write_session
-from hub.harvest import repository, service
+from hub.harvest import repository, tasks
 from hub.settings import HubSettings
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/fleetmark_bench_harvest"
@@ -272,7 +272,7 @@ async def run(args: argparse.Namespace, work: Path) -> None:
 
     try:
         started = time.perf_counter()
-        report = await service.harvest(sessions, settings, clock=clock)
+        report = await tasks.harvest(sessions, settings, clock=clock)
         backfill = time.perf_counter() - started
         commits = sum(
             branch.new_commits for outcome in report.repositories for branch in outcome.branches
@@ -299,7 +299,7 @@ async def run(args: argparse.Namespace, work: Path) -> None:
         )
         git("-C", adder, "push", "--quiet", "origin", "dev")
         started = time.perf_counter()
-        incremental_report = await service.harvest(sessions, settings, clock=clock)
+        incremental_report = await tasks.harvest(sessions, settings, clock=clock)
         incremental = time.perf_counter() - started
         new = sum(
             branch.new_commits

@@ -34,7 +34,7 @@ from hub.client.schemas.runs import BranchOutcome, HarvestReport, RepositoryOutc
 from hub.database import create_engine, create_sessionmaker
 from hub.errors import FleetmarkError
 from hub.harvest import schemas as harvested
-from hub.harvest import service
+from hub.harvest import tasks
 from hub.settings import HubSettings
 
 
@@ -60,7 +60,7 @@ async def _harvest(
 ) -> harvested.HarvestReport:
     engine = create_engine(url, settings)
     try:
-        return await service.harvest(
+        return await tasks.harvest(
             create_sessionmaker(engine),
             settings,
             clock=lambda: datetime.now(UTC),

@@ -29,7 +29,7 @@ from hub.client.schemas.runs import AssignmentChange, EnvironmentOutcome, Schedu
 from hub.database import create_engine, create_sessionmaker
 from hub.errors import FleetmarkError
 from hub.scheduling import schemas as scheduling
-from hub.scheduling import service
+from hub.scheduling import tasks
 from hub.scheduling.schemas import ScheduleRequest
 from hub.settings import HubSettings
 
@@ -44,7 +44,7 @@ async def _schedule(
 ) -> scheduling.ScheduleRun:
     engine = create_engine(url, settings)
     try:
-        return await service.schedule(
+        return await tasks.schedule(
             create_sessionmaker(engine), settings, request, clock=lambda: datetime.now(UTC)
         )
     finally:

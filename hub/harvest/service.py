@@ -26,10 +26,8 @@ from typing import Any, Protocol
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.database import exclusive, write_session
 from hub.errors import (
     AlreadyExists,
-    HarvestRunning,
     InvalidInput,
     ManagedByFile,
     UnknownRepository,
@@ -67,7 +65,7 @@ from hub.placement import repository as placement_repository
 from hub.placement.repository import ensure_environment
 from hub.placement.service import known
 from hub.settings import HubSettings
-from hub.types import Clock, Sessions
+from hub.types import Clock, Units
 
 log = structlog.get_logger("fleetmark.harvest")
 
@@ -102,7 +100,7 @@ class CredentialsUnavailable(Exception):
 
 @dataclass(frozen=True, slots=True)
 class _Run:
-    sessions: Sessions
+    units: Units
     cache_dir: Path
     max_file_bytes: int
     git_timeout: float
@@ -269,8 +267,8 @@ def _credentials_kind(reference: dict[str, Any] | None) -> str | None:
 # --- running a harvest ------------------------------------------------------------------------
 
 
-async def harvest(
-    sessions: Sessions,
+async def harvest_repositories(
+    units: Units,
     settings: HubSettings,
     *,
     clock: Clock,
@@ -278,35 +276,17 @@ async def harvest(
     backfill: bool = False,
     progress: Progress | None = None,
 ) -> HarvestReport:
-    """Harvest now (the CLI); HarvestRunning when another process is harvesting."""
-    async with exclusive(sessions, repository.HARVEST_LOCK) as acquired:
-        if not acquired:
-            raise HarvestRunning(
-                "a harvest is running elsewhere (another hub replica); try again later"
-            )
-        return await run_harvest(
-            sessions, settings, clock=clock, only=only, backfill=backfill, progress=progress
-        )
-
-
-async def run_harvest(
-    sessions: Sessions,
-    settings: HubSettings,
-    *,
-    clock: Clock,
-    only: str | None = None,
-    backfill: bool = False,
-    progress: Progress | None = None,
-) -> HarvestReport:
-    """Harvest every enabled repository (or `only` the one with that URL); the caller holds
-    the harvest lock. `backfill` re-reads every branch from its root commit."""
+    """Harvest every enabled repository (or `only` the one with that URL), each step in a unit
+    of work of its own (a chunk of commits, a branch's head): what a harvest cut short did
+    stays. The caller holds the harvest lock. `backfill` re-reads every branch from its root
+    commit."""
     started = time.perf_counter()
     if settings.repositories_file is not None:
         configured = load_repositories_file(settings.repositories_file)
-        async with write_session(sessions) as session:
+        async with units() as session:
             await sync_repositories_file(session, configured)
     run = _Run(
-        sessions=sessions,
+        units=units,
         cache_dir=settings.effective_git_cache_dir,
         max_file_bytes=settings.harvest_max_file_bytes,
         git_timeout=settings.git_timeout,
@@ -321,7 +301,7 @@ async def run_harvest(
     outcomes: list[RepositoryOutcome] = []
     # Application repositories are listed after the platform ones ran: those discover them.
     for role in ("platform", "app"):
-        async with write_session(sessions) as session:
+        async with units() as session:
             every = await repository.list_repositories(session)
         clone_urls = {item.id: item.clone_url for item in every}
         for item in every:
@@ -418,7 +398,7 @@ async def _harvest_repository(
         )
     except (GitFailure, CredentialsUnavailable) as exc:
         log.warning("fetch failed", repository=item.url, error=str(exc))
-        async with write_session(run.sessions) as session:
+        async with run.units() as session:
             await repository.set_fetch_result(session, item.id, fetched_at=None, error=str(exc))
             await repository.record_errors(
                 session, item.id, [ErrorRecord(None, None, str(exc))], run.clock()
@@ -427,7 +407,7 @@ async def _harvest_repository(
         return outcome
     with local:
         try:
-            async with write_session(run.sessions) as session:
+            async with run.units() as session:
                 await repository.set_fetch_result(
                     session, item.id, fetched_at=run.clock(), error=None
                 )
@@ -444,7 +424,7 @@ async def _harvest_repository(
             log.exception("harvest failed", repository=item.url)
             problems.append(ErrorRecord(None, None, f"harvest failed: {type(exc).__name__}: {exc}"))
     if problems:
-        async with write_session(run.sessions) as session:
+        async with run.units() as session:
             await repository.record_errors(session, item.id, problems, run.clock())
     outcome.errors += len(problems) + sum(branch.errors for branch in outcome.branches)
     return outcome
@@ -455,7 +435,7 @@ async def _branches_to_harvest(
 ) -> dict[str, tuple[str, int | None]]:
     """Branch name -> (remote head, environment id); vanished branches are recorded."""
     heads = await asyncio.to_thread(local.branch_heads)
-    async with write_session(run.sessions) as session:
+    async with run.units() as session:
         environments = await repository.environment_ids(session)
         if item.branches is not None:
             names = list(item.branches)
@@ -525,7 +505,7 @@ async def _plan(
         return _Plan([sha for sha, _ in reversed(full)], None, -1, branch.head_sha is not None)
     # History was rewritten, or the old head left the first-parent chain: keep the chain the
     # stored one shares with the new one, renumber from there.
-    async with write_session(run.sessions) as session:
+    async with run.units() as session:
         mainline = await repository.mainline_positions(session, branch.id)
     full = await asyncio.to_thread(local.first_parent_chain, head)
     shared = next((index for index, (sha, _) in enumerate(full) if sha in mainline), len(full))
@@ -543,10 +523,10 @@ async def _harvest_branch(
     head: str,
     environment_id: int | None,
 ) -> BranchOutcome:
-    async with write_session(run.sessions) as session:
+    async with run.units() as session:
         branch = await repository.ensure_branch(session, item.id, name, environment_id)
     if branch.head_sha == head and not run.backfill:
-        async with write_session(run.sessions) as session:
+        async with run.units() as session:
             await repository.set_branch_head(session, branch.id, None, run.clock())
             if branch.deleted_at is not None:
                 await repository.refresh_reachability(session, item.id)
@@ -558,7 +538,7 @@ async def _harvest_branch(
     start, position, new_commits, errors = plan.fork, plan.fork_position + 1, 0, 0
     chunks = [plan.chain[index : index + CHUNK] for index in range(0, len(plan.chain), CHUNK)]
     for index, chunk in enumerate(chunks or [[]]):
-        async with write_session(run.sessions) as session:
+        async with run.units() as session:
             if index == 0 and plan.rewritten:
                 await repository.truncate_branch(session, branch.id, plan.fork_position)
             if chunk:
@@ -869,9 +849,8 @@ __all__ = [
     "CHUNK",
     "Progress",
     "add_repository",
-    "harvest",
+    "harvest_repositories",
     "list_repositories",
     "remove_repository",
-    "run_harvest",
     "sync_repositories_file",
 ]

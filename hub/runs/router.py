@@ -18,11 +18,12 @@ from hub.deps import (
     SettingsDep,
 )
 from hub.errors import Responses, error_response, error_responses
-from hub.harvest import service as harvest_service
+from hub.harvest import tasks as harvest_tasks
 from hub.params import Id
 from hub.runs import service
 from hub.runs.schemas import HarvestRequest, RequestedJob, RequestedRun
 from hub.scheduling import service as scheduling_service
+from hub.scheduling import tasks as scheduling_tasks
 from hub.scheduling.schemas import ScheduleRequest
 from hub.types import Sessions
 
@@ -86,7 +87,7 @@ async def harvest_now(request: HarvestRequest, starter: StarterDep) -> Requested
     makes the run fail, saying so."""
     return await starter.start(
         "harvest",
-        lambda sessions: harvest_service.harvest(
+        lambda sessions: harvest_tasks.harvest(
             sessions,
             starter.settings,
             clock=starter.clock,
@@ -111,7 +112,7 @@ async def schedule_now(request: ScheduleRequest, starter: StarterDep) -> Request
     scheduling_service.check_locations(request, allow_local=settings.local_repositories_allowed)
     return await starter.start(
         "schedule",
-        lambda sessions: scheduling_service.schedule(
+        lambda sessions: scheduling_tasks.schedule(
             sessions, settings, request, clock=starter.clock
         ),
     )

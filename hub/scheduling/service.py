@@ -37,8 +37,7 @@ from typing import Any, Literal
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.database import exclusive, write_session
-from hub.errors import InvalidInput, SchedulingRunning
+from hub.errors import InvalidInput
 from hub.git.local import GitFailure, LocalRepository, Signature
 from hub.git.urls import (
     LOCAL_REFUSED,
@@ -70,7 +69,7 @@ from hub.scheduling.schemas import (
 )
 from hub.settings import HubSettings
 from hub.text import short_sha
-from hub.types import Clock, Sessions
+from hub.types import Clock, Units
 from scheduler_core.incremental import render_incremental
 from scheduler_core.loader import LoadError, LoadResult, load_control_plane
 from scheduler_core.output import RenderResult, owned, render_environment
@@ -100,18 +99,6 @@ def check_locations(request: ScheduleRequest, *, allow_local: bool) -> None:
             raise InvalidInput(f"{name}: {LOCAL_REFUSED.format(url=location)}")
 
 
-async def schedule(
-    sessions: Sessions, settings: HubSettings, request: ScheduleRequest, *, clock: Clock
-) -> ScheduleRun:
-    """Schedule now (the CLI); SchedulingRunning when another process is scheduling."""
-    async with exclusive(sessions, repository.SCHEDULE_LOCK) as acquired:
-        if not acquired:
-            raise SchedulingRunning(
-                "scheduling is running elsewhere (the hub's job, or another run); try again later"
-            )
-        return await run_schedule(sessions, settings, request, clock=clock)
-
-
 @dataclass(frozen=True, slots=True)
 class _Job:
     """What every environment of one run shares."""
@@ -135,17 +122,18 @@ class _Job:
         return self.author.when
 
 
-async def run_schedule(
-    sessions: Sessions,
+async def schedule_environments(
+    units: Units,
     settings: HubSettings,
     request: ScheduleRequest,
     *,
     clock: Clock,
     timer: Timer = time.monotonic,
 ) -> ScheduleRun:
-    """Schedule the environments `request` names (all those declared when it names none); the
-    caller holds the scheduling lock. `timer` is the clock the time limit of an assignment's
-    render (`settings.template_render_timeout`) is kept by."""
+    """Schedule the environments `request` names (all those declared when it names none), each
+    recorded in units of work of its own; the caller holds the scheduling lock. `timer` is the
+    clock the time limit of an assignment's render (`settings.template_render_timeout`) is kept
+    by."""
     started = time.perf_counter()
     author = Signature(settings.schedule_author_name, settings.schedule_author_email, clock())
     clones = Clones(
@@ -163,7 +151,7 @@ async def run_schedule(
         names = request.environments
         if names is None:
             names = sorted(loaded.snapshots)
-        outcomes = [await _schedule_environment(sessions, job, name) for name in names]
+        outcomes = [await _schedule_environment(units, job, name) for name in names]
     finally:
         await asyncio.to_thread(clones.close)
     return ScheduleRun(
@@ -185,7 +173,7 @@ def _platform(clones: Clones, location: str) -> tuple[LocalRepository | None, st
         return None, f"the platform GitOps repository cannot be read: {exc}"
 
 
-async def _schedule_environment(sessions: Sessions, job: _Job, name: str) -> EnvironmentOutcome:
+async def _schedule_environment(units: Units, job: _Job, name: str) -> EnvironmentOutcome:
     snapshot = job.loaded.snapshots.get(name)
     if snapshot is None:
         # Nothing is stored: the name may be a typo, which must not become an environment.
@@ -194,10 +182,10 @@ async def _schedule_environment(sessions: Sessions, job: _Job, name: str) -> Env
         if job.loaded.errors:
             failure += "; see the load errors"
         return _Written.failed(job, name, failure, _load_problems(name, job.loaded.errors)).outcome
-    async with write_session(sessions) as session:
+    async with units() as session:
         stored = await repository.stored_target(session, job.gitops_url, name)
     written = await asyncio.to_thread(_write_environment, job, snapshot, stored)
-    async with write_session(sessions) as session:
+    async with units() as session:
         await _record(session, job, written, stored, sorted(snapshot.cluster_types))
     return written.outcome
 
@@ -672,8 +660,8 @@ async def list_errors(
 
 
 __all__ = [
+    "Timer",
     "list_assignments",
     "list_errors",
-    "run_schedule",
-    "schedule",
+    "schedule_environments",
 ]

@@ -1,21 +1,52 @@
-"""The periodic scheduling, every `schedule_interval` when a control plane is configured: the
-configured control plane followed into the platform GitOps repository, by one replica at a
-time."""
+"""Scheduling as background work: every `schedule_interval` when a control plane is configured
+(the configured control plane followed into the platform GitOps repository), and when a run is
+asked for (the API, the CLI); one replica at a time."""
+
+import time
 
 import structlog
 from pydantic import ValidationError
 
 from hub.background.task import Task
-from hub.database import exclusive
-from hub.errors import describe_validation_error
-from hub.scheduling import repository
+from hub.database import exclusive, write_session
+from hub.errors import SchedulingRunning, describe_validation_error
+from hub.scheduling import repository, service
 from hub.scheduling.schemas import ScheduleRequest, ScheduleRun
-from hub.scheduling.service import run_schedule
+from hub.scheduling.service import Timer
 from hub.settings import HubSettings
 from hub.types import Clock, Sessions
 
 SCHEDULE_JOB = "schedule"
 log = structlog.get_logger("fleetmark.scheduling")
+
+
+async def schedule(
+    sessions: Sessions, settings: HubSettings, request: ScheduleRequest, *, clock: Clock
+) -> ScheduleRun:
+    """Schedule now (the CLI, a run asked for through the API); SchedulingRunning when another
+    process is scheduling."""
+    async with exclusive(sessions, repository.SCHEDULE_LOCK) as acquired:
+        if not acquired:
+            raise SchedulingRunning(
+                "scheduling is running elsewhere (the hub's job, or another run); try again later"
+            )
+        return await run_schedule(sessions, settings, request, clock=clock)
+
+
+async def run_schedule(
+    sessions: Sessions,
+    settings: HubSettings,
+    request: ScheduleRequest,
+    *,
+    clock: Clock,
+    timer: Timer = time.monotonic,
+) -> ScheduleRun:
+    """Schedule the environments `request` names (all those declared when it names none); the
+    caller holds the scheduling lock. `timer` is the clock the time limit of an assignment's
+    render (`settings.template_render_timeout`) is kept by."""
+    return await service.schedule_environments(
+        lambda: write_session(sessions), settings, request, clock=clock, timer=timer
+    )
 
 
 async def scheduled_schedule(

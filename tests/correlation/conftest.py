@@ -19,6 +19,7 @@ from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
 from hub.envdiff.tasks import scheduled_refresh
 from hub.harvest import service as harvest_service
+from hub.harvest import tasks as harvest_tasks
 from hub.harvest.schemas import RepositoryConfig
 from hub.tokens import service as token_service
 from hub.tokens.schemas import TokenRequest
@@ -95,7 +96,7 @@ class ServedFleet:
             )
             await session.commit()
         self.token = read.token
-        await harvest_service.run_harvest(
+        await harvest_tasks.run_harvest(
             self.sessions, hub_settings(data_dir=self.data_dir), clock=self.clock
         )
         self.hub.start()

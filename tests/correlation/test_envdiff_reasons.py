@@ -14,7 +14,7 @@ from hub.envdiff import service, tasks
 from hub.envdiff.schemas import DiffRow, EnvironmentCell, EnvironmentDiff
 from hub.errors import UnknownWorkload
 from hub.git.urls import normalise_repository_url
-from hub.harvest import service as harvest_service
+from hub.harvest import tasks as harvest_tasks
 from tests.conftest import MakeAgent, hub_settings
 from tests.correlation.fleet import Fleet
 from tests.harvest import scenario
@@ -411,7 +411,7 @@ async def test_the_order_declared_in_the_repositories_file_holds_whatever_order_
     asked_before = await diff(session, clock, "prod", "dev", "stage")
     declared = tmp_path / "repositories.yaml"
     declared.write_text("environments: [dev, stage, prod]\n")
-    await harvest_service.run_harvest(
+    await harvest_tasks.run_harvest(
         sessions,
         hub_settings(data_dir=tmp_path / "data", repositories_file=declared),
         clock=clock,

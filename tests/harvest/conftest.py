@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.harvest import service
+from hub.harvest import service, tasks
 from hub.harvest.schemas import HarvestReport, RepositoryConfig
 from hub.settings import HubSettings
 from tests.conftest import hub_settings
@@ -71,7 +71,7 @@ def harvest(
 
     async def run(**options: Any) -> HarvestReport:
         clock.advance(minutes=1)
-        return await service.run_harvest(sessions, harvest_settings, clock=clock, **options)
+        return await tasks.run_harvest(sessions, harvest_settings, clock=clock, **options)
 
     return run
 

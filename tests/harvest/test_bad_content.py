@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.harvest import service
+from hub.harvest import service, tasks
 from hub.settings import HubSettings
 from tests.conftest import hub_settings
 from tests.harvest import scenario
@@ -108,7 +108,7 @@ async def test_files_over_the_size_limit_are_not_read(
     await configure(app.url, "app", branches=["dev"])
     settings = hub_settings(data_dir=tmp_path / "data", harvest_max_file_bytes=4096)
 
-    await service.run_harvest(sessions, settings, clock=clock)
+    await tasks.run_harvest(sessions, settings, clock=clock)
 
     store = HarvestedRepo(session, app.url)
     assert await messages(store) == {
@@ -187,11 +187,11 @@ async def test_token_is_sent_to_the_remote_and_never_shown(
     monkeypatch.setenv("FLEETMARK_GIT_WRONG", "wr0ng-t0ken-value")
     caplog.set_level(logging.DEBUG)
 
-    good = await service.run_harvest(
+    good = await tasks.run_harvest(
         sessions, settings_with_file(tmp_path, url, "FLEETMARK_GIT_TOKEN"), clock=clock
     )
     clock.advance(minutes=1)
-    bad = await service.run_harvest(
+    bad = await tasks.run_harvest(
         sessions, settings_with_file(tmp_path, url, "FLEETMARK_GIT_WRONG"), clock=clock
     )
 
@@ -223,7 +223,7 @@ async def test_unreadable_credentials_are_an_error_naming_the_reference(
 ) -> None:
     url = git_server.url("private-app.git")
 
-    await service.run_harvest(
+    await tasks.run_harvest(
         sessions, settings_with_file(tmp_path, url, "FLEETMARK_GIT_UNSET"), clock=clock
     )
 

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from hub.app import create_app
 from hub.database import create_sessionmaker, exclusive
 from hub.errors import HarvestRunning
-from hub.harvest import repository, service, tasks
+from hub.harvest import repository, tasks
 from hub.models import GitBranch
 from hub.settings import HubSettings
 from tests.conftest import DatabaseServer, hub_settings
@@ -53,7 +53,7 @@ async def test_one_replica_harvests_at_a_time(
         async with exclusive(sessions, repository.HARVEST_LOCK) as held:  # another replica's run
             skipped = await tasks.scheduled_harvest(sessions, settings, clock=clock)
             with pytest.raises(HarvestRunning):
-                await service.harvest(sessions, settings, clock=clock)
+                await tasks.harvest(sessions, settings, clock=clock)
         report = await tasks.scheduled_harvest(sessions, settings, clock=clock)
     finally:
         await engine.dispose()

@@ -17,7 +17,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.errors import InvalidConfiguration
-from hub.harvest import service
+from hub.harvest import tasks
 from hub.models import HarvestError, Repository
 from hub.settings import HubSettings
 from tests.conftest import TOKEN_SECRET, hub_settings
@@ -112,7 +112,7 @@ async def test_the_repositories_file_refuses_injections(
     settings = hub_settings(data_dir=tmp_path / "data", repositories_file=file)
 
     with pytest.raises(InvalidConfiguration) as refused:
-        await service.run_harvest(sessions, settings, clock=clock)
+        await tasks.run_harvest(sessions, settings, clock=clock)
 
     assert f"{file}: line 2: repositories[0].url:" in refused.value.detail
     assert not marker.created()
@@ -194,7 +194,7 @@ async def test_a_remote_repository_cannot_point_the_hub_at_local_paths(
         "  credentials:\n    token_env: FLEETMARK_GIT_TOKEN\n"
     )
 
-    await service.run_harvest(
+    await tasks.run_harvest(
         sessions, hub_settings(data_dir=tmp_path / "data", repositories_file=file), clock=clock
     )
 
@@ -273,14 +273,14 @@ async def test_production_refuses_configured_local_repositories_unless_allowed(
     refused = await client.post(
         "/api/v1/repositories", json={"url": app.url, "role": "app"}, headers=bearer(admin_token)
     )
-    await service.run_harvest(
+    await tasks.run_harvest(
         sessions,
         hub_settings(data_dir=tmp_path / "data", repositories_file=file, **production),
         clock=clock,
     )
     first = await errors_of(session, app.url)
     clock.advance(minutes=1)
-    allowed = await service.run_harvest(
+    allowed = await tasks.run_harvest(
         sessions,
         hub_settings(
             data_dir=tmp_path / "data",
@@ -341,7 +341,7 @@ async def test_a_token_file_swapped_for_a_link_outside_the_credentials_folder_is
     token_file.unlink()
     token_file.symlink_to(outside)
 
-    await service.run_harvest(sessions, settings, clock=clock)
+    await tasks.run_harvest(sessions, settings, clock=clock)
 
     assert await errors_of(session, remote) == [
         f"credentials: {token_file} is outside FLEETMARK_GIT_CREDENTIALS_DIR"
@@ -366,10 +366,10 @@ async def test_discovery_is_limited_to_the_allowed_urls(
     def allowing(*allowed: str) -> HubSettings:
         return hub_settings(data_dir=tmp_path / "data", discovery_allowed_urls=list(allowed))
 
-    await service.run_harvest(sessions, allowing("github.com"), clock=clock)
+    await tasks.run_harvest(sessions, allowing("github.com"), clock=clock)
     refused = await errors_of(session, platform.url)
     clock.advance(minutes=1)
-    await service.run_harvest(
+    await tasks.run_harvest(
         sessions, allowing((tmp_path / "remotes").as_uri()), clock=clock, backfill=True
     )
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.scheduling import service
+from hub.scheduling import tasks
 from hub.scheduling.schemas import EnvironmentOutcome, ScheduleRequest
 from hub.settings import HubSettings
 from tests.conftest import hub_settings
@@ -60,7 +60,7 @@ def schedule(
             environments=[environment],
             **options,
         )
-        result = await service.run_schedule(sessions, scheduling_settings, request, clock=clock)
+        result = await tasks.run_schedule(sessions, scheduling_settings, request, clock=clock)
         [outcome] = result.environments
         return outcome
 

@@ -8,7 +8,7 @@ import httpx
 import yaml
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.scheduling import service
+from hub.scheduling import tasks
 from hub.scheduling.schemas import EnvironmentOutcome, Problem, ScheduleRequest
 from tests.conftest import hub_settings
 from tests.scheduler_core import scenario
@@ -163,7 +163,7 @@ async def test_an_assignment_rendering_past_the_time_limit_setting_fails_alone(
     )
     timer = Timer()
 
-    run = await service.run_schedule(sessions, settings, request, clock=clock, timer=timer)
+    run = await tasks.run_schedule(sessions, settings, request, clock=clock, timer=timer)
 
     [outcome] = run.environments
     [error] = outcome.errors
@@ -323,7 +323,7 @@ async def test_workload_repositories_are_held_to_the_discovery_allow_list(
         control_plane=str(control_plane.path), gitops=str(platform.path), environments=["dev"]
     )
 
-    run = await service.run_schedule(sessions, settings, request, clock=clock)
+    run = await tasks.run_schedule(sessions, settings, request, clock=clock)
 
     [outcome] = run.environments
     app_src = (tmp_path / "remotes" / "app-src").as_uri()

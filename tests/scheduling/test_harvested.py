@@ -7,6 +7,7 @@ from pathlib import Path
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.harvest import service as harvest_service
+from hub.harvest import tasks as harvest_tasks
 from hub.harvest.schemas import RepositoryConfig
 from hub.scheduling import service
 from tests.conftest import hub_settings
@@ -32,7 +33,7 @@ async def test_the_harvester_reads_what_the_scheduler_wrote(
     )
     await session.commit()
 
-    await harvest_service.run_harvest(
+    await harvest_tasks.run_harvest(
         sessions, hub_settings(data_dir=tmp_path / "harvest"), clock=clock, only=str(platform.path)
     )
 

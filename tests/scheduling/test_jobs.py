@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from hub.app import create_app
 from hub.database import create_sessionmaker, exclusive
 from hub.errors import SchedulingRunning
-from hub.scheduling import repository, service, tasks
+from hub.scheduling import repository, tasks
 from hub.scheduling.schemas import ScheduleRequest
 from hub.settings import HubSettings
 from tests.conftest import DatabaseServer, hub_settings
@@ -58,7 +58,7 @@ async def test_one_replica_schedules_at_a_time(
         async with exclusive(sessions, repository.SCHEDULE_LOCK) as held:  # another replica's run
             skipped = await tasks.scheduled_schedule(sessions, settings, clock=clock)
             with pytest.raises(SchedulingRunning):
-                await service.schedule(sessions, settings, request, clock=clock)
+                await tasks.schedule(sessions, settings, request, clock=clock)
         run = await tasks.scheduled_schedule(sessions, settings, clock=clock)
     finally:
         await engine.dispose()
