@@ -6,6 +6,8 @@ the database cannot be reached, a request that needs it is answered 503 at once.
 """
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
@@ -68,6 +70,22 @@ async def get_read_session(request: Request) -> AsyncIterator[ReadSession]:
 
 SettingsDep = Annotated[HubSettings, Depends(get_settings)]
 ClockDep = Annotated[Clock, Depends(get_clock)]
+
+
+@dataclass(frozen=True)
+class ReadContext:
+    """What a read is asked against: the moment of the request, and how long a cluster may be
+    silent before it counts as stale."""
+
+    now: datetime
+    stale_after: timedelta
+
+
+async def get_read_context(settings: SettingsDep, clock: ClockDep) -> ReadContext:
+    return ReadContext(now=clock(), stale_after=settings.stale_after)
+
+
+ReadContextDep = Annotated[ReadContext, Depends(get_read_context)]
 JobsDep = Annotated[Jobs, Depends(get_jobs)]
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 ReadSessionDep = Annotated[ReadSession, Depends(get_read_session, scope="function")]

@@ -486,6 +486,10 @@ class HubSettings(BaseSettings):
         return self.mode != "development" and not self.metrics_public
 
     @property
+    def stale_after(self) -> timedelta:
+        return timedelta(seconds=self.stale_after_seconds)
+
+    @property
     def local_repositories_allowed(self) -> bool:
         return self.mode == "development" or self.allow_local_repositories
 

@@ -31,9 +31,7 @@ RETENTION = Task(
 )
 ROLLUP = Task(
     name=ROLLUP_JOB,
-    run=lambda sessions, settings, clock: refresh_rollups(
-        sessions, clock(), timedelta(seconds=settings.stale_after_seconds)
-    ),
+    run=lambda sessions, settings, clock: refresh_rollups(sessions, clock(), settings.stale_after),
     interval=lambda settings: ROLLUP_INTERVAL,
 )
 

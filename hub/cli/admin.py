@@ -3,7 +3,7 @@ tokens and the repositories to harvest, through the hub's API (or, on the hub's 
 database: hub/cli/target.py)."""
 
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -35,7 +35,6 @@ from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterPlacement, ClusterRegistration
 from hub.harvest import service as harvest_service
 from hub.harvest.schemas import CredentialsReference, RepositoryConfig, Role
-from hub.settings import HubSettings
 from hub.tokens import service as token_service
 from hub.tokens.schemas import Scope, TokenRequest
 
@@ -51,10 +50,6 @@ repositories = typer.Typer(
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _stale_after(settings: HubSettings) -> timedelta:
-    return timedelta(seconds=settings.stale_after_seconds)
 
 
 def _labels(pairs: list[str]) -> dict[str, str]:
@@ -138,7 +133,7 @@ def place_cluster(
             name, environment=placement.environment, cluster_type=placement.cluster_type
         ),
         lambda settings, session: cluster_service.place(
-            session, name, placement, now=_now(), stale_after=_stale_after(settings)
+            session, name, placement, now=_now(), stale_after=settings.stale_after
         ),
         ClusterDetail,
     )
@@ -203,7 +198,7 @@ def decommission_cluster(
         where,
         lambda client: client.decommission_cluster(name),
         lambda settings, session: cluster_service.decommission(
-            session, name, now=_now(), stale_after=_stale_after(settings)
+            session, name, now=_now(), stale_after=settings.stale_after
         ),
         ClusterDetail,
     )
@@ -251,7 +246,7 @@ def list_clusters(
             limit=limit,
             offset=offset,
             now=_now(),
-            stale_after=_stale_after(settings),
+            stale_after=settings.stale_after,
         ),
         ClusterPage,
     )

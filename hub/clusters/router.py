@@ -1,7 +1,6 @@
 """Cluster endpoints: list and inspect (read scope), register, place and manage tokens
 (admin)."""
 
-from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Query, status
@@ -20,6 +19,7 @@ from hub.deps import (
     ClockDep,
     JobsDep,
     ReadAccess,
+    ReadContextDep,
     ReadSessionDep,
     SessionDep,
     SettingsDep,
@@ -44,8 +44,7 @@ _NOT_FOUND = error_response(404, "No cluster of that name.")
 )
 async def list_clusters(
     session: ReadSessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    context: ReadContextDep,
     environment: Text | None = None,
     cluster_type: Text | None = None,
     decommissioned: Annotated[
@@ -61,8 +60,8 @@ async def list_clusters(
         decommissioned=decommissioned,
         limit=limit,
         offset=offset,
-        now=clock(),
-        stale_after=timedelta(seconds=settings.stale_after_seconds),
+        now=context.now,
+        stale_after=context.stale_after,
     )
 
 
@@ -70,10 +69,10 @@ async def list_clusters(
     "/{name}", response_model=ClusterDetail, dependencies=[ReadAccess], responses=_NOT_FOUND
 )
 async def get_cluster(
-    name: Text, session: ReadSessionDep, settings: SettingsDep, clock: ClockDep
+    name: Text, session: ReadSessionDep, context: ReadContextDep
 ) -> ClusterDetail:
     return await service.cluster_detail(
-        session, name, now=clock(), stale_after=timedelta(seconds=settings.stale_after_seconds)
+        session, name, now=context.now, stale_after=context.stale_after
     )
 
 
@@ -137,7 +136,7 @@ async def decommission_cluster(
     answers the same `decommissioned_at`. Its name stays with its history: rotating its token
     (POST /api/v1/clusters/{name}/token) brings it back into service."""
     detail = await service.decommission(
-        session, name, now=clock(), stale_after=timedelta(seconds=settings.stale_after_seconds)
+        session, name, now=clock(), stale_after=settings.stale_after
     )
     # After the response, so after the commit: the jobs see the cluster decommissioned.
     after.add_task(run_after_placement, jobs)
@@ -168,7 +167,7 @@ async def place_cluster(
         name,
         placement,
         now=clock(),
-        stale_after=timedelta(seconds=settings.stale_after_seconds),
+        stale_after=settings.stale_after,
     )
     # After the response, so after the commit: the jobs see the cluster in its new place.
     after.add_task(run_after_placement, jobs)

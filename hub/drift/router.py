@@ -1,12 +1,11 @@
 """Drift endpoints (read scope): the drifted objects with their reasons, and drift history."""
 
-from datetime import timedelta
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep, sort_order
+from hub.deps import ClockDep, ReadAccess, ReadContextDep, ReadSessionDep, sort_order
 from hub.drift import service
 from hub.drift.schemas import DriftHistory, DriftReport, Reason
 from hub.errors import error_response, error_responses
@@ -26,8 +25,7 @@ _NOT_FOUND = error_response(404, "Unknown environment, cluster type or cluster."
 @router.get("", response_model=DriftReport, responses=_NOT_FOUND)
 async def current_drift(
     session: ReadSessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    context: ReadContextDep,
     order: Annotated[Order, sort_order(service.COLUMNS, "rows")],
     environment: Text | None = None,
     cluster_type: Text | None = None,
@@ -55,8 +53,8 @@ async def current_drift(
         include_in_sync=include_in_sync,
         limit=limit,
         offset=offset,
-        now=clock(),
-        stale_after=timedelta(seconds=settings.stale_after_seconds),
+        now=context.now,
+        stale_after=context.stale_after,
         order=order,
     )
 

@@ -1,8 +1,6 @@
 """The drift evaluation, every `drift_interval`: every live object judged and the drift
 periods brought up to date, by one replica at a time."""
 
-from datetime import timedelta
-
 import structlog
 
 from hub.background.task import Task
@@ -26,7 +24,7 @@ async def scheduled_drift(
             return None
         async with write_session(sessions) as session:
             evaluation = await evaluate_drift(
-                session, now=clock(), stale_after=timedelta(seconds=settings.stale_after_seconds)
+                session, now=clock(), stale_after=settings.stale_after
             )
     log.info(
         "drift evaluated",

@@ -1,11 +1,10 @@
 """Query endpoints (read scope): fleet state and deployment history."""
 
-from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep, sort_order
+from hub.deps import ReadAccess, ReadContextDep, ReadSessionDep, sort_order
 from hub.errors import error_response, error_responses
 from hub.fleet import service
 from hub.fleet.schemas import DeploymentPage, FleetState
@@ -27,8 +26,7 @@ router = APIRouter(
 )
 async def fleet_state(
     session: ReadSessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    context: ReadContextDep,
     order: Annotated[Order, sort_order(service.CLUSTER_COLUMNS, "clusters")],
     environment: Text | None = None,
     cluster_type: Text | None = None,
@@ -42,8 +40,8 @@ async def fleet_state(
         cluster_type=cluster_type,
         limit=limit,
         offset=offset,
-        now=clock(),
-        stale_after=timedelta(seconds=settings.stale_after_seconds),
+        now=context.now,
+        stale_after=context.stale_after,
         order=order,
     )
 

@@ -1,13 +1,12 @@
 """Promotion gate endpoints (read scope): the gate for a platform commit or a workload version,
 and the newest platform commit of an environment that passes."""
 
-from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from hub.client.text import Duration
-from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep, sort_order
+from hub.deps import ReadAccess, ReadContextDep, ReadSessionDep, sort_order
 from hub.errors import error_response, error_responses
 from hub.gate import service
 from hub.gate.schemas import GateResult, Promotable
@@ -65,8 +64,7 @@ Selector = Annotated[
 @router.get("/gates/promotion", response_model=GateResult, responses=_NOT_FOUND)
 async def promotion_gate(
     session: ReadSessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    context: ReadContextDep,
     order: ClusterOrder,
     environment: Annotated[Text, Query(description="The environment the target is in.")],
     commit: Annotated[
@@ -92,10 +90,10 @@ async def promotion_gate(
         workload=workload,
         version=version,
         soak=soak,
-        stale_after=timedelta(seconds=settings.stale_after_seconds),
+        stale_after=context.stale_after,
         allow_stale=allow_stale,
         min_clusters=min_clusters,
-        now=clock(),
+        now=context.now,
         cluster_types=cluster_types or (),
         selector=selector,
         page=service.ClusterPage(limit=limit, offset=offset, order=order),
@@ -108,8 +106,7 @@ async def promotion_gate(
 async def promotable(
     environment: Text,
     session: ReadSessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    context: ReadContextDep,
     order: ClusterOrder,
     soak: Soak = service.DEFAULT_SOAK,
     allow_stale: AllowStale = False,
@@ -133,11 +130,11 @@ async def promotable(
         session,
         environment=environment,
         soak=soak,
-        stale_after=timedelta(seconds=settings.stale_after_seconds),
+        stale_after=context.stale_after,
         allow_stale=allow_stale,
         min_clusters=min_clusters,
         max_commits=max_commits,
-        now=clock(),
+        now=context.now,
         cluster_types=cluster_types or (),
         selector=selector,
         page=service.ClusterPage(limit=limit, offset=offset, order=order),

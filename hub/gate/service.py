@@ -722,7 +722,7 @@ class AnswerOptions:
     def of(cls, settings: HubSettings) -> "AnswerOptions":
         return cls(
             soak=settings.gate_answers_soak,
-            stale_after=timedelta(seconds=settings.stale_after_seconds),
+            stale_after=settings.stale_after,
             newest=settings.gate_answers_newest,
         )
 

@@ -1,7 +1,6 @@
 """/healthz (process up), /readyz (database reachable), /metrics (Prometheus)."""
 
 import asyncio
-from datetime import timedelta
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
@@ -51,7 +50,7 @@ async def metrics(request: Request) -> Response:
         return await runs.fleet_snapshot(
             sessions,
             now=clock(),
-            stale_after=timedelta(seconds=settings.stale_after_seconds),
+            stale_after=settings.stale_after,
             per_cluster=settings.metrics_per_cluster,
         )
 

@@ -10,7 +10,7 @@ pages are not API operations and stay out of the OpenAPI document.
 
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Query, Request, Response
@@ -21,7 +21,7 @@ from pydantic import BeforeValidator
 
 from hub.client.text import Duration
 from hub.clusters import service as clusters
-from hub.deps import ClockDep, ReadSessionDep, SessionDep, SettingsDep, sort_order
+from hub.deps import ClockDep, ReadContextDep, ReadSessionDep, SessionDep, SettingsDep, sort_order
 from hub.drift import service as drift
 from hub.drift.schemas import Reason
 from hub.envdiff import service as envdiff
@@ -144,10 +144,6 @@ GateOrder = Annotated[Order, sort_order(gate.COLUMNS, "clusters")]
 BranchOrder = Annotated[Order, sort_order(tuple(BRANCHES.columns), "branches")]
 
 
-def _stale_after(settings: SettingsDep) -> timedelta:
-    return timedelta(seconds=settings.stale_after_seconds)
-
-
 @public.get("/static/fleetmark.css")
 async def style_sheet() -> FileResponse:
     return FileResponse(STATIC / "fleetmark.css", media_type="text/css")
@@ -255,8 +251,7 @@ async def sign_out(
 async def fleet_overview(
     request: Request,
     session: ReadSessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    context: ReadContextDep,
     order: FleetOrder,
     environment: Filter = None,
     cluster_type: Filter = None,
@@ -269,8 +264,8 @@ async def fleet_overview(
         cluster_type=cluster_type,
         limit=limit,
         offset=offset,
-        now=clock(),
-        stale_after=_stale_after(settings),
+        now=context.now,
+        stale_after=context.stale_after,
         order=order,
     )
     return render(
@@ -290,8 +285,7 @@ async def fleet_overview(
 async def drift_page(
     request: Request,
     session: ReadSessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    context: ReadContextDep,
     order: DriftOrder,
     environment: Filter = None,
     cluster_type: Filter = None,
@@ -310,8 +304,8 @@ async def drift_page(
         include_in_sync=include_in_sync,
         limit=limit,
         offset=offset,
-        now=clock(),
-        stale_after=_stale_after(settings),
+        now=context.now,
+        stale_after=context.stale_after,
         order=order,
     )
     return render(
@@ -385,18 +379,15 @@ async def cluster_page(
     request: Request,
     name: Text,
     session: ReadSessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    context: ReadContextDep,
     order: ObjectOrder,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,
 ) -> Response:
     """The cluster, what each of its reconciler objects runs (sortable) and why it drifts, and
     the history of what they applied (paged)."""
-    now = clock()
-    detail = await clusters.cluster_detail(
-        session, name, now=now, stale_after=_stale_after(settings)
-    )
+    now = context.now
+    detail = await clusters.cluster_detail(session, name, now=now, stale_after=context.stale_after)
     drifted = await drift.current_drift(
         session,
         environment=None,
@@ -407,7 +398,7 @@ async def cluster_page(
         limit=limit,
         offset=0,
         now=now,
-        stale_after=_stale_after(settings),
+        stale_after=context.stale_after,
     )
     history = await fleet.deployment_history(
         session,
@@ -463,14 +454,13 @@ class Stage:
 async def promotion_page(
     request: Request,
     session: ReadSessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    context: ReadContextDep,
     soak: Annotated[Duration, Query()] = gate.DEFAULT_SOAK,
 ) -> Response:
     """The environments in promotion order, each with its newest platform commit and whether
     it may move on to the next, linked to the gate's evidence. While a gate soaks, the page
     reloads itself."""
-    now = clock()
+    now = context.now
     names = await gate.environment_names(session)
     stages = []
     for name, following in zip(names, [*names[1:], None], strict=True):
@@ -484,7 +474,7 @@ async def promotion_page(
                 workload=None,
                 version=None,
                 soak=soak,
-                stale_after=_stale_after(settings),
+                stale_after=context.stale_after,
                 allow_stale=False,
                 min_clusters=1,
                 now=now,
@@ -508,8 +498,7 @@ async def promotion_page(
 async def gate_page(
     request: Request,
     session: ReadSessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    context: ReadContextDep,
     order: GateOrder,
     environment: Filter = None,
     commit: Filter = None,
@@ -523,7 +512,7 @@ async def gate_page(
     """The gate for a platform commit (default: the environment's newest) or a workload
     version, with every expected cluster's evidence, those that block it first. While it
     soaks, the page reloads itself."""
-    now = clock()
+    now = context.now
     known = await gate.environment_names(session)
     newest: list[str] = []
     result = None
@@ -538,7 +527,7 @@ async def gate_page(
             workload=workload,
             version=version,
             soak=soak,
-            stale_after=_stale_after(settings),
+            stale_after=context.stale_after,
             allow_stale=allow_stale,
             min_clusters=1,
             now=now,
