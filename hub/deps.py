@@ -17,10 +17,10 @@ from pydantic_core import PydanticCustomError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.background.runner import Jobs
+from hub.client.params import Text
 from hub.clusters import service as clusters
 from hub.clusters.repository import ClusterIdentity
 from hub.database import ReadSession, Statements, StoreGate, read_session, write_session
-from hub.params import Text
 from hub.settings import HubSettings
 from hub.sorting import OWN_ORDER, Order
 from hub.tokens import service as tokens

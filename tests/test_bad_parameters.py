@@ -7,7 +7,7 @@ import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
-from hub.params import MAX_OFFSET, MAX_PAGE
+from hub.client.params import MAX_OFFSET, MAX_PAGE
 from tests.conftest import RegisterCluster
 from tests.support import bearer
 

@@ -20,7 +20,7 @@ from hub.client.schemas.diff import EnvironmentDiff
 from hub.client.schemas.dora import DoraDeploymentPage, DoraReport
 from hub.client.schemas.drift import DriftHistory, DriftReport
 from hub.client.schemas.fleet import DeploymentPage, FleetState
-from hub.client.schemas.gate import GateResult, Promotable
+from hub.client.schemas.gate import GateQuery, GateResult, Promotable, PromotableQuery
 from hub.client.schemas.reports import ReportReply
 from hub.client.schemas.repositories import RepositoryConfig, RepositoryList, RepositoryStatus
 from hub.client.schemas.runs import HarvestRequest, RequestedRun, ScheduleRequest
@@ -55,9 +55,13 @@ class Operation(Generic[A]):
     timeout: float = 0.0
 
 
+def parameters(model: type[BaseModel]) -> tuple[str, ...]:
+    """The query parameters of a question the hub takes as a query model, as it names them."""
+    return tuple(field.alias or name for name, field in model.model_fields.items())
+
+
 _PAGE = ("limit", "offset")
 _PLACE = ("environment", "cluster_type")
-_GATE = ("soak", "allow_stale", "min_clusters", "cluster_type", "selector", *_PAGE, "sort")
 _DORA = ("environment", "workload", "since", "until")
 
 FLEET = Operation("GET", "/api/v1/fleet", FleetState, (*_PLACE, *_PAGE, "sort"))
@@ -106,13 +110,13 @@ PROMOTION_GATE = Operation(
     "GET",
     "/api/v1/gates/promotion",
     GateResult,
-    ("environment", "commit", "workload", "version", *_GATE),
+    (*parameters(GateQuery), "sort"),
 )
 PROMOTABLE = Operation(
     "GET",
     "/api/v1/environments/{environment}/promotable",
     Promotable,
-    ("soak", "allow_stale", "min_clusters", "max_commits", *_GATE[3:]),
+    (*parameters(PromotableQuery), "sort"),
 )
 ASSIGNMENTS = Operation("GET", "/api/v1/assignments", AssignmentPage, (*_PLACE, "workload", *_PAGE))
 SCHEDULING_ERRORS = Operation(

@@ -6,6 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, BackgroundTasks, Query, status
 
 from hub.background.runner import run_after_placement
+from hub.client.params import Limit, Offset, Text
 from hub.clusters import service
 from hub.clusters.schemas import (
     ClusterDetail,
@@ -25,7 +26,6 @@ from hub.deps import (
     SettingsDep,
 )
 from hub.errors import error_response, error_responses
-from hub.params import Limit, Offset, Text
 
 router = APIRouter(
     prefix="/api/v1/clusters",

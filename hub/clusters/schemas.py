@@ -12,8 +12,8 @@ from pydantic import (
     model_validator,
 )
 
+from hub.client.params import StorableText
 from hub.git.urls import RedactedText, RedactedUrl
-from hub.params import StorableText
 
 ClusterName = Annotated[
     str,

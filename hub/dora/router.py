@@ -5,12 +5,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from hub.client.params import Limit, Offset, Text, TextList, Timestamp
 from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep
 from hub.dora import service
 from hub.dora.schemas import DoraDeploymentPage, DoraReport
 from hub.dora.service import DoraQuery
 from hub.errors import error_response, error_responses
-from hub.params import Limit, Offset, Text, TextList, Timestamp
 
 router = APIRouter(
     prefix="/api/v1/dora",

@@ -5,11 +5,11 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from pydantic import Field
 
+from hub.client.params import MAX_REPEATED, Limit, Offset, Text, Timestamp
 from hub.deps import ClockDep, ReadAccess, ReadContextDep, ReadSessionDep, sort_order
 from hub.drift import service
 from hub.drift.schemas import DriftHistory, DriftReport, Reason
 from hub.errors import error_response, error_responses
-from hub.params import MAX_REPEATED, Limit, Offset, Text, Timestamp
 from hub.sorting import Order
 
 router = APIRouter(

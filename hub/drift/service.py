@@ -57,6 +57,7 @@ from typing import Any, Literal
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.client.params import INTEGER_MAX
 from hub.client.text import format_duration
 from hub.drift import repository
 from hub.drift.repository import DriftFilter, Evaluated, HistoryFilter, Scope
@@ -78,7 +79,6 @@ from hub.drift.schemas import (
 from hub.errors import InvalidInput
 from hub.gate import service as gate_service
 from hub.git.urls import spelled_repository
-from hub.params import INTEGER_MAX
 from hub.placement import repository as placement_repository
 from hub.placement import service as placement_service
 from hub.revisions import UNKNOWN_FORM

@@ -4,11 +4,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from hub.client.params import Limit, Offset, Text, TextList
 from hub.deps import ClockDep, ReadAccess, ReadSessionDep, sort_order
 from hub.envdiff import service
 from hub.envdiff.schemas import EnvironmentDiff
 from hub.errors import error_response, error_responses
-from hub.params import Limit, Offset, Text, TextList
 from hub.sorting import Order
 
 router = APIRouter(

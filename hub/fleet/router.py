@@ -4,11 +4,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from hub.client.params import Limit, Offset, Text, Timestamp
 from hub.deps import ReadAccess, ReadContextDep, ReadSessionDep, sort_order
 from hub.errors import error_response, error_responses
 from hub.fleet import service
 from hub.fleet.schemas import DeploymentPage, FleetState
-from hub.params import Limit, Offset, Text, Timestamp
 from hub.sorting import Order
 
 router = APIRouter(

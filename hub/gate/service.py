@@ -91,8 +91,6 @@ from scheduler_core.kube import parse_selector
 
 __all__ = [
     "COLUMNS",
-    "DEFAULT_SOAK",
-    "MAX_PROMOTABLE_COMMITS",
     "AnswerOptions",
     "ClusterPage",
     "UnknownCommit",
@@ -106,11 +104,8 @@ __all__ = [
     "source_spellings",
 ]
 
-DEFAULT_SOAK = timedelta(minutes=10)
 # The columns a gate sorts its listed clusters by.
 COLUMNS = tuple(repository.CLUSTER_SORTS)
-# How far back `promotable` walks the environment branch at most.
-MAX_PROMOTABLE_COMMITS = 500
 _COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
 
 

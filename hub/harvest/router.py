@@ -2,11 +2,11 @@
 
 from fastapi import APIRouter, status
 
+from hub.client.params import Id
 from hub.deps import AdminAccess, ClockDep, ReadAccess, ReadSessionDep, SessionDep, SettingsDep
 from hub.errors import error_response, error_responses
 from hub.harvest import service
 from hub.harvest.schemas import RepositoryConfig, RepositoryStatus
-from hub.params import Id
 
 router = APIRouter(
     prefix="/api/v1/repositories",

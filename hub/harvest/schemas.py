@@ -14,6 +14,7 @@ from pydantic import (
     model_validator,
 )
 
+from hub.client.params import StorablePath, StorableText
 from hub.git.urls import (
     CREDENTIALS_REFUSED,
     InvalidRepositoryUrl,
@@ -23,7 +24,6 @@ from hub.git.urls import (
     has_credentials,
     normalise_repository_url,
 )
-from hub.params import StorablePath, StorableText
 
 Role = Literal["platform", "app"]
 

@@ -16,7 +16,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from hub.params import WithinReach
+from hub.client.params import WithinReach
 
 REPORT_SCHEMA = "fleetmark.report/v1"
 MAX_MESSAGE_CHARS = 16_384

@@ -19,6 +19,8 @@ from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from pydantic import BeforeValidator
 
+from hub.client.params import MAX_REPEATED, Limit, Offset, Text
+from hub.client.schemas.gate import DEFAULT_SOAK
 from hub.client.text import Duration
 from hub.clusters import service as clusters
 from hub.deps import ClockDep, ReadContextDep, ReadSessionDep, SessionDep, SettingsDep, sort_order
@@ -52,7 +54,6 @@ from hub.pages.forms import (
 )
 from hub.pages.rendering import PAGE_SIZE, STATIC, query, refresh_after, render
 from hub.pages.sorting import Table
-from hub.params import MAX_REPEATED, Limit, Offset, Text
 from hub.settings import HubSettings
 from hub.sorting import Order
 from hub.tokens import service as tokens
@@ -455,7 +456,7 @@ async def promotion_page(
     request: Request,
     session: ReadSessionDep,
     context: ReadContextDep,
-    soak: Annotated[Duration, Query()] = gate.DEFAULT_SOAK,
+    soak: Annotated[Duration, Query()] = DEFAULT_SOAK,
 ) -> Response:
     """The environments in promotion order, each with its newest platform commit and whether
     it may move on to the next, linked to the gate's evidence. While a gate soaks, the page
@@ -486,7 +487,7 @@ async def promotion_page(
         request,
         "promotion.html",
         stages=stages,
-        soak=None if soak == gate.DEFAULT_SOAK else f"{int(soak.total_seconds())}",
+        soak=None if soak == DEFAULT_SOAK else f"{int(soak.total_seconds())}",
         soak_seconds=soak.total_seconds(),
         refresh=min((seconds for seconds in refreshes if seconds is not None), default=None),
         now=now,
@@ -504,7 +505,7 @@ async def gate_page(
     commit: Filter = None,
     workload: Filter = None,
     version: Filter = None,
-    soak: Annotated[Duration, Query()] = gate.DEFAULT_SOAK,
+    soak: Annotated[Duration, Query()] = DEFAULT_SOAK,
     allow_stale: bool = False,
     limit: PageLimit = PAGE_SIZE,
     offset: Offset = 0,

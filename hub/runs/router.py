@@ -8,6 +8,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Response, status
 from pydantic import BaseModel
 
 from hub.background.runner import run_requested
+from hub.client.params import Id
 from hub.deps import (
     AdminAccess,
     ClockDep,
@@ -19,7 +20,6 @@ from hub.deps import (
 )
 from hub.errors import Responses, error_response, error_responses
 from hub.harvest import tasks as harvest_tasks
-from hub.params import Id
 from hub.runs import service
 from hub.runs.schemas import HarvestRequest, RequestedJob, RequestedRun
 from hub.scheduling import service as scheduling_service

@@ -5,9 +5,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hub.client.params import StorableText
 from hub.git.urls import RedactedText
 from hub.harvest.schemas import HarvestReport
-from hub.params import StorableText
 from hub.scheduling.schemas import ScheduleRun
 
 RequestedJob = Literal["harvest", "schedule"]

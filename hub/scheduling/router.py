@@ -2,9 +2,9 @@
 
 from fastapi import APIRouter
 
+from hub.client.params import Limit, Offset, Text
 from hub.deps import ReadAccess, ReadSessionDep
 from hub.errors import error_responses
-from hub.params import Limit, Offset, Text
 from hub.scheduling import service
 from hub.scheduling.schemas import AssignmentPage, ErrorKind, SchedulingErrorPage
 

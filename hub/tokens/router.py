@@ -2,9 +2,9 @@
 
 from fastapi import APIRouter, status
 
+from hub.client.params import Text
 from hub.deps import AdminAccess, ClockDep, SessionDep, SettingsDep
 from hub.errors import error_response, error_responses
-from hub.params import Text
 from hub.tokens import service
 from hub.tokens.schemas import CreatedToken, TokenInfo, TokenRequest
 

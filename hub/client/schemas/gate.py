@@ -1,13 +1,97 @@
 """The promotion gate (GET /api/v1/gates/promotion) and the newest platform commit that passes
-it (GET /api/v1/environments/{environment}/promotable)."""
+it (GET /api/v1/environments/{environment}/promotable): the questions, which the hub's router
+takes as query models, and the answers."""
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from hub.client.params import Count, Limit, Offset, Text, TextList
 from hub.client.schemas.base import Answer, Listing
+from hub.client.text import Duration
+
+DEFAULT_SOAK = timedelta(minutes=10)
+# How far back `promotable` walks the environment branch at most.
+MAX_PROMOTABLE_COMMITS = 500
+
+
+class GateOptions(BaseModel):
+    """What both gate questions take: how the gate judges, and which expected clusters it lists
+    (the listing's `sort` is the hub's, which knows the columns)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    soak: Annotated[
+        Duration,
+        Field(
+            description="How long every expected cluster must have run the target, Ready: "
+            "seconds (600), ISO 8601 (PT10M) or 10m, 1h30m.",
+        ),
+    ] = DEFAULT_SOAK
+    allow_stale: Annotated[
+        bool,
+        Field(description="Judge a silent cluster on its last report instead of blocking on it."),
+    ] = False
+    min_clusters: Annotated[
+        Count, Field(description="Pending unless at least this many clusters are expected.")
+    ] = 1
+    cluster_types: Annotated[
+        TextList | None,
+        Field(
+            alias="cluster_type",
+            description="Only the expected clusters of this cluster type; repeatable (any of "
+            "them).",
+        ),
+    ] = None
+    selector: Annotated[
+        Text | None,
+        Field(
+            description="Only the expected clusters whose labels it selects, as kubectl's -l: "
+            "key=value,key!=value,key in (a,b),key notin (a),key,!key.",
+        ),
+    ] = None
+    limit: Annotated[
+        Limit,
+        Field(
+            description="Expected clusters listed with their evidence, furthest from "
+            "compliance first; the counts cover them all.",
+        ),
+    ] = 100
+    offset: Annotated[Offset, Field(description="Expected clusters skipped before the list.")] = 0
+
+
+class TargetQuery(BaseModel):
+    """What the gate is asked about: a platform commit or a workload version, in an
+    environment."""
+
+    environment: Annotated[Text, Field(description="The environment the target is in.")]
+    commit: Annotated[
+        Text | None, Field(description="A platform GitOps commit: full sha or a prefix of 7+.")
+    ] = None
+    workload: Text | None = None
+    version: Annotated[Text | None, Field(description="With workload: its version.")] = None
+
+
+# The target's parameters first, as the API has always listed them.
+class GateQuery(GateOptions, TargetQuery):
+    """GET /api/v1/gates/promotion: may the platform commit (or the workload version) leave the
+    environment?"""
+
+
+class PromotableQuery(GateOptions):
+    """GET /api/v1/environments/{environment}/promotable: the newest commit of the
+    environment's platform branch whose gate passes."""
+
+    max_commits: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=MAX_PROMOTABLE_COMMITS,
+            description="How many commits of the branch to walk back at most.",
+        ),
+    ] = 50
 
 
 class Verdict(StrEnum):

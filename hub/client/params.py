@@ -1,6 +1,7 @@
-"""Types of the values requests carry, shared by the routers' parameters and the wire schemas:
-text PostgreSQL can store and integers its columns hold. A value outside them is refused with a
-422 naming the parameter (or body field) and the rule, before any SQL runs."""
+"""Types of the values requests carry, shared by the routers' parameters, the wire schemas and
+the query models the client sends: text PostgreSQL can store and integers its columns hold. A
+value outside them is refused with a 422 naming the parameter (or body field) and the rule,
+before any SQL runs. Pydantic alone, for the light install."""
 
 import re
 from datetime import UTC, datetime
