@@ -19,7 +19,7 @@ from hub.client.schemas.clusters import (
 from hub.client.schemas.diff import EnvironmentDiff
 from hub.client.schemas.dora import DoraDeploymentPage, DoraReport
 from hub.client.schemas.drift import DriftHistory, DriftReport
-from hub.client.schemas.fleet import DeploymentPage, FleetState
+from hub.client.schemas.fleet import DeploymentPage, FleetState, HistoryQuery
 from hub.client.schemas.gate import GateQuery, GateResult, Promotable, PromotableQuery
 from hub.client.schemas.reports import ReportReply
 from hub.client.schemas.repositories import RepositoryConfig, RepositoryList, RepositoryStatus
@@ -65,12 +65,7 @@ _PLACE = ("environment", "cluster_type")
 _DORA = ("environment", "workload", "since", "until")
 
 FLEET = Operation("GET", "/api/v1/fleet", FleetState, (*_PLACE, *_PAGE, "sort"))
-HISTORY = Operation(
-    "GET",
-    "/api/v1/history",
-    DeploymentPage,
-    (*_PLACE, "cluster", "object", "since", "until", *_PAGE),
-)
+HISTORY = Operation("GET", "/api/v1/history", DeploymentPage, parameters(HistoryQuery))
 DRIFT = Operation(
     "GET",
     "/api/v1/drift",

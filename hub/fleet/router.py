@@ -4,7 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from hub.client.params import Limit, Offset, Text, Timestamp
+from hub.client.params import Limit, Offset, Text
+from hub.client.schemas.fleet import HistoryQuery
 from hub.deps import ReadAccess, ReadContextDep, ReadSessionDep, sort_order
 from hub.errors import error_response, error_responses
 from hub.fleet import service
@@ -52,27 +53,17 @@ async def fleet_state(
     responses=error_response(404, "Unknown environment, cluster type or cluster."),
 )
 async def deployment_history(
-    session: ReadSessionDep,
-    environment: Text | None = None,
-    cluster_type: Text | None = None,
-    cluster: Text | None = None,
-    object_name: Annotated[
-        Text | None, Query(alias="object", description="Reconciler object name.")
-    ] = None,
-    since: Annotated[Timestamp | None, Query(description="Inclusive.")] = None,
-    until: Annotated[Timestamp | None, Query(description="Exclusive.")] = None,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    session: ReadSessionDep, query: Annotated[HistoryQuery, Query()]
 ) -> DeploymentPage:
     """Every change of the revision a reconciler object applied, newest first."""
     return await service.deployment_history(
         session,
-        environment=environment,
-        cluster_type=cluster_type,
-        cluster=cluster,
-        object_name=object_name,
-        since=since,
-        until=until,
-        limit=limit,
-        offset=offset,
+        environment=query.environment,
+        cluster_type=query.cluster_type,
+        cluster=query.cluster,
+        object_name=query.object_name,
+        since=query.since,
+        until=query.until,
+        limit=query.limit,
+        offset=query.offset,
     )

@@ -1,11 +1,31 @@
-"""The fleet's state (GET /api/v1/fleet) and its deployment history (GET /api/v1/history)."""
+"""The fleet's state (GET /api/v1/fleet) and its deployment history (GET /api/v1/history): the
+history's question, which the hub's router takes as a query model, and the answers."""
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
+from hub.client.params import Limit, Offset, Text, Timestamp
 from hub.client.schemas.base import Answer, Listing
+
+
+class HistoryQuery(BaseModel):
+    """GET /api/v1/history: the changes of applied revisions to list, newest first."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    environment: Text | None = None
+    cluster_type: Text | None = None
+    cluster: Text | None = None
+    object_name: Annotated[
+        Text | None, Field(alias="object", description="Reconciler object name.")
+    ] = None
+    since: Annotated[Timestamp | None, Field(description="Inclusive.")] = None
+    until: Annotated[Timestamp | None, Field(description="Exclusive.")] = None
+    limit: Limit = 100
+    offset: Offset = 0
+
 
 AgentStatus = Literal["reporting", "stale", "never_reported"]
 
