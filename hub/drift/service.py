@@ -1,24 +1,23 @@
 """Drift: where each cluster and reconciler object stands against what it should run, why, and
 for how long it has been so.
 
-Data flow: the drift job (hub/drift/tasks.py, every `drift_interval`) judges every live object
-of the registered clusters against the harvested state, set-based, into `object_drift`, and
-keeps `drift_period`; GET /api/v1/drift and /drift/history read them (the `drift_object` view for
-the rows shown), adding staleness with the hub's clock; `fleetmark drift` asks the API.
+Data flow: the drift job (hub/drift/tasks.py) judges every live object of the registered
+clusters against the harvested state, set-based, into `object_drift`, and keeps `drift_period`.
+GET /api/v1/drift and /drift/history read them (the `drift_object` view for the rows shown),
+adding staleness with the hub's clock.
 
 Why a job and a stored verdict, not a view judged per request: a drift query with totals must
-judge every object of the fleet (10,000 clusters x 20 objects), and judging one takes a URL
-normalised to a harvested repository, two commit lookups and a position lookup; for 200,000
-objects that is about half a second of set-based SQL, ten times what a query may take. So the
-job judges, and writes only the rows that changed. Reads then count per cluster, not per object:
-`cluster_drift` holds, per cluster, how many objects share each set of reasons (a row or two
-per cluster), which with each cluster's last report (staleness is the reader's, against the
-hub's clock) gives the totals and the counts per reason and environment, and, summed in
-listing order, which clusters the requested page falls on; only those clusters' objects are
-read (from the `drift_object` view). A query's cost therefore follows the clusters, not the
-objects: a fleet whose agents all went silent (every object drifted) costs what a quiet one
-does. The price is freshness: reasons but staleness are as of the last evaluation
-(`evaluated_at` in every answer), at most one `drift_interval` old.
+judge every object of the fleet (10,000 clusters x 20 objects). Judging one takes a normalised
+URL, two commit lookups and a position lookup; for 200,000 objects that is about half a second
+of SQL, ten times what a query may take. So the job judges, and writes only the rows that
+changed. Reads then count per cluster, not per object: `cluster_drift` holds, per cluster, how
+many objects share each set of reasons (a row or two per cluster). With each cluster's last
+report it gives the totals, the counts per reason and environment and, summed in listing order,
+which clusters the requested page falls on. Only those clusters' objects are read (from the
+`drift_object` view). A query's cost therefore follows the clusters, not the objects: a fleet
+whose agents all went silent (every object drifted) costs what a quiet one does. The price is
+freshness: reasons but staleness are as of the last evaluation (`evaluated_at` in every answer),
+at most one `drift_interval` old.
 
 What the evaluation settles, per live object that is not a Flux source object (those fetch,
 they never apply; a Kustomization or HelmRelease takes the URL and branch of the source object
