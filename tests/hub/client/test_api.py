@@ -279,7 +279,12 @@ def test_the_python_api_page_runs_as_written(
     token_file.chmod(0o600)
     monkeypatch.setenv("HOME", str(tmp_path))
 
-    exec(compile(example.replace("http://127.0.0.1:8080", hub.url), "python.md", "exec"), {})
+    # The page asks for the last week before now; the hub's history is at its own clock's time.
+    assert "datetime.now(UTC)" in example
+    script = example.replace("http://127.0.0.1:8080", hub.url).replace(
+        "datetime.now(UTC)", f"datetime.fromisoformat({hub.now.isoformat()!r})"
+    )
+    exec(compile(script, "python.md", "exec"), {})
 
     printed = capsys.readouterr().out
     assert "drifted objects in stage" in printed
