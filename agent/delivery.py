@@ -12,14 +12,13 @@ sequence number (1, 2, … per boot id), and delivers it through the `HubClient`
 - once the hub is tried again (`submit` or `flush` after that while), the spool is replayed
   strictly oldest first before any new report is sent, so the hub sees each boot's reports
   in sequence order and its replay window never skips one;
-- a report whose body would be over the hub's limit (as the `HubClient` last heard it, less
-  a tenth for safety) is split (`agent.report.split`): a full snapshot into the parts of one
-  snapshot, a change report into change reports, each a report of its own, sent, spooled and
-  replayed like any other;
-- a report the hub refuses as too large (413), sent or replayed, is split by the limit the
-  refusal gives and its pieces take its place: sent at once, or spooled at the end of the
-  queue (each holds its observation time, and the hub never lets older state overwrite
-  newer); only a report that cannot be split further is rejected;
+- a report whose body would be over the hub's limit (as last heard, less a tenth for safety)
+  is split (`agent.report.split`): a full snapshot into the parts of one snapshot, a change
+  report into change reports. Each piece is a report like any other;
+- a report the hub refuses as too large (413) is split by the limit the refusal gives, and its
+  pieces take its place: sent at once, or spooled at the end of the queue. That order is safe:
+  each piece holds its observation time, and the hub never lets older state overwrite newer.
+  Only a report that cannot be split further is rejected;
 - a report the hub rejects for good is moved to the spool's `rejected/` folder with the
   hub's reason, so one bad report never blocks the queue;
 - with a `gate` (the runner's leadership check), every attempt to send asks it first; a

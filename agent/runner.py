@@ -13,11 +13,11 @@ once, then `AgentRunner` wires the parts:
   environment and cluster type from the settings or, where they leave them out, inferred from
   the root reconciler. The reporter is built at the first report, when that inference is
   known, and built anew (a new boot id, the same spool) should the inferred placement change;
-- with leader election on, every attempt to send a report asks the elector at that moment
-  whether the Lease will still be held when the request's timeout runs out (the hub timeout
-  is shorter than the renew deadline, itself shorter than the lease duration): a leader that
-  cannot renew stops sending before any standby may take the Lease over, even while its
-  watch loop has not been stopped yet, and a standby never replays its spool;
+- with leader election on, every attempt to send asks the elector whether the Lease will still
+  be held when the request's timeout runs out (the hub timeout is shorter than the renew
+  deadline, itself shorter than the lease duration). So a leader that cannot renew stops sending
+  before any standby may take the Lease over, even before its watch loop stops, and a standby
+  never replays its spool;
 - a flush task replays the spool while nothing new is sent, and `HealthServer` answers the
   kubelet's probes and Prometheus' scrapes (`AgentMetrics`, read from the parts above).
 """

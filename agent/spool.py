@@ -16,15 +16,14 @@ generation, one above every generation already in the queue, and the generation 
 name; the zero-padded sequence orders a boot's own reports.
 
 The spool is bounded in bytes: the queue and the rejected reports kept beside it together.
-A report that does not fit makes room by dropping rejected reports, oldest first (the hub
-will never take them), then by compaction, which drops only what a newer full snapshot in
-the queue (or the incoming report, when it is one) already supersedes: older full snapshots
-first, then the change reports before the newest snapshot, oldest first. A snapshot in parts
-supersedes once all its parts are queued (its last part is the incoming report or queued
-after the others); parts of older snapshots go with the older snapshots. The newest snapshot
-and every change report after it are never dropped. When that cannot free enough room, `put`
-refuses with `SpoolFull` and drops nothing. Compaction is logged and counted; nothing leaves
-the queue silently.
+A report that does not fit makes room by dropping rejected reports, oldest first (the hub will
+never take them). Then compaction drops what a newer full snapshot in the queue (or the incoming
+report, when it is one) supersedes: older full snapshots first, then the change reports before
+the newest snapshot, oldest first. A snapshot in parts supersedes once all its parts are queued
+(its last part is the incoming report or queued after the others); parts of older snapshots go
+with the older snapshots. The newest snapshot and every change report after it are never
+dropped. When that cannot free enough room, `put` refuses with `SpoolFull` and drops nothing.
+Compaction is logged and counted; nothing leaves the queue silently.
 
 One process uses a spool directory at a time; the reporter serialises access to it.
 """

@@ -138,12 +138,11 @@ def make_role(url: str) -> None:
             connection.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(ROLE)))
 
 
-def ready(url: str) -> None:
+def roll_up(url: str) -> None:
     """The hourly rollups refreshed, as the hub's rollup job keeps them where they are tables
-    (the query benchmark's jobs leave them be), and the environment diff, the rollouts' states
-    and the gate answers kept, as the hub's jobs keep them for the dashboards; the role Grafana
-    would use made if missing and granted as the command grants."""
-    make_role(url)
+    (the query benchmark's jobs leave them be). Run before TimescaleDB compresses the history,
+    as in a hub's life: the job rolls each hour up within the hour, long before its chunk is
+    compressed; run after, a first rollup of the whole history decompresses it row by row."""
 
     async def run() -> None:
         engine = create_async_engine(normalise_database_url(url))
@@ -152,6 +151,23 @@ def ready(url: str) -> None:
             with phase("rolling up the history hourly, as the hub's rollup job does"):
                 stale_after = timedelta(seconds=HubSettings().stale_after_seconds)
                 await store.refresh_rollups(sessions, datetime.now(UTC), stale_after)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
+
+
+def ready(url: str) -> None:
+    """The rollups brought up to now, and the environment diff, the rollouts' states and the
+    gate answers kept, as the hub's jobs keep them for the dashboards; the role Grafana would
+    use made if missing and granted as the command grants."""
+    roll_up(url)
+    make_role(url)
+
+    async def run() -> None:
+        engine = create_async_engine(normalise_database_url(url))
+        sessions = create_sessionmaker(engine)
+        try:
             with phase("keeping the environment diff, as the hub's environment diff job does"):
                 async with write_session(sessions) as session:
                     await keep_diff(session, now=datetime.now(UTC))
@@ -388,7 +404,7 @@ def main() -> None:
     results: list[tuple[str, list[Timing]]] = []
     try:
         for label, url, timescaledb in stores(args, workdir):
-            prepare_store(args, label, url, timescaledb)
+            prepare_store(args, label, url, timescaledb, before_compression=roll_up)
             ready(url)
             try:
                 with phase(f"{label}: every panel as {ROLE}"):

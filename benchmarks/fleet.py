@@ -173,7 +173,7 @@ from hub.gate.policy import ClusterState
 from hub.simulation import ARGO_ROOT, RECONCILERS, ROOT, folder, records, spelled
 from tests.dashboards.grafana_sql import expand
 from tests.dashboards.panels import opened, panel_queries
-from tests.harvest.scenario import (
+from tests.hub.harvest.scenario import (
     WORKLOAD,
     app_gitops,
     argocd_reconciler,

@@ -65,7 +65,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from importlib.resources import files
@@ -1499,10 +1499,15 @@ def compress(url: str) -> list[Compressed]:
 
 
 def prepare_store(
-    args: argparse.Namespace, label: str, url: str, timescaledb: bool
+    args: argparse.Namespace,
+    label: str,
+    url: str,
+    timescaledb: bool,
+    before_compression: Callable[[str], None] | None = None,
 ) -> tuple[str, list[Compressed], Jobs]:
     """Generate the store in `url` (or reuse a kept one) and run the hub's jobs on it: how it
-    was generated, what compression did, what the jobs took."""
+    was generated, what compression did, what the jobs took. `before_compression` runs on the
+    store first: work a hub does on its history while it is new, as its rollups are."""
     kept = kept_store(url, args) if args.keep else None
     if kept is not None:
         generated_at, seconds = kept
@@ -1529,6 +1534,8 @@ def prepare_store(
         seconds = time.perf_counter() - started
         mark(url, args, end, seconds)
         generated = f"in {seconds:,.0f} s"
+    if before_compression is not None:
+        before_compression(url)
     compression = []
     if timescaledb:
         with phase(

@@ -1,36 +1,9 @@
 """Alert rules as code: Grafana unified alerting rules, written by `python -m dashboards build`
 as the provisioning file dashboards/provisioning/alerting/fleetmark.yaml.
 
-Each rule is one SQL query on the `grafana` views (datasource `fleetmark`, so it runs as
-Grafana's read-only role) that returns one row per firing instance: the row's text columns
-become the alert's labels (a cluster, a repository, a gate), its one number the value. A
-reduce (last) and a threshold (above 0) expression make the condition, so the rule fires
-exactly for the rows the query returns, and returns to normal when there are none (no data is
-OK). The file follows Grafana's alerting file provisioning format (apiVersion 1, `groups` of
-rules with `data` queries and expressions). Each rule names the panel that shows what it
-watches (`dashboardUid` and `panelId`): Grafana then marks the rule's state on that panel and
-links it, by Grafana's own URL, in notifications.
-
-The thresholds are in the SQL: a cluster drifted for longer than `DRIFTED_FOR`, a cluster
-whose newest report is older than `STALE_AFTER` (the hub's default
-FLEETMARK_STALE_AFTER_SECONDS), a repository whose last fetch failed, the gate of an
-environment's newest platform commit or of a workload's newest version that failed (the
-answers the promotion job keeps), a rollout that no expected cluster reached for
-FLEETMARK_ROLLOUT_STALL_AFTER (the hub judges it: the rollouts job keeps the state), a hub
-job whose last success is older than `MISSED` of its intervals (the hub's defaults; `GRACE`
-at least) and answers the hub's jobs keep (the gate's, the environment diff, the DORA rollup)
-older than that too.
-
-One rule takes a number that is not a count: the share of an environment's clusters that are
-stale, returned for every environment. It fires above `STALE_SHARE` and, once firing, stays so
-until the share falls below `STALE_SHARE_RECOVERED` (Grafana's recovery threshold, an
-`unloadEvaluator` on the threshold expression), so that an environment hovering at the edge
-does not fire and resolve at each evaluation. Grafana's `keepFiringFor` would do it by time,
-but the file provisioner of the Grafana compose pins (11.6) does not read that field (it came
-with 12.1.2, grafana/grafana#109699); the recovery threshold it reads since 10.3. When ingest
-stops, every cluster of an environment turns stale at once: the environment fires, once, and
-the rule per cluster leaves out the clusters of an environment above `STALE_SHARE`, so that
-it does not fire thousands of times besides.
+Each rule is one SQL query on the `grafana` views returning a row per firing instance: its text
+columns become labels, its one number the value. The rules, their thresholds and why the stale
+share recovers below a lower bound are in docs/grafana.md, "Alert rules".
 """
 
 from collections.abc import Mapping

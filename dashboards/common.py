@@ -2,19 +2,19 @@
 
 A dashboard module builds one `Dashboard` with `dashboard(...)` and panels made by `table`,
 `stat`, `gauge`, `timeseries` and `state_timeline`, each given one SQL query over the `grafana`
-views (migration 0023). Its SQL narrows the rows to what the variables choose with `scope(alias)`,
-which every view with `environment`, `cluster_type` and `cluster` columns takes, and to the time
-picker's range with Grafana's macros (`$__timeFilter(column)`, `$__timeGroupAlias(column,
-$__interval, fill)`: counts and minutes filled with 0, states with NULL, so that a bucket
-without rows is drawn as what it means); `PER_HOUR` makes a bucket's sum a rate per hour at
-every range; `stale(column)` says whether a cluster's last report is older than the
-dashboards' staleness threshold. Links between dashboards are added by `dashboards.build`;
+views (migration 0023). Its SQL narrows the rows to what the variables choose with
+`scope(alias)`, which every view with `environment`, `cluster_type` and `cluster` columns takes.
+It narrows them to the time picker's range with Grafana's macros (`$__timeFilter(column)`,
+`$__timeGroupAlias(column, $__interval, fill)`), filling counts and minutes with 0 and states
+with NULL, so that a bucket without rows is drawn as what it means. `PER_HOUR` makes a bucket's
+sum a rate per hour at every range; `stale(column)` says whether a cluster's last report is
+older than the staleness threshold. Links between dashboards are added by `dashboards.build`;
 `dashboard_url(uid)` is a link to another dashboard by uid that carries the variables and the
 time range over, for data links in tables. Every dashboard marks its time series with the same
 annotation query, `ROLLOUT_EVENTS`: each rollout's start and end (converged or failed) per
-environment, from the rollouts the hub keeps; `chosen_subject(alias)` is how it, and every
-panel of rollouts, follows the variables. A table that shows at most so many rows orders them
-most severe first (`severity(alias)` for clusters), then the latest environment first
+environment, from the rollouts the hub keeps; `chosen_subject(alias)` is how it, and every panel
+of rollouts, follows the variables. A table that shows at most so many rows orders them most
+severe first (`severity(alias)` for clusters), then the latest environment first
 (`latest_first(alias)`: prod before dev), so that what a cut leaves out is the least pressing,
 and has a stat of all its rows beside it. `freshness()` is the line every dashboard shows
 (dashboards.build adds it): how long ago the jobs whose results the panels read last ran.

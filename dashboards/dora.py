@@ -5,12 +5,9 @@ hour behind the failure rate. A headline gives the latest environment's four fig
 their performance band (hub/dora/bands.py): elite, high, medium or low.
 
 Read from the DORA job's rollup (migration 0020, grafana.dora_rollout) and the hourly rollup
-of transitions (0018), never the raw history. A range is counted as GET /api/v1/dora counts
-it (hub/dora/calculation.py): deployments are the rollouts completed in the range; the change
-failure rate and time to restore are of the rollouts started in it; rollouts of revisions
-committed more than 7 days before the range are not looked for; and facts at or after the
-earlier of the range's end and the rollup's last refresh are not yet seen. Percentiles
-interpolate between ranks as the API's do (percentile_cont).
+of transitions (0018), never the raw history. A range is counted as GET /api/v1/dora counts it
+(hub/dora/calculation.py, docs: Concepts, "DORA metrics"). Percentiles interpolate between ranks
+as the API's do (percentile_cont).
 """
 
 from grafana_foundation_sdk.builders.common import ReduceDataOptions

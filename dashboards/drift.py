@@ -135,12 +135,12 @@ GROUP BY 1, 2
 ORDER BY 1, 2
 """
 
-# The newest 1,000 periods of the range, ties (the periods an evaluation opens together)
-# broken by cluster and object: those started in it walked newest first by the index on
-# (started_at, cluster_id, object_id); only when they are fewer, those started before it and
-# open or ended in it (found by the open-period and ended_at indexes, then ordered: walked
-# from the range's start back, they would be looked for through the whole history). The
-# objects' names read for those 1,000 alone, shown in name order.
+# The newest 1,000 periods of the range, ties (the periods an evaluation opens together) broken
+# by cluster and object. Those started in it are walked newest first by the index on
+# (started_at, cluster_id, object_id). Only when they are fewer are those started before it and
+# open or ended in it added, found by the open-period and ended_at indexes: walked from the
+# range's start back, they would be looked for through the whole history. The objects' names
+# read for those 1,000 alone, shown in name order.
 _PERIODS_OF = f"""
     SELECT x.cluster_id, x.cluster, x.environment, x.cluster_type, x.object_id, x.started_at,
            x.ended_at, x.reasons
@@ -182,9 +182,9 @@ ORDER BY p.started_at DESC, p.cluster, o.kind NULLS FIRST, o.namespace, o.name
 
 # The periods PERIODS lists from, counted: those that overlap the range (started by its end,
 # open or ended at its start or later). A month of a large fleet's periods is millions, too many
-# to count each time: with every cluster chosen, the periods open now, plus those ended since
-# the range's start (from the hourly counts, less the first hour's part before the start),
-# minus those started after its end; with clusters chosen, their periods.
+# to count each time. With every cluster chosen, the count is the periods open now, plus those
+# ended since the range's start (from the hourly counts, less the first hour's part before the
+# start), minus those started after its end. With clusters chosen, their periods are counted.
 def _hour_of(moment: str) -> str:
     return (
         f"date_bin(INTERVAL '1 hour', CAST({moment} AS timestamptz), TIMESTAMPTZ '2000-01-01 UTC')"

@@ -107,10 +107,11 @@ _CHANGES = f"""
     GROUP BY 1, 2, 3, 4, 5, 6
 """
 
-# Those changes per workload (the assignment an object's name, its deployment target, stands
-# for in its environment and cluster type; else the object's own name), environment and from →
-# to revision: the workload's clusters of every cluster type (a cluster that carries two of its
-# deployment targets counts for each). The deployment targets are read once, not per change.
+# Those changes per workload, environment and from → to revision, over the workload's clusters
+# of every cluster type. An object's workload is the assignment its name (its deployment target)
+# stands for in its environment and cluster type, else its own name; a cluster that carries two
+# of a workload's deployment targets counts for each. The deployment targets are read once, not
+# per change.
 _GROUPED = f"""
 WITH changed AS MATERIALIZED (
     SELECT environment, environment_position, cluster_type, name, from_revision, to_revision,

@@ -1,8 +1,7 @@
 """Hub health: what the hub's own Prometheus metrics (hub/metrics.py) say about it, over a
-Prometheus data source that scrapes its /metrics (compose/prometheus.yml, the chart's
-ServiceMonitor): reports per second by outcome, requests and their latency, each job's last
-success and how long it took, whether the store is reachable, the harvest's lag and the
-repositories whose fetch fails.
+Prometheus data source that scrapes its /metrics. It shows reports per second by outcome,
+requests and their latency, each job's last success and duration, whether the store is
+reachable, the harvest's lag and the repositories whose fetch fails.
 
 Unlike the other dashboards it reads no SQL: its data source is a variable of type
 `prometheus` (`PROMETHEUS`, Grafana's default Prometheus data source unless another is

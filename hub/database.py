@@ -193,7 +193,7 @@ def create_statement_pool(url: str, settings: HubSettings) -> AsyncConnectionPoo
     `ingest_synchronous_commit` off they do not wait. Opened and closed by the app's lifespan;
     a request that finds every connection busy for `database_pool_timeout` seconds gets
     PoolTimeout, answered with 503. A connection lost with the server is opened again for as
-    long, then left to be opened when a request asks for one: after a longer outage the pool
+    long, then left to be opened when a request asks for one. So after a longer outage the pool
     connects as soon as requests come back (StoreGate), not after its back-off, which doubles
     each time (1, 2, 4, 8, 16 s, ...).
     """

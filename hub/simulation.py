@@ -9,12 +9,12 @@ Flux GitRepository + Kustomization `flux-system`, or an Argo CD Application `pla
 for each deployment target, the app repository's folder. Agents spell the repository URLs in
 their own ways, as real ones do.
 
-The simulation is pure: `Simulation.step` moves the fleet on by one round (one cluster per
-environment catching up each round, its reconcilers progressing for a round before they
-apply; in the made-up fleet, now and then a new release on dev and dev's previous one on
-stage), and `Simulation.report` is a cluster's full snapshot as a contract-v1 report body.
-`fleetmark demo` drives a fleet on real repositories instead: it moves the heads as it commits,
-and makes clusters fail, suspends one (it falls behind) and silences another.
+The simulation is pure: `Simulation.step` moves the fleet on by one round, in which one cluster
+per environment catches up, its reconcilers progressing for a round before they apply. In the
+made-up fleet a new release now and then lands on dev and dev's previous one on stage.
+`Simulation.report` is a cluster's full snapshot as a contract-v1 report body. `fleetmark demo`
+drives a fleet on real repositories instead: it moves the heads as it commits, and makes
+clusters fail, suspends one (it falls behind) and silences another.
 """
 
 import random

@@ -1,36 +1,9 @@
 """The store's backend, and how long it keeps the history and when it compresses it.
 
-Three backends, told apart at run time:
-
-- plain PostgreSQL: the history tables are plain tables (BRIN on their time column);
-- TimescaleDB: they are hypertables, compressed after FLEETMARK_COMPRESS_AFTER, their
-  chunks dropped after FLEETMARK_HISTORY_RETENTION (heartbeats: FLEETMARK_HEARTBEAT_RETENTION)
-  by TimescaleDB's own policies;
-- TimescaleDB's Apache-licensed build (what several managed services offer): hypertables,
-  but no compression, continuous aggregates or policies.
-
-The hourly rollups of the history (`heartbeat_hourly`, `transition_hourly`; migration 0018)
-are continuous aggregates on TimescaleDB; elsewhere the `rollup` job keeps their tables
-(refresh_rollups). `placement_hourly` (0029), summed from `transition_hourly` per environment
-and cluster type, `placement_drift_hourly` (0030), the minutes clusters were drifted per
-environment and cluster type from the drift periods, `deployment_hourly` (0039), the
-changes of applied revision per environment, cluster type, object and from → to revision, and
-`drift_period_hourly` (0041), the drift periods started and ended per environment and cluster
-type, are tables the `rollup` job keeps on every backend. So is `fleet_health_hourly` (0039),
-which no history can be summed into: at each run the job samples how many clusters of each
-environment and cluster type are failing, drifted and stale, and adds the sample to the hour's
-row (sample_health). They outlive the history they sum, and are kept for
-FLEETMARK_ROLLUP_RETENTION: by a retention policy on each continuous aggregate, or by the
-`retention` job.
-
-The `retention` job of the hub (hub/tasks.py) runs at start and then daily. On TimescaleDB it
-sets the policies to the settings (replacing those that differ); elsewhere it drops what is
-older than the retention itself: whole chunks (drop_chunks) on the Apache build, rows in
-batches on plain PostgreSQL. Drift periods (a plain table on every backend) that ended before
-FLEETMARK_HISTORY_RETENTION are deleted by the job everywhere, in batches, and so are the
-parts of snapshots that never completed, an hour after they arrived. What is dropped is
-gone: history pages end there, and questions over a longer range (DORA) are refused rather
-than answered from part of it.
+Three backends, told apart at run time: plain PostgreSQL, TimescaleDB, and TimescaleDB's
+Apache-licensed build (hypertables without compression, continuous aggregates or policies).
+The `rollup` and `retention` jobs run here; what each backend keeps, rolls up and drops is
+in docs/operating.md, "Store".
 """
 
 from dataclasses import dataclass
@@ -282,12 +255,12 @@ async def keep_history(sessions: Sessions, settings: HubSettings, now: datetime)
 async def refresh_rollups(
     sessions: Sessions, now: datetime, stale_after: timedelta
 ) -> dict[str, int] | None:
-    """The rollup job's run, for the rollups that are tables (ROLLUP_VIEWS on plain
-    PostgreSQL and TimescaleDB's Apache build, PLACEMENT_ROLLUPS everywhere): each view's hours
-    from ROLLUP_REFRESHED before its watermark (from the start, the first time) up to the hour
-    under way are computed again, by the view itself, and the watermark moves on; then the fleet's
-    health is sampled (sample_health). Hours rolled up per view, and the environments and
-    cluster types sampled; None when another replica is at it."""
+    """The rollup job's run, for the rollups that are tables (ROLLUP_VIEWS on plain PostgreSQL
+    and TimescaleDB's Apache build, PLACEMENT_ROLLUPS everywhere). Each view's hours from
+    ROLLUP_REFRESHED before its watermark up to the hour under way are computed again by the
+    view, and the watermark moves on. Then the fleet's health is sampled (sample_health). Hours
+    rolled up per view, and the environments and cluster types sampled; None when another
+    replica is at it."""
     async with exclusive(sessions, ROLLUP_LOCK) as acquired:
         if not acquired:
             return None
@@ -306,10 +279,9 @@ async def refresh_rollups(
         return refreshed
 
 
-# One sample of the fleet's health added to its hour: per environment and cluster type (0 for
-# none) the live clusters, those with an object failing (not Ready, not suspended), those with
-# a drifted object (as the drift job last judged them) and those stale (never reported, or not
-# since `stale_before`).
+# One sample of the fleet's health added to its hour, per environment and cluster type (0 for
+# none). It counts the live clusters, those with an object failing (not Ready, not suspended),
+# those drifted (as last judged) and those stale (never reported, or not since `stale_before`).
 _SAMPLE_HEALTH = text("""
 INSERT INTO fleet_health_hourly AS h (
     hour, environment_id, cluster_type_id, samples, clusters, failing, drifted, stale)
@@ -372,13 +344,12 @@ DASHBOARD_SCHEMA = "grafana"
 
 
 async def grant_readonly(session: AsyncSession, role: str) -> str | None:
-    """Let `role` read the dashboards' views, those of today and those later migrations add
-    (created by this same user), and nothing else: grants, and JIT compilation off for the
-    role's sessions in this database (the dashboards' statements are reads of milliseconds,
-    which compiling would make take hundreds; the hub turns it off for its own sessions). The
-    role must exist (roles are the server's, not the store's), and granting twice changes
-    nothing. What the database's administrator has to do still, if anything: a user that may
-    not alter the role cannot turn JIT off for it."""
+    """Let `role` read the dashboards' views, those of today and those later migrations add, and
+    nothing else. JIT compilation is turned off for the role's sessions in this database, as for
+    the hub's own: the dashboards' reads take milliseconds, which compiling would make hundreds.
+    The role must exist (roles are the server's, not the store's), and granting twice changes
+    nothing. What the database's administrator has to do still, if anything: a user that may not
+    alter the role cannot turn JIT off for it."""
     exists = await session.scalar(
         text("SELECT 1 FROM pg_roles WHERE rolname = :role"), {"role": role}
     )

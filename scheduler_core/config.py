@@ -26,11 +26,10 @@ replaced. An empty list is such an other value, so `[]` clears a list.
 Validation. The composed config is checked against each matching ConfigSchema (by name) and
 then each schema the Workload and the target declare, in the dialect each schema's `$schema`
 names (draft-07 when none). Since scalars stay text, a value may also be checked as what its
-text says in YAML (`11` a number, `false` a boolean), for the check only, as Kalypso does: a
-place in the config breaks a schema only when it breaks it read both ways, and the typed
-reading's complaint is the one reported (`0` against `minimum: 1` says so, not "is not of
-type 'integer'"). A violation names the config key, the schema and the ConfigMaps that set
-that key.
+text says in YAML (`11` a number, `false` a boolean), for the check only, as Kalypso does. A
+place in the config breaks a schema only when it breaks it read both ways. The typed reading's
+complaint is the one reported (`0` against `minimum: 1` says so, not "is not of type
+'integer'"). A violation names the config key, the schema and the ConfigMaps that set that key.
 
 Each `ComposedConfig` records the ConfigMaps it was built from, in precedence order, and
 which of them set each top-level key, so that a changed ConfigMap can be traced to the

@@ -7,9 +7,8 @@ render (`output.render_environment`) would give, doing the work for the touched 
 1. fingerprint every input of the new snapshot (`state.fingerprints`) and compare with the
    previous ones: the inputs added, removed or changed, by kind and name;
 2. the pairs (cluster type, deployment target) they touch: every record that names a changed
-   input (a ClusterType, DeploymentTarget, SchedulingPolicy, ConfigMap, ConfigSchema or
-   Template), and every pair a changed input now reaches: all targets on a changed cluster
-   type, all cluster types for a changed target, the cross product a changed policy selects,
+   input, and every pair a changed input now reaches. That is all targets on a changed cluster
+   type, all cluster types for a changed target, the cross product a changed policy selects, and
    the assignments a changed ConfigMap or ConfigSchema now matches;
 3. plan (`plan.plan_environment` with those pairs) and render those pairs again, keep every
    other record as it was, and write the README of each cluster type they belong to.

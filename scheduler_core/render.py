@@ -12,20 +12,19 @@ no key twice, no tag a YAML reader would not know. A file holds its documents as
 no document gives no file.
 
 Whatever goes wrong with an assignment is a `RenderError` naming it, the output file, the
-Template, its control-plane file and where in the rendered text: a Template the cluster type
-names but the control plane lacks, a template that does not parse or fails to render, a
-document that is not valid YAML or not an object, a platform config that breaks a schema.
-Such an assignment gets no new files; `scheduler_core.output` keeps its previous ones.
+Template, its control-plane file and where in the rendered text. It may be a Template the
+control plane lacks, a template that does not parse or render, a document that is not a YAML
+object, or a platform config that breaks a schema. Such an assignment gets no new files;
+`scheduler_core.output` keeps its previous ones.
 
 Templates come from the control plane, from outside: one assignment's render is bounded, so
-that no template can hold the scheduler up or fill its memory. Every template of an
-assignment charges one meter (`scheduler_core.gotemplate.meter`): evaluation steps, the
-elements functions touch and the characters they read and write, against the engine's budget
-(`Limits.max_cost`); with a `TimeLimit` (the caller's clock: the core reads none) the render
-also ends at its deadline, checked as the work is charged, within one long function call
-too; and its files together hold at most `MAX_ASSIGNMENT_OUTPUT` characters. An assignment
-going beyond any of these fails with a `template` error naming the limit, and the others are
-rendered all the same.
+that no template can hold the scheduler up or fill its memory. Every template of an assignment
+charges one meter (`scheduler_core.gotemplate.meter`) against the engine's budget
+(`Limits.max_cost`). With a `TimeLimit` (the caller's clock: the core reads none) the render
+also ends at its deadline, checked as the work is charged, within one long function call too.
+Its files together hold at most `MAX_ASSIGNMENT_OUTPUT` characters. An assignment going beyond
+any of these fails with a `template` error naming the limit, and the others are rendered all the
+same.
 
 Rendering is the costly step of the scheduler core and the same work recurs across many
 assignments, so a renderer parses each Template once, encodes each platform config with

@@ -1,11 +1,10 @@
 """What a render of one environment leaves for the next: a record per assignment, fingerprints.
 
 `scheduler_core.output` writes a `RenderState` with every render; `scheduler_core.incremental`
-reads it to find what a control-plane change touches. Each `AssignmentRecord` names the
-inputs the assignment was built from (`AssignmentInputs`: cluster type, deployment target,
-policies, ConfigMaps, ConfigSchemas, Templates) and says what its folder holds after the
-render; `fingerprints` hold a content hash of every input of the environment by kind and
-name, so that comparing two renders' fingerprints names the inputs that changed between them.
+reads it to find what a control-plane change touches. Each `AssignmentRecord` names the inputs
+the assignment was built from (`AssignmentInputs`) and says what its folder holds after the
+render. `fingerprints` hold a content hash of every input of the environment by kind and name,
+so comparing two renders' fingerprints names the inputs that changed.
 
 The state is plain data: `dump_state` and `load_state` turn it into JSON and back, for the
 hub to keep next to the platform commit it describes. A state describes the tree it was

@@ -12,10 +12,10 @@ nothing to do), `failed` (it raised; the error kept), or `skipped` (another repl
 job's lock, so that round was that replica's). A skipped round is not a run: the last success
 and its duration are those of the replica that ran.
 
-The jobs run on a thread and event loop of their own, with an engine of their own: a job's
-Python work (judging every object for drift, reading a repository) never holds up the event
-loop that answers requests, which keeps report latency flat while a job runs. /metrics reads its
-fleet snapshot there too (`beside_jobs`).
+The jobs run on a thread and event loop of their own, with an engine of their own. So a job's
+Python work (judging drift, reading a repository) never holds up the event loop that answers
+requests, and report latency stays flat while a job runs. /metrics reads its fleet snapshot
+there too (`beside_jobs`).
 """
 
 import asyncio

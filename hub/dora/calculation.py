@@ -11,20 +11,20 @@ Definitions (per environment; for a workload, over that workload's versions):
   platform branch) or of an app version (a version a folder of the workload's app repository
   carries, on the branch its assignments follow). It starts when a taking-part cluster first
   attempts or applies it. The clusters taking part are the environment's registered, not
-  decommissioned clusters (for a workload, those of the cluster types that carry one of its
-  current assignments, as the promotion gate expects them) with a reconciler object whose
-  applied commit lies on that chain; it is expected by a rollout when the object was first
-  seen no later than the rollout started. So a cluster added midway, an agent that never
-  reported and a cluster that follows nothing of the branch do not hold a rollout back; a
-  cluster that stops moving does.
+  decommissioned clusters with a reconciler object whose applied commit lies on that chain (for
+  a workload, only those of the cluster types one of its current assignments names, as the gate
+  expects them). A cluster is expected by a rollout when the object was first seen no later than
+  the rollout started. So a cluster added midway, an agent that never reported and a cluster
+  that follows nothing of the branch do not hold a rollout back; a cluster that stops moving
+  does.
 - A rollout is reached by a cluster when the cluster is Ready with that commit or a later
   commit of the chain applied (a descendant contains its ancestors); for a version, a commit
   at or after the first one that carried the version in that folder. A deployment is a
   rollout every expected cluster reached; it completed when the last one got there. A commit
-  superseded before it completed completes with the descendant that reaches every cluster,
-  and counts as a deployment of its own then; a commit no cluster ever attempted or applied
-  (the chain moved on before clusters looked) is not a rollout: it reaches the environment
-  with the next one. An environment without clusters taking part has no rollouts.
+  superseded before it completed completes with the descendant that reaches every cluster, and
+  counts as a deployment of its own then. A commit no cluster ever attempted or applied (the
+  chain moved on before clusters looked) is not a rollout: it reaches the environment with the
+  next one. An environment without clusters taking part has no rollouts.
 - Deployment frequency: deployments completed in [since, until), and that count per day of
   the range.
 - Lead time: from the commit's time (the platform commit's `committed_at`; for a version, that

@@ -154,10 +154,9 @@ _AHEAD = reaches(
 # last chain commit it fully contains is p - 1. "ahead": the applied commit descends from the
 # head: it lies on another harvested branch's chain at or after it, or its harvested parents
 # lead there (a commit rewritten away by a force-push, as the gate reads it; _AHEAD). Platform
-# config is compared, per assignment
-# of the object's cluster type on the branch, between the revision valid at the applied
-# position and the open one, for the (branch, cluster type, position) triples behind objects
-# share rather than per object.
+# config is compared, per assignment of the object's cluster type on the branch, between the
+# revision valid at the applied position and the open one, for the (branch, cluster type,
+# position) triples behind objects share rather than per object.
 _EVALUATE = text(f"""
 WITH spelling AS (
     SELECT * FROM unnest(CAST(:spellings AS text[]), CAST(:repository_ids AS int[]))

@@ -1,50 +1,17 @@
 """Drift: where each cluster and reconciler object stands against what it should run, why, and
-for how long it has been so.
+for how long it has been so. The reasons are defined in docs/concepts.md, "Drift".
 
-Data flow: the drift job (hub/drift/tasks.py, every `drift_interval`) judges every live object
-of the registered clusters against the harvested state, set-based, into `object_drift`, and
-keeps `drift_period`; GET /api/v1/drift and /drift/history read them (the `drift_object` view for
-the rows shown), adding staleness with the hub's clock; `fleetmark drift` asks the API.
+Data flow: the drift job (hub/drift/tasks.py) judges every live object against the harvested
+state, set-based, into `object_drift`, and keeps `drift_period`. GET /api/v1/drift and
+/drift/history read them (the `drift_object` view for the rows shown), adding staleness with
+the hub's clock.
 
-Why a job and a stored verdict, not a view judged per request: a drift query with totals must
-judge every object of the fleet (10,000 clusters x 20 objects), and judging one takes a URL
-normalised to a harvested repository, two commit lookups and a position lookup; for 200,000
-objects that is about half a second of set-based SQL, ten times what a query may take. So the
-job judges, and writes only the rows that changed. Reads then count per cluster, not per object:
-`cluster_drift` holds, per cluster, how many objects share each set of reasons (a row or two
-per cluster), which with each cluster's last report (staleness is the reader's, against the
-hub's clock) gives the totals and the counts per reason and environment, and, summed in
-listing order, which clusters the requested page falls on; only those clusters' objects are
-read (from the `drift_object` view). A query's cost therefore follows the clusters, not the
-objects: a fleet whose agents all went silent (every object drifted) costs what a quiet one
-does. The price is freshness: reasons but staleness are as of the last evaluation
-(`evaluated_at` in every answer), at most one `drift_interval` old.
-
-What the evaluation settles, per live object that is not a Flux source object (those fetch,
-they never apply; a Kustomization or HelmRelease takes the URL and branch of the source object
-it names, as the promotion gate does):
-
-- What it should run: the head of the harvested branch of the repository it follows (URL
-  spellings compared normalised, a ref `refs/heads/<b>` being branch `<b>`). An object that
-  follows no harvested branch (an unknown repository, a tag, a commit, a Helm repository) is
-  `untracked`: listed with its other reasons and counted in the summary, never judged behind.
-- behind: the applied commit is an ancestor of the head; how many first-parent commits of the
-  branch it lacks (whether or not they touched its path), and since the commit time of the
-  oldest of them. A descendant of the head (harvested on another branch) is not behind.
-  diverged: a harvested commit that is neither; unknown_revision: a commit not harvested (yet);
-  not_applied: nothing applied yet. A chart version or digest (no commit) is not compared.
-- failing: Ready is False, with its reason and message. live_drift: the reconciler says the
-  cluster drifted from what it applied (Argo CD OutOfSync, Flux Drifted).
-- config_mismatch: for an object behind on a platform branch, each assignment of its cluster's
-  type whose platform config at the applied commit differs from the one at the head (the keys
-  that differ included).
-- stale (added when read): the agent has not reported for longer than stale_after_seconds, or
-  never did; every row of the cluster carries it, and a cluster without objects gets a row.
-
-Drift periods are opened and closed by the evaluations: a period starts at the first
-evaluation that found its cluster (or object) drifted and ends at the first that found it in
-sync, so their times are as precise as the job's interval. A cluster is drifted while any of
-its objects is or its agent is stale.
+Why a job and a stored verdict, not a view judged per request: judging the whole fleet (10,000
+clusters x 20 objects) takes about half a second of SQL, ten times what a query may take. So
+the job judges and writes only the rows that changed, and reads count per cluster from
+`cluster_drift` (a row or two per cluster), reading objects only for the clusters a page falls
+on. A query's cost follows the clusters, not the objects; the price is that reasons (all but
+staleness) are at most one `drift_interval` old.
 """
 
 import asyncio

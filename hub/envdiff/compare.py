@@ -8,11 +8,10 @@ seen in each compared environment. Its differences, each with its reason:
   environments only; one difference per environment without it.
 - version (desired): walking the environments that have it in promotion order, each one
   whose desired version or pin differs from the one before it:
-  `pinned` when either of the two follows a fixed revision (a commit or a tag, not the head
-  of a branch: the difference stays until someone moves the pin, promotion does not move it);
-  `awaiting_promotion` when the earlier environment's version is newer: the later one has yet
-  to receive it; `diverged` otherwise: the later environment is ahead of the earlier one or
-  the two cannot be ordered (a hotfix made in place, an unknown version).
+  `pinned` when either of the two follows a fixed revision, a commit or a tag (promotion does
+  not move a pin). `awaiting_promotion` when the earlier environment's version is newer.
+  `diverged` otherwise: the later environment is ahead, or the two cannot be ordered (a hotfix
+  made in place, an unknown version).
 - config / `config`: a platform config key whose value differs between the environments that
   have the assignment (a missing key counts as a value of its own). Config differs by design
   (each environment composes its own); keys the caller ignores are not compared.

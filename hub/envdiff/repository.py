@@ -6,11 +6,11 @@ Why a request stays cheap at 10,000 clusters: a diff row stands for every cluste
 cluster type in each environment, a hundred or more. Reading those clusters' objects per
 request is a pass over most of the fleet's objects (seconds for a page, measured at 10,000
 clusters of 20 objects). deployed_version holds them summed up per environment, cluster type,
-source, applied commit and condition, a few rows per assignment, with each applied commit's
-version resolved once; a job refreshes it (about a second at that size, off the request
-path). So one statement judges every row of the compared environments, both what they are
-meant to run and what their clusters run, counts the rows that differ and cuts the page; its
-cost follows the number of assignments compared, not clusters, objects or history:
+source, applied commit and condition, with each applied commit's version resolved once. A job
+refreshes it (about a second at that size, off the request path). So one statement judges every
+row of the compared environments, both what they are meant to run and what their clusters run,
+counts the rows that differ and cuts the page; its cost follows the number of assignments
+compared, not clusters, objects or history:
 
 - desired: the compared environments' assignments from desired_version (indexed lookups per
   assignment), paired into rows;

@@ -303,10 +303,9 @@ class HistoryFilter:
 async def _history_filters(
     session: AsyncSession, criteria: HistoryFilter
 ) -> list[ColumnElement[bool]]:
-    """Filters on the clusters and objects as lists of ids, looked up first: the history
-    statement is planned with the lists in hand (see history_page), so the planner can tell
-    one cluster (walk its transitions) from a whole environment or an object name found on
-    thousands of clusters (walk the newest transitions of all, keeping theirs).
+    """Filters on the clusters and objects as lists of ids, looked up first. The history
+    statement is then planned with the lists in hand (see history_page), so the planner can tell
+    one cluster (walk its transitions) from thousands (walk the newest transitions of all).
 
     An object name found on more than _LISTED_OBJECTS objects is walked that way in any case,
     and its ids stay in the database: sent back as a list of ten thousand, they cost more to

@@ -35,10 +35,10 @@ least one) clusters are expected and every one is compliant; is **pending** othe
 No cluster expected is pending ("no clusters expected in <env>"), not failed: nothing
 speaks against the commit itself, and the answer changes once a cluster registers.
 
-The rules read six values of a cluster's facts once measured against `now` (a `Standing`),
-so they are also a table of 144 rows: with it the store judges a whole environment in one
-statement (hub/gate/repository.py) and hands over a `Tally` and the clusters it lists, on
-which `conclude` reaches the verdict `decide` reaches on every cluster's facts.
+The rules read six values of a cluster's facts measured against `now` (a `Standing`), so they
+are also a table of 144 rows. With it the store judges a whole environment in one statement
+(hub/gate/repository.py) and hands over a `Tally` and the clusters it lists. On those `conclude`
+reaches the verdict `decide` reaches on every cluster's facts.
 
 Once every expected cluster runs the target, Ready, only time stands between the gate and
 passing: `earliest_pass_at` is the last soak end, the time it opens if clusters keep reporting.

@@ -1,12 +1,10 @@
 """SQL of the promotion gate: the facts its policy judges, read from what ingest and the
 harvester stored. Nothing here writes; the gate runs on a read-only session.
 
-Observed state comes from `object_state`: the current state per cluster object, with when
-its current applied revision and its current Ready period began (kept by ingest), and, where
-other revisions ran within that Ready period, from `status_transition` back to the last one
-that did not contain the target (where the soak's stretch begins);
-desired state and ancestry from the harvester's branches, commits, assignment and manifest
-ranges.
+Observed state comes from `object_state`, with when its applied revision and its Ready period
+began (kept by ingest). Where other revisions ran within that Ready period, `status_transition`
+is read back to the last one without the target, where the soak's stretch begins. Desired state
+and ancestry come from the harvester's branches, commits, assignment and manifest ranges.
 """
 
 import itertools
@@ -264,12 +262,12 @@ def _placed(commit: str) -> str:
 
 
 def _contains(commit: str) -> str:
-    """SQL: the harvested commit whose id is `commit` contains the target of the source `s`:
-    it is the target, or a chain commit of a `starts` branch at or after the target, or
-    descends from one (in the harvested commit graph: a side of a merge, a commit rewritten
-    away by a force-push). Commits on the first-parent chain of the `chain` branches (every
-    branch when null) are placed by their positions (hub/git/ancestry.py), with two index
-    lookups; the graph is walked only from the others."""
+    """SQL: the harvested commit whose id is `commit` contains the target of the source `s`. It
+    is the target, a chain commit of a `starts` branch at or after the target, or descends from
+    one in the harvested commit graph (a side of a merge, a commit a force-push rewrote away).
+    Commits on the first-parent chain of the `chain` branches (every branch when null) are
+    placed by their positions (hub/git/ancestry.py), with two index lookups; the graph is walked
+    only from the others."""
     walked = reaches(
         commit,
         repository="s.repository",
@@ -283,16 +281,14 @@ def _contains(commit: str) -> str:
 # Judges every expected cluster of the environment, the registered ones placed by
 # :placements, against the target's sources, and returns the tally and the listed clusters.
 #
-# :sources (JSON): per source the normalised path its objects must deploy (null: any), and
-# how a commit of its repository is compared with the target: a commit contains the target
-# when it is `sha` or lies on the first-parent chain of one of the `starts` branches at or
-# after the position given there, or descends from such a commit (_contains: placed by the
-# `chain` branches, or by every branch of the repository when `chain` is null); unknown only
-# when the harvester has not seen it. It is the target attempted when it is `sha`, or lies on
-# a `carries` branch within [from, until).
-# :placements (JSON): which source each cluster type follows (cluster type null: every one,
-# and the clusters placed in none).
-# :spelled_*: per source each URL spelling and ref its objects follow.
+# :sources (JSON): per source the normalised path its objects must deploy (null: any), and how a
+# commit of its repository is compared with the target. A commit contains the target when it is
+# `sha`, lies on the first-parent chain of a `starts` branch at or after the position given, or
+# descends from such a commit (_contains: placed by the `chain` branches, or by every branch
+# when `chain` is null). It is unknown only when the harvester has not seen it. It is the target
+# attempted when it is `sha`, or lies on a `carries` branch within [from, until). :placements
+# (JSON): which source each cluster type follows (cluster type null: every one, and the clusters
+# placed in none). :spelled_*: per source each URL spelling and ref its objects follow.
 #
 # The candidates of a cluster are, per placement of its cluster type, its live objects that
 # apply the source's revisions (source_url and url_ref, which for a Flux object is its source

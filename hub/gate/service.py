@@ -1,12 +1,10 @@
 """The promotion gate's answers: facts for a target gathered from the store, judged by the
 pure policy (hub/gate/policy.py), returned with their evidence.
 
-Data flow: environment + platform commit (or workload + version) -> the target found on the
-environment's harvested platform branch -> the sources its objects follow, and how their
-commits compare with it -> the store judges every expected cluster by the policy's rules,
-handed over as a table of states per Standing (hub/gate/repository.py), and returns the tally
-and the listed clusters -> the policy explains those and concludes (`conclude`) -> the wire
-answer (hub/gate/schemas.py). Nothing per cluster crosses into Python but the listed ones.
+Data flow: environment + platform commit (or workload + version) -> the target on the
+environment's platform branch -> the sources its objects follow -> the store judges every
+expected cluster by the policy's table (hub/gate/repository.py) -> the policy concludes -> the
+wire answer. Nothing per cluster crosses into Python but the listed ones.
 
 What this module settles before the policy judges:
 
@@ -22,17 +20,17 @@ What this module settles before the policy judges:
   such objects is judged by the one furthest from compliance (in the order of the policy's
   rules, then the latest soak end); a cluster with none has applied nothing.
 - A platform commit is contained in the applied commit when that is the commit or one of its
-  descendants in the harvested commit graph (hub/git/ancestry.py; every harvested commit
-  keeps its parents, so one rewritten away by a force-push still descends from its
-  ancestors), unknown only when the harvester has not seen the applied commit. The target was
-  attempted when the attempted commit is the target.
+  descendants in the harvested commit graph (hub/git/ancestry.py), unknown only when the
+  harvester has not seen the applied commit. Every harvested commit keeps its parents, so one a
+  force-push rewrote away still descends from its ancestors. The target was attempted when the
+  attempted commit is the target.
 - A workload version V is contained in the applied app-repo commit when that commit lies on
-  the first-parent chain of the assignment's app branch at or after the first commit at which
-  the assignment's path carried V: the commit that introduced V or a descendant, as for
-  platform commits. So a cluster that moved on to a newer version counts, and so would one
-  whose branch went back to an older version afterwards, as a revert commit does for a
-  platform commit. Unknown only when the harvester has not seen the applied commit. V was
-  attempted when the attempted commit's manifests at that path carry V itself.
+  the first-parent chain of the assignment's app branch at or after the first commit whose path
+  carried V (or descends from it, as for platform commits). So a cluster that moved on to a
+  newer version counts, and so would one whose branch went back to an older version afterwards,
+  as a revert commit does for a platform commit. Unknown only when the harvester has not seen
+  the applied commit. V was attempted when the attempted commit's manifests at that path carry V
+  itself.
 """
 
 import heapq
@@ -760,9 +758,9 @@ async def keep_answers(session: AsyncSession, options: AnswerOptions, *, now: da
     caller commits. Returns how many answers are kept.
 
     Environments in promotion order -> per environment, the newest `newest` commits of its
-    platform branch (those `promotable` examines first) and, per workload assigned there, its
-    newest `newest` versions -> each judged by `promotion_gate` with the job's options -> the
-    verdicts, counts and the clusters that block each, replacing the kept answers at once.
+    platform branch and the newest `newest` versions of each workload there -> each judged by
+    `promotion_gate` -> the verdicts, counts and blocking clusters, replacing the kept answers
+    at once.
     """
 
     async def gate(

@@ -78,13 +78,13 @@ def reaches(commit: str, *, repository: str, floor: str, settled: str, found: st
     """SQL: whether the harvested commit whose id is `commit`, or one of its ancestors, is
     `found`; for the gate and drift, which ask it of commits that positions alone do not place.
 
-    Ancestors are walked through their parents (every harvested commit keeps them, reachable
-    or rewritten away) within repository `repository`, down to generation `floor` (an ancestor
-    always has a smaller generation, so nothing older can be a descendant of what is looked
-    for) and not past a commit `settled`: one whose branch positions answer for all its
-    ancestors (the positions above). `settled` and `found` are conditions on the walked
-    commit, `walk` (id, sha); each is asked of one commit at a time, so both are best scalar
-    subqueries (an EXISTS may be planned as a hash of every candidate row, built per walk).
+    Ancestors are walked through their parents (every harvested commit keeps them) within
+    repository `repository`, down to generation `floor`: an ancestor always has a smaller
+    generation, so nothing older can descend from what is looked for. The walk stops at a commit
+    `settled`, one whose branch positions answer for all its ancestors. `settled` and `found`
+    are conditions on the walked commit, `walk` (id, sha); each is asked of one commit at a
+    time, so both are best scalar subqueries (an EXISTS may be planned as a hash of every
+    candidate row, built per walk).
     """
     return f"""EXISTS (
         WITH RECURSIVE walk (id, sha, parents) AS (

@@ -8,10 +8,10 @@ spelling a cluster reports.
 
 A URL that reaches git comes from outside (the admin API, the repositories file, and
 repository content: a Flux GitRepository or an Argo CD Application names the repositories the
-hub discovers). `check_clone_url` admits only an explicit grammar, so that nothing git could
-read as an option (`--upload-pack=...`), a transport helper (`ext::...`) or an ssh option
-(`ssh://-oProxyCommand=...`) is ever handed to it; `discovery_refusal` keeps repository content
-from pointing the hub at its own files or at hosts the operator did not allow.
+hub discovers). `check_clone_url` admits only an explicit grammar, so git is never handed an
+option (`--upload-pack=...`), a transport helper (`ext::...`) or an ssh option
+(`ssh://-oProxyCommand=...`). `discovery_refusal` keeps repository content from pointing the hub
+at its own files or at hosts the operator did not allow.
 """
 
 import re

@@ -1,11 +1,10 @@
 """Harvesting GitOps repositories into the store, and the repositories' configuration and status.
 
 Data flow: repositories file / admin API -> `repository` rows -> per repository, a fetch into
-the git cache -> per branch, the plan (where the new first-parent chain leaves the stored
-one) -> chunks of chain commits, each its own unit of work: commits with their ancestry
-positions, desired-state ranges (assignments on platform repos, manifests on application
-repos), harvest errors and the new branch head. A chunk committed is never redone, so an
-interrupted backfill continues where it stopped.
+the git cache -> per branch, the plan (where the new first-parent chain leaves the stored one)
+-> chunks of chain commits, each its own unit of work. A chunk writes commits with their
+ancestry positions, desired-state ranges, harvest errors and the new branch head. A chunk
+committed is never redone, so an interrupted backfill continues where it stopped.
 
 Git work runs in a worker thread (GitPython is synchronous); the store is written from the
 event loop. Platform repositories go first: their reconciler manifests name the

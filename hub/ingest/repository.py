@@ -1,11 +1,7 @@
 """SQL of the ingest path: reports that arrive together are applied by one set-based statement.
 
-Each request hands its report to the batcher of its Statements source and waits. Whatever
-has queued up while the source's statements were busy, or since the last statement went out,
-goes out as one batch, so PostgreSQL's per-statement costs (executor start-up of the CTEs,
-commit, a round trip) and the driver's per-call costs are paid once per batch rather than
-once per report. An idle hub sends a report at once; a busy one starts a statement at most
-every BATCH_PACE, so its batches grow with the load.
+Each request hands its report to the batcher of its Statements source and waits; what has
+queued up meanwhile goes out as one batch, so per-statement costs are paid once per batch.
 """
 
 import asyncio
@@ -208,79 +204,7 @@ vanished AS (
 """  # noqa: S608 - composed from the constants above, never from input
 
 
-# The statement is the whole unit of work for every report in its batch ($1: a JSON array of
-# reports, each numbered by its place in it). It finds each report's cluster by token hash
-# (the clusters slice's identity query, run per report through the token index: OFFSET 0
-# keeps the planner from joining it as a whole, which its guess of 100 reports would favour);
-# only when the token is valid and names the cluster the report is for does anything of that
-# report get written, and the caller turns an empty or mismatched identity into 401/403.
-#
-# Idempotency is an anti-replay window per (cluster, boot id): the newest sequence plus a
-# bitmap of the REPLAY_WINDOW sequences before it. A report is fresh when its sequence is
-# newer than the newest, or inside the window with its bit clear. Every later CTE works on
-# fresh reports only. Object rows are written only when their state changed, so a steady
-# fleet costs one small update per report, not one per object.
-#
-# Records whose state the statement's snapshot already holds are left out before the upsert,
-# which would otherwise lock (and so write WAL for and dirty the page of) every row it meets.
-# The snapshot is older than the newest state when another report of the same agent committed
-# while this statement waited for the agent's session row: the session row counts reports,
-# so such a report is recognised (the count moved by more than its own one) and all its
-# records go to the upsert, whose conflict clause sees the newest row and keeps its guards.
-#
-# A report's state replaces an object's stored state unless the stored one was observed later.
-# A stored time beyond what the hub accepts now (its clock plus the allowed skew: not_after,
-# the same bound for every report of a batch, to within its wait) cannot have been observed:
-# it counts as older than any report, so a store a future time once froze is freed by the
-# next report rather than frozen until that time.
-#
-# Placement is the operator's: a report's claimed environment and cluster type (valid names
-# or none; the service drops others) are kept on the cluster, and place nothing. Only where
-# the operator opts in (agent_placement, FLEETMARK_AGENT_PLACEMENT=first-report) does a fresh
-# report place a cluster left open: without an environment, into the one it claims if that
-# is declared (a place in the repositories file's promotion order, or scheduled from the
-# control plane); with an environment but no cluster type, into the cluster type it claims
-# there (unless it claims another environment). The cluster type must be one the control
-# plane declares for the environment, or any (created when new) where it declares none. A
-# claim never creates an environment, and never moves a cluster: what the cluster's row
-# holds when it is updated (an admin may have placed it meanwhile) wins.
-#
-# A batch never holds two reports of one cluster (the batcher sees to it), so the fresh
-# reports' cluster ids key everything after the anti-replay window, and no INSERT ... ON
-# CONFLICT DO UPDATE meets the same row twice; cluster types that several clusters are
-# placed in at once are inserted once (DISTINCT) for the same reason, in name order so that
-# batches placing clusters at the same time insert them in one order. An existing cluster
-# type is only read (rows referencing it key-share lock it); one another batch inserts at
-# the same time is left to the cluster's next claim.
-#
-# An object's row carries when its current run of the applied revision began (applied_since)
-# and, while it is Ready, when its current Ready period began (ready_since): kept here as the
-# state changes, so that the promotion gate reads them with the state instead of looking them
-# up in the history. An object seen for the first time (or back after it was removed) began
-# both when its cluster says its state last changed (last_transition_at), never later than the
-# report's observed_at and never earlier than its not_before: a fleet that has run and been
-# Ready for days need not sit out a whole soak because the hub is new to it.
-#
-# Records arrive as positional JSON arrays (two thirds of the bytes of keyed objects, and
-# cheaper to parse than json_to_recordset's per-object hash tables); vanished objects are
-# found with a hashed NOT IN (the keys are never NULL) rather than a nested-loop anti-join.
-#
-# A report that is a part of a full snapshot sent in several reports (snapshot_part) goes
-# through the same statement with other CTEs for its vanished objects (_VANISHED_FROM_PARTS),
-# in batches of parts only, so that other reports pay nothing for them. Its records are
-# applied as a change report's. A row per part keeps the keys it named (snapshot_part); the
-# part that finds every other part of its snapshot stored, of the same count and none older
-# than SNAPSHOT_PARTS_KEPT, completes it instead: the objects of the cluster that no part
-# named and whose state is older than the snapshot's first part are removed as a full
-# snapshot removes them, and the rows of that snapshot and of every one observed no later are
-# dropped. A replayed part is not fresh and does nothing; a snapshot that never completes
-# removes nothing. A cluster keeps at most SNAPSHOT_PARTS_PER_CLUSTER parts: a part that would
-# pass the bound drops the parts of the cluster's other snapshots, the least recently sent
-# first, until it fits (an agent whose snapshot never completes loses only the removal of the
-# objects that vanished; refusing the part would lose its records, which are applied at once).
-# Two parts of one cluster committing at the same time may each miss the other (this
-# statement reads the table as it was when it began): that snapshot then never completes,
-# which is safe; the agent sends parts one after another anyway.
+# How this statement works: docs/contributing.md, "The ingest statement".
 def _apply_reports(*, parts: bool) -> bytes:
     """The ingest statement; with `parts`, for reports that are parts of a snapshot."""
     columns = f", {_PART}" if parts else ""
@@ -471,10 +395,9 @@ APPLY_SNAPSHOT_PARTS = _apply_reports(parts=True)
 # results, without handing it more concurrent work than its cores take.
 CONCURRENT_BATCHES = 2
 # Seconds from the start of one statement of a source to the next while reports keep coming
-# (unless a full batch is waiting). A statement costs PostgreSQL and the hub about as much
-# CPU as two reports in it, so at a few hundred reports a second, batches of one would spend
-# most of the ingest CPU on statements rather than reports; this pause, small next to what
-# an agent waits for its answer anyway, lets a batch collect what arrives meanwhile.
+# (unless a full batch is waiting). A statement costs about as much CPU as two reports in it,
+# so at a few hundred reports a second batches of one would spend most of the ingest CPU on
+# statements. This pause, small next to what an agent waits anyway, lets a batch collect.
 BATCH_PACE = 0.01
 # A batch's bounds: its reports are answered together, so one batch must not grow so large
 # that the first of them waits long for the last.

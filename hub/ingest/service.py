@@ -29,10 +29,9 @@ def _revision(revision: str | None) -> Revision:
 
 
 def _url_ref(record: ObjectRecord) -> str | None:
-    """The ref of the source URL whose revisions the object applies, by which the promotion
-    gate and drift find what follows a branch: the one the record links (a Flux object names
-    its source object in `ref`, and the agent links that object's ref), else its own ref;
-    none for a Flux source object, which fetches and applies nothing."""
+    """The ref of the source URL whose revisions the object applies, by which the gate and drift
+    find what follows a branch. It is the one the record links (the ref of the Flux source
+    object it names), else its own ref; none for a Flux source object, which applies nothing."""
     source = record.source
     if source is None or (record.reconciler == "flux" and record.kind in FLUX_SOURCE_KINDS):
         return None

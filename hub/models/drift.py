@@ -1,11 +1,10 @@
 """Drift: how far each reconciler object is from what it should run, and for how long.
 
-`object_drift` is the current verdict per live object, written by the drift job from the
-observed state and the harvested desired state; `cluster_drift` and `cluster_drift_reasons`
-count it per cluster, and `drift_total` per environment and cluster type;
-`drift_period` keeps the spans during which a cluster or an object was drifted;
-`drift_evaluation` says when the job last judged the fleet. Staleness depends on "now", so
-these leave it out and readers add it.
+`object_drift` is the current verdict per live object, written by the drift job. `cluster_drift`
+and `cluster_drift_reasons` count it per cluster, `drift_total` per environment and cluster
+type. `drift_period` keeps the spans a cluster or an object was drifted; `drift_evaluation` says
+when the job last judged the fleet. Staleness depends on "now", so these leave it out and
+readers add it.
 """
 
 from datetime import datetime

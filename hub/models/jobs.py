@@ -1,6 +1,6 @@
-"""Runs of the hub's background jobs (hub/background/), kept in the store so that every replica can
-tell when each job last ran, how it went and how long it took (migration 0024_job_runs), and
-so that a run asked for through the API can be followed until it is done (0028, 0034)."""
+"""Runs of the hub's background jobs (hub/background/), kept in the store so that every replica
+can tell when each job last ran, how it went and how long it took. A run asked for through the
+API is followed here until it is done."""
 
 from datetime import datetime
 from typing import Any

@@ -1,10 +1,10 @@
 """Observed state reported by cluster agents.
 
-`object_state` holds the current state per (cluster, reconciler object) and is updated on
-ingest; `status_transition` keeps every change of that state over time (a TimescaleDB
-hypertable when the extension exists); `cluster_heartbeat` counts reports per cluster in
-coarse time buckets for availability history; `agent_session` makes ingest idempotent;
-`snapshot_part` keeps the parts of a full snapshot sent in several reports until the last.
+`object_state` holds the current state per (cluster, reconciler object), updated on ingest.
+`status_transition` keeps every change of it (a TimescaleDB hypertable when the extension
+exists). `cluster_heartbeat` counts reports per cluster in coarse time buckets. `agent_session`
+makes ingest idempotent. `snapshot_part` keeps the parts of a snapshot sent in several reports
+until the last.
 """
 
 from datetime import datetime, timedelta

@@ -10,11 +10,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.models import AssignmentRevision, Cluster, ClusterType, Environment
 
-# Clusters (by id) in one part of the fleet: jobs that pass over every object of the fleet (the
-# drift evaluation, the env diff summary) do so a part at a time with a pause of PART_PACE
-# seconds between parts, so that no statement holds a core for long while reports come in and
-# what the parts took from report ingest is caught up before the next. Some 5,000 objects: a
-# few hundredths of a second of a core each.
+# Clusters (by id) in one part of the fleet. Jobs that pass over every object (the drift
+# evaluation, the env diff summary) do so a part at a time, PART_PACE seconds apart. So no
+# statement holds a core for long while reports come in, and ingest catches up between parts.
+# Some 5,000 objects: a few hundredths of a second of a core each.
 PART_CLUSTERS = 250
 PART_PACE = 0.05
 
@@ -71,11 +70,11 @@ async def ensure_cluster_type(session: AsyncSession, environment_id: int, name: 
 async def _get_or_create(
     session: AsyncSession, find: Select[int], create: Insert, **values: object
 ) -> int:
-    """The id of the row `find` finds, inserted with `values` if there is none. An existing
-    row is only read: every row referencing it (a cluster, the drift totals) holds a key-share
-    lock on it until its transaction ends, and an upsert locking it as if to change its key
-    would wait for those (and deadlock with one waiting in turn for this transaction). A row
-    inserted meanwhile by another transaction is waited for, then read."""
+    """The id of the row `find` finds, inserted with `values` if there is none. An existing row
+    is only read. Every row referencing it (a cluster, the drift totals) holds a key-share lock
+    on it, and an upsert would wait for those locks, and deadlock with one that waits in turn
+    for this transaction. A row inserted meanwhile by another transaction is waited for, then
+    read."""
     found = await session.scalar(find)
     if found is None:
         found = await session.scalar(

@@ -1,12 +1,10 @@
 """What state a rollout is in, since when, and when it was stalled.
 
-A rollout (ARCHITECTURE.md, "Rollouts and events") is a platform commit or a workload version
-moving through one environment, as the DORA job judges it from the clusters' transitions
-(migrations 0008_dora and 0020_dora_rollouts): it starts when the first cluster applies or
-attempts it; it expects the clusters seen by then; an expected cluster reaches it when the
-cluster runs it (or a later commit of the branch) Ready; it converges when the last expected
-cluster reaches it; it fails when an expected cluster fails to reconcile it before it
-converged.
+A rollout is a platform commit or a workload version moving through one environment, as the DORA
+job judges it from the clusters' transitions (docs: Concepts, "Rollouts"). It starts when the
+first cluster applies or attempts it, and expects the clusters seen by then. An expected cluster
+reaches it when it runs it (or a later commit) Ready. It converges when the last expected
+cluster reaches it, and fails when one fails to reconcile it first.
 
 Pure: the rollouts job (hub/rollouts/service.py) hands over those facts as of the DORA job's
 refresh (`as_of`) with the stall-after (FLEETMARK_ROLLOUT_STALL_AFTER); this module reads no

@@ -1,19 +1,16 @@
 """The rollouts job: each rollout's state kept in the store (`rollout`), for the dashboards,
 the alert rules and every other reader of what a rollout is doing.
 
-Data flow: the DORA job (every `dora_interval`) judges who each rollout expected, who reached
-it and who failed on it into `dora_rollup` -> the rollouts job (hub/rollouts/tasks.py, every minute)
-reads the rollouts it has not judged yet, and those the DORA job refreshed since that are not
-converged (a converged one only when the DORA job's verdict on it changed) -> the pure policy
-(hub/rollouts/policy.py) decides each one's state and stalls as of the DORA job's refresh,
-with FLEETMARK_ROLLOUT_STALL_AFTER -> the rollouts that changed are written, in one
-transaction. Most runs find nothing to judge: the DORA job refreshes every `dora_interval`.
+Data flow: the DORA job judges who each rollout expected, reached and failed into `dora_rollup`
+-> the rollouts job (hub/rollouts/tasks.py) reads those new or not converged -> the pure policy
+(hub/rollouts/policy.py) decides each one's state as of that refresh -> the changed ones are
+written in one transaction. Most runs find nothing to judge: the DORA job refreshes every
+`dora_interval`.
 
-Why as of the DORA job's refresh and not the hub's clock: a rollout is stalled when nothing
-moved it for the stall-after, and the facts say what moved it only up to the refresh; judged
-against a later clock, a rollout a cluster reached just after the refresh would count as
-stalled until the next one. So the kept state is at most `dora_interval` and a minute old, and
-says as of when (`evaluated_at`).
+Why as of the DORA job's refresh and not the hub's clock: the facts say what moved a rollout
+only up to the refresh. Judged against a later clock, a rollout a cluster reached just after the
+refresh would count as stalled until the next one. So the kept state is at most `dora_interval`
+and a minute old, and says as of when (`evaluated_at`).
 """
 
 import time

@@ -9,9 +9,9 @@ clone would contend for its locks. Credentials come from git's own configuration
 credential helper, SSH keys); a URL carrying a password is refused, never handed to git.
 
 The control plane is given as a URL or a local path (a clone). Its Environments name the
-repository their branches are in, usually by its hosted URL; a ref to the given repository, by
-any spelling of its URL or of a URL its local clone has as a remote, is read from what was
-given, so a clone's branches are what gets scheduled.
+repository their branches are in, usually by its hosted URL. A ref to the given repository (any
+spelling of its URL, or of a remote of its clone) is read from what was given, so a clone's
+branches are what gets scheduled.
 """
 
 import hashlib

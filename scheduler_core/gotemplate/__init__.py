@@ -27,11 +27,16 @@ Usage:
   `Limits.max_cost` units and no deadline.
 - `Template.names` lists the templates of the set; `Template.name` is the first one's.
 
-The language is Go's: text and `{{actions}}` with `{{-`/`-}}` trimming and `{{/* */}}`
-comments; pipelines `a | b c`; fields `.A.B` on maps and dataclasses, also after calls
-`(f x).A`; variables `$x := ...`, `$x = ...`, `$`; `if`/`else if`/`else`, `range` over
-lists, maps (sorted keys) and integers with `$i, $v :=`, `else`, `break`, `continue`;
-`with`/`else with`; `define`, `template`, `block`; Go literals. Values print as Go prints
+The language is Go's:
+
+- text and `{{actions}}` with `{{-`/`-}}` trimming and `{{/* */}}` comments;
+- pipelines `a | b c`; fields `.A.B` on maps and dataclasses, also after calls `(f x).A`;
+- variables `$x := ...`, `$x = ...`, `$`;
+- `if`/`else if`/`else`; `range` over lists, maps (sorted keys) and integers with
+  `$i, $v :=`, `else`, `break`, `continue`; `with`/`else with`;
+- `define`, `template`, `block`; Go literals.
+
+Values print as Go prints
 them (`map[a:1]`, `[a b]`, `<nil>`, `<no value>` for a missing key). Functions: Go's
 builtins (and or not eq ne lt le gt ge index slice len print printf println html js
 urlquery call), the common sprig functions, Helm's `required`/`include`/`tpl`, and

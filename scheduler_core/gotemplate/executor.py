@@ -1,10 +1,10 @@
 """Executor: walks parsed trees over the data and writes the output, with Go's semantics.
 
-Follows Go's text/template exec.go: dot and `$`, variables scoped to their block, pipelines
-passing each value as the last argument of the next command, fields read from maps by key
-and from dataclasses by field (a missing key is "<no value>", a field of nil an error),
-function arguments checked against the declared Go types, if/with/range with else,
-break/continue, template calls with variables of their own.
+Follows Go's text/template exec.go: dot and `$`, variables scoped to their block, and pipelines
+passing each value as the last argument of the next command. Fields are read from maps by key
+and from dataclasses by field (a missing key is "<no value>", a field of nil an error). Function
+arguments are checked against the declared Go types; if/with/range take else, break/continue,
+and template calls get variables of their own.
 
 Every step, every character written and every function call is charged to the render's
 `Meter` (`scheduler_core.gotemplate.meter`), which functions charge their own work to as

@@ -20,7 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub import store
 from hub.dora.service import refresh_rollup
 from hub.rollouts.service import keep_rollouts
-from tests.correlation.conftest import (
+from tests.dashboards.grafana_sql import Variable, expand
+from tests.dashboards.panels import PanelQuery, built_dashboards, panel_queries
+from tests.hub.conftest import (
     configure,
     fleet,
     harvest,
@@ -28,10 +30,8 @@ from tests.correlation.conftest import (
     make_repo,
     sessions,
 )
-from tests.correlation.drifting import evaluate
-from tests.correlation.fleet import Fleet
-from tests.dashboards.grafana_sql import Variable, expand
-from tests.dashboards.panels import PanelQuery, built_dashboards, panel_queries
+from tests.hub.drifting import evaluate
+from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock
 
 __all__ = [

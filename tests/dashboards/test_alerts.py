@@ -18,10 +18,10 @@ from hub.dora.service import refresh_rollup
 from hub.envdiff import service as envdiff
 from hub.gate import service
 from hub.rollouts.service import keep_rollouts
-from tests.correlation.drifting import evaluate
 from tests.dashboards.conftest import ReadOnly, Seeded
-from tests.harvest.conftest import Harvest
-from tests.harvest.scenario import WORKLOAD
+from tests.hub.drifting import evaluate
+from tests.hub.harvest.conftest import Harvest
+from tests.hub.harvest.scenario import WORKLOAD
 from tests.support import FakeClock
 
 RULES = {rule.uid: rule for rule in alerts.RULES}

@@ -1,6 +1,6 @@
 """The DORA dashboard's figures, run as Grafana runs them as the read-only role, against what
 GET /api/v1/dora answers for the same ranges: the platform commits' and a workload's histories
-of tests/correlation/dora_history.py, rolled up by the DORA job."""
+of tests/hub/dora_history.py, rolled up by the DORA job."""
 
 from datetime import datetime, timedelta
 from typing import Any
@@ -14,11 +14,11 @@ from hub.dora.bands import BANDS, Band
 from hub.harvest.schemas import RepositoriesFile
 from hub.harvest.service import sync_repositories_file
 from tests.conftest import hub_settings
-from tests.correlation.dora_history import Timeline, refresh_dora
-from tests.correlation.fleet import Fleet
-from tests.correlation.test_dora_rollup import RANGES, Played, asked, play, played
 from tests.dashboards.conftest import ReadOnly, Seeded
 from tests.dashboards.test_panels import PANELS
+from tests.hub.dora.test_dora_rollup import RANGES, Played, asked, play, played
+from tests.hub.dora_history import Timeline, refresh_dora
+from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock
 
 __all__ = ["played"]

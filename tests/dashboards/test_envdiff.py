@@ -13,7 +13,7 @@ from hub.harvest.schemas import RepositoriesFile
 from hub.harvest.service import sync_repositories_file
 from tests.dashboards.conftest import ReadOnly, Seeded
 from tests.dashboards.test_panels import PANELS
-from tests.harvest.scenario import WORKLOAD
+from tests.hub.harvest.scenario import WORKLOAD
 
 
 async def show(

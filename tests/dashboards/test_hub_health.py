@@ -30,7 +30,7 @@ from dashboards import hubhealth
 from hub.palette import HEX
 from tests.conftest import DatabaseServer
 from tests.dashboards.panels import dashboard_files
-from tests.harvest.gitrepo import WorkRepo
+from tests.hub.harvest.gitrepo import WorkRepo
 from tests.served import ServedHub, free_port, hub_environment, served_hub
 from tests.support import bearer, report
 

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tests.dashboards.conftest import PanelQuery, ReadOnly, Seeded, panel_queries
-from tests.harvest import scenario
+from tests.hub.harvest import scenario
 
 QUERIES = panel_queries()
 FUNCTIONAL = scenario.target_name("functional-test")

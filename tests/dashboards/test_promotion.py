@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.gate import service
 from tests.dashboards.conftest import ReadOnly, Seeded
 from tests.dashboards.test_panels import PANELS
-from tests.harvest.scenario import WORKLOAD
+from tests.hub.harvest.scenario import WORKLOAD
 
 OPTIONS = service.AnswerOptions(
     soak=timedelta(minutes=10), stale_after=timedelta(minutes=10), newest=5

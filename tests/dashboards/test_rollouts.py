@@ -15,7 +15,7 @@ from hub.palette import HEX
 from tests.dashboards.conftest import ReadOnly, Seeded
 from tests.dashboards.grafana_sql import expand
 from tests.dashboards.test_panels import PANELS, show
-from tests.harvest.scenario import WORKLOAD
+from tests.hub.harvest.scenario import WORKLOAD
 
 TIMELINE = "fleetmark-history: Rollouts per workload"
 IN_FLIGHT = "fleetmark-promotion: In-flight rollouts"
