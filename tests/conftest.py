@@ -14,18 +14,21 @@ behave as in production without ever committing the outer transaction.
 """
 
 import atexit
+import logging
 import os
 import shutil
+import sys
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import httpx
 import psycopg
 import pytest
+import structlog
 from fastapi import FastAPI
 from sqlalchemy import create_engine, pool, text
 from sqlalchemy.engine import make_url
@@ -47,6 +50,56 @@ TEST_DATABASE_URL = "FLEETMARK_TEST_DATABASE_URL"
 TEST_BACKEND = "FLEETMARK_TEST_BACKEND"
 BACKENDS = ("postgresql", "timescaledb")
 TOKEN_SECRET = "fleetmark-test-secret-of-at-least-32-characters"
+
+
+class HubLogs:
+    """Where the hub's log lines go in the tests: to the real standard error (pytest keeps them
+    with the test's output), or to standard output, as in production, while a test that reads
+    them there asks (`stdout_logs`).
+
+    The hub served in the tests' own process (tests/agent/conftest.py's LiveHub) logs from
+    threads of its own while CliRunner, running a command, swaps sys.stdout for every thread:
+    on standard output its lines would land in what the command under test printed. A logger
+    structlog caches keeps this stream, so it follows the choice too."""
+
+    to_stdout = False
+
+    def _stream(self) -> TextIO:
+        stream = sys.stdout if self.to_stdout else sys.__stderr__
+        assert stream is not None, "no standard error"
+        return stream
+
+    def write(self, text: str) -> int:
+        return self._stream().write(text)
+
+    def flush(self) -> None:
+        self._stream().flush()
+
+
+HUB_LOGS = HubLogs()
+
+
+def route_hub_logs() -> None:
+    # A stream in all that PrintLogger uses of one: write and flush.
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(HUB_LOGS))  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hub_logs_apart() -> None:
+    route_hub_logs()
+
+
+@pytest.fixture
+def stdout_logs() -> Iterator[None]:
+    """The hub's log lines on standard output for the test's length; its logging set up anew
+    after it (hub.logs.configure_logging sets the root logger's handler, in JSON mode)."""
+    handlers = logging.root.handlers[:]
+    HUB_LOGS.to_stdout = True
+    yield
+    HUB_LOGS.to_stdout = False
+    structlog.reset_defaults()
+    route_hub_logs()
+    logging.root.handlers = handlers
 
 
 class DatabaseServer:

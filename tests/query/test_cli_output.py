@@ -7,12 +7,10 @@ import csv
 import io
 import os
 import subprocess
-import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
-import structlog
 from click.testing import Result
 from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 from typer.testing import CliRunner
@@ -31,16 +29,6 @@ from tests.support import SHA_A, START, Agent, FakeClock, kustomization
 # 60 characters: with the other cells, far past 80 columns.
 LONG_NAME = "drone-" + "x" * 46 + "-dev-001"
 OBJECT = "platform-configuration-for-the-edge-drones"
-
-
-@pytest.fixture(autouse=True)
-def hub_logs_apart() -> Iterator[None]:
-    """The served hub runs in this process, its jobs on a thread of their own: their log lines
-    go to the real standard error, not into the output CliRunner captures from the command
-    under test (a job's line in the middle of a CSV)."""
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.__stderr__))
-    yield
-    structlog.reset_defaults()
 
 
 @pytest.fixture
