@@ -13,7 +13,6 @@ from click.testing import Result
 from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 from typer.testing import CliRunner
 
-from hub import migrate
 from hub.cli import app as cli
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
@@ -124,12 +123,8 @@ class ServedFleet:
 
 
 @pytest.fixture
-async def served_fleet(
-    fresh_database: Callable[[], str], tmp_path: Path
-) -> AsyncIterator[ServedFleet]:
-    url = fresh_database()
-    migrate.upgrade(url)
-    served = ServedFleet(url, tmp_path)
+async def served_fleet(migrated_database: str, tmp_path: Path) -> AsyncIterator[ServedFleet]:
+    served = ServedFleet(migrated_database, tmp_path)
     try:
         yield served
     finally:

@@ -7,7 +7,7 @@ import csv
 import io
 import os
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -15,7 +15,6 @@ from click.testing import Result
 from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 from typer.testing import CliRunner
 
-from hub import migrate
 from hub.cli import app as cli
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
@@ -32,11 +31,10 @@ OBJECT = "platform-configuration-for-the-edge-drones"
 
 
 @pytest.fixture
-async def options(fresh_database: Callable[[], str]) -> AsyncIterator[list[str]]:
+async def options(migrated_database: str) -> AsyncIterator[list[str]]:
     """The options that ask a served hub with a read token, where one dev cluster with a long
     name applied a long-named object at SHA_A."""
-    url = fresh_database()
-    migrate.upgrade(url)
+    url = migrated_database
     clock = FakeClock()
     hub = LiveHub(url, clock)
     engine = create_async_engine(url)
