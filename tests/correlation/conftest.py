@@ -5,6 +5,7 @@ them; for the commands, the same on a hub served on a real port over a committed
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -27,32 +28,66 @@ from tests.correlation.fleet import Fleet, SimCluster
 from tests.harvest import scenario
 from tests.harvest.conftest import (
     Harvest,
-    MakeRepo,
     configure,
     harvest,
     harvest_settings,
     make_repo,
     sessions,
 )
-from tests.harvest.gitrepo import WorkRepo
+from tests.harvest.gitrepo import Pristine, WorkRepo
 from tests.support import Agent, FakeClock
 
 __all__ = ["configure", "harvest", "harvest_settings", "make_repo", "sessions"]
 
 
+@dataclass(frozen=True)
+class ScenarioRemotes:
+    """platform-gitops and app-gitops as in the scenario's step 1, with their heads."""
+
+    platform: WorkRepo
+    app: WorkRepo
+    platform_heads: dict[str, str]
+    app_heads: dict[str, str]
+    pristine: Pristine
+
+
+@pytest.fixture(scope="module")
+def scenario_remotes(tmp_path_factory: pytest.TempPathFactory) -> ScenarioRemotes:
+    """The scenario's repositories, built once per module (`fleet` puts them back as built)."""
+    remotes = tmp_path_factory.mktemp("scenario") / "remotes"
+    platform, app = WorkRepo(remotes / "platform-gitops"), WorkRepo(remotes / "app-gitops")
+    platform_heads = scenario.build_platform(platform, app.url)
+    app_heads = scenario.build_app(app)
+    pristine = Pristine(remotes, platform, app)
+    return ScenarioRemotes(platform, app, platform_heads, app_heads, pristine)
+
+
 @pytest.fixture
-async def fleet(
-    make_repo: MakeRepo,
+def unharvested_fleet(
+    scenario_remotes: ScenarioRemotes,
     harvest: Harvest,
     make_agent: MakeAgent,
     configure: Callable[..., Awaitable[int]],
 ) -> Fleet:
-    """platform-gitops and app-gitops as in the scenario's step 1, harvested; no cluster yet."""
-    built = Fleet(
-        make_repo("platform-gitops"), make_repo("app-gitops"), harvest, make_agent, configure
+    """platform-gitops and app-gitops as in the scenario's step 1, before `start`."""
+    remotes = scenario_remotes
+    remotes.pristine.restore()
+    return Fleet(
+        remotes.platform,
+        remotes.app,
+        dict(remotes.platform_heads),
+        dict(remotes.app_heads),
+        harvest,
+        make_agent,
+        configure,
     )
-    await built.start()
-    return built
+
+
+@pytest.fixture
+async def fleet(unharvested_fleet: Fleet) -> Fleet:
+    """platform-gitops and app-gitops as in the scenario's step 1, harvested; no cluster yet."""
+    await unharvested_fleet.start()
+    return unharvested_fleet
 
 
 class ServedFleet:

@@ -26,7 +26,9 @@ from tests.correlation.conftest import (
     harvest,
     harvest_settings,
     make_repo,
+    scenario_remotes,
     sessions,
+    unharvested_fleet,
 )
 from tests.correlation.drifting import evaluate
 from tests.correlation.fleet import Fleet
@@ -43,7 +45,9 @@ __all__ = [
     "harvest_settings",
     "make_repo",
     "panel_queries",
+    "scenario_remotes",
     "sessions",
+    "unharvested_fleet",
 ]
 
 
