@@ -4,8 +4,9 @@ The server is FLEETMARK_TEST_DATABASE_URL when set, otherwise an embedded Postgr
 temporary directory; with FLEETMARK_TEST_BACKEND=timescaledb that embedded server preloads
 TimescaleDB (built into it by .ci/timescaledb), and tests/test_backend.py checks that the
 store really is on the backend FLEETMARK_TEST_BACKEND names. Each run creates its own
-databases there (unique names, so runs never collide), builds the schema with `alembic
-upgrade head` and drops them at the end.
+databases there (unique names, so runs never collide), builds the schema once with `alembic
+upgrade head`, makes every other database at head a copy of that one, and drops them all at
+the end.
 
 Every test runs inside one outer transaction that is rolled back afterwards. The app gets
 that connection's session through `dependency_overrides`; the session joins the
@@ -14,18 +15,21 @@ behave as in production without ever committing the outer transaction.
 """
 
 import atexit
+import logging
 import os
 import shutil
+import sys
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import httpx
 import psycopg
 import pytest
+import structlog
 from fastapi import FastAPI
 from sqlalchemy import create_engine, pool, text
 from sqlalchemy.engine import make_url
@@ -49,11 +53,66 @@ BACKENDS = ("postgresql", "timescaledb")
 TOKEN_SECRET = "fleetmark-test-secret-of-at-least-32-characters"
 
 
+class HubLogs:
+    """Where the hub's log lines go in the tests: to the real standard error (pytest keeps them
+    with the test's output), or to standard output, as in production, while a test that reads
+    them there asks (`stdout_logs`).
+
+    The hub served in the tests' own process (tests/agent/conftest.py's LiveHub) logs from
+    threads of its own while CliRunner, running a command, swaps sys.stdout for every thread:
+    on standard output its lines would land in what the command under test printed. A logger
+    structlog caches keeps this stream, so it follows the choice too."""
+
+    to_stdout = False
+
+    def _stream(self) -> TextIO:
+        stream = sys.stdout if self.to_stdout else sys.__stderr__
+        assert stream is not None, "no standard error"
+        return stream
+
+    def write(self, text: str) -> int:
+        return self._stream().write(text)
+
+    def flush(self) -> None:
+        self._stream().flush()
+
+
+HUB_LOGS = HubLogs()
+
+
+def route_hub_logs() -> None:
+    # A stream in all that PrintLogger uses of one: write and flush.
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(HUB_LOGS))  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hub_logs_apart() -> None:
+    route_hub_logs()
+
+
+@pytest.fixture
+def stdout_logs() -> Iterator[None]:
+    """The hub's log lines on standard output for the test's length; its logging set up anew
+    after it (hub.logs.configure_logging sets the root logger's handler, in JSON mode)."""
+    handlers = logging.root.handlers[:]
+    HUB_LOGS.to_stdout = True
+    yield
+    HUB_LOGS.to_stdout = False
+    structlog.reset_defaults()
+    route_hub_logs()
+    logging.root.handlers = handlers
+
+
 class DatabaseServer:
-    """Creates and drops throw-away databases on one PostgreSQL server."""
+    """Creates and drops throw-away databases on one PostgreSQL server.
+
+    A database at schema head is a copy of one migrated once (CREATE DATABASE … TEMPLATE): a
+    copy takes a tenth of a second, `alembic upgrade head` seconds. tests/test_migrations.py
+    runs the migrations themselves."""
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self._at_head: str | None = None
 
     def _execute(self, statement: str) -> None:
         engine = create_engine(self.url, poolclass=pool.NullPool, isolation_level="AUTOCOMMIT")
@@ -63,23 +122,46 @@ class DatabaseServer:
         finally:
             engine.dispose()
 
-    def create_database(self) -> str:
+    def create_database(self, template: str | None = None) -> str:
         name = f"fleetmark_test_{uuid.uuid4().hex[:16]}"
-        self._execute(f'CREATE DATABASE "{name}"')
+        copied = "" if template is None else f' TEMPLATE "{template}"'
+        self._execute(f'CREATE DATABASE "{name}"{copied}')
         return make_url(self.url).set(database=name).render_as_string(hide_password=False)
 
     def drop_database(self, url: str) -> None:
         self._execute(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
 
+    def _template_at_head(self) -> str:
+        """The database migrated once, that databases at head are copies of; no one connects to
+        it (a database being copied may have no session)."""
+        if self._at_head is None:
+            url = self.create_database()
+            migrate.upgrade(url)
+            name = make_url(url).database
+            # TimescaleDB's job scheduler keeps a session on every database with the
+            # extension: refuse new ones, then end those open.
+            self._execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
+            self._execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                f"WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+            )
+            self._at_head = name
+        return self._at_head
+
     @contextmanager
     def migrated_database(self) -> Iterator[str]:
         """A new database at schema head, dropped when the block ends."""
-        url = self.create_database()
+        url = self.create_database(template=self._template_at_head())
         try:
-            migrate.upgrade(url)
             yield url
         finally:
             self.drop_database(url)
+
+    def close(self) -> None:
+        """Drop the database the others at head were copied from."""
+        if self._at_head is not None:
+            self._execute(f'DROP DATABASE IF EXISTS "{self._at_head}" WITH (FORCE)')
+            self._at_head = None
 
 
 def expected_backend() -> str | None:
@@ -91,10 +173,17 @@ def expected_backend() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def database_server() -> DatabaseServer:
+def database_server() -> Iterator[DatabaseServer]:
+    server = DatabaseServer(_server_url())
+    yield server
+    server.close()
+
+
+def _server_url() -> str:
+    """FLEETMARK_TEST_DATABASE_URL, or an embedded PostgreSQL started for the run."""
     configured = os.environ.get(TEST_DATABASE_URL)
     if configured:
-        return DatabaseServer(normalise_database_url(configured))
+        return normalise_database_url(configured)
     data_dir = Path(tempfile.mkdtemp(prefix="fleetmark-test-"))
     # Registered before the server starts: exit handlers run last-in first-out, so the
     # embedded server (which stops itself at exit) is down before its files are removed.
@@ -107,7 +196,7 @@ def database_server() -> DatabaseServer:
                 "PostgreSQL: run `bash .ci/timescaledb`"
             )
         settings = TIMESCALEDB_SETTINGS
-    return DatabaseServer(start_embedded_postgres(data_dir / "postgres", settings))
+    return start_embedded_postgres(data_dir / "postgres", settings)
 
 
 @pytest.fixture
@@ -122,6 +211,13 @@ def fresh_database(database_server: DatabaseServer) -> Iterator[Callable[[], str
     yield make
     for url in created:
         database_server.drop_database(url)
+
+
+@pytest.fixture
+def migrated_database(database_server: DatabaseServer) -> Iterator[str]:
+    """A database of the test's own at schema head, that the hub commits to; dropped after."""
+    with database_server.migrated_database() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

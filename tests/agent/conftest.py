@@ -27,7 +27,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engin
 
 from agent.client import HubClient
 from agent.report import AgentIdentity, ClusterIdentity, ObjectRecord, Report, Source
-from hub import migrate
 from hub.app import create_app
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
@@ -241,11 +240,9 @@ class LiveHub:
 
 
 @pytest.fixture
-def hub_database(fresh_database: Callable[[], str]) -> str:
+def hub_database(migrated_database: str) -> str:
     """A database of the test's own, migrated to head, that the hub commits to."""
-    url = fresh_database()
-    migrate.upgrade(url)
-    return url
+    return migrated_database
 
 
 @pytest.fixture

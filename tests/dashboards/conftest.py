@@ -28,7 +28,9 @@ from tests.hub.conftest import (
     harvest,
     harvest_settings,
     make_repo,
+    scenario_remotes,
     sessions,
+    unharvested_fleet,
 )
 from tests.hub.drifting import evaluate
 from tests.hub.simulated_fleet import Fleet
@@ -43,7 +45,9 @@ __all__ = [
     "harvest_settings",
     "make_repo",
     "panel_queries",
+    "scenario_remotes",
     "sessions",
+    "unharvested_fleet",
 ]
 
 

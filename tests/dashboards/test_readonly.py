@@ -2,7 +2,7 @@
 views, those of later migrations too, and nothing else, its sessions without JIT."""
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +11,7 @@ from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.ext.asyncio import AsyncSession
 from typer.testing import CliRunner
 
-from hub import migrate, store
+from hub import store
 from hub.cli import app as cli
 from hub.errors import UnknownRole
 from tests.conftest import TOKEN_SECRET
@@ -87,12 +87,11 @@ async def test_an_unknown_role_is_refused_by_name(session: AsyncSession) -> None
 
 @pytest.fixture
 def role_database(
-    fresh_database: Callable[[], str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    migrated_database: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Iterator[tuple[str, str]]:
     """A migrated database the command commits to, and a role made on its server for the
     test (dropped after it)."""
-    url = fresh_database()
-    migrate.upgrade(url)
+    url = migrated_database
     monkeypatch.setenv("FLEETMARK_MODE", "development")
     monkeypatch.setenv("FLEETMARK_TOKEN_SECRET", TOKEN_SECRET)
     monkeypatch.setenv("FLEETMARK_DATA_DIR", str(tmp_path))

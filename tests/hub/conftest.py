@@ -5,6 +5,7 @@ them; for the commands, the same on a hub served on a real port over a committed
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -13,7 +14,6 @@ from click.testing import Result
 from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 from typer.testing import CliRunner
 
-from hub import migrate
 from hub.cli import app as cli
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
@@ -28,33 +28,67 @@ from tests.conftest import TOKEN_SECRET, MakeAgent, hub_settings
 from tests.hub.harvest import scenario
 from tests.hub.harvest.conftest import (
     Harvest,
-    MakeRepo,
     configure,
     harvest,
     harvest_settings,
     make_repo,
     sessions,
 )
-from tests.hub.harvest.gitrepo import WorkRepo
+from tests.hub.harvest.gitrepo import Pristine, WorkRepo
 from tests.hub.simulated_fleet import Fleet, SimCluster
 from tests.support import Agent, FakeClock
 
 __all__ = ["configure", "harvest", "harvest_settings", "make_repo", "sessions"]
 
 
+@dataclass(frozen=True)
+class ScenarioRemotes:
+    """platform-gitops and app-gitops as in the scenario's step 1, with their heads."""
+
+    platform: WorkRepo
+    app: WorkRepo
+    platform_heads: dict[str, str]
+    app_heads: dict[str, str]
+    pristine: Pristine
+
+
+@pytest.fixture(scope="module")
+def scenario_remotes(tmp_path_factory: pytest.TempPathFactory) -> ScenarioRemotes:
+    """The scenario's repositories, built once per module (`fleet` puts them back as built)."""
+    remotes = tmp_path_factory.mktemp("scenario") / "remotes"
+    platform, app = WorkRepo(remotes / "platform-gitops"), WorkRepo(remotes / "app-gitops")
+    platform_heads = scenario.build_platform(platform, app.url)
+    app_heads = scenario.build_app(app)
+    pristine = Pristine(remotes, platform, app)
+    return ScenarioRemotes(platform, app, platform_heads, app_heads, pristine)
+
+
 @pytest.fixture
-async def fleet(
-    make_repo: MakeRepo,
+def unharvested_fleet(
+    scenario_remotes: ScenarioRemotes,
     harvest: Harvest,
     make_agent: MakeAgent,
     configure: Callable[..., Awaitable[int]],
 ) -> Fleet:
-    """platform-gitops and app-gitops as in the scenario's step 1, harvested; no cluster yet."""
-    built = Fleet(
-        make_repo("platform-gitops"), make_repo("app-gitops"), harvest, make_agent, configure
+    """platform-gitops and app-gitops as in the scenario's step 1, before `start`."""
+    remotes = scenario_remotes
+    remotes.pristine.restore()
+    return Fleet(
+        remotes.platform,
+        remotes.app,
+        dict(remotes.platform_heads),
+        dict(remotes.app_heads),
+        harvest,
+        make_agent,
+        configure,
     )
-    await built.start()
-    return built
+
+
+@pytest.fixture
+async def fleet(unharvested_fleet: Fleet) -> Fleet:
+    """platform-gitops and app-gitops as in the scenario's step 1, harvested; no cluster yet."""
+    await unharvested_fleet.start()
+    return unharvested_fleet
 
 
 class ServedFleet:
@@ -125,12 +159,8 @@ class ServedFleet:
 
 
 @pytest.fixture
-async def served_fleet(
-    fresh_database: Callable[[], str], tmp_path: Path
-) -> AsyncIterator[ServedFleet]:
-    url = fresh_database()
-    migrate.upgrade(url)
-    served = ServedFleet(url, tmp_path)
+async def served_fleet(migrated_database: str, tmp_path: Path) -> AsyncIterator[ServedFleet]:
+    served = ServedFleet(migrated_database, tmp_path)
     try:
         yield served
     finally:

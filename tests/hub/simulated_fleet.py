@@ -105,14 +105,17 @@ class Fleet:
         self,
         platform: WorkRepo,
         app: WorkRepo,
+        platform_heads: dict[str, str],
+        app_heads: dict[str, str],
         harvest: Harvest,
         make_agent: MakeAgent,
         configure: Callable[..., Awaitable[int]],
     ) -> None:
+        """`platform` and `app` as scenario.build_platform and build_app left them, with the
+        heads they returned."""
         self.platform, self.app = platform, app
+        self.platform_heads, self.app_heads = platform_heads, app_heads
         self._harvest, self._make_agent, self._configure = harvest, make_agent, configure
-        self.platform_heads = scenario.build_platform(platform, app.url)
-        self.app_heads = scenario.build_app(app)
         self.environments = ["dev", "stage"]
         self.clusters: dict[str, SimCluster] = {}
 

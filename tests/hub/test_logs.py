@@ -1,7 +1,7 @@
 """The hub's log lines carry no URL credentials, whichever value of an event holds them."""
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Literal
 
 import pytest
@@ -13,7 +13,7 @@ TOKEN = "ghp_L0ggedT0kenValue"
 
 
 @pytest.fixture
-def logged(capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[[str], str]]:
+def logged(stdout_logs: None, capsys: pytest.CaptureFixture[str]) -> Callable[[str], str]:
     """Logs one event of each shape in the given format; the output."""
 
     def log(log_format: Literal["console", "json"]) -> str:
@@ -32,8 +32,7 @@ def logged(capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[[str], str]]
             log.exception("harvest failed")
         return capsys.readouterr().out
 
-    yield log
-    structlog.reset_defaults()
+    return log
 
 
 def test_json_lines_hold_no_credentials(logged: Callable[[str], str]) -> None:

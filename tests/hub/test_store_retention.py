@@ -223,8 +223,12 @@ def apache_timescaledb() -> Iterator[str]:
     url = start_embedded_postgres(
         data_dir / "postgres", {**TIMESCALEDB_SETTINGS, "timescaledb.license": "apache"}
     )
-    with DatabaseServer(url).migrated_database() as database:
-        yield database
+    server = DatabaseServer(url)
+    try:
+        with server.migrated_database() as database:
+            yield database
+    finally:
+        server.close()
 
 
 async def test_the_apache_timescaledb_build_keeps_hypertables_and_drops_chunks_itself(

@@ -4,9 +4,7 @@ import asyncio
 import csv
 import io
 import json
-import os
 import re
-import subprocess
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -21,7 +19,6 @@ from hub import migrate
 from hub.app import create_app
 from hub.cli import app as cli
 from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
-from tests.served import FLEETMARK
 from tests.support import START, bearer, kustomization, report
 
 
@@ -346,32 +343,3 @@ def test_clusters_and_tokens_list_as_csv(unique: str) -> None:
     listed = {row["name"]: row for row in csv.DictReader(io.StringIO(tokens.stdout))}
     assert listed[f"csv-{unique}"]["scope"] == "read"
     assert listed[f"csv-{unique}"]["revoked"] == ""
-
-
-def completion(shell: str, words: str) -> list[str]:
-    """What the installed `fleetmark` offers to complete `words` in `shell`, as the script
-    that --install-completion installs asks it."""
-    environment = os.environ | {
-        "_FLEETMARK_COMPLETE": f"complete_{shell}",
-        "COMP_WORDS": words,
-        "COMP_CWORD": str(len(words.split(" ")) - 1),
-        "_TYPER_COMPLETE_ARGS": words,
-    }
-    found = subprocess.run([FLEETMARK], capture_output=True, text=True, env=environment)
-    assert found.returncode == 0, found.stderr
-    return found.stdout.split()
-
-
-def test_shell_completion_of_commands_and_option_values() -> None:
-    script = subprocess.run(
-        [FLEETMARK, "--show-completion", "bash"],
-        capture_output=True,
-        text=True,
-        env=os.environ | {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"},
-    )
-
-    assert script.returncode == 0, script.stderr
-    assert "complete -o default -F _fleetmark_completion fleetmark" in script.stdout
-    assert completion("bash", "fleetmark dri") == ["drift"]
-    assert completion("bash", "fleetmark drift --output ") == ["table", "json", "csv"]
-    assert "wait" in completion("bash", "fleetmark gate ")

@@ -1,10 +1,14 @@
 """The administration commands against a hub served on a real port, with an admin token from a
 file: clusters, tokens and repositories through the API, a harvest and a scheduling run the hub
-starts (202) and the command follows to the end, and what is refused, in words."""
+starts (202) and the command follows to the end, and what is refused, in words.
+
+The module's tests share one hub (uvicorn in a thread) over one committed database: each names
+the tokens it makes for itself, and only test_clusters_through_the_api registers clusters."""
 
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -12,28 +16,34 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
+from hub.app import utc_now
 from hub.cli import app as cli
+from tests.agent.conftest import LiveHub
 from tests.conftest import TOKEN_SECRET, DatabaseServer
 from tests.hub.harvest import scenario
 from tests.hub.harvest.gitrepo import WorkRepo
 from tests.hub.scheduling.fleet import reference_fleet
-from tests.served import ServedHub, free_port, hub_environment, served_hub
+from tests.served import free_port
 from tests.support import bearer
 
 
-class Served:
-    """A hub on a port of its own over a database of its own, and an admin token in a file
-    (made the way the operator makes the first one on the hub's host: `--database-url`)."""
+@dataclass(frozen=True)
+class Hub:
+    url: str
+    database_url: str
+    # An admin token made the way the operator makes the first one on the hub's host
+    # (`--database-url`).
+    admin_token: str
 
-    def __init__(self, hub: ServedHub, database_url: str, tmp_path: Path) -> None:
+
+class Served:
+    """The module's hub, and the test's admin token in a file of its own."""
+
+    def __init__(self, hub: Hub, tmp_path: Path) -> None:
         self.hub = hub
-        self.database_url = database_url
+        self.database_url = hub.database_url
         self.tmp_path = tmp_path
-        made = fleetmark(
-            "tokens", "create", "root", "--scope", "admin", "--database-url", database_url
-        )
-        assert made.exit_code == 0, made.output
-        self.admin_file = self.write_token("admin-token", token_in(made))
+        self.admin_file = self.write_token("admin-token", hub.admin_token)
 
     def write_token(self, name: str, token: str, mode: int = 0o600) -> Path:
         path = self.tmp_path / name
@@ -61,19 +71,30 @@ def words(text: str) -> str:
     return " ".join(text.split())
 
 
+@pytest.fixture(scope="module")
+def hub(database_server: DatabaseServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+    with pytest.MonkeyPatch.context() as environment:
+        for variable in ("FLEETMARK_HUB_URL", "FLEETMARK_TOKEN", "FLEETMARK_DATABASE_URL"):
+            environment.delenv(variable, raising=False)
+        environment.setenv("FLEETMARK_MODE", "development")
+        environment.setenv("FLEETMARK_TOKEN_SECRET", TOKEN_SECRET)
+        environment.setenv("FLEETMARK_DATA_DIR", str(tmp_path_factory.mktemp("cli-data")))
+        with database_server.migrated_database() as url:
+            made = fleetmark("tokens", "create", "root", "--scope", "admin", "--database-url", url)
+            assert made.exit_code == 0, made.output
+            live = LiveHub(
+                url, utc_now, harvest_enabled=False, data_dir=tmp_path_factory.mktemp("data")
+            )
+            live.start()
+            try:
+                yield Hub(live.url, url, token_in(made))
+            finally:
+                live.stop()
+
+
 @pytest.fixture
-def served(
-    database_server: DatabaseServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Served]:
-    for variable in ("FLEETMARK_HUB_URL", "FLEETMARK_TOKEN", "FLEETMARK_DATABASE_URL"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("FLEETMARK_MODE", "development")
-    monkeypatch.setenv("FLEETMARK_TOKEN_SECRET", TOKEN_SECRET)
-    monkeypatch.setenv("FLEETMARK_DATA_DIR", str(tmp_path / "cli-data"))
-    with database_server.migrated_database() as url:
-        environment = hub_environment(url, tmp_path / "data", FLEETMARK_HARVEST_ENABLED="false")
-        with served_hub(environment, tmp_path / "hub.log") as hub:
-            yield Served(hub, url, tmp_path)
+def served(hub: Hub, tmp_path: Path) -> Served:
+    return Served(hub, tmp_path)
 
 
 def test_clusters_through_the_api(served: Served) -> None:
@@ -130,9 +151,12 @@ def test_tokens_through_the_api(served: Served) -> None:
 
     assert created.exit_code == 0, created.output
     assert "Created read token ci" in created.stdout
-    # "admin" is the first admin token the hub made at start, "root" the test's.
-    assert [(t["name"], t["scope"]) for t in json.loads(listed.stdout)] == [
-        ("admin", "admin"),
+    # By name: "root" is the module's admin token; other tests' tokens may lie between.
+    names = [t["name"] for t in json.loads(listed.stdout)]
+    assert names == sorted(names)
+    assert [
+        (t["name"], t["scope"]) for t in json.loads(listed.stdout) if t["name"] in ("ci", "root")
+    ] == [
         ("ci", "read"),
         ("root", "admin"),
     ]
@@ -209,7 +233,7 @@ def test_a_scheduling_run_the_hub_runs(served: Served) -> None:
 
 
 def test_what_is_refused_says_why(served: Served) -> None:
-    made = served.admin("tokens", "create", "reader")
+    made = served.admin("tokens", "create", "refused-reader")
     reader = served.write_token("read-token", token_in(made))
     empty = served.write_token("empty-token", "  ")
     hub = ["--hub", served.hub.url]
@@ -253,7 +277,7 @@ def test_what_is_refused_says_why(served: Served) -> None:
 
 
 def test_the_read_commands_take_a_token_file(served: Served) -> None:
-    made = served.admin("tokens", "create", "reader")
+    made = served.admin("tokens", "create", "status-reader")
     reader = served.write_token("read-token", token_in(made))
 
     status = fleetmark("status", "--hub", served.hub.url, "--token-file", str(reader))

@@ -2,7 +2,7 @@
 taking over no cluster it did not register."""
 
 import os
-import secrets
+import re
 import signal
 import threading
 import time
@@ -16,39 +16,47 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
+from hub.app import utc_now
 from hub.cli import app as cli
 from hub.cli.simulate import register_fleet
 from hub.simulation import RECONCILERS, Simulation
-from tests.conftest import DatabaseServer
-from tests.served import ServedHub, hub_environment, run, served_hub
+from tests.agent.conftest import LiveHub
+from tests.conftest import TOKEN_SECRET
+from tests.served import hub_environment, run
 from tests.support import bearer
 
 WAIT = 60.0
 
 
 @pytest.fixture
-def hub_database(database_server: DatabaseServer) -> Iterator[str]:
-    with database_server.migrated_database() as url:
-        yield url
-
-
-@pytest.fixture
-def admin_token_file(tmp_path: Path) -> Path:
+def admin_token_file(migrated_database: str, tmp_path: Path) -> Path:
+    """An admin token of the hub's, in a file, made as the operator makes one on its host."""
+    settings = {
+        "FLEETMARK_MODE": "development",
+        "FLEETMARK_TOKEN_SECRET": TOKEN_SECRET,
+        "FLEETMARK_DATA_DIR": str(tmp_path),
+    }
+    args = ["tokens", "create", "ops", "--scope", "admin", "--database-url", migrated_database]
+    made = CliRunner().invoke(cli, args, env=settings)
+    token = re.search(r"fma_[\w-]{43}", made.stdout)
+    assert token is not None, made.output
     path = tmp_path / "admin-token"
-    path.write_text("fma_" + secrets.token_urlsafe(32) + "\n")
+    path.write_text(f"{token[0]}\n")
     return path
 
 
 @pytest.fixture
-def hub(hub_database: str, tmp_path: Path, admin_token_file: Path) -> Iterator[ServedHub]:
-    environment = hub_environment(
-        hub_database, tmp_path, FLEETMARK_ADMIN_TOKEN_FILE=str(admin_token_file)
-    )
-    with served_hub(environment, tmp_path / "hub.log") as served:
+def hub(migrated_database: str, tmp_path: Path) -> Iterator[LiveHub]:
+    """The hub served by uvicorn in a thread, on a real port."""
+    served = LiveHub(migrated_database, utc_now, data_dir=tmp_path)
+    served.start()
+    try:
         yield served
+    finally:
+        served.stop()
 
 
-def fleet(hub: ServedHub, token: str) -> dict[str, Any]:
+def fleet(hub: LiveHub, token: str) -> dict[str, Any]:
     response = httpx.get(
         f"{hub.url}/api/v1/fleet", headers=bearer(token), params={"limit": 1000}, timeout=10.0
     )
@@ -66,7 +74,7 @@ def objects_of(state: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def wait_for(hub: ServedHub, token: str, expected: dict[str, int]) -> dict[str, Any]:
+def wait_for(hub: LiveHub, token: str, expected: dict[str, int]) -> dict[str, Any]:
     """The fleet once it shows the expected clusters reporting (or the wait is over)."""
     deadline = time.monotonic() + WAIT
     state = fleet(hub, token)
@@ -78,7 +86,7 @@ def wait_for(hub: ServedHub, token: str, expected: dict[str, int]) -> dict[str, 
 
 @pytest.mark.parametrize("stop_with", [signal.SIGTERM, signal.SIGINT])
 def test_simulate_registers_a_fleet_that_reports(
-    hub: ServedHub, admin_token_file: Path, tmp_path: Path, stop_with: signal.Signals
+    hub: LiveHub, admin_token_file: Path, tmp_path: Path, stop_with: signal.Signals
 ) -> None:
     token = admin_token_file.read_text().strip()
     args = [
@@ -129,7 +137,7 @@ def signals() -> Iterator[None]:
         signal.signal(number, handler)
 
 
-def simulate_here(hub: ServedHub, admin_token_file: Path) -> Result:
+def simulate_here(hub: LiveHub, admin_token_file: Path) -> Result:
     """`fleetmark simulate` in this process, for a run that ends before its first round; one
     that goes on reporting is stopped (SIGTERM) after WAIT seconds."""
     args = ["simulate", "--hub", hub.url, "--token-file", str(admin_token_file)]
@@ -141,14 +149,14 @@ def simulate_here(hub: ServedHub, admin_token_file: Path) -> Result:
         stop.cancel()
 
 
-def cluster(hub: ServedHub, token: str, name: str) -> dict[str, Any]:
+def cluster(hub: LiveHub, token: str, name: str) -> dict[str, Any]:
     response = httpx.get(f"{hub.url}/api/v1/clusters/{name}", headers=bearer(token), timeout=10.0)
     assert response.status_code == 200, response.text
     found: dict[str, Any] = response.json()
     return found
 
 
-def report_as(hub: ServedHub, name: str, cluster_token: str) -> httpx.Response:
+def report_as(hub: LiveHub, name: str, cluster_token: str) -> httpx.Response:
     """A full snapshot from the cluster of that name of simulate's fleet, with its token."""
     simulation = Simulation.made_up(1)
     (simulated,) = (c for c in simulation.clusters if c.name == name)
@@ -159,7 +167,7 @@ def report_as(hub: ServedHub, name: str, cluster_token: str) -> httpx.Response:
 
 
 def test_a_cluster_it_did_not_register_is_refused_and_keeps_its_token(
-    hub: ServedHub, admin_token_file: Path, signals: None
+    hub: LiveHub, admin_token_file: Path, signals: None
 ) -> None:
     token = admin_token_file.read_text().strip()
     registered = httpx.post(
@@ -184,7 +192,7 @@ def test_a_cluster_it_did_not_register_is_refused_and_keeps_its_token(
 
 
 def test_a_decommissioned_simulated_cluster_stays_out_of_service(
-    hub: ServedHub, admin_token_file: Path, signals: None
+    hub: LiveHub, admin_token_file: Path, signals: None
 ) -> None:
     token = admin_token_file.read_text().strip()
     with httpx.Client(base_url=hub.url, timeout=10.0) as client:
@@ -205,7 +213,7 @@ def test_a_decommissioned_simulated_cluster_stays_out_of_service(
 
 
 def test_a_simulated_cluster_of_an_earlier_run_is_taken_over(
-    hub: ServedHub, admin_token_file: Path
+    hub: LiveHub, admin_token_file: Path
 ) -> None:
     token = admin_token_file.read_text().strip()
     with httpx.Client(base_url=hub.url, timeout=10.0) as client:

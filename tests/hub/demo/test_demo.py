@@ -2,6 +2,7 @@
 directory of its own; the story's end state read through the API, then Ctrl-C, after which
 nothing it started is left running."""
 
+import os
 import shutil
 import signal
 import socket
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from hub.cli import app as cli
@@ -174,16 +176,17 @@ def test_the_demo_tells_the_story_and_ctrl_c_leaves_nothing_running(demo: Demo) 
     assert port_is_free(demo.port)
 
 
+def demo_refusing(*args: str) -> Result:
+    """`fleetmark demo --fast ARGS` run in this process, without the user's fleetmark settings:
+    for what the command refuses before it starts anything."""
+    unset: dict[str, str | None] = {key: None for key in os.environ if key.startswith("FLEETMARK_")}
+    return CliRunner().invoke(cli, ["demo", "--fast", *args], env=unset)
+
+
 def test_a_directory_the_demo_did_not_make_is_refused(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine\n")
-    result = subprocess.run(
-        [FLEETMARK, "demo", "--fast", "--data-dir", str(tmp_path), "--port", str(free_port())],
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=STOP_TIMEOUT,
-    )
-    assert result.returncode == 2
+    result = demo_refusing("--data-dir", str(tmp_path), "--port", str(free_port()))
+    assert result.exit_code == 2, result.output
     assert "holds something other than a fleetmark demo" in result.stderr
     assert (tmp_path / "notes.txt").read_text() == "mine\n"
 
@@ -193,22 +196,8 @@ def test_a_port_in_use_is_refused_before_anything_starts(tmp_path: Path) -> None
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = subprocess.run(
-            [
-                FLEETMARK,
-                "demo",
-                "--fast",
-                "--data-dir",
-                str(tmp_path / "demo"),
-                "--port",
-                str(port),
-            ],
-            env=environment(),
-            capture_output=True,
-            text=True,
-            timeout=STOP_TIMEOUT,
-        )
-    assert result.returncode == 2
+        result = demo_refusing("--data-dir", str(tmp_path / "demo"), "--port", str(port))
+    assert result.exit_code == 2, result.output
     assert f"--port {port}: cannot listen" in result.stderr
     assert running_in(tmp_path) == []
 

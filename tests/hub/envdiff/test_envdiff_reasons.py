@@ -15,9 +15,8 @@ from hub.envdiff.schemas import DiffRow, EnvironmentCell, EnvironmentDiff
 from hub.errors import UnknownWorkload
 from hub.git.urls import normalise_repository_url
 from hub.harvest import tasks as harvest_tasks
-from tests.conftest import MakeAgent, hub_settings
+from tests.conftest import hub_settings
 from tests.hub.harvest import scenario
-from tests.hub.harvest.conftest import Harvest, MakeRepo
 from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock
 
@@ -352,14 +351,10 @@ def prod_layout(fleet: Fleet, config: dict[str, dict[str, str]]) -> dict[str, st
 
 
 @pytest.fixture
-async def three(
-    make_repo: MakeRepo, harvest: Harvest, make_agent: MakeAgent, configure: Any
-) -> Fleet:
+async def three(unharvested_fleet: Fleet) -> Fleet:
     """dev at 1.1.0, stage at 1.0.0 and a prod at 0.9.0 with stage's config, a drone cluster
     each, running their environment's head."""
-    built = Fleet(
-        make_repo("platform-gitops"), make_repo("app-gitops"), harvest, make_agent, configure
-    )
+    built = unharvested_fleet
     stage_config = {
         cluster_type: scenario.CONFIG[("stage", cluster_type)]
         for cluster_type in ("drone", "large")

@@ -4,7 +4,7 @@ token or an unreachable hub ends the command."""
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -16,7 +16,6 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 from typer.testing import CliRunner
 
-from hub import migrate
 from hub.cli import app as cli
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
@@ -47,7 +46,7 @@ class Served:
 
 
 @pytest.fixture
-async def served(fresh_database: Callable[[], str]) -> AsyncIterator[Served]:
+async def served(migrated_database: str) -> AsyncIterator[Served]:
     """A hub on a port of its own over a committed database, 15 minutes into this story:
 
     - drone-dev-1 applied `app` at V1 and `infra` at V1, five minutes later `app` at V2 while
@@ -56,8 +55,7 @@ async def served(fresh_database: Callable[[], str]) -> AsyncIterator[Served]:
     - large-dev-1 is registered but its agent never reported;
     - drone-stage-1 applied `app` at V1 and reports.
     """
-    url = fresh_database()
-    migrate.upgrade(url)
+    url = migrated_database
     clock = FakeClock()
     engine = create_async_engine(url)
     hub = LiveHub(url, clock)

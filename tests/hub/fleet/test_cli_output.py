@@ -7,17 +7,14 @@ import csv
 import io
 import os
 import subprocess
-import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-import structlog
 from click.testing import Result
 from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 from typer.testing import CliRunner
 
-from hub import migrate
 from hub.cli import app as cli
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
@@ -33,22 +30,11 @@ LONG_NAME = "drone-" + "x" * 46 + "-dev-001"
 OBJECT = "platform-configuration-for-the-edge-drones"
 
 
-@pytest.fixture(autouse=True)
-def hub_logs_apart() -> Iterator[None]:
-    """The served hub runs in this process, its jobs on a thread of their own: their log lines
-    go to the real standard error, not into the output CliRunner captures from the command
-    under test (a job's line in the middle of a CSV)."""
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.__stderr__))
-    yield
-    structlog.reset_defaults()
-
-
 @pytest.fixture
-async def options(fresh_database: Callable[[], str]) -> AsyncIterator[list[str]]:
+async def options(migrated_database: str) -> AsyncIterator[list[str]]:
     """The options that ask a served hub with a read token, where one dev cluster with a long
     name applied a long-named object at SHA_A."""
-    url = fresh_database()
-    migrate.upgrade(url)
+    url = migrated_database
     clock = FakeClock()
     hub = LiveHub(url, clock)
     engine = create_async_engine(url)

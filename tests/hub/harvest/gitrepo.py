@@ -2,6 +2,7 @@
 
 import base64
 import os
+import shutil
 import subprocess
 import threading
 from collections.abc import Mapping
@@ -40,6 +41,25 @@ class WorkRepo(repos.WorkRepo):
         link = self.path / name
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(target)
+
+
+class Pristine:
+    """Repositories under one folder, built once and put back as built for each test that uses
+    them: at the same path (a URL one repository's files give for another still leads to it),
+    each next commit at the time it would have had."""
+
+    def __init__(self, root: Path, *repos: WorkRepo) -> None:
+        self.root = root
+        self.repos = repos
+        self.ticks = [repo.ticks for repo in repos]
+        self.kept = root.with_name(f"{root.name}-pristine")
+        shutil.copytree(root, self.kept, symlinks=True)
+
+    def restore(self) -> None:
+        shutil.rmtree(self.root)
+        shutil.copytree(self.kept, self.root, symlinks=True)
+        for repo, ticks in zip(self.repos, self.ticks, strict=True):
+            repo.ticks = ticks
 
 
 class GitServer:

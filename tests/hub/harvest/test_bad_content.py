@@ -180,7 +180,7 @@ async def test_token_is_sent_to_the_remote_and_never_shown(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
-    capsys: pytest.CaptureFixture[str],
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     url = git_server.url("private-app.git")
     monkeypatch.setenv("FLEETMARK_GIT_TOKEN", GIT_TOKEN)
@@ -205,7 +205,7 @@ async def test_token_is_sent_to_the_remote_and_never_shown(
     shown = [
         error["message"],
         caplog.text,
-        *capsys.readouterr(),
+        *capfd.readouterr(),
         *(s.model_dump_json() for s in statuses),
     ]
     for secret in (GIT_TOKEN, "wr0ng-t0ken-value"):

@@ -7,7 +7,7 @@ earlier version stored is redacted in every answer and log line.
 """
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -35,14 +35,13 @@ TOKEN = "ghp_L3akedT0kenValue"
 
 @pytest.fixture
 def json_log(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Iterator[Callable[[], list[str]]]:
+    stdout_logs: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[[], list[str]]:
     """The hub's production logging, its lines as written to standard output."""
     configure_logging("json")
     # A logger of its own: the module's may have been bound to an earlier test's output.
     monkeypatch.setattr(service, "log", structlog.get_logger("fleetmark.harvest"))
-    yield lambda: capsys.readouterr().out.splitlines()
-    structlog.reset_defaults()
+    return lambda: capsys.readouterr().out.splitlines()
 
 
 @pytest.mark.parametrize(
