@@ -1173,7 +1173,9 @@ def run_jobs(url: str) -> Jobs:
     """One run of the hub's drift job and one of its deployed-summary refresh, as a hub runs
     them every --drift-interval and --env-diff-interval, and two of its DORA refresh: from an
     empty rollup (as a hub's first), then again (as every later one, each --dora-interval).
-    Their tables are what GET /api/v1/drift, /api/v1/diff and /api/v1/dora read."""
+    Their tables are what GET /api/v1/drift, /api/v1/diff and /api/v1/dora read. The agents'
+    last reports are caught up first, as for every measurement: the job would otherwise find every
+    cluster stale and open a drift period for each of the fleet's objects."""
 
     async def refresh_dora(sessions: Any) -> float:
         started = time.perf_counter()
@@ -1189,6 +1191,8 @@ def run_jobs(url: str) -> Jobs:
         engine = create_async_engine(normalise_database_url(url))
         sessions = create_sessionmaker(engine)
         try:
+            with psycopg.connect(url) as connection:
+                catch_up(connection)
             evaluation = await scheduled_drift(
                 sessions, HubSettings(), clock=lambda: datetime.now(UTC)
             )
