@@ -147,7 +147,7 @@ async def decommission_cluster(
     "/{name}/placement",
     response_model=ClusterDetail,
     dependencies=[AdminAccess],
-    responses=_NOT_FOUND,
+    responses=_NOT_FOUND | error_responses(400),
 )
 async def place_cluster(
     name: Text,

@@ -1,6 +1,7 @@
 """Bad parameters and bodies: 422 naming the field, never a 500; and every error body is what
 /openapi.json declares for that operation and status."""
 
+import re
 from typing import Any
 
 import httpx
@@ -310,3 +311,23 @@ async def test_every_operation_declares_its_errors(client: httpx.AsyncClient) ->
                 assert {"401", "403", "503"} <= declared, f"{method} {path}"
             if operation.get("parameters") or "requestBody" in operation:
                 assert "422" in declared, f"{method} {path}"
+
+
+async def test_a_body_that_is_not_utf8_is_answered_as_declared(
+    client: httpx.AsyncClient, admin_token: str
+) -> None:
+    document = (await client.get("/openapi.json")).json()
+    headers = bearer(admin_token) | {"Content-Type": "application/json"}
+    answered = {}
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            if "application/json" not in operation.get("requestBody", {}).get("content", {}):
+                continue
+            url = re.sub(r"\{[^}]+\}", "1", path)
+            response = await client.request(method, url, content=b"\xff", headers=headers)
+
+            assert str(response.status_code) in operation["responses"], f"{method} {path}"
+            await assert_declared(client, method, path, response)
+            answered[f"{method.upper()} {path}"] = response.status_code
+    assert answered["PUT /api/v1/clusters/{name}/placement"] == 400
+    assert answered["POST /api/v1/tokens"] == 400
