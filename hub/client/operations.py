@@ -18,7 +18,7 @@ from hub.client.schemas.clusters import (
 )
 from hub.client.schemas.diff import EnvironmentDiff
 from hub.client.schemas.dora import DoraDeploymentPage, DoraReport
-from hub.client.schemas.drift import DriftHistory, DriftReport
+from hub.client.schemas.drift import DriftHistory, DriftQuery, DriftReport
 from hub.client.schemas.fleet import DeploymentPage, FleetState, HistoryQuery
 from hub.client.schemas.gate import GateQuery, GateResult, Promotable, PromotableQuery
 from hub.client.schemas.reports import ReportReply
@@ -66,12 +66,7 @@ _DORA = ("environment", "workload", "since", "until")
 
 FLEET = Operation("GET", "/api/v1/fleet", FleetState, (*_PLACE, *_PAGE, "sort"))
 HISTORY = Operation("GET", "/api/v1/history", DeploymentPage, parameters(HistoryQuery))
-DRIFT = Operation(
-    "GET",
-    "/api/v1/drift",
-    DriftReport,
-    (*_PLACE, "cluster", "reason", "include_in_sync", *_PAGE, "sort"),
-)
+DRIFT = Operation("GET", "/api/v1/drift", DriftReport, (*parameters(DriftQuery), "sort"))
 DRIFT_HISTORY = Operation(
     "GET",
     "/api/v1/drift/history",

@@ -3,12 +3,12 @@
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
-from pydantic import Field
 
-from hub.client.params import MAX_REPEATED, Limit, Offset, Text, Timestamp
+from hub.client.params import Limit, Offset, Text, Timestamp
+from hub.client.schemas.drift import DriftQuery
 from hub.deps import ClockDep, ReadAccess, ReadContextDep, ReadSessionDep, sort_order
 from hub.drift import service
-from hub.drift.schemas import DriftHistory, DriftReport, Reason
+from hub.drift.schemas import DriftHistory, DriftReport
 from hub.errors import error_response, error_responses
 from hub.sorting import Order
 
@@ -27,18 +27,7 @@ async def current_drift(
     session: ReadSessionDep,
     context: ReadContextDep,
     order: Annotated[Order, sort_order(service.COLUMNS, "rows")],
-    environment: Text | None = None,
-    cluster_type: Text | None = None,
-    cluster: Text | None = None,
-    reason: Annotated[
-        Annotated[list[Reason], Field(max_length=MAX_REPEATED)] | None,
-        Query(description="Only rows with any of these reasons (repeatable)."),
-    ] = None,
-    include_in_sync: Annotated[
-        bool, Query(description="Also list the objects that are not drifted.")
-    ] = False,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    query: Annotated[DriftQuery, Query()],
 ) -> DriftReport:
     """Drifted reconciler objects of registered clusters, each with every reason and its
     evidence: behind the harvested head (commits, since when), diverged, unknown revision, not
@@ -46,13 +35,13 @@ async def current_drift(
     per environment over all rows matching the filters."""
     return await service.current_drift(
         session,
-        environment=environment,
-        cluster_type=cluster_type,
-        cluster=cluster,
-        reasons=reason,
-        include_in_sync=include_in_sync,
-        limit=limit,
-        offset=offset,
+        environment=query.environment,
+        cluster_type=query.cluster_type,
+        cluster=query.cluster,
+        reasons=query.reasons,
+        include_in_sync=query.include_in_sync,
+        limit=query.limit,
+        offset=query.offset,
         now=context.now,
         stale_after=context.stale_after,
         order=order,

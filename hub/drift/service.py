@@ -347,7 +347,7 @@ async def current_drift(
     environment: str | None,
     cluster_type: str | None,
     cluster: str | None,
-    reasons: Sequence[Reason] | None,
+    reasons: Sequence[str] | None,
     include_in_sync: bool,
     limit: int,
     offset: int,

@@ -1,12 +1,14 @@
 """Drift (GET /api/v1/drift): the drifted objects with their reasons and evidence; and drift
-history (GET /api/v1/drift/history): how long each cluster or object was drifted."""
+history (GET /api/v1/drift/history): how long each cluster or object was drifted. The questions,
+which the hub's router takes as query models, and the answers."""
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
+from hub.client.params import MAX_REPEATED, Limit, Offset, Text
 from hub.client.schemas.base import Listing
 
 
@@ -21,6 +23,26 @@ class Reason(StrEnum):
     STALE = "stale"
     CONFIG_MISMATCH = "config_mismatch"
     LIVE_DRIFT = "live_drift"
+
+
+class DriftQuery(BaseModel):
+    """GET /api/v1/drift: the reconciler objects to list with their reasons (the listing's
+    `sort` is the hub's, which knows the columns)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    environment: Text | None = None
+    cluster_type: Text | None = None
+    cluster: Text | None = None
+    reasons: Annotated[
+        Annotated[list[Reason], Field(max_length=MAX_REPEATED)] | None,
+        Field(alias="reason", description="Only rows with any of these reasons (repeatable)."),
+    ] = None
+    include_in_sync: Annotated[
+        bool, Field(description="Also list the objects that are not drifted.")
+    ] = False
+    limit: Limit = 100
+    offset: Offset = 0
 
 
 Revision = Literal[
