@@ -16,10 +16,15 @@ from hub.client.schemas.clusters import (
     ClusterRegistration,
     RegisteredCluster,
 )
-from hub.client.schemas.diff import EnvironmentDiff
-from hub.client.schemas.dora import DoraDeploymentPage, DoraReport
-from hub.client.schemas.drift import DriftHistory, DriftQuery, DriftReport
-from hub.client.schemas.fleet import DeploymentPage, FleetState, HistoryQuery
+from hub.client.schemas.diff import DiffQuery, EnvironmentDiff
+from hub.client.schemas.dora import (
+    DoraDeploymentPage,
+    DoraDeploymentsQuery,
+    DoraQuery,
+    DoraReport,
+)
+from hub.client.schemas.drift import DriftHistory, DriftHistoryQuery, DriftQuery, DriftReport
+from hub.client.schemas.fleet import DeploymentPage, FleetQuery, FleetState, HistoryQuery
 from hub.client.schemas.gate import GateQuery, GateResult, Promotable, PromotableQuery
 from hub.client.schemas.reports import ReportReply
 from hub.client.schemas.repositories import RepositoryConfig, RepositoryList, RepositoryStatus
@@ -62,38 +67,20 @@ def parameters(model: type[BaseModel]) -> tuple[str, ...]:
 
 _PAGE = ("limit", "offset")
 _PLACE = ("environment", "cluster_type")
-_DORA = ("environment", "workload", "since", "until")
 
-FLEET = Operation("GET", "/api/v1/fleet", FleetState, (*_PLACE, *_PAGE, "sort"))
+FLEET = Operation("GET", "/api/v1/fleet", FleetState, (*parameters(FleetQuery), "sort"))
 HISTORY = Operation("GET", "/api/v1/history", DeploymentPage, parameters(HistoryQuery))
 DRIFT = Operation("GET", "/api/v1/drift", DriftReport, (*parameters(DriftQuery), "sort"))
 DRIFT_HISTORY = Operation(
-    "GET",
-    "/api/v1/drift/history",
-    DriftHistory,
-    (*_PLACE, "cluster", "level", "since", "until", "open", *_PAGE),
+    "GET", "/api/v1/drift/history", DriftHistory, parameters(DriftHistoryQuery)
 )
-DIFF = Operation(
-    "GET",
-    "/api/v1/diff",
-    EnvironmentDiff,
-    (
-        "environment",
-        "workload",
-        "cluster_type",
-        "deployment_target",
-        "only_differences",
-        "ignore_key",
-        *_PAGE,
-        "sort",
-    ),
-)
-DORA = Operation("GET", "/api/v1/dora", DoraReport, _DORA, timeout=DORA_TIMEOUT)
+DIFF = Operation("GET", "/api/v1/diff", EnvironmentDiff, (*parameters(DiffQuery), "sort"))
+DORA = Operation("GET", "/api/v1/dora", DoraReport, parameters(DoraQuery), timeout=DORA_TIMEOUT)
 DORA_DEPLOYMENTS = Operation(
     "GET",
     "/api/v1/dora/deployments",
     DoraDeploymentPage,
-    (*_PAGE, *_DORA),
+    parameters(DoraDeploymentsQuery),
     timeout=DORA_TIMEOUT,
 )
 PROMOTION_GATE = Operation(

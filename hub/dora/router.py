@@ -3,13 +3,12 @@ or as CSV."""
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Response
 
-from hub.client.params import Limit, Offset, Text, TextList, Timestamp
+from hub.client.schemas.dora import DoraDeploymentsQuery, DoraQuery
 from hub.deps import ClockDep, ReadAccess, ReadSessionDep, SettingsDep
 from hub.dora import service
 from hub.dora.schemas import DoraDeploymentPage, DoraReport
-from hub.dora.service import DoraQuery
 from hub.errors import error_response, error_responses
 
 router = APIRouter(
@@ -21,37 +20,7 @@ router = APIRouter(
 
 _NOT_FOUND = error_response(404, "Unknown environment, or a workload without assignments there.")
 
-Environments = Annotated[
-    TextList | None,
-    Query(
-        alias="environment",
-        description="Repeat for several; absent: every environment.",
-    ),
-]
-Workload = Annotated[
-    Text | None,
-    Query(description="Figures of this workload's versions instead of the platform commits."),
-]
-Since = Annotated[
-    Timestamp | None,
-    Query(description="Inclusive; default: 30 days before until."),
-]
-Until = Annotated[
-    Timestamp | None,
-    Query(description="Exclusive; default: now. Facts from then on are not seen."),
-]
-
-
-def _query(
-    environments: Environments = None,
-    workload: Workload = None,
-    since: Since = None,
-    until: Until = None,
-) -> DoraQuery:
-    return DoraQuery(environments or [], workload, since, until)
-
-
-QueryDep = Annotated[DoraQuery, Depends(_query)]
+QueryDep = Annotated[DoraQuery, Query()]
 
 
 @router.get("", response_model=DoraReport, responses=_NOT_FOUND)
@@ -68,16 +37,14 @@ async def dora_deployments(
     session: ReadSessionDep,
     clock: ClockDep,
     settings: SettingsDep,
-    query: QueryDep,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    query: Annotated[DoraDeploymentsQuery, Query()],
 ) -> DoraDeploymentPage:
     """The rollouts the figures count, per environment, newest first."""
     return await service.dora_deployments(
         session,
         query,
-        limit=limit,
-        offset=offset,
+        limit=query.limit,
+        offset=query.offset,
         now=clock(),
         kept=settings.history_retention,
     )

@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.client.schemas.dora import DoraQuery
 from hub.client.text import format_duration
 from hub.dora import repository
 from hub.dora.calculation import Counted, Rollout, Spread, TimeRange, behind_figures, figures
@@ -45,7 +46,6 @@ __all__ = [
     "DEFAULT_RANGE",
     "LOOKBACK",
     "MAX_RANGE",
-    "DoraQuery",
     "Refresh",
     "dora_deployments",
     "dora_deployments_csv",
@@ -93,17 +93,6 @@ def _time_range(
 
 
 @dataclass(frozen=True, slots=True)
-class DoraQuery:
-    """What a DORA question names: environments (none: all of them), a workload (none: the
-    platform commits) and the range."""
-
-    environments: Sequence[str] = ()
-    workload: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class _Question:
     environments: list[tuple[str, int | None]]
     workload: str | None
@@ -129,7 +118,7 @@ async def _ask(
     session: AsyncSession, query: DoraQuery, now: datetime, kept: timedelta
 ) -> tuple[_Question, list[Rollout]]:
     period = _time_range(query.since, query.until, now, kept)
-    asked = await _environments(session, query.environments)
+    asked = await _environments(session, query.environments or ())
     workload = query.workload
     if workload is not None:
         assigned = await repository.workload_environments(session, workload)

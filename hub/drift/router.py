@@ -1,11 +1,10 @@
 """Drift endpoints (read scope): the drifted objects with their reasons, and drift history."""
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from hub.client.params import Limit, Offset, Text, Timestamp
-from hub.client.schemas.drift import DriftQuery
+from hub.client.schemas.drift import DriftHistoryQuery, DriftQuery
 from hub.deps import ClockDep, ReadAccess, ReadContextDep, ReadSessionDep, sort_order
 from hub.drift import service
 from hub.drift.schemas import DriftHistory, DriftReport
@@ -52,34 +51,21 @@ async def current_drift(
 async def drift_history(
     session: ReadSessionDep,
     clock: ClockDep,
-    environment: Text | None = None,
-    cluster_type: Text | None = None,
-    cluster: Text | None = None,
-    level: Annotated[
-        Literal["cluster", "object"],
-        Query(description="Periods of whole clusters, or of each reconciler object."),
-    ] = "cluster",
-    since: Annotated[Timestamp | None, Query(description="Inclusive; none: all.")] = None,
-    until: Annotated[Timestamp | None, Query(description="Exclusive; none: now.")] = None,
-    open_only: Annotated[
-        bool, Query(alias="open", description="Only periods still open: drifted now.")
-    ] = False,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    query: Annotated[DriftHistoryQuery, Query()],
 ) -> DriftHistory:
     """How long each cluster (or object) was drifted: its drift periods overlapping the range,
     with start, end (none while open), duration and reasons, and its drifted time in the
     range."""
     return await service.drift_history(
         session,
-        environment=environment,
-        cluster_type=cluster_type,
-        cluster=cluster,
-        level=level,
-        since=since,
-        until=until,
-        open_only=open_only,
-        limit=limit,
-        offset=offset,
+        environment=query.environment,
+        cluster_type=query.cluster_type,
+        cluster=query.cluster,
+        level=query.level,
+        since=query.since,
+        until=query.until,
+        open_only=query.open_only,
+        limit=query.limit,
+        offset=query.offset,
         now=clock(),
     )

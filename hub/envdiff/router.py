@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from hub.client.params import Limit, Offset, Text, TextList
+from hub.client.schemas.diff import DiffQuery
 from hub.deps import ClockDep, ReadAccess, ReadSessionDep, sort_order
 from hub.envdiff import service
 from hub.envdiff.schemas import EnvironmentDiff
@@ -26,45 +26,20 @@ async def environment_diff(
     session: ReadSessionDep,
     clock: ClockDep,
     order: Annotated[Order, sort_order(service.COLUMNS, "rows")],
-    environment: Annotated[
-        TextList,
-        Query(
-            description="Two or more environments, each once; rows show them in this order. "
-            "Versions are compared in promotion order: the declared one, or this one."
-        ),
-    ],
-    workload: Text | None = None,
-    cluster_type: Text | None = None,
-    deployment_target: Annotated[
-        Text | None,
-        Query(description="Rows where this target is assigned: <workload>-<target> or <target>."),
-    ] = None,
-    only_differences: Annotated[
-        bool,
-        Query(
-            description="Only rows that differ: an assignment in some environments only, "
-            "another desired version or pin, a config key, or clusters that do not run what "
-            "their environment is meant to (failed, drifted)."
-        ),
-    ] = True,
-    ignore_key: Annotated[
-        TextList | None, Query(description="Platform config keys not to compare (repeatable).")
-    ] = None,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    query: Annotated[DiffQuery, Query()],
 ) -> EnvironmentDiff:
     """Per workload and cluster type, what each environment is meant to run and what its
     clusters run, side by side, with every difference and its reason."""
     return await service.environment_diff(
         session,
-        environments=environment,
-        workload=workload,
-        cluster_type=cluster_type,
-        deployment_target=deployment_target,
-        only_differences=only_differences,
-        ignored_keys=ignore_key or [],
-        limit=limit,
-        offset=offset,
+        environments=query.environments,
+        workload=query.workload,
+        cluster_type=query.cluster_type,
+        deployment_target=query.deployment_target,
+        only_differences=query.only_differences,
+        ignored_keys=query.ignored_keys or [],
+        limit=query.limit,
+        offset=query.offset,
         now=clock(),
         order=order,
     )

@@ -4,8 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from hub.client.params import Limit, Offset, Text
-from hub.client.schemas.fleet import HistoryQuery
+from hub.client.schemas.fleet import FleetQuery, HistoryQuery
 from hub.deps import ReadAccess, ReadContextDep, ReadSessionDep, sort_order
 from hub.errors import error_response, error_responses
 from hub.fleet import service
@@ -29,18 +28,15 @@ async def fleet_state(
     session: ReadSessionDep,
     context: ReadContextDep,
     order: Annotated[Order, sort_order(service.CLUSTER_COLUMNS, "clusters")],
-    environment: Text | None = None,
-    cluster_type: Text | None = None,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    query: Annotated[FleetQuery, Query()],
 ) -> FleetState:
     """Clusters and their objects by state, per environment and cluster type; a page of clusters."""
     return await service.fleet_state(
         session,
-        environment=environment,
-        cluster_type=cluster_type,
-        limit=limit,
-        offset=offset,
+        environment=query.environment,
+        cluster_type=query.cluster_type,
+        limit=query.limit,
+        offset=query.offset,
         now=context.now,
         stale_after=context.stale_after,
         order=order,

@@ -9,6 +9,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from hub.client.schemas.dora import DoraQuery
 from hub.dora import service
 from hub.dora.bands import BANDS, Band
 from hub.harvest.schemas import RepositoriesFile
@@ -128,7 +129,7 @@ async def test_the_deployments_per_day_add_up_to_the_deployments(
     await refresh_dora(sessions, at(180))
     answer = await service.dora_report(
         session,
-        service.DoraQuery(since=at(-60), until=at(180)),
+        DoraQuery(since=at(-60), until=at(180)),
         now=played.timeline.clock.now,
         kept=hub_settings().history_retention,
     )

@@ -1,12 +1,51 @@
 """How environments differ (GET /api/v1/diff): per workload and cluster type, what each
-environment is meant to run and what its clusters run, with each difference and its reason."""
+environment is meant to run and what its clusters run, with each difference and its reason:
+the question, which the hub's router takes as a query model, and the answer."""
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
+from hub.client.params import Limit, Offset, Text, TextList
 from hub.client.schemas.base import Answer, Listing
+
+
+class DiffQuery(BaseModel):
+    """GET /api/v1/diff: the environments to compare, and which rows to list (the listing's
+    `sort` is the hub's, which knows the columns)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    environments: Annotated[
+        TextList,
+        Field(
+            alias="environment",
+            description="Two or more environments, each once; rows show them in this order. "
+            "Versions are compared in promotion order: the declared one, or this one.",
+        ),
+    ]
+    workload: Text | None = None
+    cluster_type: Text | None = None
+    deployment_target: Annotated[
+        Text | None,
+        Field(description="Rows where this target is assigned: <workload>-<target> or <target>."),
+    ] = None
+    only_differences: Annotated[
+        bool,
+        Field(
+            description="Only rows that differ: an assignment in some environments only, "
+            "another desired version or pin, a config key, or clusters that do not run what "
+            "their environment is meant to (failed, drifted)."
+        ),
+    ] = True
+    ignored_keys: Annotated[
+        TextList | None,
+        Field(alias="ignore_key", description="Platform config keys not to compare (repeatable)."),
+    ] = None
+    limit: Limit = 100
+    offset: Offset = 0
 
 
 class DifferenceKind(StrEnum):

@@ -1,12 +1,48 @@
 """DORA figures per environment (GET /api/v1/dora) and the rollouts behind them
-(GET /api/v1/dora/deployments)."""
+(GET /api/v1/dora/deployments): the questions, which the hub's router takes as query models,
+and the answers."""
 
 from datetime import datetime
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
+from hub.client.params import Limit, Offset, Text, TextList, Timestamp
 from hub.client.schemas.base import Listing
+
+
+class DoraQuery(BaseModel):
+    """What a DORA question names: environments (none: all of them), a workload (none: the
+    platform commits) and the range."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    environments: Annotated[
+        TextList | None,
+        Field(alias="environment", description="Repeat for several; absent: every environment."),
+    ] = None
+    workload: Annotated[
+        Text | None,
+        Field(description="Figures of this workload's versions instead of the platform commits."),
+    ] = None
+    since: Annotated[
+        Timestamp | None, Field(description="Inclusive; default: 30 days before until.")
+    ] = None
+    until: Annotated[
+        Timestamp | None,
+        Field(description="Exclusive; default: now. Facts from then on are not seen."),
+    ] = None
+
+
+class _Page(BaseModel):
+    limit: Limit = 100
+    offset: Offset = 0
+
+
+# The page's parameters first, as the API has always listed them.
+class DoraDeploymentsQuery(DoraQuery, _Page):
+    """GET /api/v1/dora/deployments: a page of the rollouts the figures count."""
+
 
 Subject = Literal["platform_commits", "workload_versions"]
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hub.client.params import MAX_REPEATED, Limit, Offset, Text
+from hub.client.params import MAX_REPEATED, Limit, Offset, Text, Timestamp
 from hub.client.schemas.base import Listing
 
 
@@ -40,6 +40,27 @@ class DriftQuery(BaseModel):
     ] = None
     include_in_sync: Annotated[
         bool, Field(description="Also list the objects that are not drifted.")
+    ] = False
+    limit: Limit = 100
+    offset: Offset = 0
+
+
+class DriftHistoryQuery(BaseModel):
+    """GET /api/v1/drift/history: whose drift periods to list, over which range."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    environment: Text | None = None
+    cluster_type: Text | None = None
+    cluster: Text | None = None
+    level: Annotated[
+        Literal["cluster", "object"],
+        Field(description="Periods of whole clusters, or of each reconciler object."),
+    ] = "cluster"
+    since: Annotated[Timestamp | None, Field(description="Inclusive; none: all.")] = None
+    until: Annotated[Timestamp | None, Field(description="Exclusive; none: now.")] = None
+    open_only: Annotated[
+        bool, Field(alias="open", description="Only periods still open: drifted now.")
     ] = False
     limit: Limit = 100
     offset: Offset = 0

@@ -1,5 +1,5 @@
 """The fleet's state (GET /api/v1/fleet) and its deployment history (GET /api/v1/history): the
-history's question, which the hub's router takes as a query model, and the answers."""
+questions, which the hub's router takes as query models, and the answers."""
 
 from datetime import datetime
 from typing import Annotated, Literal
@@ -8,6 +8,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hub.client.params import Limit, Offset, Text, Timestamp
 from hub.client.schemas.base import Answer, Listing
+
+
+class FleetQuery(BaseModel):
+    """GET /api/v1/fleet: where to count, and which page of clusters to list (the listing's
+    `sort` is the hub's, which knows the columns)."""
+
+    environment: Text | None = None
+    cluster_type: Text | None = None
+    limit: Limit = 100
+    offset: Offset = 0
 
 
 class HistoryQuery(BaseModel):
