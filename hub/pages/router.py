@@ -17,9 +17,8 @@ from fastapi import APIRouter, Depends, Form, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.routing import APIRoute
-from pydantic import BeforeValidator
 
-from hub.client.params import MAX_REPEATED, Limit, Offset, Text
+from hub.client.params import Limit, Offset, Text
 from hub.client.schemas.gate import DEFAULT_SOAK
 from hub.client.text import Duration
 from hub.clusters import service as clusters
@@ -52,6 +51,7 @@ from hub.pages.forms import (
     sign_in_form_nonce,
     sign_in_form_token,
 )
+from hub.pages.questions import DiffPage, DriftPage, FleetPage, GatePage
 from hub.pages.rendering import PAGE_SIZE, STATIC, query, refresh_after, render
 from hub.pages.sorting import Table
 from hub.settings import HubSettings
@@ -99,14 +99,6 @@ router = APIRouter(
 )
 
 PageLimit = Annotated[Limit, Query(description="Rows per page.")]
-
-
-def _blank_is_none(value: object) -> object:
-    return None if value == "" else value
-
-
-# A filter from a form: a field left empty is sent (`?cluster=`) and means no filter.
-Filter = Annotated[Text | None, BeforeValidator(_blank_is_none)]
 # The drift reasons the Fleet page counts apart, each with its count in the fleet's answer;
 # the others it counts as "other" (drift_other).
 SHOWN_REASONS = (
@@ -254,17 +246,14 @@ async def fleet_overview(
     session: ReadSessionDep,
     context: ReadContextDep,
     order: FleetOrder,
-    environment: Filter = None,
-    cluster_type: Filter = None,
-    limit: PageLimit = PAGE_SIZE,
-    offset: Offset = 0,
+    asked: Annotated[FleetPage, Query()],
 ) -> Response:
     state = await fleet.fleet_state(
         session,
-        environment=environment,
-        cluster_type=cluster_type,
-        limit=limit,
-        offset=offset,
+        environment=asked.environment,
+        cluster_type=asked.cluster_type,
+        limit=asked.limit,
+        offset=asked.offset,
         now=context.now,
         stale_after=context.stale_after,
         order=order,
@@ -277,8 +266,8 @@ async def fleet_overview(
         page=state.clusters,
         rows=state.clusters.items,
         order=order,
-        environment=environment,
-        cluster_type=cluster_type,
+        environment=asked.environment,
+        cluster_type=asked.cluster_type,
     )
 
 
@@ -288,23 +277,17 @@ async def drift_page(
     session: ReadSessionDep,
     context: ReadContextDep,
     order: DriftOrder,
-    environment: Filter = None,
-    cluster_type: Filter = None,
-    cluster: Filter = None,
-    reason: Annotated[list[Reason] | None, Query(max_length=MAX_REPEATED)] = None,
-    include_in_sync: bool = False,
-    limit: PageLimit = PAGE_SIZE,
-    offset: Offset = 0,
+    asked: Annotated[DriftPage, Query()],
 ) -> Response:
     report = await drift.current_drift(
         session,
-        environment=environment,
-        cluster_type=cluster_type,
-        cluster=cluster,
-        reasons=reason,
-        include_in_sync=include_in_sync,
-        limit=limit,
-        offset=offset,
+        environment=asked.environment,
+        cluster_type=asked.cluster_type,
+        cluster=asked.cluster,
+        reasons=asked.reasons,
+        include_in_sync=asked.include_in_sync,
+        limit=asked.limit,
+        offset=asked.offset,
         now=context.now,
         stale_after=context.stale_after,
         order=order,
@@ -317,11 +300,11 @@ async def drift_page(
         rows=report.items,
         order=order,
         filters={
-            "environment": environment,
-            "cluster_type": cluster_type,
-            "cluster": cluster,
-            "reason": reason or [],
-            "include_in_sync": include_in_sync,
+            "environment": asked.environment,
+            "cluster_type": asked.cluster_type,
+            "cluster": asked.cluster,
+            "reason": asked.reasons or [],
+            "include_in_sync": asked.include_in_sync,
         },
         all_reasons=list(Reason),
     )
@@ -333,28 +316,22 @@ async def environment_diff_page(
     session: ReadSessionDep,
     clock: ClockDep,
     order: DiffOrder,
-    environment: Annotated[list[Text] | None, Query(max_length=MAX_REPEATED)] = None,
-    workload: Filter = None,
-    cluster_type: Filter = None,
-    only_differences: bool = True,
-    limit: PageLimit = PAGE_SIZE,
-    offset: Offset = 0,
+    asked: Annotated[DiffPage, Query()],
 ) -> Response:
-    """Without `environment`: every environment the hub knows, in promotion order."""
     known = await gate.environment_names(session)
     diff = None
-    chosen = environment or known
-    if len(chosen) >= 2 or environment:
+    chosen = asked.environments or known
+    if len(chosen) >= 2 or asked.environments:
         diff = await envdiff.environment_diff(
             session,
             environments=chosen,
-            workload=workload,
-            cluster_type=cluster_type,
-            deployment_target=None,
-            only_differences=only_differences,
-            ignored_keys=[],
-            limit=limit,
-            offset=offset,
+            workload=asked.workload,
+            cluster_type=asked.cluster_type,
+            deployment_target=asked.deployment_target,
+            only_differences=asked.only_differences,
+            ignored_keys=asked.ignored_keys or [],
+            limit=asked.limit,
+            offset=asked.offset,
             now=clock(),
             order=order,
         )
@@ -368,9 +345,9 @@ async def environment_diff_page(
         known=known,
         chosen=chosen,
         filters={
-            "workload": workload,
-            "cluster_type": cluster_type,
-            "only_differences": only_differences,
+            "workload": asked.workload,
+            "cluster_type": asked.cluster_type,
+            "only_differences": asked.only_differences,
         },
     )
 
@@ -501,14 +478,7 @@ async def gate_page(
     session: ReadSessionDep,
     context: ReadContextDep,
     order: GateOrder,
-    environment: Filter = None,
-    commit: Filter = None,
-    workload: Filter = None,
-    version: Filter = None,
-    soak: Annotated[Duration, Query()] = DEFAULT_SOAK,
-    allow_stale: bool = False,
-    limit: PageLimit = PAGE_SIZE,
-    offset: Offset = 0,
+    asked: Annotated[GatePage, Query()],
 ) -> Response:
     """The gate for a platform commit (default: the environment's newest) or a workload
     version, with every expected cluster's evidence, those that block it first. While it
@@ -517,22 +487,25 @@ async def gate_page(
     known = await gate.environment_names(session)
     newest: list[str] = []
     result = None
+    environment, commit = asked.environment, asked.commit
     if environment is not None:
         newest = await gate.newest_commits(session, environment, NEWEST_COMMITS)
-        if commit is None and workload is None and version is None and newest:
+        if commit is None and asked.workload is None and asked.version is None and newest:
             commit = newest[0]
         result = await gate.promotion_gate(
             session,
             environment=environment,
             commit=commit,
-            workload=workload,
-            version=version,
-            soak=soak,
+            workload=asked.workload,
+            version=asked.version,
+            soak=asked.soak,
             stale_after=context.stale_after,
-            allow_stale=allow_stale,
-            min_clusters=1,
+            allow_stale=asked.allow_stale,
+            min_clusters=asked.min_clusters,
             now=now,
-            page=gate.ClusterPage(limit=limit, offset=offset, order=order),
+            cluster_types=asked.cluster_types or (),
+            selector=asked.selector,
+            page=gate.ClusterPage(limit=asked.limit, offset=asked.offset, order=order),
         )
     return render(
         request,
@@ -551,10 +524,10 @@ async def gate_page(
         filters={
             "environment": environment,
             "commit": commit,
-            "workload": workload,
-            "version": version,
-            "soak": f"{int(soak.total_seconds())}",
-            "allow_stale": allow_stale,
+            "workload": asked.workload,
+            "version": asked.version,
+            "soak": f"{int(asked.soak.total_seconds())}",
+            "allow_stale": asked.allow_stale,
         },
     )
 

@@ -12,20 +12,12 @@ from hub.client.params import Limit, Offset, Text, TextList
 from hub.client.schemas.base import Answer, Listing
 
 
-class DiffQuery(BaseModel):
-    """GET /api/v1/diff: the environments to compare, and which rows to list (the listing's
-    `sort` is the hub's, which knows the columns)."""
+class DiffOptions(BaseModel):
+    """Which rows of the environments' diff to list (the listing's `sort` is the hub's, which
+    knows the columns)."""
 
     model_config = ConfigDict(populate_by_name=True)
 
-    environments: Annotated[
-        TextList,
-        Field(
-            alias="environment",
-            description="Two or more environments, each once; rows show them in this order. "
-            "Versions are compared in promotion order: the declared one, or this one.",
-        ),
-    ]
     workload: Text | None = None
     cluster_type: Text | None = None
     deployment_target: Annotated[
@@ -46,6 +38,24 @@ class DiffQuery(BaseModel):
     ] = None
     limit: Limit = 100
     offset: Offset = 0
+
+
+class _Environments(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    environments: Annotated[
+        TextList,
+        Field(
+            alias="environment",
+            description="Two or more environments, each once; rows show them in this order. "
+            "Versions are compared in promotion order: the declared one, or this one.",
+        ),
+    ]
+
+
+# The environments first, as the API has always listed them.
+class DiffQuery(DiffOptions, _Environments):
+    """GET /api/v1/diff: the environments to compare, and which rows to list."""
 
 
 class DifferenceKind(StrEnum):

@@ -63,10 +63,9 @@ class GateOptions(BaseModel):
 
 
 class TargetQuery(BaseModel):
-    """What the gate is asked about: a platform commit or a workload version, in an
-    environment."""
+    """What the gate is asked about: a platform commit or a workload version (in an
+    environment, which the pages ask for apart)."""
 
-    environment: Annotated[Text, Field(description="The environment the target is in.")]
     commit: Annotated[
         Text | None, Field(description="A platform GitOps commit: full sha or a prefix of 7+.")
     ] = None
@@ -74,8 +73,12 @@ class TargetQuery(BaseModel):
     version: Annotated[Text | None, Field(description="With workload: its version.")] = None
 
 
+class _InEnvironment(BaseModel):
+    environment: Annotated[Text, Field(description="The environment the target is in.")]
+
+
 # The target's parameters first, as the API has always listed them.
-class GateQuery(GateOptions, TargetQuery):
+class GateQuery(GateOptions, TargetQuery, _InEnvironment):
     """GET /api/v1/gates/promotion: may the platform commit (or the workload version) leave the
     environment?"""
 

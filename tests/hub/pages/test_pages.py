@@ -93,6 +93,15 @@ def test_the_gate_for_a_workload_version(pages_scenario: Scenario) -> None:
     assert "failed" in text(page.text)
 
 
+def test_a_page_asks_what_its_api_operation_asks(pages_scenario: Scenario) -> None:
+    version = "/gate?environment=stage&workload=hello-world-app&version=1.0.0"
+    drones = get(pages_scenario, f"{version}&cluster_type=drone").text
+    blank = get(pages_scenario, "/drift?environment=&cluster_type=&cluster=").text
+
+    assert rows(drones, "gate-clusters") == ["drone-02"]
+    assert rows(blank, "drift") == rows(get(pages_scenario, "/drift").text, "drift")
+
+
 def test_pagers_and_freshness_say_what_they_count(pages_scenario: Scenario) -> None:
     cluster = text(get(pages_scenario, "/clusters/drone-01").text)
     gate = text(get(pages_scenario, "/gate?environment=dev").text)
