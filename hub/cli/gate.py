@@ -54,8 +54,8 @@ from hub.cli.remote import (
 )
 from hub.client import DEFAULT_HUB, HubRefused, UnexpectedAnswer
 from hub.client.client import TIMEOUT, bearer, read_answer
-from hub.client.operations import PROMOTION_GATE, Query, gate_query
-from hub.client.schemas.gate import ClusterState, GateResult, Verdict
+from hub.client.operations import PROMOTION_GATE, Query, asked
+from hub.client.schemas.gate import ClusterState, GateQuery, GateResult, Verdict
 from hub.client.text import Duration, format_duration
 
 # Hub errors that may go away by waiting: the harvester has not read the commit or version yet.
@@ -376,13 +376,12 @@ def wait(
 ) -> None:
     """Wait for the promotion gate: exit 0 passed, 1 failed, 3 still pending at --timeout."""
     token = api_token(token, token_file)
-    target = {
-        "environment": environment,
-        "commit": commit,
-        "workload": workload,
-        "version": version,
-    }
-    params = target | gate_query(
+    params = asked(
+        GateQuery,
+        environment=environment,
+        commit=commit,
+        workload=workload,
+        version=version,
         soak=_seconds("--soak", soak),
         allow_stale=allow_stale,
         min_clusters=min_clusters,

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from hub.client import operations as api
 from hub.client.errors import HubRefused, HubUnreachable, UnexpectedAnswer
-from hub.client.operations import Moment, Operation, Query, Soak, flag, gate_query, moment
+from hub.client.operations import Moment, Operation, Query, Soak, asked, flag
 from hub.client.schemas.clusters import (
     ClusterDetail,
     ClusterPage,
@@ -27,11 +27,17 @@ from hub.client.schemas.clusters import (
     ClusterRegistration,
     RegisteredCluster,
 )
-from hub.client.schemas.diff import EnvironmentDiff
-from hub.client.schemas.dora import DoraDeploymentPage, DoraReport
-from hub.client.schemas.drift import DriftHistory, DriftReport, Reason
-from hub.client.schemas.fleet import DeploymentPage, FleetState
-from hub.client.schemas.gate import GateResult, Promotable
+from hub.client.schemas.diff import DiffQuery, EnvironmentDiff
+from hub.client.schemas.dora import DoraDeploymentPage, DoraDeploymentsQuery, DoraQuery, DoraReport
+from hub.client.schemas.drift import (
+    DriftHistory,
+    DriftHistoryQuery,
+    DriftQuery,
+    DriftReport,
+    Reason,
+)
+from hub.client.schemas.fleet import DeploymentPage, FleetQuery, FleetState, HistoryQuery
+from hub.client.schemas.gate import GateQuery, GateResult, Promotable, PromotableQuery
 from hub.client.schemas.reports import ReportReply
 from hub.client.schemas.repositories import (
     CredentialsReference,
@@ -123,16 +129,14 @@ class HubClient:
     ) -> FleetState:
         """Clusters and their objects by state, per environment and cluster type; a page of
         clusters."""
-        return self.ask(
-            api.FLEET,
-            query={
-                "environment": environment,
-                "cluster_type": cluster_type,
-                "limit": str(limit),
-                "offset": str(offset),
-                "sort": sort,
-            },
+        query = asked(
+            FleetQuery,
+            environment=environment,
+            cluster_type=cluster_type,
+            limit=limit,
+            offset=offset,
         )
+        return self.ask(api.FLEET, query=query | {"sort": sort})
 
     def history(
         self,
@@ -147,19 +151,18 @@ class HubClient:
         offset: int = 0,
     ) -> DeploymentPage:
         """Every change of the revision a reconciler object applied, newest first."""
-        return self.ask(
-            api.HISTORY,
-            query={
-                "environment": environment,
-                "cluster_type": cluster_type,
-                "cluster": cluster,
-                "object": object_name,
-                "since": moment(since),
-                "until": moment(until),
-                "limit": str(limit),
-                "offset": str(offset),
-            },
+        query = asked(
+            HistoryQuery,
+            environment=environment,
+            cluster_type=cluster_type,
+            cluster=cluster,
+            object_name=object_name,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
         )
+        return self.ask(api.HISTORY, query=query)
 
     def drift(
         self,
@@ -174,19 +177,17 @@ class HubClient:
         sort: str | None = None,
     ) -> DriftReport:
         """Drifted reconciler objects, each with its reasons and their evidence."""
-        return self.ask(
-            api.DRIFT,
-            query={
-                "environment": environment,
-                "cluster_type": cluster_type,
-                "cluster": cluster,
-                "reason": [str(reason) for reason in reasons] or None,
-                "include_in_sync": flag(include_in_sync),
-                "limit": str(limit),
-                "offset": str(offset),
-                "sort": sort,
-            },
+        query = asked(
+            DriftQuery,
+            environment=environment,
+            cluster_type=cluster_type,
+            cluster=cluster,
+            reasons=reasons,
+            include_in_sync=include_in_sync,
+            limit=limit,
+            offset=offset,
         )
+        return self.ask(api.DRIFT, query=query | {"sort": sort})
 
     def drift_history(
         self,
@@ -202,20 +203,19 @@ class HubClient:
         offset: int = 0,
     ) -> DriftHistory:
         """How long each cluster (or object) was drifted: its drift periods in the range."""
-        return self.ask(
-            api.DRIFT_HISTORY,
-            query={
-                "environment": environment,
-                "cluster_type": cluster_type,
-                "cluster": cluster,
-                "level": level,
-                "since": moment(since),
-                "until": moment(until),
-                "open": flag(open_only),
-                "limit": str(limit),
-                "offset": str(offset),
-            },
+        query = asked(
+            DriftHistoryQuery,
+            environment=environment,
+            cluster_type=cluster_type,
+            cluster=cluster,
+            level=level,
+            since=since,
+            until=until,
+            open_only=open_only,
+            limit=limit,
+            offset=offset,
         )
+        return self.ask(api.DRIFT_HISTORY, query=query)
 
     def diff(
         self,
@@ -231,20 +231,18 @@ class HubClient:
         sort: str | None = None,
     ) -> EnvironmentDiff:
         """How two or more environments differ, per workload and cluster type, and why."""
-        return self.ask(
-            api.DIFF,
-            query={
-                "environment": list(environments),
-                "workload": workload,
-                "cluster_type": cluster_type,
-                "deployment_target": deployment_target,
-                "only_differences": flag(only_differences),
-                "ignore_key": list(ignore_keys) or None,
-                "limit": str(limit),
-                "offset": str(offset),
-                "sort": sort,
-            },
+        query = asked(
+            DiffQuery,
+            environments=environments,
+            workload=workload,
+            cluster_type=cluster_type,
+            deployment_target=deployment_target,
+            only_differences=only_differences,
+            ignored_keys=ignore_keys,
+            limit=limit,
+            offset=offset,
         )
+        return self.ask(api.DIFF, query=query | {"sort": sort})
 
     def dora(
         self,
@@ -256,7 +254,10 @@ class HubClient:
     ) -> DoraReport:
         """Deployment frequency, lead time, change failure rate and time to restore per
         environment (all, unless named), of platform commits or of a workload's versions."""
-        return self.ask(api.DORA, query=self._dora(environments, workload, since, until))
+        query = asked(
+            DoraQuery, environments=environments, workload=workload, since=since, until=until
+        )
+        return self.ask(api.DORA, query=query)
 
     def dora_deployments(
         self,
@@ -269,24 +270,16 @@ class HubClient:
         offset: int = 0,
     ) -> DoraDeploymentPage:
         """The rollouts the api.DORA figures count, per environment, newest first."""
-        query = self._dora(environments, workload, since, until)
-        return self.ask(
-            api.DORA_DEPLOYMENTS, query={**query, "limit": str(limit), "offset": str(offset)}
+        query = asked(
+            DoraDeploymentsQuery,
+            environments=environments,
+            workload=workload,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
         )
-
-    @staticmethod
-    def _dora(
-        environments: Sequence[str],
-        workload: str | None,
-        since: Moment | None,
-        until: Moment | None,
-    ) -> dict[str, str | Sequence[str] | None]:
-        return {
-            "environment": list(environments) or None,
-            "workload": workload,
-            "since": moment(since),
-            "until": moment(until),
-        }
+        return self.ask(api.DORA_DEPLOYMENTS, query=query)
 
     # --- the promotion gate ---------------------------------------------------------------
 
@@ -308,8 +301,12 @@ class HubClient:
     ) -> GateResult:
         """May the platform commit (or the workload's version) leave the environment? One
         answer; `fleetmark gate wait` asks until it passes or fails."""
-        target = {"environment": environment, "commit": commit, "workload": workload}
-        options = {"version": version} | gate_query(
+        query = asked(
+            GateQuery,
+            environment=environment,
+            commit=commit,
+            workload=workload,
+            version=version,
             soak=soak,
             allow_stale=allow_stale,
             min_clusters=min_clusters,
@@ -317,9 +314,8 @@ class HubClient:
             selector=selector,
             limit=limit,
             offset=offset,
-            sort=sort,
         )
-        return self.ask(api.PROMOTION_GATE, query=target | options)
+        return self.ask(api.PROMOTION_GATE, query=query | {"sort": sort})
 
     def promotable(
         self,
@@ -336,21 +332,18 @@ class HubClient:
         sort: str | None = None,
     ) -> Promotable:
         """The newest commit of the environment's platform branch whose gate passes."""
-        options = gate_query(
+        query = asked(
+            PromotableQuery,
             soak=soak,
             allow_stale=allow_stale,
             min_clusters=min_clusters,
+            max_commits=max_commits,
             cluster_types=cluster_types,
             selector=selector,
             limit=limit,
             offset=offset,
-            sort=sort,
         )
-        return self.ask(
-            api.PROMOTABLE,
-            {"environment": environment},
-            query=options | {"max_commits": str(max_commits)},
-        )
+        return self.ask(api.PROMOTABLE, {"environment": environment}, query=query | {"sort": sort})
 
     # --- scheduling -----------------------------------------------------------------------
 

@@ -165,6 +165,30 @@ def flag(value: bool) -> str:
     return "true" if value else "false"
 
 
+def asked(question: type[BaseModel], **values: object) -> dict[str, str | Sequence[str] | None]:
+    """The query of a question the hub takes as a query model: each value under the name the
+    hub takes it by (a field of `question`), written as the hub reads it. The values are sent as
+    given, for the hub to judge and to say what is wrong with each."""
+    fields = question.model_fields
+    return {fields[name].alias or name: _written(value) for name, value in values.items()}
+
+
+def _written(value: object) -> str | list[str] | None:
+    match value:
+        case None:
+            return None
+        case bool():
+            return flag(value)
+        case datetime():
+            return moment(value)
+        case timedelta():
+            return seconds(value)
+        case Sequence() if not isinstance(value, str):
+            return [str(item) for item in value] or None
+        case _:
+            return str(value)
+
+
 def moment(value: Moment | None) -> str | None:
     """A time as the hub takes it (ISO 8601); a time without a zone is read as UTC."""
     if value is None or isinstance(value, str):
@@ -177,27 +201,3 @@ def seconds(value: Soak) -> str:
     if isinstance(value, timedelta):
         return str(value.total_seconds())
     return str(value)
-
-
-def gate_query(
-    *,
-    soak: Soak = "10m",
-    allow_stale: bool = False,
-    min_clusters: int = 1,
-    cluster_types: Sequence[str] = (),
-    selector: str | None = None,
-    limit: int = 100,
-    offset: int = 0,
-    sort: str | None = None,
-) -> dict[str, str | Sequence[str] | None]:
-    """The query of the gate's options, for GET /api/v1/gates/promotion and /promotable."""
-    return {
-        "soak": seconds(soak),
-        "allow_stale": flag(allow_stale),
-        "min_clusters": str(min_clusters),
-        "cluster_type": list(cluster_types) or None,
-        "selector": selector,
-        "limit": str(limit),
-        "offset": str(offset),
-        "sort": sort,
-    }
