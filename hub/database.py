@@ -1,15 +1,8 @@
-"""Engine and sessions for the store.
+"""Engine and sessions for the store: the boundary commits, read-only sessions run READ ONLY.
 
-Only the boundary commits: the request dependency and each background job's wrapper open a
-session, commit on success and roll back on error. Read-only sessions run in READ ONLY
-transactions so a query path can never write.
-
-A unit of work that is one SQL statement is atomic on its own. Report ingest, the hot path,
-is one: it runs on `Statements`, autocommit connections from a pool of plain psycopg
-connections, in one round trip without BEGIN, COMMIT or the ORM around it.
-
-A `StoreGate` stands before both: while the database cannot be reached, requests are refused
-at once instead of each waiting for a connection.
+Report ingest, one statement, runs on `Statements`: autocommit psycopg connections, one round
+trip without BEGIN, COMMIT or the ORM. A `StoreGate` stands before both, refusing requests at
+once while the database cannot be reached instead of each waiting for a connection.
 """
 
 import time

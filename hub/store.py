@@ -1,9 +1,8 @@
 """The store's backend, and how long it keeps the history and when it compresses it.
 
-Three backends, told apart at run time: plain PostgreSQL, TimescaleDB, and TimescaleDB's
-Apache-licensed build (hypertables without compression, continuous aggregates or policies).
-The `rollup` and `retention` jobs run here; what each backend keeps, rolls up and drops is
-in docs/operating.md, "Store".
+Plain PostgreSQL, TimescaleDB, or TimescaleDB's Apache-licensed build (no compression,
+continuous aggregates or policies), told apart at run time. The `rollup` and `retention` jobs
+run here; what each backend keeps is in docs/operating.md, "Store".
 """
 
 from dataclasses import dataclass

@@ -2,20 +2,7 @@
 them), each run every interval, and the runs asked for through the API. The only module that
 imports APScheduler.
 
-Every replica runs the scheduler; each job takes a PostgreSQL advisory lock of its own, so one
-replica harvests (schedules) at a time and the others skip that round. A failing run is logged
-and the job keeps its schedule.
-
-Each round is written to the store (`job_run`, repository.py) by the replica that did it, so
-that /metrics on any replica tells when each job last succeeded: `succeeded` (it ran, or had
-nothing to do), `failed` (it raised; the error kept), or `skipped` (another replica held the
-job's lock, so that round was that replica's). A skipped round is not a run: the last success
-and its duration are those of the replica that ran.
-
-The jobs run on a thread and event loop of their own, with an engine of their own. So a job's
-Python work (judging drift, reading a repository) never holds up the event loop that answers
-requests, and report latency stays flat while a job runs. /metrics reads its fleet snapshot
-there too (`beside_jobs`).
+Locks, `job_run` and the jobs' own thread are in docs/contributing.md ("Background jobs").
 """
 
 import asyncio
