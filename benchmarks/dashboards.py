@@ -1,25 +1,8 @@
 """Dashboard benchmark: every panel query and every variable query of every dashboard, as
 Grafana runs them, on the query benchmark's store (10,000 clusters, 90 days).
 
-The store is benchmarks/query.py's, generated (or a kept one reused) by its own code, with the
-hub's jobs run once as there. A role for Grafana is made on the server and granted as
-`fleetmark db grant-readonly` grants. Each statement, its macros and variables expanded as
-Grafana's PostgreSQL datasource expands them (tests/dashboards/grafana_sql.py) for a panel as
-wide as it is on a 1,800-pixel screen, runs as that role, one at a time, with the variables at
-"All" as the dashboards open, at the latest environment, at one workload of it and at one
-cluster of it; a panel's over the last 24 hours and 30 days (--runs, 20) and 90 days
-(--long-runs, 5). Printed: p50/p99 against the targets (p99 < 100 ms for 24 hours and for a
-variable's query, < 500 ms for 30 days; 90 days has none), next to a statement that reads
-nothing; and for one workload or one cluster, the tables of more than 100,000 rows the plan
-reads end to end (EXPLAIN), where an index should narrow them. On TimescaleDB the datasource's
-TimescaleDB option is taken to be on, so `$__timeGroup` is `time_bucket`. A manual run: the
-matrix takes long.
-
-    .venv/bin/python benchmarks/dashboards.py                    # generate, measure, drop
-    .venv/bin/python benchmarks/dashboards.py --clusters 200 --days 7
-    .venv/bin/python benchmarks/dashboards.py --keep \\
-        --database-url postgresql://postgres@127.0.0.1:5432/fleetmark_bench_query
-        # the query benchmark's kept store, reused (same --clusters/--days/... as it was made)
+docs/benchmarks.md ("Dashboards") gives the choices, ranges and targets. Each p50/p99 is printed
+beside a statement that reads nothing. A manual run: the matrix takes long.
 """
 
 from __future__ import annotations
