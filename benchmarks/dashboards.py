@@ -157,6 +157,56 @@ def roll_up(url: str) -> None:
     asyncio.run(run())
 
 
+# How much of the store's history is moved into the hour under way: half an hour, where a live
+# hub's hour under way holds between none and an hour of transitions.
+UNDER_WAY = timedelta(minutes=30)
+
+
+def under_way(url: str) -> int:
+    """The store's last UNDER_WAY of transitions moved on to end now, as if the fleet had gone
+    on changing since the store was made. Panels read the hours since the rollups' watermark
+    (the hour under way) from the raw transitions; without this they would meet only the quiet
+    hours since the store's end. The transitions moved (a kept store's again, each run)."""
+    shifted = {"observed_at", "received_at"}
+    with psycopg.connect(url) as connection:
+        columns = [
+            name
+            for (name,) in connection.execute(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND table_name = 'status_transition' "
+                "ORDER BY ordinal_position"
+            )
+        ]
+        (end,) = connection.execute(
+            "SELECT max(observed_at) FROM status_transition"
+        ).fetchone() or (None,)
+        assert end is not None, "the store has no transitions"
+        by = datetime.now(UTC) - end
+        since = sql.Literal(end - UNDER_WAY)
+        connection.execute(
+            sql.SQL(
+                "CREATE TEMPORARY TABLE moved ON COMMIT DROP AS "
+                "SELECT * FROM status_transition WHERE observed_at > {}"
+            ).format(since)
+        )
+        connection.execute(
+            sql.SQL("DELETE FROM status_transition WHERE observed_at > {}").format(since)
+        )
+        values = sql.SQL(", ").join(
+            sql.SQL("{} + %(by)s").format(sql.Identifier(name))
+            if name in shifted
+            else sql.Identifier(name)
+            for name in columns
+        )
+        moved = connection.execute(
+            sql.SQL("INSERT INTO status_transition ({}) SELECT {} FROM moved").format(
+                sql.SQL(", ").join(map(sql.Identifier, columns)), values
+            ),
+            {"by": by},
+        ).rowcount
+    return moved
+
+
 def ready(url: str) -> None:
     """The rollups brought up to now, and the environment diff, the rollouts' states and the
     gate answers kept, as the hub's jobs keep them for the dashboards; the role Grafana would
@@ -405,6 +455,8 @@ def main() -> None:
     try:
         for label, url, timescaledb in stores(args, workdir):
             prepare_store(args, label, url, timescaledb, before_compression=roll_up)
+            with phase(f"moving the store's last {UNDER_WAY} of transitions to end now"):
+                row("transitions moved", f"{under_way(url):,}")
             ready(url)
             try:
                 with phase(f"{label}: every panel as {ROLE}"):

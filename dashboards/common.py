@@ -142,6 +142,22 @@ def scope(alias: str) -> str:
     )
 
 
+def per_chosen_cluster(view: str, where: str) -> str:
+    """SQL: a subquery `x` of the rows of `view` (a view of the history with a cluster_id,
+    named `x` in `where`) that satisfy `where`, of the clusters the five variables choose. Read
+    per chosen cluster by its id: an index scan on plain PostgreSQL; on TimescaleDB, the batches
+    of a compressed chunk whose least and greatest cluster id admit it, where a join on the
+    cluster's name decompresses the whole range to find one cluster's rows."""
+    return f"""(
+    SELECT x.* FROM grafana.cluster c
+    CROSS JOIN LATERAL (
+        SELECT x.* FROM {view} x WHERE x.cluster_id = c.cluster_id AND {where}
+        OFFSET 0  -- not flattened into a join: read per chosen cluster, by its id
+    ) x
+    WHERE {scope("c")}
+) x"""
+
+
 # Clusters one timeline or chart shows at most: a line per cluster is read for a few.
 SHOWN_CLUSTERS = 50
 

@@ -27,8 +27,8 @@ from dashboards.common import (
     PER_HOUR,
     chosen,
     dashboard,
+    per_chosen_cluster,
     placed,
-    scope,
     stat,
     table,
     timeseries,
@@ -200,13 +200,8 @@ FROM (
       AND {placed("x.environment", "x.cluster_type")}
     UNION ALL
     SELECT x.hour, x.environment, x.not_ready
-    FROM grafana.cluster c
-    CROSS JOIN LATERAL (
-        SELECT x.hour, x.environment, x.not_ready FROM grafana.transition_hourly x
-        WHERE x.cluster_id = c.cluster_id AND $__timeFilter(x.hour)
-        OFFSET 0  -- not flattened into a join: read per chosen cluster, by index
-    ) x
-    WHERE NOT {EVERY_CLUSTER} AND {scope("c")}
+    FROM {per_chosen_cluster("grafana.transition_hourly", "$__timeFilter(x.hour)")}
+    WHERE NOT {EVERY_CLUSTER}
 ) x
 GROUP BY 1, 2
 ORDER BY 1, 2
