@@ -6,9 +6,8 @@ once while the database cannot be reached instead of each waiting for a connecti
 """
 
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
-from contextvars import ContextVar
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, NewType, Protocol
 
 import psycopg
@@ -233,22 +232,6 @@ async def write_session(
         await session.commit()
 
 
-# The advisory locks `exclusive` found held elsewhere, while a job's round runs (in its task):
-# how the jobs' wrapper (hub/background/runner.py) tells a skipped round from one that ran.
-_refused: ContextVar[list[int] | None] = ContextVar("refused_locks", default=None)
-
-
-@contextmanager
-def refused_locks() -> Iterator[list[int]]:
-    """The keys of the locks `exclusive` is refused in the block (in this task), as it goes."""
-    refused: list[int] = []
-    token = _refused.set(refused)
-    try:
-        yield refused
-    finally:
-        _refused.reset(token)
-
-
 @asynccontextmanager
 async def exclusive(
     sessionmaker: async_sessionmaker[AsyncSession], key: int
@@ -258,9 +241,6 @@ async def exclusive(
     async with sessionmaker() as session:
         connection = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
         acquired = bool(await connection.scalar(select(func.pg_try_advisory_lock(key))))
-        refused = _refused.get()
-        if not acquired and refused is not None:
-            refused.append(key)
         try:
             yield acquired
         finally:
