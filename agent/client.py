@@ -1,38 +1,8 @@
 """The agent's HTTP client for the hub: one report per call to `POST /api/v1/reports`.
 
-`HubClient.send` posts a `Report` and returns the hub's `Reply`, or raises one of three errors
-that tell the caller (`agent.delivery.Reporter`) what to do with the report:
-
-- `HubUnavailable`: the hub could not be reached or did not answer usefully (connection
-  errors, timeouts, 408, 429, 5xx, an answer that is not the hub's, and 404/405, which the
-  report route never gives: the URL leads elsewhere). Keep the report and send it again
-  later. Every call already retried a few times with exponential backoff and
-  jitter, honouring `Retry-After`; a `Retry-After` longer than one call should wait is passed
-  on as `retry_after` instead of slept through.
-- `NotAuthorised`: 401 or 403, or the token file cannot be read. Keep the report: a rotated
-  or newly mounted token makes the next attempt succeed.
-- `ReportRejected`: any other 4xx. The hub will never take this report; it carries the
-  status and the hub's `{"error", "detail"}`. A 413 is `ReportTooLarge`: smaller reports
-  with the same records would be taken.
-- `Withheld`: the caller's gate (the agent's leadership) did not let an attempt start. Keep
-  the report; it was not sent.
-
-`timeout` bounds each attempt as a whole, from connecting to the last byte of the answer, so
-a gate asked "may a request of `timeout` seconds start now?" before every attempt knows when
-the request will be over.
-
-The hub states the largest body it takes in a header of its replies (2xx and 413);
-`max_report_bytes` is the latest it stated, or the configured default until it has said, or
-half the body of a 413 that did not say (a proxy's limit).
-
-Posting a report twice is safe: the hub is idempotent on (cluster, boot id, sequence), so a
-reply lost on the way back costs a duplicate, never a double count. That is what makes
-retrying after a read timeout correct.
-
-The bearer token is read from a file (a mounted Secret) and read again whenever the file
-changes, so a rotated token is used without a restart. The transport, the sleep, the clock
-and the jitter source are injectable: tests and benchmarks pass their own, and nothing here
-ever sleeps for real unless given `asyncio.sleep`.
+`HubClient.send` posts a `Report` and returns the hub's `Reply`, or raises a `HubError` whose
+subclass tells the caller (`agent.delivery.Reporter`) what to do with the report. The bearer
+token is read from a file (a mounted Secret) and again whenever it changes.
 """
 
 import asyncio
@@ -104,7 +74,12 @@ class HubError(Exception):
 
 
 class HubUnavailable(HubError):
-    """The hub could not take the report now; keep it and try again later."""
+    """The hub could not take the report now; keep it and try again later.
+
+    Connection errors, timeouts, 408, 429, 5xx, an answer that is not the hub's, and 404/405,
+    which the report route never gives (the URL leads elsewhere). The call has already retried;
+    a `Retry-After` longer than one call should wait comes back as `retry_after`, not slept.
+    """
 
     def __init__(
         self, message: str, *, status: int | None = None, retry_after: float | None = None
@@ -242,7 +217,9 @@ class HubClient:
     whole connection layer, TLS included (so it cannot come with `ca_file`). `attempts`
     bounds the tries per `send`;
     waits between them grow from `backoff` seconds, doubling, up to `max_backoff`, each
-    jittered to between half and all of that.
+    jittered to between half and all of that, and at least any `Retry-After`. The transport,
+    the sleep, the clock and the jitter source are injectable; nothing here sleeps for real
+    unless given `asyncio.sleep`.
     """
 
     def __init__(
@@ -299,7 +276,9 @@ class HubClient:
 
     @property
     def max_report_bytes(self) -> int:
-        """The largest report body the hub takes, as it last said (see the module docstring)."""
+        """The largest report body the hub takes: as it last stated in a reply's header (2xx
+        or 413), the configured default until it has, or half the body of a 413 that did not
+        say (a proxy's limit)."""
         return self._max_report_bytes
 
     async def __aenter__(self) -> Self:
@@ -317,9 +296,12 @@ class HubClient:
         await self._http.aclose()
 
     async def send(self, report: Report, *, gate: Gate | None = None) -> Reply:
-        """Deliver one report, retrying what is worth retrying; see the module docstring.
+        """Deliver one report, retrying what is worth retrying.
 
         Each attempt starts only if `gate(timeout)` says so; else `Withheld` is raised.
+        `timeout` bounds an attempt as a whole, from connecting to the answer's last byte, so
+        the gate knows when it will be over. Retrying after a read timeout is correct because
+        the hub is idempotent on (cluster, boot id, sequence): a lost reply costs a duplicate.
         """
         body = report.to_json()
         attempt = 0

@@ -1,34 +1,8 @@
 """The reporter: turns the watch loop's records into numbered reports and delivers them.
 
-The watch loop hands `Reporter.submit` the records of a change (or of a periodic full
-snapshot) with the time it observed them. The reporter wraps them in a contract-v1 `Report`
-with the cluster's identity, this process's boot id (a fresh uuid4 per start) and the next
-sequence number (1, 2, … per boot id), and delivers it through the `HubClient`:
-
-- with nothing spooled, it posts the report directly;
-- when the hub is unavailable or refuses the token, the report goes to the `Spool`, and the
-  hub is left alone for a while (exponential, jittered, and at least any `Retry-After`);
-  reports submitted meanwhile are spooled without trying;
-- once the hub is tried again (`submit` or `flush` after that while), the spool is replayed
-  strictly oldest first before any new report is sent, so the hub sees each boot's reports
-  in sequence order and its replay window never skips one;
-- a report whose body would be over the hub's limit (as last heard, less a tenth for safety)
-  is split (`agent.report.split`): a full snapshot into the parts of one snapshot, a change
-  report into change reports. Each piece is a report like any other;
-- a report the hub refuses as too large (413) is split by the limit the refusal gives, and its
-  pieces take its place: sent at once, or spooled at the end of the queue. That order is safe:
-  each piece holds its observation time, and the hub never lets older state overwrite newer.
-  Only a report that cannot be split further is rejected;
-- a report the hub rejects for good is moved to the spool's `rejected/` folder with the
-  hub's reason, so one bad report never blocks the queue;
-- with a `gate` (the runner's leadership check), every attempt to send asks it first; a
-  report it holds back goes to the spool, and the spool waits, until the gate opens again.
-
-Sequence numbers are given as reports go out or into the spool, not when they are built, so
-the spool always receives them in order, pieces of a split report included.
-
-A report the hub took but whose reply was lost is sent again from the spool; the hub answers
-"duplicate" and counts it once. Nothing here sleeps: time comes in as `now`.
+`Reporter.submit` takes the records of a change (or of a periodic full snapshot) with the time
+they were observed, and posts them through the `HubClient` or spools them; docs/contributing.md
+("The agent's delivery") gives the rules. Nothing here sleeps: time comes in as `now`.
 """
 
 import asyncio

@@ -1,10 +1,8 @@
 """Liveness and readiness endpoints of the agent, for the kubelet's probes, and its metrics.
 
-A few lines of HTTP/1.1 on asyncio's own server, on the agent's event loop: a probe that gets
-an answer has also shown that the loop is not stuck. `GET /healthz` answers liveness and
-`GET /readyz` readiness, each 200 or 503 with a small JSON document saying why; `GET /metrics`
-gives Prometheus' text format (agent.metrics). Anything else is a 404. One request per
-connection; no framework, so the agent stays small.
+HTTP/1.1 on asyncio's own server, on the agent's event loop, so an answered probe shows the
+loop is not stuck. `/healthz` and `/readyz` answer 200 or 503 with a JSON reason, `/metrics`
+Prometheus' text, anything else 404; one request per connection, no framework.
 """
 
 import asyncio

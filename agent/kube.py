@@ -1,16 +1,8 @@
 """The agent's one door to the Kubernetes API server: discovery, list+watch, and Leases.
 
 The watch loop (agent.watch) gets the reconciler objects from here, and leader election
-(agent.leader) its Lease; nothing else in the agent imports `kubernetes`. The official client
-is synchronous, so each list+watch stream runs in a thread of its own and hands what it reads
-to the event loop through an asyncio queue; single requests (discovery, Leases) run in the
-default executor. Responses are read raw and parsed here into plain dicts: the mappers want
-JSON-like data, and skipping the client's model layer keeps memory and CPU low.
-
-A stream lists, then watches from the list's resourceVersion. A watch that ends (server
-timeout, dropped connection) resumes from the last resourceVersion seen; a 410 Gone (an ERROR
-event or the response itself) starts over with a fresh list; any other failure waits a
-jittered, growing delay first.
+(agent.leader) its Lease; nothing else in the agent imports `kubernetes`. How streams run and
+recover is in docs/contributing.md ("Inside the agent").
 """
 
 import asyncio

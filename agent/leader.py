@@ -2,16 +2,7 @@
 
 Every pod of the DaemonSet runs a `LeaderElector`; the runner calls `try_acquire_or_renew`
 every retry period and runs the watch loop only while it returns True. The rules are
-client-go's:
-
-- a missing Lease is created with this pod as holder;
-- a Lease held by another pod is taken over once its record has not changed for the lease
-  duration, as measured on this pod's own (injected) clock since it last saw the record
-  change: the nodes' clocks never have to agree;
-- the holder renews; when it cannot for `renew_deadline` (shorter than the lease duration) it
-  stops leading, before any standby may take over;
-- writes carry the resourceVersion read, so of two pods racing for one Lease only one wins;
-- `release` on shutdown empties the holder, and a standby takes over at its next try.
+client-go's (docs/contributing.md, "Inside the agent").
 """
 
 from collections.abc import Callable

@@ -1,9 +1,8 @@
 """Prometheus metrics of one agent process, for `GET /metrics` on the health port.
 
-The counts already live where they are made: the reporter's `DeliveryCounters`, the spool's
-size, the runner's count of watch restarts, the elector's view of the Lease. `AgentMetrics`
-reads them at each scrape (`Readings`, from a callable the runner gives) instead of counting
-everything a second time. Labels take fixed values only (the delivery outcomes).
+`AgentMetrics` reads the counts where they are made (the reporter's `DeliveryCounters`, the
+spool, the runner's watch restarts, the elector's Lease) at each scrape, instead of counting
+twice. Labels take fixed values only (the delivery outcomes).
 """
 
 from collections.abc import Callable, Iterator

@@ -1,14 +1,8 @@
 """Report contract v1 as the agent sends it to the hub (`POST /api/v1/reports`).
 
-The mappers in `agent.sources` turn reconciler objects into `ObjectRecord`s; the reporter wraps
-them in a `Report` with the cluster's identity, this agent's boot id and a sequence number, and
-sends `Report.to_json()`. The hub validates the same contract with its own models; a contract
-test keeps the two in step, so nothing here may carry a field the hub does not know.
-
-Identity fields come from the agent's configuration and are refused when they break the
-contract. Record text comes from whatever a cluster holds, so it is made to fit instead: NUL
-characters dropped, unpaired surrogates replaced, and over-long values cut at the hub's limits,
-so that one odd object never costs the whole report.
+The reporter wraps the mappers' `ObjectRecord`s in a `Report` and sends `Report.to_json()`.
+Identity fields that break the contract are refused; record text is made to fit instead
+(docs/contributing.md, "Inside the agent").
 """
 
 from collections.abc import Callable

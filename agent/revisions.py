@@ -1,24 +1,8 @@
 """Revision strings as reconcilers write them, taken apart into ref, commit, digest and version.
 
-The mappers in `agent.sources` pass revisions to the hub unchanged; they parse them only to
-compare two revisions that may be written in different forms (Argo CD's compared and applied
-revisions, a Flux `main@sha1:<sha>` against a bare sha). The hub has its own parser.
-
-Forms:
-
-| revision                               | ref               | sha  | digest        | version |
-|----------------------------------------|-------------------|------|---------------|---------|
-| `main@sha1:<40hex>`                    | `main`            | hex  |               |         |
-| `refs/heads/main@sha1:<40hex>`         | `refs/heads/main` | hex  |               |         |
-| `main/<40hex>` (Flux before RFC-0005)  | `main`            | hex  |               |         |
-| `sha1:<40hex>`                         |                   | hex  |               |         |
-| `<40hex>` or `<64hex>` (bare sha)      |                   | hex  |               |         |
-| `v1.2.3@sha256:<64hex>` (OCI, Helm)    |                   |      | `sha256:<hex>`| `v1.2.3`|
-| `sha256:<64hex>`                       |                   |      | `sha256:<hex>`|         |
-| `6.5.4`, `1.2.3+1234567890ab`, other   |                   |      |               | as is   |
-
-`@sha256:` always means an OCI digest (Flux writes Git commits as `@sha1:`), while a 64-hex
-sha after `/` or on its own is a commit of a SHA-256 Git repository. Hex is lower-cased.
+The mappers in `agent.sources` parse them only to compare two revisions written in different
+forms; the hub has its own parser. The forms are listed in docs/contributing.md ("Inside the
+agent").
 """
 
 import re

@@ -1,25 +1,8 @@
 """Runs the agent: settings in, reports out, until stopped.
 
-`python -m agent` and `fleetmark agent run` both end up in `main`. It builds `AgentSettings`
-once, then `AgentRunner` wires the parts:
-
-- in a cluster, `ClusterReader` (agent.kube) and, with leader election on, a `LeaderElector`
-  (agent.leader): every pod of the DaemonSet tries the Lease each retry period, and only the
-  leader runs the `WatchLoop` (agent.watch). A pod that loses the Lease stops its loop; one
-  that wins it starts with a fresh list and a full snapshot;
-- on a host without Kubernetes, the state file (agent.sources.generic) read every
-  min_interval, through the same `WatchState`;
-- either way, each emission goes to a `Reporter` (agent.delivery) with the cluster's identity:
-  environment and cluster type from the settings or, where they leave them out, inferred from
-  the root reconciler. The reporter is built at the first report, when that inference is
-  known, and built anew (a new boot id, the same spool) should the inferred placement change;
-- with leader election on, every attempt to send asks the elector whether the Lease will still
-  be held when the request's timeout runs out (the hub timeout is shorter than the renew
-  deadline, itself shorter than the lease duration). So a leader that cannot renew stops sending
-  before any standby may take the Lease over, even before its watch loop stops, and a standby
-  never replays its spool;
-- a flush task replays the spool while nothing new is sent, and `HealthServer` answers the
-  kubelet's probes and Prometheus' scrapes (`AgentMetrics`, read from the parts above).
+`main` builds `AgentSettings` once; `AgentRunner` wires the cluster reader or the state file,
+the leader elector, the watch loop, the reporter and the health server. docs/contributing.md
+("Inside the agent") says how they fit.
 """
 
 import asyncio

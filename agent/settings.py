@@ -1,9 +1,7 @@
 """Agent configuration: one settings object, built at start-up from FLEETMARK_AGENT_* variables.
 
-The runner builds it and hands each part its values; nothing in the agent reads the environment
-on its own. List-valued settings (namespaces, kinds) take a comma-separated string or a JSON
-list; labels take `key=value,key=value` or a JSON object; durations take seconds or ISO 8601
-(`PT5M`).
+The runner hands each part its values; nothing else reads the environment. Lists take commas
+or a JSON list, labels `key=value,…` or a JSON object, durations seconds or ISO 8601 (`PT5M`).
 """
 
 import json

@@ -1,31 +1,8 @@
 """The agent's on-disk queue of reports the hub has not taken yet.
 
-When the hub is unreachable the reporter (`agent.delivery`) puts reports here and later
-replays them, oldest first, before it sends anything new. The directory survives restarts: a
-new agent process finds the files of its earlier boots and replays them first.
-
-Layout, one file per report, written atomically (temporary file, fsync, rename, fsync of
-the directory) so a crash leaves either the whole report or none of it:
-
-    <directory>/<generation>-<boot id>-<sequence>-<full|change|part-<index>-of-<count>>.json
-    <directory>/corrupt/    files that could not be read back, moved aside as found
-    <directory>/rejected/   reports the hub refused, each beside <name>.reason.json
-
-Names sort in delivery order. Boot ids are random, so each boot that spools gets a
-generation, one above every generation already in the queue, and the generation leads the
-name; the zero-padded sequence orders a boot's own reports.
-
-The spool is bounded in bytes: the queue and the rejected reports kept beside it together.
-A report that does not fit makes room by dropping rejected reports, oldest first (the hub will
-never take them). Then compaction drops what a newer full snapshot in the queue (or the incoming
-report, when it is one) supersedes: older full snapshots first, then the change reports before
-the newest snapshot, oldest first. A snapshot in parts supersedes once all its parts are queued
-(its last part is the incoming report or queued after the others); parts of older snapshots go
-with the older snapshots. The newest snapshot and every change report after it are never
-dropped. When that cannot free enough room, `put` refuses with `SpoolFull` and drops nothing.
-Compaction is logged and counted; nothing leaves the queue silently.
-
-One process uses a spool directory at a time; the reporter serialises access to it.
+The reporter (`agent.delivery`) spools reports while the hub is unreachable and replays them,
+oldest first, before it sends anything new; the directory survives restarts. Its layout and
+bound are in docs/contributing.md ("The agent's delivery").
 """
 
 import json

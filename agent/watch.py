@@ -1,21 +1,8 @@
 """The watch loop: reconciler objects in, reports out.
 
-`WatchLoop` reads the streams `agent.kube` opens (a `Listed` per stream, then watch events),
-keeps them in a `WatchState` and hands every `Emission` the state produces to the reporter.
-`WatchState` is the part with the decisions, and it does no I/O: it maps each object with its
-kind's mapper at the time the injected clock gives, and decides what to send when:
-
-- a full snapshot once every stream has listed (or, when one cannot, a change report of what
-  is known after `sync_timeout`), then every `snapshot_interval`;
-- between them, at most one change report per `min_interval`, with the records that differ
-  from what was last sent (Flux source URLs linked in first, so a repository's new URL reaches
-  the Kustomizations that follow it);
-- a deletion makes the next report a full snapshot: contract v1 has no deleted marker, and the
-  hub takes an object missing from a full snapshot as removed.
-
-`infer_placement` reads a cluster's environment and cluster type from the reconciler that
-tracks the platform GitOps repository (Kalypso layout: a branch per environment, a top folder
-per cluster type), for agents whose configuration does not name them.
+`WatchLoop` reads the streams `agent.kube` opens into a `WatchState`, which decides without
+I/O what to send when (docs/contributing.md, "Inside the agent"). `infer_placement` reads a
+cluster's environment and cluster type from the root reconciler (Kalypso's layout).
 """
 
 import asyncio

@@ -1,33 +1,7 @@
-"""Agent benchmark: memory and CPU of `python -m agent` watching 1,000 reconciler objects.
+"""Agent benchmark: memory and CPU of `python -m agent` watching 1,000 reconciler objects,
+beside two baselines in the same window (docs/benchmarks.md, "Agent").
 
-A helper process serves the local fake Kubernetes API (tests/agent/apiserver.py) with the
-objects (Kustomizations, HelmReleases, GitRepositories, OCIRepositories, Applications spread
-over namespaces), changes them at a steady rate, and runs a tiny hub stand-in that accepts
-reports. The agent runs as it would in a pod: its own process, leader election on, its
-watch loop, the mappers, the reporter and a HubClient posting to that sink. Two baselines
-run in the same window, each in a process of its own:
-
-- same imports, idle: the interpreter after `import agent.runner`, doing nothing;
-- same imports, list+watch only: the same imports, and the same list+watch streams
-  (ClusterReader) consumed without mapping, keeping state or reporting.
-
-So the agent's figures less the second baseline's are what mapping, the watch state, leader
-election and reporting cost; less the first's, what 1,000 objects and their streams cost.
-
-With `--hub-database-url`, the stand-in forwards every report to a real hub (`fleetmark
-serve` with its default 4 MiB body limit, on that scratch database, dropped and created
-afresh) and answers with the hub's reply, headers included: a cluster too large for one
-report sends its full snapshots in parts, and the figures say how many parts each snapshot
-took, how many the hub accepted, and what the hub holds for the cluster at the end.
-
-It prints peak and final RSS and CPU of the agent next to both baselines, the reports the
-sink received, and how long changes took to reach it (bounded below by the agent's
-min_interval, 5 s by default).
-
-    .venv/bin/python benchmarks/agent.py                     # 1,000 objects, 10 changes/s, 60 s
     .venv/bin/python benchmarks/agent.py --duration 20       # a quick run
-    .venv/bin/python benchmarks/agent.py --objects 10000 \
-        --hub-database-url postgresql://postgres@127.0.0.1:5432/fleetmark_agent_bench
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """CLI start-up benchmark: how long `fleetmark` takes before it does anything.
 
-Each command runs as a process of its own, as a shell runs it, and the median of `--runs`
-runs (5) is printed next to `python -c pass` measured in the same run with the same
-interpreter: the floor no command can go below. Measured:
-
-- `fleetmark --version` (target: under 0.5 s) and `fleetmark --help` (under 1 s);
-- a shell completion of `fleetmark dr` (what each Tab press costs);
-- `fleetmark drift --help`: one command's module loaded, the hub's client with it;
-- `python -c "import hub.client"`: what a script pays for the Python API.
-
-    .venv/bin/python benchmarks/cli.py
-    .venv/bin/python benchmarks/cli.py --runs 11
-    .venv/bin/python benchmarks/cli.py --fleetmark /elsewhere/bin/fleetmark  # another build
+Each command runs as a process of its own, and the median of `--runs` (5) is printed beside
+`python -c pass`, the floor no command goes below (docs/benchmarks.md, "Command line
+start-up"). `--fleetmark PATH` measures another build.
 """
 
 from __future__ import annotations

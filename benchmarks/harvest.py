@@ -1,23 +1,6 @@
 """Harvest benchmark: backfill a generated platform repo, then harvest one new commit.
 
-It generates, with `git fast-import`, a platform GitOps repo (Kalypso layout, 200 assignments
-over 10 cluster types, half Flux and half Argo CD, 10,000 commits each changing one
-assignment's platform config and the promoted commit id, a merge every 100 commits) and the
-application repo its reconcilers point at (20 deployment-target folders). Then, against a
-fresh database:
-
-- backfill: the first harvest of both repositories (clone, commits, ancestry, ranges);
-- one new commit: a harvest after one more platform commit (fetch of both repositories
-  included);
-- store size: what the harvested facts take in PostgreSQL after the backfill.
-
-Each figure is printed next to a baseline measured in the same run on the same repositories:
-git itself cloning them and listing every commit with its changed paths (`git clone --bare`
-+ `git log --raw`), git fetching them when nothing changed (`git fetch` + `git log -1 --raw`),
-and the size git needs for them (the bare clones on disk).
-
-    .venv/bin/python benchmarks/harvest.py
-    .venv/bin/python benchmarks/harvest.py --commits 2000      # a quick run
+The repositories, the figures and git's own baselines are in docs/benchmarks.md ("Harvest").
 """
 
 from __future__ import annotations

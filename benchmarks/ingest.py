@@ -1,24 +1,8 @@
 """Ingest benchmark: simulated clusters post report contract v1 to a running hub.
 
-It creates a fresh database, starts `fleetmark serve` as a separate process, registers the
-clusters through the API, sends every cluster's first full snapshot (warm-up), then drives
-steady-state reports from separate load processes over keep-alive loopback HTTP. Requests
-are paced open-loop: each has a scheduled send time and its latency is measured from that
-time, so queueing in front of a busy hub shows up in the figures. `--find-max` switches to
-a closed loop (a fixed number of requests in flight) to find the most the hub sustains.
-
-It prints throughput, latency percentiles, errors by status, hub memory and CPU,
-PostgreSQL CPU, and a baseline from the same run: the rows the hub wrote during the
-measured phase, written again through a bare psycopg COPY.
-
-    .venv/bin/python benchmarks/ingest.py                  # 1,000 clusters at 1,000 reports/s, 60 s
-    .venv/bin/python benchmarks/ingest.py --duration 10    # a quick run
-    .venv/bin/python benchmarks/ingest.py --find-max       # closed loop, as fast as it goes
-    .venv/bin/python benchmarks/ingest.py --timescaledb    # then the same on TimescaleDB
-
-The load generator keeps its CPU cost low so it does not take the hub's cores: bodies are
-assembled from pre-encoded JSON fragments, headers are pre-encoded, connections are kept
-alive, and HTTP/1.1 is spoken over a bare asyncio protocol (uvloop when installed).
+Paced open-loop (or closed with `--find-max`), beside a bare COPY of the same rows; the set-up,
+the figures and how the load generator keeps off the hub's cores are in docs/benchmarks.md
+("Ingest").
 """
 
 from __future__ import annotations

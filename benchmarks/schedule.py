@@ -1,27 +1,7 @@
 """Scheduler benchmark: a generated control plane rendered in full, then after a one-ConfigMap
 change, incrementally.
 
-The control plane has three environments (dev, stage, prod) and, by default, 1,000 workloads
-with one deployment target in each environment, 300 cluster types per environment (30
-regions of 10, three sizes, Flux and Argo CD reconcilers) and 20 platform-config ConfigMaps
-per environment: one for the whole environment, three by size, ten by region, six for one
-cluster type each. One policy per environment assigns every target to every cluster type, so
-a full render makes workloads x cluster types x environments assignments (900,000), each
-with a reconciler, a namespace and a platform-config file.
-
-Figures, each measured in this run:
-- load: the control plane files parsed into snapshots (not part of either render);
-- full render: plan and render of every environment against an empty tree;
-- incremental: one region ConfigMap of dev changes (its DATABASE_URL, as in the reference
-  story), the control plane is loaded again and every environment is rendered
-  incrementally from the full render's state and tree; its time as a percentage of the
-  full render's (target: at most 2 %).
-The incremental result is checked against the full render's tree: only the dev assignments
-on that region's cluster types change.
-
-    .venv/bin/python benchmarks/schedule.py                      # the full size
-    .venv/bin/python benchmarks/schedule.py --workloads 50       # a quick run
-    .venv/bin/python benchmarks/schedule.py --profile 25         # cProfile's top 25 lines
+The control plane, the figures and the 2 % target are in docs/benchmarks.md ("Scheduler").
 """
 
 from __future__ import annotations

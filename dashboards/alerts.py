@@ -1,9 +1,8 @@
 """Alert rules as code: Grafana unified alerting rules, written by `python -m dashboards build`
 as the provisioning file dashboards/provisioning/alerting/fleetmark.yaml.
 
-Each rule is one SQL query on the `grafana` views returning a row per firing instance: its text
-columns become labels, its one number the value. The rules, their thresholds and why the stale
-share recovers below a lower bound are in docs/grafana.md, "Alert rules".
+Each rule is one SQL query on the `grafana` views: a row per firing instance, its text columns
+the labels, its one number the value. docs/grafana.md ("Alert rules") gives the rules.
 """
 
 from collections.abc import Mapping

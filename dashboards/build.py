@@ -1,15 +1,8 @@
 """The dashboards as files: built from their modules, written under dashboards/, checked.
 
-`DASHBOARDS` lists one builder module per dashboard; each has `UID`, `TITLE` and `build()`
-returning the dashboard without links or panel ids. `render()` numbers every dashboard's panels
-1, 2, … in the order they are added: ids that stay as long as the panels do, since links and
-alert rules point at them. It adds the freshness line (dashboards.common `freshness()`) to each
-dashboard that reads the store, and a link to each of the others that carries the time range and
-the shared variables over. It returns the files under dashboards/ by path, with their text: the
-dashboards' JSON and the alert rules' provisioning file (dashboards/alerts.py). `generated()`
-adds the copies of the dashboards' JSON the hub's Helm chart ships (a chart can read only files
-inside it); `python -m dashboards check` compares every file `build` writes with the committed
-ones.
+`render()` numbers the panels, adds the freshness line and the links, and returns every file
+by path; `generated()` adds the Helm chart's copies; `python -m dashboards check` compares
+them with the committed ones.
 """
 
 import json

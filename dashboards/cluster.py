@@ -7,6 +7,7 @@ from grafana_foundation_sdk.models.dashboard import Dashboard
 from dashboards.common import (
     PER_HOUR,
     dashboard,
+    per_chosen_cluster,
     scope,
     shown_clusters,
     stale,
@@ -75,16 +76,14 @@ SELECT deployed_at AS "Time", kind || '/' || name AS "Object",
        COALESCE(previous_version, left(previous_sha, 12)) AS "From",
        COALESCE(applied_version, left(applied_sha, 12)) AS "To",
        applied_revision AS "Revision", ready AS "Ready", reason AS "Reason"
-FROM grafana.deployment x
-WHERE $__timeFilter(deployed_at) AND {scope("x")}
+FROM {per_chosen_cluster("grafana.deployment", "$__timeFilter(x.deployed_at)")}
 ORDER BY deployed_at DESC, kind, namespace, name
 LIMIT {SHOWN_CHANGES}
 """
 
 CHANGE_COUNT = f"""
 SELECT count(*) AS "Changes"
-FROM grafana.deployment x
-WHERE $__timeFilter(deployed_at) AND {scope("x")}
+FROM {per_chosen_cluster("grafana.deployment", "$__timeFilter(x.deployed_at)")}
 """
 
 

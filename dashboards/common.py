@@ -1,31 +1,8 @@
 """What every dashboard shares: the datasource, the variables, the filters they make, panels.
 
-A dashboard module builds one `Dashboard` with `dashboard(...)` and panels made by `table`,
-`stat`, `gauge`, `timeseries` and `state_timeline`, each given one SQL query over the `grafana`
-views (migration 0023). Its SQL narrows the rows to what the variables choose with
-`scope(alias)`, which every view with `environment`, `cluster_type` and `cluster` columns takes.
-It narrows them to the time picker's range with Grafana's macros (`$__timeFilter(column)`,
-`$__timeGroupAlias(column, $__interval, fill)`), filling counts and minutes with 0 and states
-with NULL, so that a bucket without rows is drawn as what it means. `PER_HOUR` makes a bucket's
-sum a rate per hour at every range; `stale(column)` says whether a cluster's last report is
-older than the staleness threshold. Links between dashboards are added by `dashboards.build`;
-`dashboard_url(uid)` is a link to another dashboard by uid that carries the variables and the
-time range over, for data links in tables. Every dashboard marks its time series with the same
-annotation query, `ROLLOUT_EVENTS`: each rollout's start and end (converged or failed) per
-environment, from the rollouts the hub keeps; `chosen_subject(alias)` is how it, and every panel
-of rollouts, follows the variables. A table that shows at most so many rows orders them most
-severe first (`severity(alias)` for clusters), then the latest environment first
-(`latest_first(alias)`: prod before dev), so that what a cut leaves out is the least pressing,
-and has a stat of all its rows beside it. `freshness()` is the line every dashboard shows
-(dashboards.build adds it): how long ago the jobs whose results the panels read last ran.
-
-The variables (`VARIABLES`) are the same on every dashboard: multi-value, with "All" whose
-value is `ALL` (a literal no name can equal), so `chosen()` reads "All" as "no filter"
-without Grafana listing every value into the query. A workload or workspace chooses the
-clusters whose environment and cluster type carry it (grafana.placement); "All" of them
-chooses every cluster, those that carry no workload too. A dashboard of one cluster
-(`dashboard(..., one_cluster=True)`) has a single-valued cluster variable without "All" instead,
-its clusters most severe first, so that it opens on the cluster most in need of attention.
+A dashboard module builds one `Dashboard` with `dashboard(...)` and panels each given one SQL
+query over the `grafana` views, narrowed by `scope(alias)` and Grafana's time macros;
+docs/contributing.md ("Dashboards as code") lists the helpers.
 """
 
 from collections.abc import Mapping, Sequence
@@ -140,6 +117,22 @@ def scope(alias: str) -> str:
             placed(environment, cluster_type),
         )
     )
+
+
+def per_chosen_cluster(view: str, where: str) -> str:
+    """SQL: a subquery `x` of the rows of `view` (a view of the history with a cluster_id,
+    named `x` in `where`) that satisfy `where`, of the clusters the five variables choose. Read
+    per chosen cluster by its id: an index scan on plain PostgreSQL; on TimescaleDB, the batches
+    of a compressed chunk whose least and greatest cluster id admit it, where a join on the
+    cluster's name decompresses the whole range to find one cluster's rows."""
+    return f"""(
+    SELECT x.* FROM grafana.cluster c
+    CROSS JOIN LATERAL (
+        SELECT x.* FROM {view} x WHERE x.cluster_id = c.cluster_id AND {where}
+        OFFSET 0  -- not flattened into a join: read per chosen cluster, by its id
+    ) x
+    WHERE {scope("c")}
+) x"""
 
 
 # Clusters one timeline or chart shows at most: a line per cluster is read for a few.

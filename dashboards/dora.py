@@ -1,13 +1,8 @@
-"""DORA: deployment frequency, lead time (median, p90), change failure rate and time to
-restore, per environment (of its platform commits) and per workload (of its versions) over
-the time picker's range, with their trends per day, and the failing reconciler states per
-hour behind the failure rate. A headline gives the latest environment's four figures with
-their performance band (hub/dora/bands.py): elite, high, medium or low.
+"""DORA: the four figures per environment and per workload over the time picker's range, their
+trends per day, the failing states per hour, and a headline of bands (hub/dora/bands.py).
 
-Read from the DORA job's rollup (migration 0020, grafana.dora_rollout) and the hourly rollup
-of transitions (0018), never the raw history. A range is counted as GET /api/v1/dora counts it
-(hub/dora/calculation.py, docs: Concepts, "DORA metrics"). Percentiles interpolate between ranks
-as the API's do (percentile_cont).
+Read from the DORA job's rollup (migration 0020) and the hourly rollup of transitions (0018),
+never the raw history; a range counts as GET /api/v1/dora counts it, percentile_cont included.
 """
 
 from grafana_foundation_sdk.builders.common import ReduceDataOptions
@@ -27,8 +22,8 @@ from dashboards.common import (
     PER_HOUR,
     chosen,
     dashboard,
+    per_chosen_cluster,
     placed,
-    scope,
     stat,
     table,
     timeseries,
@@ -200,13 +195,8 @@ FROM (
       AND {placed("x.environment", "x.cluster_type")}
     UNION ALL
     SELECT x.hour, x.environment, x.not_ready
-    FROM grafana.cluster c
-    CROSS JOIN LATERAL (
-        SELECT x.hour, x.environment, x.not_ready FROM grafana.transition_hourly x
-        WHERE x.cluster_id = c.cluster_id AND $__timeFilter(x.hour)
-        OFFSET 0  -- not flattened into a join: read per chosen cluster, by index
-    ) x
-    WHERE NOT {EVERY_CLUSTER} AND {scope("c")}
+    FROM {per_chosen_cluster("grafana.transition_hourly", "$__timeFilter(x.hour)")}
+    WHERE NOT {EVERY_CLUSTER}
 ) x
 GROUP BY 1, 2
 ORDER BY 1, 2

@@ -1,12 +1,8 @@
-"""Environment diff: workloads by environments, what each environment is meant to run and what
-its clusters run side by side, the reason for each difference, and the config keys that
-differ; any number of environments, in their declared order.
+"""Environment diff: what each environment is meant to run and what its clusters run, side by
+side, with the reason for each difference and the config keys that differ.
 
-The reasons are the environment diff's own (hub/envdiff/compare.py): the diff job keeps the
-diff of every environment in promotion order (migration 0027), and the panels read it. So a
-version difference is judged against the environment before it in the whole chain, also when
-the environment variable shows only some of them. The versions the clusters run, per workload
-and environment, are read from the same kept diff.
+The reasons are Python's (hub/envdiff/compare.py), so the panels read the diff the job keeps
+for every environment in promotion order (migration 0027), versions run included.
 """
 
 from grafana_foundation_sdk.models.dashboard import Dashboard, DataTransformerConfig

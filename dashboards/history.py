@@ -10,8 +10,8 @@ from dashboards.common import (
     chosen,
     chosen_subject,
     dashboard,
+    per_chosen_cluster,
     placed,
-    scope,
     shown_clusters,
     stat,
     state_timeline,
@@ -102,8 +102,8 @@ _CHANGES = f"""
            COALESCE(x.applied_version, left(x.applied_sha, 12)), count(*),
            count(DISTINCT x.cluster_id), count(*) FILTER (WHERE x.ready IS FALSE),
            min(x.deployed_at), max(x.deployed_at)
-    FROM grafana.deployment x
-    WHERE NOT {EVERY_CLUSTER} AND $__timeFilter(x.deployed_at) AND {scope("x")}
+    FROM {per_chosen_cluster("grafana.deployment", "$__timeFilter(x.deployed_at)")}
+    WHERE NOT {EVERY_CLUSTER}
     GROUP BY 1, 2, 3, 4, 5, 6
 """
 

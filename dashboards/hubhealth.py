@@ -1,15 +1,8 @@
-"""Hub health: what the hub's own Prometheus metrics (hub/metrics.py) say about it, over a
-Prometheus data source that scrapes its /metrics. It shows reports per second by outcome,
-requests and their latency, each job's last success and duration, whether the store is
-reachable, the harvest's lag and the repositories whose fetch fails.
+"""Hub health: what the hub's own Prometheus metrics (hub/metrics.py) say about it.
 
-Unlike the other dashboards it reads no SQL: its data source is a variable of type
-`prometheus` (`PROMETHEUS`, Grafana's default Prometheus data source unless another is
-chosen), so it works in any Grafana that has one, and its `job` variable chooses the scrape
-job (or jobs) of the hub. The per-process series (reports, requests) are summed over the
-replicas; the fleet gauges, which every replica exports alike, are aggregated with `max`
-(docs/metrics.md). `$__rate_interval` is at least four scrape intervals, from the data
-source's `timeInterval` (dashboards/provisioning/datasources/prometheus.yaml).
+It reads no SQL: its data source is a `prometheus` variable (`PROMETHEUS`) and its `job`
+variable the hub's scrape job (docs/grafana.md). `$__rate_interval` is at least four scrape
+intervals, from the data source's `timeInterval` (provisioning/datasources/prometheus.yaml).
 """
 
 from collections.abc import Sequence

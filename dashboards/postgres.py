@@ -1,16 +1,8 @@
 """The query of Grafana's PostgreSQL datasource, as a grafana-foundation-sdk dataquery.
 
-The SDK models the queries of many datasources but not this one, so it is defined here once,
-with the fields Grafana's PostgreSQL datasource stores for a query written as SQL (the code
-editor): `refId`, `datasource`, `rawSql`, `format` (`table` or `time_series`), `rawQuery`
-and `editorMode`. `register()` adds it to the SDK's runtime beside the SDK's own variants, so
-a dashboard read back with `Dashboard.from_json` carries `PostgresQuery` targets, not the
-SDK's untyped bag.
-
-`Annotation` is an annotation query of this datasource: Grafana's SQL datasources keep its SQL
-in the annotation's `target` as a query like a panel's, with the columns `time`, `text` and
-`tags`. The SDK's model of an annotation has a target only for Grafana's own annotations (tags
-and a limit), so one read back with `Dashboard.from_json` loses its SQL.
+The SDK does not model this datasource, so `PostgresQuery` and the annotation query
+`Annotation` are defined here once; `register()` lets `Dashboard.from_json` read them back
+typed.
 """
 
 import typing

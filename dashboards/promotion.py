@@ -1,11 +1,8 @@
 """Promotion: per environment, the newest platform commits and workload versions with their
-gate state (passed / pending / failed), the clusters that block each, and what is promotable;
-and the rollouts in flight, as gauges of the expected clusters they reached.
+gate state, the clusters that block each, what is promotable, and the rollouts in flight.
 
-The gate's policy is Python, so the panels read the answers the promotion job keeps for the
-newest commits and versions of each environment (hub/promotion, migration 0027): the answers
-GET /api/v1/gates/promotion gives, judged with the job's soak, as of `Evaluated`. The rollouts
-are those the rollouts job keeps (hub/rollouts, migration 0038), as of the DORA job's refresh.
+The gate's policy is Python, so the panels read the answers the promotion job keeps
+(hub/promotion, migration 0027); the rollouts, those the rollouts job keeps (migration 0038).
 """
 
 from grafana_foundation_sdk.builders.dashboard import FieldColor

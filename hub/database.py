@@ -1,21 +1,13 @@
-"""Engine and sessions for the store.
+"""Engine and sessions for the store: the boundary commits, read-only sessions run READ ONLY.
 
-Only the boundary commits: the request dependency and each background job's wrapper open a
-session, commit on success and roll back on error. Read-only sessions run in READ ONLY
-transactions so a query path can never write.
-
-A unit of work that is one SQL statement is atomic on its own. Report ingest, the hot path,
-is one: it runs on `Statements`, autocommit connections from a pool of plain psycopg
-connections, in one round trip without BEGIN, COMMIT or the ORM around it.
-
-A `StoreGate` stands before both: while the database cannot be reached, requests are refused
-at once instead of each waiting for a connection.
+Report ingest, one statement, runs on `Statements`: autocommit psycopg connections, one round
+trip without BEGIN, COMMIT or the ORM. A `StoreGate` stands before both, refusing requests at
+once while the database cannot be reached instead of each waiting for a connection.
 """
 
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
-from contextvars import ContextVar
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, NewType, Protocol
 
 import psycopg
@@ -240,22 +232,6 @@ async def write_session(
         await session.commit()
 
 
-# The advisory locks `exclusive` found held elsewhere, while a job's round runs (in its task):
-# how the jobs' wrapper (hub/background/runner.py) tells a skipped round from one that ran.
-_refused: ContextVar[list[int] | None] = ContextVar("refused_locks", default=None)
-
-
-@contextmanager
-def refused_locks() -> Iterator[list[int]]:
-    """The keys of the locks `exclusive` is refused in the block (in this task), as it goes."""
-    refused: list[int] = []
-    token = _refused.set(refused)
-    try:
-        yield refused
-    finally:
-        _refused.reset(token)
-
-
 @asynccontextmanager
 async def exclusive(
     sessionmaker: async_sessionmaker[AsyncSession], key: int
@@ -265,9 +241,6 @@ async def exclusive(
     async with sessionmaker() as session:
         connection = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
         acquired = bool(await connection.scalar(select(func.pg_try_advisory_lock(key))))
-        refused = _refused.get()
-        if not acquired and refused is not None:
-            refused.append(key)
         try:
             yield acquired
         finally:

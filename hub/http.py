@@ -1,14 +1,8 @@
 """The HTTP protocol uvicorn serves the hub with: its own, with deadlines for slow clients.
 
-Sits below the ASGI app, where uvicorn parses requests. uvicorn's only timer is for idle
-keep-alive connections, and any byte received stops it, so a client that trickles a request's
-headers or body holds a connection (and its worker's memory) forever. This protocol gives a
-client `request_header_timeout` seconds from connecting, or from a request's first byte, to
-complete the request's headers, then `request_body_timeout` seconds for its body; past either
-the request is answered 408 and the connection closed. While the server itself has stopped
-reading (a pipelined request waits for the one before it, or the app has not yet taken the
-body received so far) the client is not the slow one: its deadline is stopped, and starts
-afresh when the server reads again.
+uvicorn's only timer is for idle keep-alive, and any byte stops it, so a client trickling a
+request would hold a connection forever. Here headers and body have deadlines, answered 408
+(docs/configuration.md), stopped while the server itself is not reading.
 """
 
 import asyncio

@@ -1,10 +1,7 @@
-"""The one palette every view of a state draws from: the pages' badges (their colours are the
-custom properties of the same names in hub/pages/static/fleetmark.css) and the dashboards'
-thresholds. A state is always drawn with its word as well, so a reader who
-cannot tell the colours apart reads the same thing.
-
-Keys are the words the API answers with (gate verdicts and cluster states, agent status, drift
-reasons, environment diff cells, rollout states); a word means one thing wherever it appears.
+"""The one palette every view of a state draws from: the pages' badges (custom properties of the
+same names in hub/pages/static/fleetmark.css) and the dashboards' thresholds. Keys are the words
+the API answers with, one meaning each; a state is always drawn with its word as well, for a
+reader who cannot tell the colours apart.
 """
 
 from typing import Literal

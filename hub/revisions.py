@@ -1,10 +1,7 @@
 """Parse the revision strings reconcilers report into a commit sha, a digest and a version.
 
-Forms: `main@sha1:<40hex>`, `refs/heads/main@sha1:<40hex>`, `main/<40hex>`, `sha1:<40hex>`,
-a bare sha (40 or 64 hex), OCI `v1.2.3@sha256:<64hex>`, `sha256:<64hex>`, and Helm chart
-versions (`1.2.3`, `v1.2.3`, `1.2.3-rc.1+build.1`). Anything else is kept as an opaque
-version, marked as of no known form: ingest warns about it, and the promotion gate and drift
-judge it `unknown_revision`, saying why.
+The forms are in docs/api.md; anything else is kept as an opaque version of no known form:
+ingest warns about it, and the gate and drift judge it `unknown_revision`, saying why.
 """
 
 import re

@@ -1,20 +1,8 @@
-"""A simulated fleet: clusters whose agents report what their reconcilers run.
+"""A simulated fleet: clusters whose agents report what their reconcilers run, for `fleetmark
+simulate` (a fresh install with something on its dashboards) and the correlation tests.
 
-`fleetmark simulate` registers such a fleet with a hub and keeps it reporting through the report
-API, so a fresh install (docker compose, a demo) has dashboards with something on them; the
-correlation tests build their fleets from the same records.
-
-Each cluster follows the platform repository's environment branch with a root reconciler (a
-Flux GitRepository + Kustomization `flux-system`, or an Argo CD Application `platform`) and,
-for each deployment target, the app repository's folder. Agents spell the repository URLs in
-their own ways, as real ones do.
-
-The simulation is pure: `Simulation.step` moves the fleet on by one round, in which one cluster
-per environment catches up, its reconcilers progressing for a round before they apply. In the
-made-up fleet a new release now and then lands on dev and dev's previous one on stage.
-`Simulation.report` is a cluster's full snapshot as a contract-v1 report body. `fleetmark demo`
-drives a fleet on real repositories instead: it moves the heads as it commits, and makes
-clusters fail, suspends one (it falls behind) and silences another.
+Pure: `Simulation.step` moves the fleet one round, `Simulation.report` is a cluster's full
+snapshot. Each cluster has a Flux or Argo CD root reconciler; agents spell URLs their own ways.
 """
 
 import random
@@ -256,7 +244,8 @@ class Simulation:
         return [cluster for cluster in self.clusters if not cluster.silent]
 
     def step(self) -> None:
-        """One round on: releases, and one cluster per environment starting to catch up."""
+        """One round on: releases (a new one on dev, dev's previous one on stage), and one
+        cluster per environment starting to catch up, which applies a round later."""
         self.rounds += 1
         for cluster in self.clusters:
             if cluster.applying is None:

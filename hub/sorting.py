@@ -1,9 +1,6 @@
-"""The order a listing is asked for: `sort=<column>`, or `sort=-<column>` for descending
-(read against the columns the listing offers by `hub.deps.sort_order`).
-
-A paged listing sorts in its repository's query, each column it offers mapped there to SQL,
-so that page 2 follows page 1; a table a page shows whole sorts its rows in Python
-(hub/pages/sorting.py).
+"""The order a listing is asked for: `sort=<column>`, or `sort=-<column>` for descending (checked
+against the listing's columns by `hub.deps.sort_order`). A paged listing sorts in its query, so
+page 2 follows page 1; a table a page shows whole sorts in Python (hub/pages/sorting.py).
 """
 
 from dataclasses import dataclass

@@ -1,9 +1,8 @@
 """The store's backend, and how long it keeps the history and when it compresses it.
 
-Three backends, told apart at run time: plain PostgreSQL, TimescaleDB, and TimescaleDB's
-Apache-licensed build (hypertables without compression, continuous aggregates or policies).
-The `rollup` and `retention` jobs run here; what each backend keeps, rolls up and drops is
-in docs/operating.md, "Store".
+Plain PostgreSQL, TimescaleDB, or TimescaleDB's Apache-licensed build (no compression,
+continuous aggregates or policies), told apart at run time. The `rollup` and `retention` jobs
+run here; what each backend keeps is in docs/operating.md, "Store".
 """
 
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from hub.database import exclusive, write_session
+from hub.database import write_session
 from hub.errors import UnknownRole
 from hub.migrate import HYPERTABLES
 from hub.models import Base
@@ -229,54 +228,46 @@ async def keep_history(sessions: Sessions, settings: HubSettings, now: datetime)
     rollups' hours, which no policy keeps), the dropping itself elsewhere; the drift periods
     that ended before the history's retention, and the parts of snapshots that never
     completed, on every backend."""
-    async with exclusive(sessions, RETENTION_LOCK) as acquired:
-        if not acquired:
-            log.info("history retention skipped: another replica holds the lock")
-            return
-        async with write_session(sessions) as session:
-            found = await backend(session)
-            changed = await apply_policies(session, settings) if found.licensed else {}
-        dropped = {
-            "drift_period": await _delete_expired(
-                sessions, "drift_period", "ended_at", now - settings.history_retention
-            ),
-            "snapshot_part": await _delete_expired(
-                sessions, "snapshot_part", "received_at", now - SNAPSHOT_PARTS_KEPT
-            ),
-        }
-        if found.licensed:
-            dropped |= await _drop_expired_rollups(sessions, settings, (), now)
-            log.info("history policies", backend=found.name, changed=changed, dropped=dropped)
-        else:
-            dropped |= await drop_expired(sessions, settings, found, now)
-            log.info("history dropped", backend=found.name, dropped=dropped)
+    async with write_session(sessions) as session:
+        found = await backend(session)
+        changed = await apply_policies(session, settings) if found.licensed else {}
+    dropped = {
+        "drift_period": await _delete_expired(
+            sessions, "drift_period", "ended_at", now - settings.history_retention
+        ),
+        "snapshot_part": await _delete_expired(
+            sessions, "snapshot_part", "received_at", now - SNAPSHOT_PARTS_KEPT
+        ),
+    }
+    if found.licensed:
+        dropped |= await _drop_expired_rollups(sessions, settings, (), now)
+        log.info("history policies", backend=found.name, changed=changed, dropped=dropped)
+    else:
+        dropped |= await drop_expired(sessions, settings, found, now)
+        log.info("history dropped", backend=found.name, dropped=dropped)
 
 
 async def refresh_rollups(
     sessions: Sessions, now: datetime, stale_after: timedelta
-) -> dict[str, int] | None:
+) -> dict[str, int]:
     """The rollup job's run, for the rollups that are tables (ROLLUP_VIEWS on plain PostgreSQL
     and TimescaleDB's Apache build, PLACEMENT_ROLLUPS everywhere). Each view's hours from
     ROLLUP_REFRESHED before its watermark up to the hour under way are computed again by the
     view, and the watermark moves on. Then the fleet's health is sampled (sample_health). Hours
-    rolled up per view, and the environments and cluster types sampled; None when another
-    replica is at it."""
-    async with exclusive(sessions, ROLLUP_LOCK) as acquired:
-        if not acquired:
-            return None
-        async with write_session(sessions) as session:
-            tables = () if (await backend(session)).continuous_aggregates else ROLLUP_VIEWS
-            until = now.replace(minute=0, second=0, microsecond=0)
-            refreshed = {}
-            for view in (*tables, *PLACEMENT_ROLLUPS):
-                watermark = await session.scalar(
-                    text("SELECT materialized_until FROM rollup_watermark WHERE name = :view"),
-                    {"view": view},
-                )
-                since = None if watermark is None else min(watermark, until) - ROLLUP_REFRESHED
-                refreshed[view] = await _refresh(session, view, since, until)
-            refreshed[HEALTH_ROLLUP] = await sample_health(session, now, now - stale_after)
-        return refreshed
+    rolled up per view, and the environments and cluster types sampled."""
+    async with write_session(sessions) as session:
+        tables = () if (await backend(session)).continuous_aggregates else ROLLUP_VIEWS
+        until = now.replace(minute=0, second=0, microsecond=0)
+        refreshed = {}
+        for view in (*tables, *PLACEMENT_ROLLUPS):
+            watermark = await session.scalar(
+                text("SELECT materialized_until FROM rollup_watermark WHERE name = :view"),
+                {"view": view},
+            )
+            since = None if watermark is None else min(watermark, until) - ROLLUP_REFRESHED
+            refreshed[view] = await _refresh(session, view, since, until)
+        refreshed[HEALTH_ROLLUP] = await sample_health(session, now, now - stale_after)
+    return refreshed
 
 
 # One sample of the fleet's health added to its hour, per environment and cluster type (0 for

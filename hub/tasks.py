@@ -13,7 +13,7 @@ from hub.gate.tasks import GATE_ANSWERS
 from hub.harvest.tasks import HARVEST
 from hub.rollouts.tasks import ROLLOUTS
 from hub.scheduling.tasks import SCHEDULE
-from hub.store import keep_history, refresh_rollups
+from hub.store import RETENTION_LOCK, ROLLUP_LOCK, keep_history, refresh_rollups
 
 __all__ = ["RETENTION_INTERVAL", "RETENTION_JOB", "ROLLUP_INTERVAL", "ROLLUP_JOB", "TASKS"]
 
@@ -26,6 +26,8 @@ RETENTION = Task(
     name=RETENTION_JOB,
     run=lambda sessions, settings, clock: keep_history(sessions, settings, clock()),
     interval=lambda settings: RETENTION_INTERVAL,
+    lock=RETENTION_LOCK,
+    skipped="history retention skipped: another replica holds the lock",
     # It sets the store's policies.
     first_run_at_start=True,
 )
@@ -33,6 +35,8 @@ ROLLUP = Task(
     name=ROLLUP_JOB,
     run=lambda sessions, settings, clock: refresh_rollups(sessions, clock(), settings.stale_after),
     interval=lambda settings: ROLLUP_INTERVAL,
+    lock=ROLLUP_LOCK,
+    skipped="rollup skipped: another replica holds the lock",
 )
 
 TASKS = (HARVEST, DRIFT, ENV_DIFF, DORA, ROLLOUTS, GATE_ANSWERS, RETENTION, ROLLUP, SCHEDULE)

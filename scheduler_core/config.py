@@ -1,39 +1,8 @@
 """Platform config: the key/values each assignment gets, composed from label-matched ConfigMaps.
 
-Follows `scheduler_core.scheduling`: for an `Assignment`, `ConfigComposer.compose` picks the
-platform-config ConfigMaps of the environment whose every label matches it, merges their
-values, validates the result against the JSON Schemas that apply, and records what it used.
-
-Matching. A ConfigMap label (other than `platform-config` itself) matches when:
-`cluster-type` equals the cluster type's name, `deployment-target` the deployment target's
-name, `workload` its workload; any other key when the cluster type's label or the target's
-label of that key has that value. A ConfigMap with no other labels matches every assignment.
-ConfigSchema resources are selected by the same rule.
-
-Values, as Kalypso reads them. A ConfigMap value is parsed as YAML only to find maps and
-lists (`{a: 1}`, `[x, y]`), which stay structured, their members typed as YAML says. Any
-other value keeps its original text: `false` and `11` stay the strings "false" and "11", so a
-ConfigMap rendered from them stays valid Kubernetes (data values must be strings); a value
-in single quotes (`'11'`) loses the quotes. A value that is empty or not valid YAML stays the
-raw string.
-
-Precedence and merging. ConfigMaps apply from the least specific (fewest labels, not counting
-`platform-config`) to the most specific, ties by ConfigMap name; a later one wins. Maps merge
-key by key, recursively; lists whose items are all maps with a string `name` merge item by
-item by that name (new names appended in order); any other value, lists included, is
-replaced. An empty list is such an other value, so `[]` clears a list.
-
-Validation. The composed config is checked against each matching ConfigSchema (by name) and
-then each schema the Workload and the target declare, in the dialect each schema's `$schema`
-names (draft-07 when none). Since scalars stay text, a value may also be checked as what its
-text says in YAML (`11` a number, `false` a boolean), for the check only, as Kalypso does. A
-place in the config breaks a schema only when it breaks it read both ways. The typed reading's
-complaint is the one reported (`0` against `minimum: 1` says so, not "is not of type
-'integer'"). A violation names the config key, the schema and the ConfigMaps that set that key.
-
-Each `ComposedConfig` records the ConfigMaps it was built from, in precedence order, and
-which of them set each top-level key, so that a changed ConfigMap can be traced to the
-assignments it feeds; `config_hash` is the sha256 of the config as canonical JSON.
+Follows `scheduler_core.scheduling`: for an `Assignment`, `ConfigComposer.compose` merges the
+matching ConfigMaps, validates the result and records what it used, by the rules of
+docs/scheduling.md. `config_hash` is the sha256 of the config as canonical JSON.
 """
 
 import hashlib

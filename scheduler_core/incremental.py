@@ -1,22 +1,8 @@
 """Incremental rendering: after a control-plane change, render only what depends on it.
 
-Takes the `RenderState` of the previous render of an environment (`scheduler_core.output`),
-the tree it was rendered into and the new snapshot, and gives the `RenderResult` a full
-render (`output.render_environment`) would give, doing the work for the touched pairs only:
-
-1. fingerprint every input of the new snapshot (`state.fingerprints`) and compare with the
-   previous ones: the inputs added, removed or changed, by kind and name;
-2. the pairs (cluster type, deployment target) they touch: every record that names a changed
-   input, and every pair a changed input now reaches. That is all targets on a changed cluster
-   type, all cluster types for a changed target, the cross product a changed policy selects, and
-   the assignments a changed ConfigMap or ConfigSchema now matches;
-3. plan (`plan.plan_environment` with those pairs) and render those pairs again, keep every
-   other record as it was, and write the README of each cluster type they belong to.
-
-A pair's output depends on nothing else: scheduling reads cluster types, targets and
-policies; composition ConfigMaps and ConfigSchemas (matched by cluster type and target
-labels); rendering Templates. Which is why the result equals a full render's: the property
-tests check it after random edit sequences.
+From the previous `RenderState`, the tree it rendered and the new snapshot, gives the
+`RenderResult` a full render (`output.render_environment`) would give, rendering the touched
+pairs only; docs/contributing.md ("The scheduler core") says how and why that is equal.
 """
 
 from collections.abc import Iterable, Mapping

@@ -1,10 +1,8 @@
 """Kubernetes conventions the control-plane resources follow: names, labels, label selectors.
 
-The resource models (`scheduler_core.resources`) are built on `KubeModel` and these types, so
-a document breaking a Kubernetes rule is refused at load time with the field it breaks, as the
-API server of a Kalypso control-plane cluster would refuse it. Scheduling
-(`scheduler_core.scheduling`) matches deployment targets and cluster types with
-`LabelSelector.matches`; `parse_selector` reads the selectors people write (kubectl's `-l`).
+The resource models build on `KubeModel` and these types, so a document breaking a Kubernetes
+rule is refused at load time, as a Kalypso control-plane API server would refuse it. Scheduling
+matches with `LabelSelector.matches`; `parse_selector` reads kubectl's `-l` selectors.
 """
 
 import re

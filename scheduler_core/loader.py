@@ -1,21 +1,8 @@
 """Control-plane files in, one immutable snapshot per environment out.
 
-The first step of the scheduler core: `load_control_plane` reads a Kalypso control plane the
-way Kalypso's controllers do, without touching a file or a network itself. Every read goes
-through the `Fetch` function the caller hands in (the hub reads Git there), asking for a
-`RepoRef` and getting the files back as bytes:
-
-1. `main` (the ref the caller names): its Environments say which branch holds each
-   environment's own resources (cluster types, configs, policies).
-2. each environment's branch; a BaseRepo there pins the base (`main`) to the commit promoted
-   to that environment, so that commit is asked for (without one, `main` as read in step 1
-   is the base). The base holds what is promoted: templates and workload registrations.
-3. each WorkloadRegistration's repository, branch and path, for the Workload documents there.
-
-Documents are classified by apiVersion and kind, never by folder; other kinds, and ConfigMaps
-without `platform-config: "true"`, are ignored. A bad document (not YAML, a wrong type, a
-missing field, a repeated name) becomes a `LoadError` naming the file, the document and the
-field; everything else still loads.
+The first step of the scheduler core: `load_control_plane` reads a Kalypso control plane as
+Kalypso's controllers do (docs/scheduling.md, "What a schedule does"), every read through the
+caller's `Fetch`; a bad document becomes a `LoadError` and the rest still loads.
 """
 
 import posixpath

@@ -1,21 +1,8 @@
 """The platform GitOps tree of an environment: rendered assignments in, files to change out.
 
-The last step of the scheduler core, after `scheduler_core.render`. The tree follows
-Kalypso's layout: a folder per cluster type, a sub-folder per assignment
-(`<clusterType>/<deploymentTargetName>/`) with `reconciler.yaml`, `namespace.yaml` and
-`platform-config.yaml`, and a generated `README.md` in every cluster type folder saying what
-is assigned there, so that a cluster type folder exists even when nothing is.
-
-The renderer owns every file in a folder at the top of the tree, as Kalypso does: a file there
-that this render does not produce is deleted. Files at the top level and in folders whose
-name starts with a dot (`.github/tracking/Promoted_Commit_Id`) are left alone. An assignment
-whose render failed keeps what its folder held; the others are written all the same.
-
-`render_environment` renders a whole `EnvironmentPlan` against the tree it replaces (the
-files of the environment's platform branch, path -> content) and returns a `RenderResult`:
-files to write, files to delete, the errors, and the `RenderState` that
-`scheduler_core.incremental` starts from next time. Nothing here reads or writes a file: the
-hub commits the result.
+`render_environment` renders an `EnvironmentPlan` against the tree it replaces (path ->
+content) in Kalypso's layout (docs/scheduling.md) and returns a `RenderResult`: files to write
+and delete, the errors, and the next `RenderState`. Nothing here touches a file.
 """
 
 from collections.abc import Iterable, Mapping

@@ -1,11 +1,8 @@
 """One environment's plan: its assignments, each with its platform config and its inputs.
 
-The hand-off from scheduling (`scheduler_core.scheduling`) and config composition
-(`scheduler_core.config`) to rendering. For every assignment a `PlannedAssignment` gives
-the template context Kalypso's Go templates read, and `AssignmentInputs`: every control-plane
-resource it was built from, by name, so that a change to one of them can be traced to the
-assignments that need rendering again. An assignment whose config breaks a schema is in the
-plan with its errors; the renderer keeps its previous output.
+The hand-off from scheduling and config composition to rendering: a `PlannedAssignment` gives
+the template context and `AssignmentInputs`, the resources it was built from, to trace a change
+to the assignments it touches. A config that breaks a schema is planned with its errors.
 """
 
 from collections.abc import Collection

@@ -1,34 +1,8 @@
 """Rendering: the Templates of an assignment's cluster type, over its context, into files.
 
-Follows `scheduler_core.plan`. For a `PlannedAssignment`, `AssignmentRenderer.render` runs
-the Templates its ClusterType names, as Kalypso does: `reconciler` into `reconciler.yaml`,
-`namespaceService` into `namespace.yaml` and `configType` (when set) into
-`platform-config.yaml`, each with the Go template engine (`scheduler_core.gotemplate`) over
-`PlannedAssignment.template_context()`. Every entry of a Template's `manifests` is a template
-of its own. What it renders is split into YAML documents; empty ones are dropped and every
-other one must be a Kubernetes object: valid YAML, a mapping with `apiVersion` and `kind`,
-no key twice, no tag a YAML reader would not know. A file holds its documents as rendered
-(the template decides their layout), in order, separated by `---`; a template that renders
-no document gives no file.
-
-Whatever goes wrong with an assignment is a `RenderError` naming it, the output file, the
-Template, its control-plane file and where in the rendered text. It may be a Template the
-control plane lacks, a template that does not parse or render, a document that is not a YAML
-object, or a platform config that breaks a schema. Such an assignment gets no new files;
-`scheduler_core.output` keeps its previous ones.
-
-Templates come from the control plane, from outside: one assignment's render is bounded, so
-that no template can hold the scheduler up or fill its memory. Every template of an assignment
-charges one meter (`scheduler_core.gotemplate.meter`) against the engine's budget
-(`Limits.max_cost`). With a `TimeLimit` (the caller's clock: the core reads none) the render
-also ends at its deadline, checked as the work is charged, within one long function call too.
-Its files together hold at most `MAX_ASSIGNMENT_OUTPUT` characters. An assignment going beyond
-any of these fails with a `template` error naming the limit, and the others are rendered all the
-same.
-
-Rendering is the costly step of the scheduler core and the same work recurs across many
-assignments, so a renderer parses each Template once, encodes each platform config with
-`toYaml` once, and checks a document text it has just checked only once.
+Follows `scheduler_core.plan`: `AssignmentRenderer.render` runs the Templates a
+`PlannedAssignment`'s ClusterType names with the Go template engine, bounded in cost, time and
+output. docs/contributing.md ("The template engine") gives the files, checks and limits.
 """
 
 from collections.abc import Callable, Mapping

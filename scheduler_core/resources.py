@@ -1,14 +1,8 @@
 """Kalypso's control-plane resources as frozen models, shaped as Kalypso's CRDs define them.
 
-`scheduler.kalypso.io/v1alpha1` Environment, ClusterType, Template, WorkloadRegistration,
-Workload, SchedulingPolicy, ConfigSchema, BaseRepo and GitOpsRepo, plus `v1` ConfigMaps
-labelled `platform-config: "true"`. The loader (`scheduler_core.loader`) validates every
-document it finds against these models, so anything built on a snapshot can rely on them.
-
-Where Kalypso's CRD versions differ, the models take the union a Kalypso user may have
-written: Template manifests as YAML text or as mappings (kept as text either way, since they
-are Go templates), ConfigSchema `schema` as JSON/YAML text or as a mapping, and
-`configSchemas` on a Workload and on each of its deployment targets.
+The loader validates every document against these. Where Kalypso's CRD versions differ, the
+models take the union a user may have written: Template manifests as text or mappings (kept as
+text: they are Go templates), ConfigSchema `schema` as text or a mapping.
 """
 
 import re

@@ -1,20 +1,8 @@
 """Scheduling: which deployment targets go to which cluster types in one environment.
 
-Takes a `ControlPlaneSnapshot` (from `scheduler_core.loader`) and does what Kalypso's
-Workload controller and scheduler do:
-
-- every deployment target of every Workload becomes a `DeploymentTarget` named
-  `<workload>-<target>`, in the environment its `environment` field names, labelled with its
-  own labels, then the Workload's (which win), then `workload` and `workspace`;
-- each SchedulingPolicy selects targets (its workspace, when it names one, then its label
-  selector) and cluster types (label selector); the cross product gives the assignments, one
-  per (cluster type, target) pair however many policies select it, each recording them all;
-- an assignment's namespace is `<environment>-<clusterType>-<deploymentTargetName>` and must
-  be a Kubernetes namespace name (a DNS-1123 label); an assignment whose namespace is not is
-  reported, not produced.
-
-Output is ordered by cluster type, then deployment target name. `scheduler_core.config`
-composes each assignment's platform config next.
+Takes a `ControlPlaneSnapshot` (from `scheduler_core.loader`) and does what Kalypso's Workload
+controller and scheduler do (docs/scheduling.md). Output is ordered by cluster type, then
+target name; `scheduler_core.config` composes each assignment's platform config next.
 """
 
 import re

@@ -1,12 +1,8 @@
 """The control plane of one environment, as the loader hands it to scheduling and config.
 
-`scheduler_core.loader` builds one `ControlPlaneSnapshot` per environment from the files the
-caller read; `scheduler_core.scheduling` and `scheduler_core.config` take it from there. A
-snapshot is immutable: frozen models in read-only mappings keyed and ordered by name.
-
-`RepoRef` is how the scheduler core asks its caller for files (a repository, branch, path and
-optionally a pinned commit); `SourceRevision` records what the caller answered, so that a
-snapshot can say which commit of which repository every part of it came from.
+A `ControlPlaneSnapshot` is immutable: frozen models in read-only mappings keyed and ordered by
+name. `RepoRef` is how the core asks its caller for files; `SourceRevision` records the answer,
+so a snapshot can say which commit of which repository every part came from.
 """
 
 import posixpath

@@ -1,14 +1,8 @@
 """What a render of one environment leaves for the next: a record per assignment, fingerprints.
 
-`scheduler_core.output` writes a `RenderState` with every render; `scheduler_core.incremental`
-reads it to find what a control-plane change touches. Each `AssignmentRecord` names the inputs
-the assignment was built from (`AssignmentInputs`) and says what its folder holds after the
-render. `fingerprints` hold a content hash of every input of the environment by kind and name,
-so comparing two renders' fingerprints names the inputs that changed.
-
-The state is plain data: `dump_state` and `load_state` turn it into JSON and back, for the
-hub to keep next to the platform commit it describes. A state describes the tree it was
-rendered into: the hub renders in full when the platform branch moved otherwise.
+`output` writes a `RenderState`; `incremental` compares its `fingerprints` (a content hash of
+every input by kind and name) to find what changed. `dump_state`/`load_state` make it JSON for
+the hub to keep beside its platform commit; a moved branch means a full render instead.
 """
 
 import hashlib

@@ -1,13 +1,8 @@
 """YAML text as the scheduler core reads it: control-plane files and platform-config values.
 
-Control-plane files come in as bytes from the caller (`scheduler_core.loader`), and every
-ConfigMap value is YAML text of its own (`scheduler_core.config`). Both are read the same way:
-PyYAML's safe loader, minus timestamps (a date stays the string it was written as, since the
-values end up in JSON Schema validation and canonical JSON) and with duplicate mapping keys
-refused, as the Kubernetes API server refuses them.
-
-A file is split into its documents before parsing so that one broken document costs only
-itself, not the documents after it.
+PyYAML's safe loader, minus timestamps (a date stays its text, since values end up in JSON
+Schema validation and canonical JSON), refusing duplicate keys as the API server does. A file
+is split into documents before parsing, so one broken document costs only itself.
 """
 
 import re

@@ -1,10 +1,8 @@
 """The reconciler resources the agent watches, and the mapper that turns each into a record.
 
-The watch loop (agent.kube) lists and watches every kind below whose API group the cluster
-serves, hands each object to its mapper with the current time, and puts the records into the
-next report. A kind is watched in one version only: the first of `versions` the API server
-serves (they are newest first), so every object is seen, and reported, once. Objects without
-Kubernetes (VMs, bare hosts) report through `agent.sources.generic` instead.
+The watch loop lists and watches every kind below whose API group the cluster serves, in the
+first of its `versions` served (newest first), so every object is reported once. Hosts
+without Kubernetes report through `agent.sources.generic` instead.
 """
 
 from collections.abc import Callable, Mapping

@@ -1,10 +1,8 @@
 """Typed, forgiving reads from raw objects, and the record every mapper finishes with.
 
-Objects reach the mappers as plain JSON-like data whose shape the agent does not control: a
-controller version it has never seen, a hand-edited status, a CRD served without a schema, a
-state file written by a script. Every read here returns a typed value or None and notes what
-was wrong instead of raising, so a mapper always produces a record and can say why it could
-not trust the object.
+Objects reach the mappers in shapes the agent does not control, so every read returns a typed
+value or None and notes what was wrong instead of raising: a mapper always produces a record
+and can say why it could not trust the object.
 """
 
 from collections.abc import Mapping, Sequence

@@ -1,37 +1,8 @@
 """Argo CD Applications, as the Kubernetes API returns them, mapped to report records.
 
-Called by the agent's watch loop for every Application it sees; the record goes into the next
-report. Pure: an object and the time in, a record out, never an exception.
-
-What runs and what is wanted are kept apart. `status.sync.revision` is only the revision Argo
-CD last compared the live state against; the applied revision is the one its last successful
-sync deployed: `status.operationState.syncResult.revision` when that operation Succeeded (and
-was not a dry run), else the newest (last) `status.history` entry. So:
-
-- OutOfSync against the revision that is applied means the live state drifted: drifted is
-  true and the attempted revision equals the applied one;
-- OutOfSync against another revision means a newer revision is pending, not drift: attempted
-  is the compared revision, applied stays what runs;
-- OutOfSync with no compared revision recorded (`status.sync` without `revision(s)`) cannot be
-  told apart from drift, and is never in sync: drifted is true, the reason
-  `ComparedRevisionUnknown`;
-- while a sync runs, or after it Failed or Errored, attempted is the operation's revision.
-
-`ready` is True only when Synced and Healthy, False on a failure (a failed or errored sync, an
-`*Error` condition such as ComparisonError, Degraded health), and None while not settled
-(syncing, OutOfSync, Progressing, Missing, Suspended), with the reason saying which. Health is
-`status.health.status` as Argo CD writes it. `suspended` is the
-`argocd.argoproj.io/skip-reconcile: "true"` annotation, which stops the controller.
-
-Multi-source Applications (`spec.sources`): the record follows one source, the first one that
-renders manifests (has a `path` or a `chart`; sources that only lend values files through `ref`
-do not). Its repoURL, targetRevision and path (or chart) are `source`, and its entry of each
-revisions list (`syncResult.revisions`, `history[].revisions`, `sync.revisions`) gives the
-applied and attempted revisions. Drift compares every source: drifted only when all compared
-revisions equal the applied ones; a pending revision of another source is named in the message.
-
-`last_transition_at` is the latest of the health transition, the operation's end (or start,
-while it runs), the newest history entry's deployment and the error conditions' times.
+Called by the agent's watch loop for every Application it sees. Pure: an object and the time
+in, a record out, never an exception. How applied, attempted, drift and Ready are read is in
+docs/agent.md ("What is reported").
 """
 
 from collections.abc import Mapping, Sequence

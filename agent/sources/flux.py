@@ -1,42 +1,8 @@
 """Flux objects, as the Kubernetes API returns them, mapped to report records.
 
 Called by the agent's watch loop for every Kustomization, HelmRelease, GitRepository and
-OCIRepository it sees; the records go into the next report. Pure: an object and the time in,
-a record out, never an exception. The API version is read from the shape of the status, not
-from `apiVersion` (list responses leave it out of their items).
-
-Choices where the Flux API leaves room:
-
-- `source.ref` of a Kustomization or HelmRelease names the Flux source object it follows, as
-  `<Kind>/<namespace>/<name>` (`GitRepository/flux-system/platform`); the namespace defaults to
-  the object's own, as in Flux. The repository URL and ref live on that source object, so
-  `source.url` and `source.url_ref` are null until `link_sources` copies them over from the
-  source's record in the same report.
-  A HelmRelease names its chart's source (`spec.chart.spec.sourceRef`, e.g. a HelmRepository,
-  with the chart name or path as `source.path`) or its `spec.chartRef` (an OCIRepository or
-  HelmChart, no path).
-- `source.ref` of a GitRepository follows Flux's precedence: `spec.ref.commit` (the sha), then
-  `name` (as written, e.g. `refs/pull/1/head`), `semver` (`semver:<range>`), `tag`
-  (`refs/tags/<tag>`), `branch` (the bare branch name). Of an OCIRepository: `digest`, then
-  `semver` (`semver:<range>`), then `tag`.
-- A HelmRelease's applied revision is the chart version of the release that runs: the newest
-  history entry when it is `deployed`; after a failed or pending release, the newest earlier
-  entry that was deployed (Helm marks it `superseded` or leaves it `deployed`); nothing after an
-  uninstall. Chart versions are what `lastAttemptedRevision` holds too, so applied and attempted
-  compare. The app version, when the history carries one, is appended to the message as
-  `(app version <v>)`. Without a history (v2beta1) it is `status.lastAppliedRevision`.
-- GitRepository and OCIRepository report the revision of their fetched artifact as the attempted
-  revision and never an applied one: fetching is not deploying.
-- Health: `Degraded` when Stalled is True or Ready is False (or a Kustomization's Healthy, a
-  HelmRelease's Released or TestSuccess is False, or its Remediated True), `Progressing` when
-  Reconciling is True or Ready is Unknown, `Healthy` when Ready is True, else `Unknown`.
-  A HelmRelease's TestSuccess counts only as helm-controller counts it towards Ready: with
-  `spec.test.enable` true and `spec.test.ignoreFailures` not true. The remediations'
-  `ignoreTestFailures` only decide whether a failed test is remediated, not Ready, so they
-  are not read.
-- Drift: a HelmRelease is drifted while its `Drifted` condition is True (helm-controller with
-  drift detection). kustomize-controller corrects drift without recording it, so a
-  Kustomization is never reported drifted.
+OCIRepository it sees. Pure: an object and the time in, a record out, never an exception.
+The choices where the Flux API leaves room are in docs/agent.md ("What is reported").
 """
 
 from collections.abc import Iterable, Mapping
@@ -196,6 +162,8 @@ def _running_release(root: Node) -> Node | None:
 def _summarised(root: Node, conditions: dict[str, Condition]) -> dict[str, Condition]:
     """A HelmRelease's conditions as helm-controller summarises them into Ready: a test
     result only when tests run and their failures are not ignored."""
+    # The remediations' ignoreTestFailures only decide whether a failed test is remediated,
+    # not Ready, so they are not read.
     test = root.at("spec", "test")
     if test.flag("enable") and not test.flag("ignoreFailures"):
         return conditions

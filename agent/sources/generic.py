@@ -1,45 +1,8 @@
 """A state file as the source of records, for hosts without Kubernetes.
 
-On a VM or bare host, whatever deploys (ansible-pull, a cron script) writes what it applied
-to a state file; the agent reads it each cycle and sends its entries as `generic` records in
-its reports, as it sends Flux and Argo CD objects from a cluster.
-
-File format: JSON when the name ends in `.json`, YAML otherwise. A mapping with `objects`, a
-list of entries, and optionally `written_at`:
-
-    written_at: "2026-11-22T12:00:00Z"   # when the writer last ran, with a UTC offset
-    objects:
-      - kind: Playbook                   # required: what the entry is, any word (≤ 63 chars)
-        name: site                       # required: unique per kind and namespace
-        namespace: web                   # optional, default ""
-        source:                          # optional: where the desired state comes from
-          url: https://git.example.com/ops/site.git
-          ref: main
-          path: playbooks/site.yml
-        applied_revision: "main@sha1:1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c"  # what runs
-        attempted_revision: "main@sha1:1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c"  # last tried
-        ready: true                      # true, false, or null when unknown
-        reason: RunSucceeded             # optional, one word
-        message: "ok=12 changed=1"       # optional
-        health: Healthy                  # optional; by default Healthy, Degraded or Unknown
-                                         # as ready is true, false or unknown
-        drifted: false                   # optional: the host differs from what was applied
-        suspended: false                 # optional: the writer is paused on purpose
-        last_transition_at: "2026-11-22T11:58:00Z"  # optional: when ready last changed
-
-Revisions take any form the hub parses (`main@sha1:<sha>`, a bare sha, `1.2.3`, …). Quote
-them, and times, in YAML: unquoted, `1.10` becomes the number 1.1.
-
-What goes wrong where:
-
-- a file that cannot be read or parsed, or is not such a mapping, raises `StateFileError`
-  naming the file (the caller keeps reporting the rest of the host and says what broke);
-- an entry with an unknown field or a value of the wrong type is still reported, in Unknown
-  state (ready null) with reason `UnexpectedShape` and a message naming the fields;
-- an entry without a usable kind and name, or repeating the kind, namespace and name of an
-  earlier one, cannot be a record: it is listed in `StateFile.errors`, naming file and entry;
-- given `max_age`, a file whose `written_at` is older than that reports every entry in
-  Unknown state with reason `StateFileStale`: the writer stopped, so its word no longer holds.
+Whatever deploys on a VM or bare host writes what it applied to a state file; the agent reads
+it each cycle and reports its entries as `generic` records. docs/agent.md ("State files")
+gives the format and what becomes of a file or entry that is not right.
 """
 
 import json

@@ -2,31 +2,17 @@
 them), each run every interval, and the runs asked for through the API. The only module that
 imports APScheduler.
 
-Every replica runs the scheduler; each job takes a PostgreSQL advisory lock of its own, so one
-replica harvests (schedules) at a time and the others skip that round. A failing run is logged
-and the job keeps its schedule.
-
-Each round is written to the store (`job_run`, repository.py) by the replica that did it, so
-that /metrics on any replica tells when each job last succeeded: `succeeded` (it ran, or had
-nothing to do), `failed` (it raised; the error kept), or `skipped` (another replica held the
-job's lock, so that round was that replica's). A skipped round is not a run: the last success
-and its duration are those of the replica that ran.
-
-The jobs run on a thread and event loop of their own, with an engine of their own. So a job's
-Python work (judging drift, reading a repository) never holds up the event loop that answers
-requests, and report latency stays flat while a job runs. /metrics reads its fleet snapshot
-there too (`beside_jobs`).
+Locks, `job_run` and the jobs' own thread are in docs/contributing.md ("Background jobs").
 """
 
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 import structlog
-from apscheduler.job import Job
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from pydantic import BaseModel
@@ -35,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hub.background import repository
 from hub.background.task import Task
-from hub.database import create_engine, create_sessionmaker, refused_locks, write_session
+from hub.database import create_engine, create_sessionmaker, exclusive, write_session
 from hub.errors import FleetmarkError
 from hub.settings import HubSettings
 from hub.types import Clock, Sessions
@@ -46,6 +32,7 @@ __all__ = [
     "record_job_run",
     "run_after_placement",
     "run_requested",
+    "run_round",
     "start_jobs",
     "stop_jobs",
 ]
@@ -106,94 +93,64 @@ async def _finish_run(
         )
 
 
-async def _run(
-    job: str, run: Callable[[], Awaitable[object]], sessions: Sessions, clock: Clock
-) -> None:
+async def run_round(task: Task, sessions: Sessions, settings: HubSettings, clock: Clock) -> Outcome:
+    """One round of `task` under its lock, recorded: skipped, and said so, when another replica
+    holds the lock; a failing round is logged, and the task keeps its schedule."""
     started_at = clock()
     outcome: Outcome = "succeeded"
     error = None
-    with refused_locks() as refused:
-        try:
-            await run()
-        except Exception as exc:
-            log.exception("job failed; it runs again at the next interval", job=job)
-            outcome, error = "failed", f"{type(exc).__name__}: {exc}"
-        else:
-            if refused:
+    try:
+        async with exclusive(sessions, task.lock) as acquired:
+            if acquired:
+                await task.run(sessions, settings, clock)
+            else:
+                log.info(task.skipped)
                 outcome = "skipped"
+    except Exception as exc:
+        log.exception("job failed; it runs again at the next interval", job=task.name)
+        outcome, error = "failed", f"{type(exc).__name__}: {exc}"
     try:
         await record_job_run(
             sessions,
-            job=job,
+            job=task.name,
             started_at=started_at,
             finished_at=clock(),
             outcome=outcome,
             error=error,
         )
     except (SQLAlchemyError, OSError):
-        log.exception("the job's run could not be recorded", job=job, outcome=outcome)
-
-
-@dataclass(frozen=True, slots=True)
-class _Schedule:
-    scheduler: AsyncIOScheduler
-    # Where each round is recorded, and its times taken from.
-    sessions: Sessions
-    clock: Clock
-
-
-def _every(
-    schedule: _Schedule,
-    job: str,
-    interval: timedelta,
-    run: Callable[[], Awaitable[object]],
-    *,
-    first_run: datetime | None = None,
-) -> Job:
-    """Run `run` every interval; the first run is one interval away unless `first_run` says."""
-    return schedule.scheduler.add_job(
-        _run,
-        IntervalTrigger(seconds=interval.total_seconds(), timezone=UTC),
-        id=job,
-        args=(job, run, schedule.sessions, schedule.clock),
-        # A run longer than the interval is not started twice, and missed runs collapse.
-        max_instances=1,
-        coalesce=True,
-        misfire_grace_time=None,
-        **({"next_run_time": first_run} if first_run is not None else {}),
-    )
+        log.exception("the job's run could not be recorded", job=task.name, outcome=outcome)
+    return outcome
 
 
 def start_jobs(
     database_url: str, settings: HubSettings, clock: Clock, tasks: Sequence[Task]
 ) -> Jobs:
-    """Start the scheduler on a thread of its own with the tasks enabled by the settings; each
-    task's first run is one interval away, but for those that run at start."""
+    """Start the scheduler on a thread of its own with the tasks enabled by the settings, each
+    run every interval; the first run is one interval away, but for the tasks that run at
+    start."""
     loop = asyncio.new_event_loop()
     engine = create_engine(database_url, settings)
     sessions = create_sessionmaker(engine)
     scheduler = AsyncIOScheduler(timezone=UTC, event_loop=loop)
-    schedule = _Schedule(scheduler, sessions, clock)
     enabled = [task for task in tasks if task.enabled(settings)]
     for task in enabled:
-        _every(
-            schedule,
-            task.name,
-            task.interval(settings),
-            _round(task, sessions, settings, clock),
-            first_run=datetime.now(UTC) if task.first_run_at_start else None,
+        scheduler.add_job(
+            run_round,
+            IntervalTrigger(seconds=task.interval(settings).total_seconds(), timezone=UTC),
+            id=task.name,
+            args=(task, sessions, settings, clock),
+            # A run longer than the interval is not started twice, and missed runs collapse.
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+            **({"next_run_time": datetime.now(UTC)} if task.first_run_at_start else {}),
         )
     thread = threading.Thread(target=loop.run_forever, name="fleetmark-jobs", daemon=True)
     thread.start()
     asyncio.run_coroutine_threadsafe(_start(scheduler), loop).result()
     follow = tuple(task.name for task in enabled if task.follows_placement)
     return Jobs(scheduler, loop, thread, engine, sessions, follow)
-
-
-def _round(
-    task: Task, sessions: Sessions, settings: HubSettings, clock: Clock
-) -> Callable[[], Awaitable[object]]:
-    return lambda: task.run(sessions, settings, clock)
 
 
 def run_after_placement(jobs: Jobs) -> None:

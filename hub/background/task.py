@@ -1,7 +1,9 @@
 """A periodic task as a slice declares it: its name (the one its runs are recorded and alerted
-under), how often it runs, whether it runs at all, and the coroutine that does one round with
-the background sessions, the settings and the clock. The round opens its own units of work and
-takes its own lock (another replica at it: the round is skipped)."""
+under), how often it runs, whether it runs at all, the coroutine that does one round with the
+background sessions, the settings and the clock, and the advisory lock the round runs under.
+The runner takes that lock: one replica at a time does a round, and another replica that finds
+it held skips the round, logging the task's `skipped` event. The round opens its own units of
+work."""
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,6 +24,10 @@ class Task:
     name: str
     run: Callable[[Sessions, HubSettings, Clock], Awaitable[object]]
     interval: Callable[[HubSettings], timedelta]
+    # The key of the PostgreSQL advisory lock a round runs under.
+    lock: int
+    # The event logged when another replica holds the lock, and this one skips its round.
+    skipped: str
     enabled: Callable[[HubSettings], bool] = _always
     # The first round at start, not one interval away.
     first_run_at_start: bool = False

@@ -1,9 +1,7 @@
 """The `fleetmark` command line: one entry point with subcommands, each loaded when it runs.
 
-The plain install has the commands that ask a hub over HTTP (gate, status, history, drift,
-diff, dora, simulate): what a pipeline or a laptop needs. The hub's own commands need
-`fleetmark[hub]`, the agent `fleetmark[agent]`; where their packages are missing the commands
-are still listed, and each says which extra to install.
+The plain install has the commands that ask a hub over HTTP; the hub's commands need
+`fleetmark[hub]`, the agent `fleetmark[agent]`, and without them say which extra to install.
 """
 
 from typing import Annotated

@@ -1,18 +1,8 @@
 """`fleetmark dashboards push`: the dashboards into a running Grafana, over its HTTP API.
 
-For a Grafana that fleetmark's provisioning files (`dashboards/provisioning/`) are not mounted
-into, such as a shared or managed one. With a service account token it finds the folder by its
-title or creates it, creates the `fleetmark` PostgreSQL data source when Grafana has none
-(pointed at the hub's database as the read-only role; an existing one is left as it is), and
-stores every dashboard by its uid in the folder, overwriting what Grafana holds under that uid.
-Pushing again finds the folder and the data source and stores the same dashboards again: only
-their version numbers move on.
-
+For a Grafana that fleetmark's provisioning files are not mounted into (docs/grafana.md).
 Nothing is written before Grafana's version is checked and the data source's connection is
-known; every refusal ends the command with what is wrong and what to do about it. The token and
-the database password come from files or variables, never the command line; the password goes
-to Grafana (which keeps it encrypted) and is never printed, and a Grafana URL holding
-credentials is refused without being shown.
+known; every refusal says what is wrong and what to do. Secrets are never printed.
 """
 
 import json

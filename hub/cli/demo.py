@@ -1,19 +1,8 @@
-"""`fleetmark demo`: the reference scenario told in a few minutes, to a hub of its own or to a
-running one.
-
-It writes the scenario's repositories (hub/demo/story.py) under the data directory and tells
-the story to a hub through its API with an admin token, as an operator would: it asks the hub
-to schedule the control plane into the platform GitOps repository, adds that repository and
-asks for a harvest, creates a read token, runs the simulated fleet (hub/simulation.py) through
-the report API as `fleetmark simulate` does, then tells the story step by step, scheduling and
-harvesting after each commit. It keeps going until Ctrl-C or SIGTERM, which stop everything it
-started.
-
-The hub is its own unless `--hub` names one: then a hub of the demo's, on the embedded
-PostgreSQL in the data directory, reads the repositories on its file system (development mode
-allows that). A running hub (compose's, `--profile demo`) reads them over git's HTTP protocol
-from the demo (`--git-listen`, hub/demo/gitserver.py): it needs no local repositories, and its
-scheduler pushes to the platform GitOps repository there.
+"""`fleetmark demo`: the reference scenario told in a few minutes, through a hub's API with an
+admin token, as an operator would: to a hub of its own, or to a running one (`--hub`), which
+reads the repositories over git's HTTP protocol from the demo (`--git-listen`). It writes the
+scenario's repositories, has the hub schedule and harvest them, runs the simulated fleet, then
+tells the story until Ctrl-C or SIGTERM.
 """
 
 import asyncio
@@ -233,7 +222,8 @@ def _repositories(root: Path, served_at: str | None = None) -> DemoRepositories:
 def _own_hub(
     root: Path, port: int | None, pace: Pace, clusters_per_type: int, stopping: threading.Event
 ) -> None:
-    """The story told to a hub of the demo's own, on the embedded PostgreSQL in `root`."""
+    """The story told to a hub of the demo's own, on the embedded PostgreSQL in `root`; in
+    development mode it reads the repositories from the file system."""
     settings = _settings(root, pace)
     port = port or settings.port
     check_port(settings.host, port)

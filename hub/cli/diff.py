@@ -1,12 +1,8 @@
 """`fleetmark diff dev stage [prod ...]`: how environments differ, asked of a running hub
 (GET /api/v1/diff) with a read token.
 
-A table for people: a row per workload and cluster type, a column per environment with its
-deployment target, the desired version and what the clusters run (`1.1.0 → 1.0.0 on 2`), the
-config keys that differ with their values, and the reason for each difference. For scripts,
-`--output csv` writes the rows (each environment's cell on two lines, quoted) and `--output json`
-the hub's answer as it came. An unreachable hub or a refusal ends
-the command with exit code 2 and the hub's words.
+A table for people (docs/concepts.md, "Environment diff"); `--output csv` writes the rows, each
+environment's cell on two lines, quoted; `--output json` the hub's answer as it came.
 """
 
 from typing import Annotated

@@ -1,9 +1,8 @@
-"""`fleetmark dora`: deployment frequency, lead time, change failure rate and time to restore per
-environment, asked of a running hub (GET /api/v1/dora) with a read token.
+"""`fleetmark dora`: the four DORA figures per environment, asked of a running hub
+(GET /api/v1/dora) with a read token.
 
-A table per environment for people; for scripts a CSV row per environment and figure, or the
-hub's answer as JSON. An unreachable hub or a refused question ends the command with exit
-code 2 and the hub's words.
+A table per environment for people; a CSV row per environment and figure, or the hub's answer
+as JSON, for scripts.
 """
 
 from datetime import UTC, datetime, timedelta

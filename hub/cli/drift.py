@@ -1,12 +1,8 @@
 """`fleetmark drift`: what is drifted in the fleet and why, or with `--history` how long each
-cluster (or object) was drifted, asked of a running hub (GET /api/v1/drift, /drift/history)
-with a read token.
+cluster (or object) was drifted, asked of a running hub (GET /api/v1/drift, /drift/history).
 
-A table with short evidence per row ("2 commits behind for 3h", "failing: SyncFailed") and a
-summary line for people; the rows as CSV or the hub's answer as JSON for scripts.
-
-With `--exit-code` it exits 1 when something is drifted, as `flux diff` and
-`git diff --exit-code` say a difference (hub.cli.output.ExitCode).
+A table with short evidence per row ("2 commits behind for 3h") and a summary line; CSV or the
+hub's JSON for scripts. `--exit-code` exits 1 when something is drifted, as `git diff` does.
 """
 
 from datetime import UTC, datetime, timedelta

@@ -1,15 +1,8 @@
 """`fleetmark gate wait`: poll the hub's promotion gate until it passes, fails or time runs out.
 
-It asks a running hub over HTTP (GET /api/v1/gates/promotion with a read token, as hub.client
-asks it). Progress goes to stderr (a live table on a terminal; in a CI log a line per poll with
-the time waited and what the gate waits for); the final answer to stdout, as a table or, for
-scripts, its clusters as CSV (`--output csv`) or the last answer as JSON.
-
-It exits 0 passed, 1 failed, 3 still pending at the timeout, 2 when the gate cannot be
-evaluated as asked (a bad option, an unknown environment or workload, a refused token), as
-every command does (hub.cli.exits.ExitCode). A commit or version the hub has not harvested
-yet, a busy or unreachable hub: those may change by waiting, so the command keeps polling
-until the timeout.
+It asks a running hub over HTTP (GET /api/v1/gates/promotion with a read token); progress goes
+to stderr, the answer to stdout. A commit not harvested yet, or a busy or unreachable hub, may
+change by waiting, so it keeps polling until the timeout (exit codes in docs/concepts.md).
 """
 
 import asyncio

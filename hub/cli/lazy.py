@@ -1,10 +1,7 @@
-"""Commands loaded when they run: `fleetmark --version`, `--help` and a shell completion of
-their names import none of them.
+"""Commands loaded when they run: `fleetmark --version`, `--help` and name completion import none.
 
-Each command is listed with the module that registers it and its line in `fleetmark --help`.
-The list of commands (help, completion of names) shows that line; running a command, or
-completing its options, imports its module then. A hub command whose extra is not installed
-runs as a command saying which extra to install.
+Each command is listed with its module and its `--help` line; running it, or completing its
+options, imports the module. A hub command whose extra is missing says which one to install.
 """
 
 import importlib

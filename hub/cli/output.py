@@ -1,12 +1,8 @@
 """What every subcommand prints with: the consoles, output formats, tables and clean failures.
 
-Outside a terminal (a pipe, a file, a CI log) nothing is cut to a width: tables keep every
-value whole and lines are not wrapped, so `fleetmark status | grep` and a CI log read the same
-names and revisions the hub holds. Every command that prints a table also writes it as CSV
-(`--output csv`, a header row, quoted by the csv module) or the hub's document as JSON.
-
-It needs only the plain install (typer, rich, pydantic), so the commands that ask a hub over
-HTTP run where the hub's extra is not installed.
+Outside a terminal nothing is cut to a width (docs/cli.md); every table is also CSV (a header
+row, quoted by the csv module) or the hub's document as JSON. It needs only the plain install,
+so the commands that ask a hub over HTTP run without the hub's extra.
 """
 
 import csv

@@ -1,9 +1,8 @@
 """`fleetmark status` and `fleetmark history`: the fleet's state and its deployment history,
 asked of a running hub (GET /api/v1/fleet, GET /api/v1/history) with a read token.
 
-Both print a table and a page footer for people; for scripts the rows as CSV (status: its
-clusters) or the hub's answer as JSON. An unreachable hub or a refused token ends the command
-with exit code 2 and the hub's words.
+A table and a page footer for people; the rows as CSV (status: its clusters) or the hub's
+answer as JSON for scripts.
 """
 
 from datetime import UTC, datetime, timedelta

@@ -1,9 +1,8 @@
 """Commands that ask a running hub over HTTP with an API token (the gate, the fleet queries).
 
-A CI pipeline or a platform engineer's laptop has the hub's URL and a read token, not its
-database; these commands are for them, so they go through the same API as everyone else, with
-the client a script uses (hub.client). What they share: the hub's options, how a refusal is
-said, and the times, tables and page footers of the query commands.
+A CI pipeline or a laptop has the hub's URL and a token, not its database, so these go through
+the API with hub.client. Shared here: the hub's options, how a refusal is said, and the times,
+tables and page footers of the query commands.
 """
 
 import math

@@ -1,10 +1,8 @@
 """`fleetmark simulate`: a small simulated fleet registered with a hub and reporting to it.
 
-It goes through the hub's API as real clusters do: registration with an admin token
-(`POST /api/v1/clusters`, labelled as simulated; a simulated cluster registered by an earlier
-run gets a new token, any other cluster of a name it uses stops it), then a
-full snapshot from each cluster every interval on `POST /api/v1/reports`, until stopped
-(Ctrl-C or SIGTERM). A hub that does not answer a round is said so and tried again the next.
+Through the API, as real clusters: registration with an admin token, then a full snapshot from
+each cluster every interval, until Ctrl-C or SIGTERM. A simulated cluster registered earlier
+gets a new token; a round the hub misses is said so and tried again the next.
 """
 
 import signal

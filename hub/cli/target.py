@@ -1,14 +1,8 @@
 """Where an administration command does its work: the hub's API, or the database directly.
 
-The API is the normal path (`--hub`, FLEETMARK_HUB_URL, with an admin token); the database is
-the operator's escape hatch on the hub's host, taken only when `--data-dir` or
-`--database-url` (or their FLEETMARK_ variables) is given and `--hub` is not. Either way the
-command calls the same service behind the same wire shapes and prints them with the same code:
-`act` takes the client's call the API is asked with and the service call the database path
-makes; the service's answer is read as the client's model of the same document.
-
-A harvest or a scheduling run asked through the API answers 202 with the run; `follow` polls
-it until it is done, with a line of progress on stderr at each poll.
+The API is the normal path; `--data-dir` or `--database-url` without `--hub` is the operator's
+escape hatch. `act` takes the client call and the service call, and either answer is read as
+the client's model; `follow` polls a 202 run, printing progress on stderr.
 """
 
 import functools

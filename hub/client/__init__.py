@@ -1,11 +1,6 @@
 """The hub's API for Python: what the command line asks a hub with, and what a script or a
 notebook imports (docs/python.md).
 
-    from hub.client import HubClient
-
-    with HubClient("https://fleetmark.example.com", token_file="~/.fleetmark/read") as hub:
-        drift = hub.drift(environment="prod")
-
 It needs the plain install alone (httpx and pydantic); `to_dataframe()` needs pandas
 (fleetmark[pandas]). Nothing of the server is imported.
 """

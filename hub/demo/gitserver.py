@@ -1,10 +1,7 @@
-"""The demo's repositories served over git's smart HTTP protocol, for a hub that cannot read
-them on its own file system (compose's, in a container of its own): `git http-backend`, the
-CGI program git ships, behind a small threaded HTTP server.
-
-Every repository under the root is served for fetching; `writable` names those a client may
-push to (the platform GitOps repository, which the hub's scheduler commits to). Nothing is
-authenticated: it is a demo's, listening where the hub reaches it (compose's network).
+"""The demo's repositories over git's smart HTTP protocol (`git http-backend` behind a small
+threaded server), for a hub that cannot read them on its file system, such as compose's.
+All are served for fetching; `writable` names those a client may push to (the platform GitOps
+repository). Nothing is authenticated: it is a demo's, on compose's network.
 """
 
 import os

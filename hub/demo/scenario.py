@@ -1,10 +1,8 @@
 """The reference scenario's repositories as files: what the demo commits and the tests build on.
 
-The control plane follows Kalypso's layout: `main` holds the Environments, the templates and
-the WorkloadRegistration; `dev` and `stage` hold their cluster types, platform-config
-ConfigMaps, scheduling policies, a BaseRepo pinning `main` and a GitOpsRepo. The Workload
-lives in the application's source repository (`app-src`), and the application's manifests,
-a folder per deployment target, in `app-gitops`. Files that name a repository take its URL.
+Kalypso's layout: `main` holds Environments, templates and the WorkloadRegistration; `dev` and
+`stage` their cluster types, ConfigMaps, policies, BaseRepo and GitOpsRepo. The Workload is in
+`app-src`, the manifests (a folder per target) in `app-gitops`.
 """
 
 from collections.abc import Mapping

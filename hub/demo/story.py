@@ -1,13 +1,8 @@
 """The demo's story: the reference scenario's repositories in real git, a simulated fleet on
 them, and the steps that change both, one after the other.
 
-`DemoRepositories.create` writes the four repositories in a working directory: the control
-plane (`main`, `dev`, `stage`, each environment pinning a commit of `main`), the application's
-source (the Workload), the application's GitOps repository (`dev`, `stage`: hello-world 1.0.0)
-and the platform GitOps repository (bare and empty: the scheduler writes it). `demo_fleet` is
-a few clusters per cluster type, each following what the scheduler assigns to its cluster
-type. `STEPS` is the story; each step commits, says which branches to schedule and moves the
-fleet, and the caller (`fleetmark demo`) schedules, harvests and reports.
+`DemoRepositories.create` writes the four repositories; `demo_fleet` is a few clusters per
+cluster type; each of `STEPS` commits, names the branches to schedule and moves the fleet.
 """
 
 import subprocess
@@ -90,6 +85,10 @@ class DemoRepositories:
 
     @classmethod
     def create(cls, root: Path, served_at: str | None = None) -> "DemoRepositories":
+        """The control plane (`main`, `dev`, `stage`, each environment pinning a commit of
+        `main`), the application's source (the Workload), its GitOps repository (`dev`,
+        `stage`: hello-world 1.0.0) and the platform GitOps repository, bare and empty for the
+        scheduler to write."""
         platform_gitops = root / "platform-gitops"
         urls = scenario.Repositories(
             control_plane=_url(root / "control-plane", served_at),

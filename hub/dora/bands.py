@@ -1,12 +1,8 @@
 """DORA performance bands: where each of the four figures of the DORA report (hub/dora/schemas.py
 EnvironmentDora) places an environment, elite, high, medium or low.
 
-The bounds are where the Accelerate State of DevOps report 2023 ends the elite, high and medium
-bands. Deployment frequency: daily or more often (on demand), at least weekly, at least monthly.
-Lead time for changes: at most a day, a week, a month. Change failure rate: at most 5 %, 10 %,
-15 % (the report gives each band's rate). Time to restore: at most an hour, a day, a week. A
-figure at least as good as a band's bound is in that band (or a better one); one worse than the
-medium bound is low. Lead time and time to restore are judged by their median.
+The bounds, from the Accelerate State of DevOps report 2023, are in docs/grafana.md ("DORA
+bands"). A figure at least as good as a band's bound is in that band (or a better one).
 """
 
 from dataclasses import dataclass

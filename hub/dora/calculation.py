@@ -1,49 +1,8 @@
 """DORA figures from rollouts: the pure core of the DORA queries.
 
-The store's function `dora_rollout` (migration 0008_dora) turns reconciler status transitions
-and the harvested git history into one row per rollout, and `dora_rolled_up` (0020) returns the
-same rows from the rollup the DORA job keeps; this module takes those rows and a time range
-and returns the figures. Nothing here reads the store or the clock.
-
-Definitions (per environment; for a workload, over that workload's versions):
-
-- A rollout is of a platform commit (a commit on the first-parent chain of the environment's
-  platform branch) or of an app version (a version a folder of the workload's app repository
-  carries, on the branch its assignments follow). It starts when a taking-part cluster first
-  attempts or applies it. The clusters taking part are the environment's registered, not
-  decommissioned clusters with a reconciler object whose applied commit lies on that chain (for
-  a workload, only those of the cluster types one of its current assignments names, as the gate
-  expects them). A cluster is expected by a rollout when the object was first seen no later than
-  the rollout started. So a cluster added midway, an agent that never reported and a cluster
-  that follows nothing of the branch do not hold a rollout back; a cluster that stops moving
-  does.
-- A rollout is reached by a cluster when the cluster is Ready with that commit or a later
-  commit of the chain applied (a descendant contains its ancestors); for a version, a commit
-  at or after the first one that carried the version in that folder. A deployment is a
-  rollout every expected cluster reached; it completed when the last one got there. A commit
-  superseded before it completed completes with the descendant that reaches every cluster, and
-  counts as a deployment of its own then. A commit no cluster ever attempted or applied (the
-  chain moved on before clusters looked) is not a rollout: it reaches the environment with the
-  next one. An environment without clusters taking part has no rollouts.
-- Deployment frequency: deployments completed in [since, until), and that count per day of
-  the range.
-- Lead time: from the commit's time (the platform commit's `committed_at`; for a version, that
-  of the app commit that first carried it) to the deployment's completion, over the deployments
-  completed in the range: median, 90th percentile and mean. Percentiles interpolate linearly
-  between the closest ranks, as numpy's and pandas' defaults do: the p-th percentile of n
-  sorted values is at rank p/100 * (n - 1), counted from 0.
-- Change failure rate: of the rollouts that started in [since, until), the share that failed:
-  an expected cluster reported Ready false while attempting that revision before the rollout
-  completed (a failure once a descendant was applied is the descendant's). A rollout still in
-  progress counts in the denominator.
-- Time to restore: for a failed rollout that started in the range, from its first failure to
-  the first moment at which every cluster taking part was Ready again, on any revision:
-  median, 90th percentile and mean over the restored ones; the others are counted as
-  unrestored.
-
-Facts observed at or after `until` (or the hub's now, if earlier) are not seen, so a range in
-the past keeps its figures as time goes on. Rollouts whose revision was committed more than
-the lookback (7 days) before `since` are not looked for.
+The store's `dora_rollout` (migration 0008_dora) and `dora_rolled_up` (0020) give one row per
+rollout; this module takes those rows and a time range and returns the figures, as
+docs/concepts.md ("DORA metrics") defines them. Nothing here reads the store or the clock.
 """
 
 import math

@@ -1,19 +1,8 @@
 """DORA queries: environments, a workload and a time range in; figures per environment and the
 rollouts behind them out; and the DORA job, which keeps the rollup they are read from.
 
-Data flow: the DORA job (hub/dora/tasks.py) judges rollouts from the transitions into
-`dora_rollup` -> a question's range is settled against the hub's clock -> `dora_rolled_up`
-returns the asked environments' rollouts -> the pure calculation (hub/dora/calculation.py)
-counts them -> the wire shapes (hub/dora/schemas.py), saying as of when.
-
-Why a job and a rollup: judging the rollouts of 30 days of 10,000 clusters from the
-transitions takes seconds; reading their verdicts, milliseconds. A refresh judges again only the
-rollouts committed since the oldest one whose outcome can still change, and since
-`dora_settle_after` before the last refresh (for new ones). An outcome can change while a
-rollout is not completed, failed and not restored, or completed or restored less than
-`dora_settle_after` ago (reports arrive late). Settled rollouts keep their rows. Until the job
-first refreshed the rollouts asked about (a workload it does not know, a hub that just started),
-they are judged from the transitions for the question, as of now (`evaluated_at` None).
+Why a job and a rollup, and what a refresh judges again: docs/contributing.md ("Background
+jobs"). Until the job first covers what is asked, rollouts are judged for the question.
 """
 
 import csv

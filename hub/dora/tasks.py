@@ -3,7 +3,7 @@
 import structlog
 
 from hub.background.task import Task
-from hub.database import exclusive, write_session
+from hub.database import write_session
 from hub.dora import repository
 from hub.dora.service import Refresh, refresh_rollup
 from hub.settings import HubSettings
@@ -13,18 +13,10 @@ DORA_JOB = "dora"
 log = structlog.get_logger("fleetmark.dora")
 
 
-async def scheduled_dora(
-    sessions: Sessions,
-    settings: HubSettings,
-    clock: Clock,
-) -> Refresh | None:
-    """The periodic job: a refresh unless another replica is at it (then None)."""
-    async with exclusive(sessions, repository.REFRESH_LOCK) as acquired:
-        if not acquired:
-            log.info("DORA refresh skipped: another replica is refreshing")
-            return None
-        async with write_session(sessions) as session:
-            refresh = await refresh_rollup(session, now=clock(), settle=settings.dora_settle_after)
+async def scheduled_dora(sessions: Sessions, settings: HubSettings, clock: Clock) -> Refresh:
+    """A round of the periodic job: the rollup refreshed."""
+    async with write_session(sessions) as session:
+        refresh = await refresh_rollup(session, now=clock(), settle=settings.dora_settle_after)
     log.info(
         "DORA rollup refreshed",
         subjects=refresh.subjects,
@@ -35,4 +27,10 @@ async def scheduled_dora(
     return refresh
 
 
-DORA = Task(name=DORA_JOB, run=scheduled_dora, interval=lambda settings: settings.dora_interval)
+DORA = Task(
+    name=DORA_JOB,
+    run=scheduled_dora,
+    interval=lambda settings: settings.dora_interval,
+    lock=repository.REFRESH_LOCK,
+    skipped="DORA refresh skipped: another replica is refreshing",
+)

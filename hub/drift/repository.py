@@ -1,12 +1,8 @@
 """SQL of drift: the drift job's set-based evaluation of every live object, the counts per
-cluster and the drift periods it keeps, and the reads of the API.
-
-An evaluation is a few statements however large the fleet: one judges every live object against
-the harvested head of the branch it follows and writes the rows of `object_drift` that changed,
-one recounts `cluster_drift`, one opens, widens and closes `drift_period` rows, one stamps
-`drift_evaluation`. Reads count and page with `cluster_drift` joined to the clusters (a row or
-two per cluster) and take the rows they show from the `drift_object` view, for the clusters
-on the page only.
+cluster and the drift periods it keeps, and the reads of the API. An evaluation is a few
+statements however large the fleet (`object_drift`'s changed rows, `cluster_drift`,
+`drift_period`, `drift_evaluation`); reads page with `cluster_drift` and take `drift_object`
+rows for the clusters on the page only.
 """
 
 from collections.abc import Callable, Mapping, Sequence

@@ -1,17 +1,8 @@
 """Drift: where each cluster and reconciler object stands against what it should run, why, and
 for how long it has been so. The reasons are defined in docs/concepts.md, "Drift".
 
-Data flow: the drift job (hub/drift/tasks.py) judges every live object against the harvested
-state, set-based, into `object_drift`, and keeps `drift_period`. GET /api/v1/drift and
-/drift/history read them (the `drift_object` view for the rows shown), adding staleness with
-the hub's clock.
-
-Why a job and a stored verdict, not a view judged per request: judging the whole fleet (10,000
-clusters x 20 objects) takes about half a second of SQL, ten times what a query may take. So
-the job judges and writes only the rows that changed, and reads count per cluster from
-`cluster_drift` (a row or two per cluster), reading objects only for the clusters a page falls
-on. A query's cost follows the clusters, not the objects; the price is that reasons (all but
-staleness) are at most one `drift_interval` old.
+The drift job judges into `object_drift` and keeps `drift_period`; the API reads them, adding
+staleness with the hub's clock. Why a job: docs/contributing.md ("Background jobs").
 """
 
 import asyncio

@@ -4,7 +4,7 @@ periods brought up to date, by one replica at a time."""
 import structlog
 
 from hub.background.task import Task
-from hub.database import exclusive, write_session
+from hub.database import write_session
 from hub.drift import repository
 from hub.drift.service import Evaluation, evaluate_drift
 from hub.settings import HubSettings
@@ -14,18 +14,10 @@ DRIFT_JOB = "drift"
 log = structlog.get_logger("fleetmark.drift")
 
 
-async def scheduled_drift(
-    sessions: Sessions, settings: HubSettings, clock: Clock
-) -> Evaluation | None:
-    """The periodic job: evaluate unless another replica is already at it (then None)."""
-    async with exclusive(sessions, repository.DRIFT_LOCK) as acquired:
-        if not acquired:
-            log.info("drift evaluation skipped: another replica is evaluating")
-            return None
-        async with write_session(sessions) as session:
-            evaluation = await evaluate_drift(
-                session, now=clock(), stale_after=settings.stale_after
-            )
+async def scheduled_drift(sessions: Sessions, settings: HubSettings, clock: Clock) -> Evaluation:
+    """A round of the periodic job: every live object judged."""
+    async with write_session(sessions) as session:
+        evaluation = await evaluate_drift(session, now=clock(), stale_after=settings.stale_after)
     log.info(
         "drift evaluated",
         objects=evaluation.objects,
@@ -42,5 +34,7 @@ DRIFT = Task(
     name=DRIFT_JOB,
     run=scheduled_drift,
     interval=lambda settings: settings.drift_interval,
+    lock=repository.DRIFT_LOCK,
+    skipped="drift evaluation skipped: another replica is evaluating",
     follows_placement=True,
 )

@@ -1,28 +1,8 @@
-"""How the environments of one diff row differ, and why. Pure: the service hands over what
-each environment is meant to run and what its clusters run; nothing here reads the store.
+"""How the environments of one diff row differ, and why (docs/concepts.md, "Environment diff").
 
-A row is one workload on one cluster type (see hub/envdiff/repository.py for the pairing),
-seen in each compared environment. Its differences, each with its reason:
-
-- assignment / `not_assigned`: the workload is on that cluster type in some of the compared
-  environments only; one difference per environment without it.
-- version (desired): walking the environments that have it in promotion order, each one
-  whose desired version or pin differs from the one before it:
-  `pinned` when either of the two follows a fixed revision, a commit or a tag (promotion does
-  not move a pin). `awaiting_promotion` when the earlier environment's version is newer.
-  `diverged` otherwise: the later environment is ahead, or the two cannot be ordered (a hotfix
-  made in place, an unknown version).
-- config / `config`: a platform config key whose value differs between the environments that
-  have the assignment (a missing key counts as a value of its own). Config differs by design
-  (each environment composes its own); keys the caller ignores are not compared.
-- deployment (`failed`, `drifted`): an environment whose clusters do not run what it is meant
-  to: `failed` when reconciliation fails on at least one of them, otherwise `drifted` when at
-  least one runs another version, reports live drift, or is suspended. Clusters that have not
-  reported the assignment are counted in the cell, not judged.
-
-"Newer" compares versions numerically where both read as dotted numbers (`v1.10.0` > `1.9`,
-a pre-release below its release); otherwise by the time the app commit carrying each version
-was made.
+Pure: the service hands over what each environment is meant to run and what its clusters run;
+nothing here reads the store. A row is one workload on one cluster type, seen in each
+compared environment.
 """
 
 import re

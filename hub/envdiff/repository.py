@@ -1,22 +1,7 @@
-"""SQL of the environment diff, over the desired_version view and the deployed_version
-summary (migrations 0007, 0010). The diff itself only reads; `refresh_part` and `replace_kept`
-(the diff of every environment kept for dashboards, migration 0027) are the job's.
+"""SQL of the environment diff, over the desired_version view and the deployed_version summary.
 
-Why a request stays cheap at 10,000 clusters: a diff row stands for every cluster of its
-cluster type in each environment, a hundred or more. Reading those clusters' objects per
-request is a pass over most of the fleet's objects (seconds for a page, measured at 10,000
-clusters of 20 objects). deployed_version holds them summed up per environment, cluster type,
-source, applied commit and condition, with each applied commit's version resolved once. A job
-refreshes it (about a second at that size, off the request path). So one statement judges every
-row of the compared environments, both what they are meant to run and what their clusters run,
-counts the rows that differ and cuts the page; its cost follows the number of assignments
-compared, not clusters, objects or history:
-
-- desired: the compared environments' assignments from desired_version (indexed lookups per
-  assignment), paired into rows;
-- following: each assignment's summary rows, joined on environment, cluster type, path and
-  ref by hash, the reported URL spellings mapped to repositories by the caller (a handful);
-- the row count and the page over those, then per page cell its summary rows as JSON.
+The diff itself only reads, in one statement whose cost follows the assignments compared
+(docs/contributing.md, "The environment diff"); `refresh_part` and `replace_kept` are the job's.
 """
 
 from collections.abc import Mapping, Sequence

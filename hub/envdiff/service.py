@@ -1,24 +1,8 @@
 """The environment diff: for any set of environments, per workload and cluster type, what each
 is meant to run and what its clusters run, side by side, with the differences and why.
 
-Data flow: environment names -> ids and promotion order -> the URL spellings agents report,
-mapped to repositories -> a page of rows from the desired_version view and the
-deployed_version summary (repository.diff_page) -> per row, the pure comparison
-(hub/envdiff/compare.py) -> the wire answer (hub/envdiff/schemas.py).
-
-What clusters run comes from deployed_version, which a job refreshes every
-`env_diff_interval` (hub/envdiff/tasks.py); the answer says when (`deployed_at`). With
-`only_differences`, a row is listed when its environments are meant to differ (an assignment
-in some of them only, another desired version or pin, a config key) or when the clusters of
-one of them do not run what it is meant to (failed, drifted).
-
-An object follows an assignment when its cluster is in the assignment's environment and
-cluster type and its source is the assignment's app repository (URLs compared normalised),
-ref (the pinned revision, else the branch) and path, as the gate matches objects
-(hub/gate/service.py).
-
-The job also keeps the diff of every environment, in promotion order, every row (`keep_diff`,
-migration 0027): the dashboards read its cells and their reasons, which are this module's.
+Data flow: environment names -> ids and promotion order -> URL spellings mapped to repositories
+-> a page of rows (repository.diff_page) -> the pure comparison (compare.py) -> the answer.
 """
 
 from collections import Counter

@@ -7,7 +7,7 @@ import asyncio
 import structlog
 
 from hub.background.task import Task
-from hub.database import exclusive, write_session
+from hub.database import write_session
 from hub.envdiff import repository, service
 from hub.placement.repository import PART_PACE
 from hub.types import Clock, Sessions
@@ -29,20 +29,17 @@ async def refresh_deployed(sessions: Sessions) -> None:
 
 
 async def scheduled_refresh(sessions: Sessions, *, clock: Clock) -> None:
-    """The job's run: a refresh, then the diff of every environment kept, unless another
-    replica is at it."""
-    async with exclusive(sessions, repository.REFRESH_LOCK) as acquired:
-        if not acquired:
-            log.info("deployed summary refresh skipped: another replica holds the lock")
-            return
-        await refresh_deployed(sessions)
-        async with write_session(sessions) as session:
-            await service.keep_diff(session, now=clock())
+    """A round of the job: a refresh, then the diff of every environment kept."""
+    await refresh_deployed(sessions)
+    async with write_session(sessions) as session:
+        await service.keep_diff(session, now=clock())
 
 
 ENV_DIFF = Task(
     name=ENV_DIFF_JOB,
     run=lambda sessions, settings, clock: scheduled_refresh(sessions, clock=clock),
     interval=lambda settings: settings.env_diff_interval,
+    lock=repository.REFRESH_LOCK,
+    skipped="deployed summary refresh skipped: another replica holds the lock",
     follows_placement=True,
 )

@@ -1,51 +1,8 @@
 """The promotion gate's decision: may a platform commit (or a workload version) leave an
 environment for the next one?
 
-Pure: the gate service gathers the facts from the store (the expected clusters, what each
-last reported, commit ancestry from the harvester) and hands them over with `now`; this
-module decides and explains. It reads no clock, store or network, so every rule below is
-tested on values alone.
-
-The rules (ARCHITECTURE.md, "Promotion gate"), per expected cluster, first match wins:
-
-1. failed          it attempted the target and reconciliation failed (Ready=False). The
-                   gate fails at once; a reported failure stands even when the cluster has
-                   gone silent since.
-2. never_reported  no report ever. Blocks, whatever the options: there is no state to judge.
-3. stale           its newest report is older than `stale_after`. Blocks, unless
-                   `allow_stale`: then the cluster is judged on its last report as if that
-                   state still held at `now` (its soak runs on through the silence), and it
-                   goes on to the rules below.
-4. unknown_revision the store cannot tell whether its applied commit contains the target
-                   (the commit is not harvested yet). Blocks until the harvester knows.
-5. not_applied     nothing applied, or an applied commit that does not contain the target:
-                   one on another line, or one rewritten away by a force-push (what drift
-                   calls diverged). Ancestry is the harvested commit graph's, so a commit
-                   rewritten away still contains its ancestors.
-6. not_ready       the target (or a descendant) is applied but the cluster is not Ready.
-7. soaking         applied and Ready, but for less than `soak`. The soak runs from the start
-                   of the current unbroken stretch in which the cluster is Ready and runs the
-                   target or a descendant: the later of `ready_since` and `contains_since`.
-                   Moving on to a later descendant does not restart it; losing Ready, or
-                   applying something that does not contain the target, does.
-8. compliant       applied and Ready for at least `soak`.
-
-The gate **fails** when any cluster failed; **passes** when at least `min_clusters` (and at
-least one) clusters are expected and every one is compliant; is **pending** otherwise.
-No cluster expected is pending ("no clusters expected in <env>"), not failed: nothing
-speaks against the commit itself, and the answer changes once a cluster registers.
-
-The rules read six values of a cluster's facts measured against `now` (a `Standing`), so they
-are also a table of 144 rows. With it the store judges a whole environment in one statement
-(hub/gate/repository.py) and hands over a `Tally` and the clusters it lists. On those `conclude`
-reaches the verdict `decide` reaches on every cluster's facts.
-
-Once every expected cluster runs the target, Ready, only time stands between the gate and
-passing: `earliest_pass_at` is the last soak end, the time it opens if clusters keep reporting.
-Without `allow_stale`, the clusters whose newest report goes stale before then are named apart
-(`reports_needed`): the gate opens then only if they report again. Otherwise
-`earliest_pass_at` is None: the gate cannot pass without new facts (a report, a harvest, a
-registration).
+Pure: the gate service gathers the facts from the store and hands them over with `now`; this
+module decides and explains. The rules are in docs/concepts.md ("The promotion gate").
 """
 
 from collections import Counter
@@ -119,7 +76,7 @@ class Verdict(StrEnum):
 
 
 class ClusterState(StrEnum):
-    """Where one expected cluster stands; see the module docstring for the rules."""
+    """Where one expected cluster stands; docs/concepts.md gives the rules."""
 
     FAILED = "failed"
     NEVER_REPORTED = "never_reported"
@@ -298,7 +255,7 @@ class Standing:
 
 
 def rule(standing: Standing, options: GateOptions) -> ClusterState:
-    """The state of a cluster of that standing: the rules of the module docstring, in order."""
+    """The state of a cluster of that standing: the rules, first match wins."""
     if standing.attempted_target and standing.ready is False:
         return ClusterState.FAILED
     if not standing.reported:

@@ -1,10 +1,6 @@
-"""SQL of the promotion gate: the facts its policy judges, read from what ingest and the
-harvester stored. Nothing here writes; the gate runs on a read-only session.
-
-Observed state comes from `object_state`, with when its applied revision and its Ready period
-began (kept by ingest). Where other revisions ran within that Ready period, `status_transition`
-is read back to the last one without the target, where the soak's stretch begins. Desired state
-and ancestry come from the harvester's branches, commits, assignment and manifest ranges.
+"""SQL of the promotion gate: the facts its policy judges, from what ingest and the harvester
+stored; read-only. Within the current Ready period, `status_transition` is read back to the
+last revision without the target, where the soak's stretch begins.
 """
 
 import itertools

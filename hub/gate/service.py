@@ -1,36 +1,8 @@
 """The promotion gate's answers: facts for a target gathered from the store, judged by the
 pure policy (hub/gate/policy.py), returned with their evidence.
 
-Data flow: environment + platform commit (or workload + version) -> the target on the
-environment's platform branch -> the sources its objects follow -> the store judges every
-expected cluster by the policy's table (hub/gate/repository.py) -> the policy concludes -> the
-wire answer. Nothing per cluster crosses into Python but the listed ones.
-
-What this module settles before the policy judges:
-
-- Expected clusters: the registered, not decommissioned clusters of the environment. For a
-  workload version, only those placed in a cluster type that one of the workload's current
-  assignments (at the head of the environment's platform branch) names; a cluster placed in
-  no cluster type cannot be matched to an assignment and is not expected.
-- The objects judged: for a platform commit, every live object of the cluster that follows
-  the platform repository (URLs compared normalised) on the environment's branch, whatever
-  its path: the root Kustomization or Application. For a workload version, every object that
-  follows an assignment's app repository, branch and path. Flux source objects
-  (GitRepository, ...) fetch and never apply, so they are not judged. A cluster with several
-  such objects is judged by the one furthest from compliance (in the order of the policy's
-  rules, then the latest soak end); a cluster with none has applied nothing.
-- A platform commit is contained in the applied commit when that is the commit or one of its
-  descendants in the harvested commit graph (hub/git/ancestry.py), unknown only when the
-  harvester has not seen the applied commit. Every harvested commit keeps its parents, so one a
-  force-push rewrote away still descends from its ancestors. The target was attempted when the
-  attempted commit is the target.
-- A workload version V is contained in the applied app-repo commit when that commit lies on
-  the first-parent chain of the assignment's app branch at or after the first commit whose path
-  carried V (or descends from it, as for platform commits). So a cluster that moved on to a
-  newer version counts, and so would one whose branch went back to an older version afterwards,
-  as a revert commit does for a platform commit. Unknown only when the harvester has not seen
-  the applied commit. V was attempted when the attempted commit's manifests at that path carry V
-  itself.
+Data flow: target -> the sources its objects follow -> the store judges every expected cluster
+by the policy's table (hub/gate/repository.py) -> the policy concludes -> the wire answer.
 """
 
 import heapq

@@ -7,7 +7,7 @@ import time
 import structlog
 
 from hub.background.task import Task
-from hub.database import exclusive, write_session
+from hub.database import write_session
 from hub.gate import service
 from hub.gate.repository import ANSWERS_LOCK
 from hub.settings import HubSettings
@@ -17,22 +17,11 @@ GATE_ANSWERS_JOB = "gate_answers"
 log = structlog.get_logger("fleetmark.promotion")
 
 
-async def scheduled_answers(
-    sessions: Sessions,
-    settings: HubSettings,
-    clock: Clock,
-) -> int | None:
-    """The periodic job: the answers judged and kept, unless another replica is at it (then
-    None)."""
-    async with exclusive(sessions, ANSWERS_LOCK) as acquired:
-        if not acquired:
-            log.info("gate answers skipped: another replica is judging them")
-            return None
-        started = time.perf_counter()
-        async with write_session(sessions) as session:
-            kept = await service.keep_answers(
-                session, service.AnswerOptions.of(settings), now=clock()
-            )
+async def scheduled_answers(sessions: Sessions, settings: HubSettings, clock: Clock) -> int:
+    """A round of the periodic job: the answers judged and kept (how many)."""
+    started = time.perf_counter()
+    async with write_session(sessions) as session:
+        kept = await service.keep_answers(session, service.AnswerOptions.of(settings), now=clock())
     log.info("gate answers kept", answers=kept, seconds=round(time.perf_counter() - started, 3))
     return kept
 
@@ -41,5 +30,7 @@ GATE_ANSWERS = Task(
     name=GATE_ANSWERS_JOB,
     run=scheduled_answers,
     interval=lambda settings: settings.gate_answers_interval,
+    lock=ANSWERS_LOCK,
+    skipped="gate answers skipped: another replica is judging them",
     follows_placement=True,
 )

@@ -1,25 +1,7 @@
 """Ancestry as positions on each branch's first-parent chain: how "is C an ancestor of A?"
 becomes one indexed lookup.
 
-The choice. A transitive-closure table answers the question directly but grows with the
-square of the history (10,000 commits give up to 50 million pairs). Interval labels on a
-spanning tree stay linear but need extra "exception" edges for every merge. What the fleet
-asks is narrower: clusters apply branch heads, and a branch's heads follow its first-parent
-chain (every merge made by a pull request or by the scheduler keeps the previous head as its
-first parent). So each branch numbers its first-parent chain from the root: 0, 1, 2, ...
-Every other commit of the branch (the side of a merge) gets the number of the first chain
-commit that reaches it, the chain commit that "introduced" it. Then, for a chain commit A:
-
-    C is an ancestor of A  <=>  C is a member of the branch with position <= position(A)
-
-because the ancestors of chain commit n are exactly the commits introduced at 0..n. The
-store keeps one `branch_commit` row per (branch, commit): linear in the history, and the
-question is two primary-key lookups. New commits only append positions; a force-push or a
-merge that drops the old head from the first-parent chain renumbers the branch from the
-last chain commit the old and new chains share (`fork point`).
-
-Commits that positions alone do not place (rewritten away, off every branch) are walked
-through their parents by the SQL `reaches` writes, for the gate and drift.
+Why positions, and how a force-push renumbers, is in docs/contributing.md ("Commit ancestry").
 """
 
 from collections.abc import Iterable, Mapping, Sequence

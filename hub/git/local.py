@@ -1,15 +1,8 @@
 """The one module that speaks git (through GitPython): fetch, walk history, read trees and blobs,
 and for the scheduler: read a commit's files, write a commit from file changes, push it.
 
-Everything here is synchronous; the harvest and scheduling services call it from a worker
-thread. Secrets
-reach git only through its environment (an `http.<url>.extraHeader` set by GIT_CONFIG_* for
-tokens, GIT_SSH_COMMAND for keys), never on a command line or in a URL, and every message
-that leaves this module is scrubbed of them.
-
-URLs and revisions come from outside: a URL is checked against the grammar of
-`check_clone_url` before git sees it, `--end-of-options` stands before every URL and revision
-on a command line, and git may use only the transports that grammar admits.
+Synchronous; called from a worker thread. Secrets reach git only through its environment and
+are scrubbed from every message; URLs pass `check_clone_url`, and `--end-of-options` leads.
 """
 
 import base64

@@ -1,17 +1,8 @@
-"""Repository URLs: one normalised form per repository, the URLs git may fetch from, and URLs
-safe to show.
-
-Reconcilers, configuration files and people spell one repository many ways
-(`https://github.com/org/repo.git`, `git@github.com:org/repo`, `ssh://git@github.com/org/repo`).
-The store keys repositories by the normalised form, so commit matching works whichever
-spelling a cluster reports.
-
-A URL that reaches git comes from outside (the admin API, the repositories file, and
-repository content: a Flux GitRepository or an Argo CD Application names the repositories the
-hub discovers). `check_clone_url` admits only an explicit grammar, so git is never handed an
-option (`--upload-pack=...`), a transport helper (`ext::...`) or an ssh option
-(`ssh://-oProxyCommand=...`). `discovery_refusal` keeps repository content from pointing the hub
-at its own files or at hosts the operator did not allow.
+"""Repository URLs: one normalised form per repository (the store's key, whatever spelling a
+cluster reports), the URLs git may fetch from, and URLs safe to show. URLs come from outside,
+so `check_clone_url` admits only an explicit grammar (never an option, `ext::` or an ssh
+option), and `discovery_refusal` keeps repository content from pointing the hub at its own
+files or at hosts the operator did not allow.
 """
 
 import re

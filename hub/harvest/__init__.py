@@ -1,7 +1,6 @@
 """The harvester: reads GitOps repositories (through hub.git) into the store.
 
-Platform repos give the assignments each commit holds and the control-plane commit it
-promotes; application repos give the workload version, images and digest per deployment
-target folder. Commits carry their ancestry as first-parent positions (hub/git/ancestry.py) and
-desired state is kept as validity ranges (ranges.py).
+Platform repos give each commit's assignments and promoted control-plane commit; application
+repos the version, images and digest per target folder. Commits carry first-parent positions
+(hub/git/ancestry.py); desired state is kept as validity ranges (ranges.py).
 """

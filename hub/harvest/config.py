@@ -1,25 +1,8 @@
 """The repositories file (`FLEETMARK_REPOSITORIES_FILE`): which GitOps repositories to harvest.
 
-```yaml
-environments: [dev, stage, prod]    # the promotion order, first to last (optional)
-repositories:
-  - url: https://github.com/contoso/platform-gitops
-    role: platform
-    branches: [dev, stage]          # default: the environment branches
-    credentials:
-      token_file: /var/run/secrets/git/token   # or token_env: GITHUB_TOKEN
-  - url: git@github.com:contoso/app-gitops.git
-    role: app
-    credentials:
-      ssh_key_file: /var/run/secrets/git/id_ed25519
-```
-
-`environments` declares the order of the promotion chain without a control plane: each harvest
-sets it in the store (environments it does not name have no place in it), and the environment
-diff orders its columns and finds what awaits promotion by it. Application repositories need
-not be listed: they are also discovered from the platform
-repo's reconciler manifests. Errors name the file, the line and the field; the values
-themselves are never repeated, so a secret pasted by mistake does not end up in a log.
+Parsed into `RepositoriesFile` (hub/harvest/schemas.py); its format is in docs/harvesting.md.
+Errors name the file, the line and the field, never the value, so a secret pasted by mistake
+does not end up in a log.
 """
 
 from pathlib import Path

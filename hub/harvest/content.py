@@ -1,12 +1,8 @@
 """Reading a branch's content chain commit by chain commit, re-reading only changed folders.
 
-Git names every folder by the hash of its content (its tree id), so a folder whose tree id
-is the one it had at the previous chain commit holds exactly what it held then and is not
-read again. That is what keeps a backfill of thousands of commits fast: each commit costs a
-few tree reads plus the folders it actually changed.
-
-A file that cannot be used (missing, a symlink, binary, too large, invalid YAML) becomes a
-Problem for that commit and path; the rest of the folder and of the commit is still read.
+Git names a folder by the hash of its content, so a folder whose tree id is unchanged since the
+previous chain commit is not read again: a backfill of thousands of commits costs a few tree
+reads per commit plus the folders it changed. An unusable file becomes a Problem for its path.
 """
 
 from collections.abc import Callable, Collection, Sequence

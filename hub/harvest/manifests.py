@@ -1,10 +1,5 @@
-"""Application GitOps repo content: the workload version, images and digest of one folder.
-
-The version comes from, in order: a Kalypso DeploymentDescriptor (`spec.workloadVersion.version`),
-the `app.kubernetes.io/version` label, the image tag of the first container. Images are
-every container image with kustomize `images:` overrides applied, plus overrides that match
-no container here (their images come from remote bases). The digest is a sha256 over the
-folder's normalised content, so reformatting YAML or reordering keys does not change it.
+"""Application GitOps repo content: the workload version, images and digest of one folder, by
+the rules of docs/harvesting.md.
 """
 
 from collections.abc import Iterator, Sequence

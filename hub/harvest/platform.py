@@ -1,11 +1,7 @@
-"""Platform GitOps repo content (Kalypso layout): what one assignment folder says.
+"""Platform GitOps repo content (Kalypso layout): what one assignment folder says, and the
+control-plane commit a platform commit promotes (docs/harvesting.md).
 
-`<clusterType>/<deploymentTarget>/` holds `namespace.yaml` (the Namespace), `platform-config.yaml`
-(the composed platform config, a ConfigMap in Kalypso's default template) and
-`reconciler.yaml` (Flux GitRepository + Kustomization, an Argo CD Application, or any other
-template output). `.github/tracking/Promoted_Commit_Id` names the control-plane commit a
-platform commit promotes. Functions here take file contents and return values; reading git
-is hub/harvest/content.py's job.
+Functions here take file contents and return values; reading git is hub/harvest/content.py's.
 """
 
 import re

@@ -1,14 +1,8 @@
 """Harvesting GitOps repositories into the store, and the repositories' configuration and status.
 
-Data flow: repositories file / admin API -> `repository` rows -> per repository, a fetch into
-the git cache -> per branch, the plan (where the new first-parent chain leaves the stored one)
--> chunks of chain commits, each its own unit of work. A chunk writes commits with their
-ancestry positions, desired-state ranges, harvest errors and the new branch head. A chunk
-committed is never redone, so an interrupted backfill continues where it stopped.
-
-Git work runs in a worker thread (GitPython is synchronous); the store is written from the
-event loop. Platform repositories go first: their reconciler manifests name the
-application repositories and branches to harvest next.
+Per branch, the new first-parent chain is written in chunks, each its own unit of work and never
+redone, so an interrupted backfill continues where it stopped. Git runs in a worker thread.
+Platform repositories go first: their manifests name the application repositories to harvest.
 """
 
 import asyncio

@@ -60,14 +60,10 @@ async def run_harvest(
 
 async def scheduled_harvest(
     sessions: Sessions, settings: HubSettings, clock: Clock
-) -> HarvestReport | None:
-    """The periodic job: harvest unless another replica is already at it (then None). A
-    repositories file that cannot be used fails the run (InvalidConfiguration)."""
-    async with exclusive(sessions, repository.HARVEST_LOCK) as acquired:
-        if not acquired:
-            log.info("harvest skipped: another replica is harvesting")
-            return None
-        report = await run_harvest(sessions, settings, clock=clock)
+) -> HarvestReport:
+    """A round of the periodic job. A repositories file that cannot be used fails the run
+    (InvalidConfiguration)."""
+    report = await run_harvest(sessions, settings, clock=clock)
     log.info(
         "harvest finished",
         repositories=len(report.repositories),
@@ -82,5 +78,7 @@ HARVEST = Task(
     name=HARVEST_JOB,
     run=scheduled_harvest,
     interval=lambda settings: settings.harvest_interval,
+    lock=repository.HARVEST_LOCK,
+    skipped="harvest skipped: another replica is harvesting",
     enabled=lambda settings: settings.harvest_enabled,
 )

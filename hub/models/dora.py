@@ -1,9 +1,8 @@
 """DORA: the rollup of rollouts the DORA job keeps (migration 0020_dora_rollouts).
 
-`dora_rollup` holds one row per rollout, as `dora_rollout` judges it: of the platform commits
-of every environment (workload '') and of each workload's versions; `dora_refresh` says as of
-when each of those was last judged. The API and the dashboards read them through
-`dora_rolled_up`.
+`dora_rollup` holds a row per rollout as `dora_rollout` judges it, of every environment's platform
+commits (workload '') and each workload's versions; `dora_refresh` says when each was last
+judged. The API and the dashboards read them through `dora_rolled_up`.
 """
 
 from datetime import datetime

@@ -1,10 +1,7 @@
-"""Drift: how far each reconciler object is from what it should run, and for how long.
-
-`object_drift` is the current verdict per live object, written by the drift job. `cluster_drift`
-and `cluster_drift_reasons` count it per cluster, `drift_total` per environment and cluster
-type. `drift_period` keeps the spans a cluster or an object was drifted; `drift_evaluation` says
-when the job last judged the fleet. Staleness depends on "now", so these leave it out and
-readers add it.
+"""Drift: `object_drift`, the drift job's verdict per live object; `cluster_drift` and
+`cluster_drift_reasons`, its counts per cluster; `drift_total`, per environment and cluster
+type; `drift_period`, the spans drifted; `drift_evaluation`, when the fleet was last judged.
+Staleness depends on "now", so these leave it out and readers add it.
 """
 
 from datetime import datetime

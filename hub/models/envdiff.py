@@ -1,9 +1,6 @@
-"""Environment diff: the diff of every environment, in promotion order, kept by the
-environment diff job for dashboards (migration 0027_promotion_gates).
-
-The reasons of a difference are the pure comparison's (hub/envdiff/compare.py); the job keeps
-what GET /api/v1/diff answers for all environments, one row per cell (workload, cluster type
-and environment) and one per config key value that differs.
+"""Environment diff: the diff of every environment, in promotion order, kept by the environment
+diff job for dashboards (migration 0027_promotion_gates): what GET /api/v1/diff answers, one
+row per cell (workload, cluster type, environment) and one per differing config value.
 """
 
 from datetime import datetime

@@ -1,10 +1,7 @@
-"""Observed state reported by cluster agents.
-
-`object_state` holds the current state per (cluster, reconciler object), updated on ingest.
-`status_transition` keeps every change of it (a TimescaleDB hypertable when the extension
-exists). `cluster_heartbeat` counts reports per cluster in coarse time buckets. `agent_session`
-makes ingest idempotent. `snapshot_part` keeps the parts of a snapshot sent in several reports
-until the last.
+"""Observed state reported by cluster agents: `object_state`, the current state per (cluster,
+object); `status_transition`, its every change (a TimescaleDB hypertable where it can be);
+`cluster_heartbeat`, reports per cluster in coarse buckets; `agent_session`, for idempotent
+ingest; `snapshot_part`, the parts of a snapshot until the last.
 """
 
 from datetime import datetime, timedelta

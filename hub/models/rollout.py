@@ -1,11 +1,8 @@
 """Rollouts: each platform commit or workload version moving through an environment, with its
-state (migration 0038_rollouts), kept by the rollouts job (hub/rollouts) for the dashboards and
-alert rules, and for whatever else asks what a rollout is doing.
+state (migration 0038_rollouts), kept by the rollouts job (hub/rollouts).
 
-A row follows its rollout's row in `dora_rollup`, where the DORA job judges who was expected,
-who reached it and who failed on it, as of its last refresh; the rollouts job adds the state
-and the periods it was stalled in (hub/rollouts/policy.py), as of that same refresh. When the
-DORA job drops a rollout (a commit rewritten away), its row here goes with it.
+A row follows its rollout's row in `dora_rollup` (who was expected, reached it, failed on it),
+adding the state and the stalled periods as of the same refresh; it goes when that row goes.
 """
 
 from datetime import datetime, timedelta

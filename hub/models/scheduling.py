@@ -1,10 +1,8 @@
 """The embedded scheduler's own records: where it writes each environment, what it rendered there
-and what went wrong.
+and what went wrong, unrendered assignments included.
 
-Harvested desired state (`hub.models.desired`) says what the platform GitOps repository holds;
-these tables say what the scheduler made of the control plane, including the assignments it
-could not render and why. A scheduling target is one environment of one platform repository;
-its assignments and errors are replaced by every run for it.
+A scheduling target is one environment of one platform repository; every run for it replaces
+its assignments and errors. What the repository holds is harvested (`hub.models.desired`).
 """
 
 from datetime import datetime

@@ -1,14 +1,8 @@
 """Proof that a form posted to `/login` or `/logout` comes from the hub's own page, and not from
-a page of another site that made the browser post it.
+a page of another site that made the browser post it (the rules: docs/security.md).
 
-Browsers say where a request comes from in Sec-Fetch-Site (over https and to localhost), else
-in Origin: either naming another site refuses the form at once. The pages' Referrer-Policy
-(no-referrer) makes a browser send their own forms with `Origin: null`, as it would a forged
-form's, and over plain http to another host that is all it says: then the form must carry the
-hub's token. The sign-in form's is a keyed hash of a random value the browser keeps in a
-short-lived SameSite=Strict cookie, which another site can neither read nor make the browser
-send; the sign-out form's (on every signed-in page) is a keyed hash of the sign-in id. A request
-with neither header comes from no browser, and forges nothing.
+The sign-in form's token is a keyed hash of a random value in a SameSite=Strict cookie; the
+sign-out form's, of the sign-in id. A request with neither header is from no browser.
 """
 
 import hmac

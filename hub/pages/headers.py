@@ -1,11 +1,8 @@
-"""The headers every answer of the hub carries, so that a browser runs nothing on its pages but
-what the hub serves, frames none of them, sniffs no other type into an answer, and tells no
-other site which page linked to it.
+"""The headers every answer of the hub carries: a browser runs nothing but what the hub serves,
+frames nothing, sniffs no other type, and tells no other site which page linked to it.
 
-The pages have no script and no inline style (one style sheet, `/static/fleetmark.css`), so
-their policy allows only the hub's own files. Swagger UI (`/docs`) and ReDoc (`/redoc`), served
-from the hub too, start from an inline script and style themselves inline, so they get a policy
-of their own that allows that; they show the hub's own OpenAPI document, nothing from a request.
+The pages have no script or inline style, so their policy allows only the hub's own files.
+Swagger UI and ReDoc start from inline script and style, so they get a policy of their own.
 """
 
 from collections.abc import Collection

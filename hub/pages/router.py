@@ -1,11 +1,6 @@
-"""The built-in pages: the fleet overview at `/`, drift, the environment diff, a cluster with its
-history, the promotion chain, the promotion gate with its evidence, and the repositories'
-harvest state.
-
-Rendered on the hub from the answers of the services the REST API calls, with the same
-parameters: a page is a view of an API answer, paged as the API pages, its filters in the query
-string so that its URL can be shared. No script: every page reads without JavaScript. The
-pages are not API operations and stay out of the OpenAPI document.
+"""The built-in pages (docs/pages.md): each a view of an API answer, rendered on the hub by the
+services the REST API calls, with the same parameters and paging, its filters in the query
+string so its URL can be shared. No script; not API operations, so not in the OpenAPI document.
 """
 
 from collections.abc import Callable, Coroutine

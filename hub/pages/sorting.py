@@ -1,9 +1,7 @@
-"""Tables a page shows whole, sorted on the hub by `?sort=<column>` (`?sort=-<column>`:
-descending), so that a header link sorts without a script. A paged table is sorted by its
-listing's query instead (hub/sorting.py), so that page 2 follows page 1.
-
-Each table names its columns and how a row reads in each; values that are None sort last
-either way, and ties keep the order the service answered with.
+"""Tables a page shows whole, sorted on the hub by `?sort=<column>` (or `-<column>`), so a header
+link sorts without a script; paged tables sort in their query (hub/sorting.py). Each table
+names its columns and how a row reads in each; None sorts last either way, and ties keep the
+service's order.
 """
 
 from collections.abc import Callable, Iterable, Mapping

@@ -1,28 +1,8 @@
-"""What state a rollout is in, since when, and when it was stalled.
+"""What state a rollout is in, since when, and when it was stalled (docs/concepts.md, "Rollouts").
 
-A rollout is a platform commit or a workload version moving through one environment, as the DORA
-job judges it from the clusters' transitions (docs: Concepts, "Rollouts"). It starts when the
-first cluster applies or attempts it, and expects the clusters seen by then. An expected cluster
-reaches it when it runs it (or a later commit) Ready. It converges when the last expected
-cluster reaches it, and fails when one fails to reconcile it first.
-
-Pure: the rollouts job (hub/rollouts/service.py) hands over those facts as of the DORA job's
-refresh (`as_of`) with the stall-after (FLEETMARK_ROLLOUT_STALL_AFTER); this module reads no
-clock or store.
-
-The rules, first match wins, at `as_of`:
-
-1. converged    every expected cluster has reached it. Final.
-2. failed       an expected cluster failed on it, and it has not converged since.
-3. stalled      no expected cluster has reached it for `stall_after`: `as_of` is at least
-                `stall_after` after its last progress (its start, or the last time an expected
-                cluster reached it).
-4. in_progress  otherwise.
-
-Progress is an expected cluster reaching it; a failure is not progress. The periods in which it
-was stalled are kept too, so that history shows a stall it came out of: each from `stall_after`
-after a progress to the next progress, or to its failure, which ends its stalls; the last one
-open while it is stalled.
+Pure: the rollouts job (hub/rollouts/service.py) hands over the clusters' facts as of the DORA
+job's refresh (`as_of`) with the stall-after; this module reads no clock or store. The rules,
+first match wins: converged (final), failed, stalled, in_progress.
 """
 
 from collections.abc import Sequence

@@ -1,16 +1,8 @@
-"""The rollouts job: each rollout's state kept in the store (`rollout`), for the dashboards,
-the alert rules and every other reader of what a rollout is doing.
+"""The rollouts job: each rollout's state kept in the store (`rollout`), judged by the pure policy
+from what the DORA job found, written in one transaction when it changed.
 
-Data flow: the DORA job judges who each rollout expected, reached and failed into `dora_rollup`
--> the rollouts job (hub/rollouts/tasks.py) reads those new or not converged -> the pure policy
-(hub/rollouts/policy.py) decides each one's state as of that refresh -> the changed ones are
-written in one transaction. Most runs find nothing to judge: the DORA job refreshes every
-`dora_interval`.
-
-Why as of the DORA job's refresh and not the hub's clock: the facts say what moved a rollout
-only up to the refresh. Judged against a later clock, a rollout a cluster reached just after the
-refresh would count as stalled until the next one. So the kept state is at most `dora_interval`
-and a minute old, and says as of when (`evaluated_at`).
+Judged as of the DORA job's refresh, not the hub's clock: the facts go only that far, and a
+later clock would count a rollout reached just after the refresh as stalled until the next.
 """
 
 import time

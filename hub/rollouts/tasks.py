@@ -6,7 +6,7 @@ from datetime import timedelta
 import structlog
 
 from hub.background.task import Task
-from hub.database import exclusive, write_session
+from hub.database import write_session
 from hub.rollouts import repository
 from hub.rollouts.service import Kept, keep_rollouts
 from hub.settings import HubSettings
@@ -20,18 +20,10 @@ ROLLOUTS_INTERVAL = timedelta(minutes=1)
 log = structlog.get_logger("fleetmark.rollouts")
 
 
-async def scheduled_rollouts(
-    sessions: Sessions,
-    settings: HubSettings,
-) -> Kept | None:
-    """The periodic job: the rollouts judged and kept, unless another replica is at it (then
-    None)."""
-    async with exclusive(sessions, repository.ROLLOUTS_LOCK) as acquired:
-        if not acquired:
-            log.info("rollouts skipped: another replica is judging them")
-            return None
-        async with write_session(sessions) as session:
-            kept = await keep_rollouts(session, stall_after=settings.rollout_stall_after)
+async def scheduled_rollouts(sessions: Sessions, settings: HubSettings) -> Kept:
+    """A round of the periodic job: the rollouts judged and kept."""
+    async with write_session(sessions) as session:
+        kept = await keep_rollouts(session, stall_after=settings.rollout_stall_after)
     log.info(
         "rollouts kept", judged=kept.judged, written=kept.written, seconds=round(kept.seconds, 3)
     )
@@ -42,4 +34,6 @@ ROLLOUTS = Task(
     name=ROLLOUTS_JOB,
     run=lambda sessions, settings, clock: scheduled_rollouts(sessions, settings),
     interval=lambda settings: min(ROLLOUTS_INTERVAL, settings.dora_interval),
+    lock=repository.ROLLOUTS_LOCK,
+    skipped="rollouts skipped: another replica is judging them",
 )

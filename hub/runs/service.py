@@ -1,10 +1,8 @@
 """The fleet as /metrics exports it, with the background tasks' newest rounds, and the runs
 asked for through the API (a harvest, a scheduling run), followed until they are done.
 
-A snapshot reads what the API answers from (the fleet state, the drift counts, the harvest
-status) with the same definitions, so a gauge and the endpoint agree. A cluster is reporting
-when its agent reported within `stale_after_seconds`, stale when earlier, never_reported when it
-never did. Every replica reads the same store, so every replica exports the same fleet gauges.
+A snapshot reads what the API answers from, by the same definitions, so a gauge and the
+endpoint agree; every replica reads the same store and exports the same fleet gauges.
 """
 
 import math

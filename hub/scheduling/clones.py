@@ -1,17 +1,8 @@
-"""Where the scheduler meets git: clones of the control plane and the workload repositories
-read through the loader's `Fetch`, and the platform GitOps branch it renders against and
-commits to.
+"""Where the scheduler meets git: the control plane and workload repositories read through the
+loader's `Fetch`, and the platform GitOps branch it renders against and commits to.
 
-Synchronous (GitPython, through hub.git.local); the scheduling service runs it in a worker
-thread. Each repository is fetched once per run into the hub's git cache, in a folder of its
-own: the harvester fetches into its own clones at its own times, and two fetches into one
-clone would contend for its locks. Credentials come from git's own configuration (a
-credential helper, SSH keys); a URL carrying a password is refused, never handed to git.
-
-The control plane is given as a URL or a local path (a clone). Its Environments name the
-repository their branches are in, usually by its hosted URL. A ref to the given repository (any
-spelling of its URL, or of a remote of its clone) is read from what was given, so a clone's
-branches are what gets scheduled.
+Synchronous (GitPython), in a worker thread. Each repository is fetched once per run into a
+cache folder apart from the harvester's clones, whose locks two fetches would contend for.
 """
 
 import hashlib
@@ -82,7 +73,9 @@ class ControlPlaneFetch:
 
     Other repositories than the control plane are named by its content, so they are held to
     the rules of repositories discovered in content (`discovery_refusal`): local ones only
-    for a local control plane, and only where `allowed` (None: anywhere) says."""
+    for a local control plane, and only where `allowed` (None: anywhere) says. A ref to the
+    given control plane, in any spelling of its URL or of a remote of its clone, is read from
+    what was given, so a clone's branches are what gets scheduled."""
 
     def __init__(self, clones: Clones, control_plane: str, allowed: list[str] | None) -> None:
         self._clones = clones

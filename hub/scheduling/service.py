@@ -1,25 +1,5 @@
 """Scheduling: the control plane in, one commit per environment to the platform GitOps repository
-out, and the assignments and errors in the store.
-
-A run (`fleetmark schedule`, or the job following the control plane's branches):
-
-1. fetch the control plane and load it (`scheduler_core.loader` through `clones.ControlPlaneFetch`);
-2. per environment, read its branch of the platform repository and render against it: only
-   what changed (`scheduler_core.incremental`) when the branch still holds the tree the stored
-   render state describes, in full (`scheduler_core.output`) otherwise. The files changed, and
-   `.github/tracking/Promoted_Commit_Id` when the control-plane commit the environment is
-   promoted to changed, become one commit, pushed to the environment branch (mode `direct`)
-   or to a new `deployment/<timestamp>-<environment>` branch for a pull request (mode
-   `branch`). Nothing is committed when nothing changed;
-3. store the render state, the assignments and the errors: each environment is its own unit
-   of work.
-
-A failing assignment keeps its previous output: the renderer reads it from the branch. While
-the control plane has load errors nothing is deleted, since a document that failed to load
-may be what produced the files a render no longer makes; the next run renders in full. Each
-assignment's render is bounded in cost (the scheduler core's budget) and in time
-(`template_render_timeout`, by the monotonic clock `run_schedule` is given): one going beyond
-either is such a failing assignment.
+out, and the assignments and errors in the store (docs/scheduling.md).
 
 Git work runs in a worker thread (GitPython is synchronous); the store is written from the
 event loop. One replica schedules at a time (a PostgreSQL advisory lock).

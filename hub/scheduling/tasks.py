@@ -52,7 +52,7 @@ async def run_schedule(
 async def scheduled_schedule(
     sessions: Sessions, settings: HubSettings, clock: Clock
 ) -> ScheduleRun | None:
-    """The periodic job: follow the configured control plane unless another replica is at it."""
+    """A round of the periodic job: follow the configured control plane."""
     if settings.schedule_control_plane is None or settings.schedule_gitops is None:
         return None
     try:
@@ -65,11 +65,7 @@ async def scheduled_schedule(
     except ValidationError as exc:
         log.error("scheduling skipped: bad settings", error=describe_validation_error(exc))
         return None
-    async with exclusive(sessions, repository.SCHEDULE_LOCK) as acquired:
-        if not acquired:
-            log.info("scheduling skipped: another replica is scheduling")
-            return None
-        run = await run_schedule(sessions, settings, request, clock=clock)
+    run = await run_schedule(sessions, settings, request, clock=clock)
     for outcome in run.environments:
         log.info(
             "scheduled",
@@ -87,5 +83,7 @@ SCHEDULE = Task(
     name=SCHEDULE_JOB,
     run=scheduled_schedule,
     interval=lambda settings: settings.schedule_interval,
+    lock=repository.SCHEDULE_LOCK,
+    skipped="scheduling skipped: another replica is scheduling",
     enabled=lambda settings: settings.schedule_control_plane is not None,
 )

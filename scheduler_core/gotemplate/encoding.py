@@ -1,21 +1,8 @@
 """JSON and YAML as Go writes them: encoding/json for sprig's toJson/fromJson, and
 sigs.k8s.io/yaml (JSON first, then go-yaml v2) for Kalypso's toYaml.
 
-JSON: map keys sorted, `<`, `>`, `&` escaped unless raw, floats in Go's form (`1e+21`,
-`0.000001`), NaN and infinities refused, numbers read back as float64.
-
-YAML: the value goes through JSON first, as sigs.k8s.io/yaml does (integral floats become
-integers, map keys become strings). It is then written the way go-yaml v2 writes it: keys in its
-natural order ("a2" before "a10"), sequences not indented under their key, and lines folded at
-80 columns. Strings that would read back as another type ("true", "1.5", "2024-01-01", "") are
-double-quoted, multi-line strings written as literal blocks. The writing is done by libyaml
-(through PyYAML's C emitter), the library go-yaml v2 is a port of, so the choice between plain,
-quoted and block scalars is the same.
-
-Encoding charges the render's `Meter` (when given one) as it walks: every element, every
-character of every string and key, the indentation it writes; a node written as YAML costs
-`YAML_NODE_UNITS` more. Decoding charges the text's characters and, before parsing, the
-elements it can hold.
+The output rules are in docs/scheduling.md ("Templates"). YAML is written by libyaml through
+PyYAML's C emitter, the library go-yaml v2 ports, so scalar styles match.
 """
 
 import functools

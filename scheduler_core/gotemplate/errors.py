@@ -1,11 +1,8 @@
 """The one error type of the template engine, for parse and execution errors alike.
 
-Messages read like Go's `text/template` ones so that a Kalypso user recognises them:
-
-    template: reconciler.yaml:3:14: function "nope" not defined
-    template: reconciler.yaml:7:20: executing "reconciler.yaml" at <.Manifests.repo>: ...
-
-Lines count from 1; columns count characters from 0 within the line, as Go's do.
+Messages read like Go's so that a Kalypso user recognises them, e.g.
+`template: reconciler.yaml:3:14: function "nope" not defined`. Lines count from 1; columns
+count characters from 0 within the line, as Go's do.
 """
 
 __all__ = ["TemplateError"]

@@ -1,16 +1,8 @@
 """Executor: walks parsed trees over the data and writes the output, with Go's semantics.
 
-Follows Go's text/template exec.go: dot and `$`, variables scoped to their block, and pipelines
-passing each value as the last argument of the next command. Fields are read from maps by key
-and from dataclasses by field (a missing key is "<no value>", a field of nil an error). Function
-arguments are checked against the declared Go types; if/with/range take else, break/continue,
-and template calls get variables of their own.
-
-Every step, every character written and every function call is charged to the render's
-`Meter` (`scheduler_core.gotemplate.meter`), which functions charge their own work to as
-well; output, depth and what one function may build are bounded by the render's `Limits`.
-Going beyond either raises `LimitExceeded`, naming where the template was, which nested
-renders (`include`, `tpl`) pass on unchanged.
+Follows Go's text/template exec.go. Every step, character written and function call is charged
+to the render's `Meter`; output, depth and what one function may build are bounded by its
+`Limits`. `LimitExceeded` names where the template was; nested renders pass it on unchanged.
 """
 
 from collections.abc import Iterator, Mapping

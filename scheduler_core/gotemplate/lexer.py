@@ -1,10 +1,8 @@
 """Lexer: template text to tokens, scanned the way Go's text/template lexer does.
 
-Text outside `{{ }}` becomes TEXT tokens, already trimmed where an action starts with `{{- `
-or ends with ` -}}` (the marker needs the space, so `{{-3}}` is the number -3). Comments
-`{{/* ... */}}` are dropped. Inside an action come fields, variables, identifiers,
-keywords, literals, pipes, parentheses and runs of space. Tokens are produced lazily, so a
-syntax error found by the parser early in the text is reported before a lexical one later.
+TEXT is already trimmed where an action starts `{{- ` or ends ` -}}` (the space is needed:
+`{{-3}}` is the number -3); comments are dropped. Tokens come lazily, so a syntax error the
+parser finds early is reported before a lexical one later in the text.
 """
 
 import enum

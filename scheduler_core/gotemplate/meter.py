@@ -1,33 +1,8 @@
 """The cost meter: what a render spends, in cost units and in time, against what it may.
 
-Counting evaluation steps alone does not bound a render: one function call can do any amount
-of work (`sortAlpha` of a long list, `join` of a big one, `toYaml` of a huge value, `printf`
-with a wide padding). So the executor and every function that does more than constant work
-charge one `Meter`, shared by all templates of a render (`include`, `tpl` and, for the
-scheduler, every template of one assignment), in cost units weighted by what the work costs
-in this interpreter:
-
-| what                                                                  | units      |
-|-----------------------------------------------------------------------|------------|
-| an evaluation step (node, command, loop iteration) or function call    | 4          |
-| an element a function touches: a list or map entry it reads, compares, | 1          |
-| copies or builds; a node of a value it walks (printing, encoding)      |            |
-| characters a function reads or writes, or the render writes out        | 1 per 4    |
-| a node written as YAML (libyaml's emitter and its node objects)        | 4 more     |
-
-A million units is a second or two of one core's work, whatever the template spends them on.
-Work is charged before it is done wherever its size is known (`until 100000` charges 100000
-units before building the list), and a long walk charges as it goes, so a render stops close
-to where it reaches its budget, never long after.
-
-Time is the caller's: a meter made with a `clock` (a monotonic clock in seconds, which the
-caller hands in: the engine reads no clock of its own) and a `timeout` fails the render once
-that clock passes the deadline. The clock is read every `CLOCK_EVERY` units charged, by the
-executor's steps and inside long function calls alike, so the limit holds within one call.
-
-Going over the budget or past the deadline raises `OverBudget`, which the executor turns into
-a `LimitExceeded` naming the template and position. A meter stays exhausted: every later
-charge raises again.
+Function calls and evaluation steps charge one `Meter` per render; the costs they charge are in
+docs/contributing.md ("The template engine"). Time is the caller's: a meter made with a
+`clock` and a `timeout` fails the render once that clock passes the deadline.
 """
 
 from collections.abc import Callable

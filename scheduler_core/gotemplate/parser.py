@@ -1,10 +1,8 @@
 """Parser: a template text to node trees, by the grammar of Go's text/template/parse.
 
-One text yields a tree named after the text, plus one per `{{define}}` and `{{block}}`. As in
-Go, the parser already rejects calls of undefined functions, variables used before they are
-declared, `{{break}}`/`{{continue}}` outside `{{range}}`, a `{{define}}` that is not at the
-top level and two non-empty definitions of one name. Nesting of blocks and parentheses is
-bounded by `max_depth`, so no text can exhaust the interpreter's stack.
+One tree per text, plus one per `{{define}}` and `{{block}}`. As in Go, it rejects undefined
+functions, undeclared variables, `break`/`continue` outside `range`, a nested `define` and two
+non-empty definitions of a name. Nesting is bounded by `max_depth`, to spare the stack.
 """
 
 from collections.abc import Container, Iterator

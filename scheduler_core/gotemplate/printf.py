@@ -1,15 +1,8 @@
 """Go's fmt for template values: `{{ .X }}` printing (%v), `print`, `println` and `printf`.
 
-Supports the verbs templates use: %v %+v %T %% %t %d %b %o %O %x %X %c %q %U %e %E %f %F
-%g %G %s, the flags `+ - # 0 space`, width and precision (also as `*`), and Go's error
-forms (`%!d(string=a)`, `%!v(MISSING)`, `%!(EXTRA int=1)`). Maps print as `map[a:1 b:2]`
-with keys sorted, lists as `[a b]`, structs as `{a b}`, nil as `<nil>`, floats in Go's
-shortest form (`1e+06`, `0.5`). Explicit argument indexes (`%[1]d`) are not supported and
-print as `%!(BADINDEX)`.
-
-Every function takes the render's `Meter` (none by default: then nothing is charged) and
-charges it as it goes: each element printed, each character of a string formatted, and the
-padding a width or precision asks for, before it is made.
+The verbs, flags and forms are in docs/scheduling.md ("Templates"). Every function takes the
+render's `Meter` (none by default) and charges each element printed, each character formatted
+and the padding a width or precision asks for, before it is made.
 """
 
 import math

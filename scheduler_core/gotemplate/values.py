@@ -1,23 +1,8 @@
 """How the engine sees the Python values a template works on, in Go's terms.
 
-Data handed to a render is plain Python and maps onto Go as Kalypso's data does:
-
-| Python                          | Go                         |
-|---------------------------------|----------------------------|
-| `str`, `int`, `float`, `bool`   | string, int, float64, bool |
-| `None`                          | nil                        |
-| `Mapping`                       | map (fields `.Key` read its keys) |
-| `StringMap`                     | map[string]string          |
-| `list`, `tuple`                 | slice                      |
-| dataclass instance              | struct (fields `.name` read its public fields) |
-| `datetime`                      | time.Time                  |
-
-Nothing else of a Python object is reachable: no attributes beyond dataclass fields, no
-methods, no dunder names. `MISSING` stands for Go's invalid value, what a missing map key
-yields ("<no value>" when printed). Walks over values (printing, encoding, copying) go
-through `Walk`, which stops a value that refers to itself, or shares itself so often that
-it would expand beyond reason, with `ValueTooLarge`, and charges every element it visits to
-the render's `Meter`.
+Data handed to a render maps onto Go as Kalypso's data does (docs/contributing.md, "The
+template engine"); nothing else of a Python object is reachable. `Walk` goes through a value
+for printing, encoding and copying, bounded, and charges the render's `Meter`.
 """
 
 import dataclasses

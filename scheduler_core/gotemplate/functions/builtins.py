@@ -1,14 +1,7 @@
-"""Go's predefined template functions, with Go's rules and messages.
+"""Go's predefined template functions, with Go's rules and messages (docs/scheduling.md).
 
-- and, or (short-circuit, returning an operand), not;
-- eq (any number of operands), ne, lt, le, gt, ge (basic kinds only: bool, int, float64,
-  string; mixing kinds is an error);
-- index, slice, len (strings count bytes, as Go's do);
-- print, printf, println; html, js, urlquery;
-- call (only functions the caller registered).
-
-Their cost (see `spec`): the text of string arguments and results is charged by the
-executor; printing charges what it prints, `slice` the elements it copies.
+The executor charges the text of string arguments and results; printing charges what it
+prints, `slice` the elements it copies.
 """
 
 from collections.abc import Iterable, Mapping

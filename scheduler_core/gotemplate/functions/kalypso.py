@@ -1,17 +1,7 @@
 """The functions Kalypso's templater adds to sprig: toYaml, stringify, hash, unquote.
 
-- `toYaml VALUE`: YAML as sigs.k8s.io/yaml writes it, with the one trailing newline removed
-  (as Kalypso's toYAML does), so `{{ toYaml .ConfigData | indent 2 }}` ends where the
-  action ends; a value YAML cannot hold gives "".
-- `stringify VALUE`: string values for a ConfigMap's `data`: a map becomes a map of strings
-  (strings kept, nil empty, numbers and booleans as Go prints them, lists and maps as JSON);
-  any other value becomes its string the same way.
-- `hash VALUE`: the hex SHA-256 of the value's string form (JSON for lists and maps), a
-  stable content address for names and annotations.
-- `unquote STRING`: the text inside a Go-quoted literal ("...", `...`, '...'); text that is
-  not one comes back unchanged.
-
-`toYaml`, `stringify` and `hash` charge the render's meter for every node they encode.
+What each does is in docs/scheduling.md ("Templates"); `toYaml`, `stringify` and `hash`
+charge the render's meter for every node they encode.
 """
 
 import hashlib

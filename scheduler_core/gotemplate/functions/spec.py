@@ -1,18 +1,8 @@
 """What a template function is: its Go parameter types, its implementation, its context.
 
-Each function declares its Go parameter types, because Go checks arguments against them:
-`upper 1` is an error ("expected string; found 1") while `toString 1` is fine. The executor
-converts and checks arguments by these declarations before calling `impl`; an exception
-raised by `impl` becomes the template error "error calling NAME: message", as a Go function
-returning an error (or panicking) does.
-
-What a call costs (`scheduler_core.gotemplate.meter`): the executor charges every call as a
-step, plus the characters of each string argument it reads and of the string it returns. A
-function that does more (touches the elements of a list or map, walks a value, makes text
-beyond its arguments and result) takes the CallContext (`needs_context`) and charges that
-work to `context.meter`, before doing it wherever its size is known. The functions that take
-no context are those whose work is constant (`default`, `first`, `hasKey`, arithmetic, ...)
-or lies in their string arguments and result.
+The executor checks and converts arguments by the declared Go types before calling `impl`, as
+Go does, and turns an exception from `impl` into "error calling NAME: message". A function
+whose work is not constant takes the CallContext (`needs_context`) and charges its meter.
 """
 
 import enum

@@ -1,25 +1,8 @@
 """The sprig functions templates commonly use (github.com/Masterminds/sprig), plus Helm's
-`required`, `include` and `tpl`, with sprig's argument order, conversions and quirks:
-`default`/`empty`/`coalesce` by Go's notion of empty, `contains "sub" "string"` (needle
-first), `split` giving a map `_0`, `_1`..., `int`/`float64` converting leniently (errors are
-0), `get` giving "" for a missing key, `b64dec` giving the error text for bad input,
-integer arithmetic in 64 bits.
+`required`, `include` and `tpl`, with sprig's argument order, conversions and quirks.
 
-Deliberate differences, for purity and safety:
-- `now` and `date` take the time from the render's injected clock, and `date` formats in
-  the time's own zone (sprig uses the machine's local zone); `date` of a Unix number is UTC.
-- `set`, `unset`, `merge` and `mergeOverwrite` change only maps the template built itself
-  (`dict`, `fromJson`, `deepCopy`, ...); data passed to the render is read-only.
-  Maps merged in are copied, never shared.
-- No functions reaching the environment, files, network, randomness or regular expressions
-  (whose backtracking could be made to run for ever).
-
-Cost (see `spec`): the executor charges the text of string arguments and results; the
-functions that touch list and map elements, walk values or build text beyond that take the
-CallContext and charge `context.meter` first: `until` its numbers, `join` and `sortAlpha` the
-elements they convert, `uniq`, `has` and `without` every comparison, `toJson` and `deepCopy`
-every node, `replace`, `join`, `repeat` and `indent` check the size of what they would make
-before making it.
+Where they differ on purpose, for purity and safety, is in docs/scheduling.md ("Templates");
+what each charges to the meter, in docs/contributing.md ("The template engine").
 """
 
 import base64
