@@ -1,9 +1,7 @@
 """A periodic task as a slice declares it: its name (the one its runs are recorded and alerted
-under), how often it runs, whether it runs at all, the coroutine that does one round with the
-background sessions, the settings and the clock, and the advisory lock the round runs under.
-The runner takes that lock: one replica at a time does a round, and another replica that finds
-it held skips the round, logging the task's `skipped` event. The round opens its own units of
-work."""
+under), how often it runs, whether it runs at all, the coroutine that does one round, and the
+advisory lock the round runs under. The runner takes the lock; a round opens its own units of
+work (docs/contributing.md, "Background jobs")."""
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
