@@ -14,8 +14,8 @@ FLEETMARK_TABLES = set(Base.metadata.tables)
 # Added by the migrations only when TimescaleDB is absent (or, for the rollups, cannot keep
 # continuous aggregates; the placement rollups' and the sampled health everywhere); the models
 # do not declare them.
-# Indexes only the migrations state: BRIN ones (plain PostgreSQL only) and one in a collation
-# of its own, which reflection does not report (migration 0026).
+# Indexes only the migrations state: BRIN ones and one in a collation of its own, which
+# reflection does not report (migration 0026).
 MIGRATION_INDEXES = {
     "ix_status_transition_observed_at_brin",
     "ix_cluster_heartbeat_bucket_at_brin",
