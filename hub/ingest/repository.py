@@ -262,13 +262,11 @@ incoming AS (
     SELECT f.id AS cluster_id, f.observed_at, f.not_before, f.snapshot_current, {_RECORD}
     FROM fresh f CROSS JOIN LATERAL jsonb_array_elements(f.records) AS r
 ),
-upserted AS (
-    INSERT INTO object_state AS t (
-        cluster_id, reconciler, kind, namespace, name, {_STATE}, last_transition_at,
-        changed_at, first_seen_at, removed_at, applied_since, ready_since)
+changing AS (
     SELECT i.cluster_id, i.reconciler, i.kind, i.namespace, i.name, {_columns("i")},
-           i.last_transition_at, i.observed_at, i.observed_at, NULL, b.began_at,
-           CASE WHEN i.ready THEN b.began_at END
+           i.last_transition_at, i.observed_at, b.began_at, p.id AS previous_of,
+           p.applied_revision AS previous_revision, p.applied_sha AS previous_sha,
+           p.applied_version AS previous_version
     FROM incoming i
     CROSS JOIN LATERAL (
         SELECT LEAST(i.observed_at, GREATEST(COALESCE(i.last_transition_at, i.observed_at),
@@ -280,8 +278,24 @@ upserted AS (
               = (i.cluster_id, i.reconciler, i.kind, i.namespace, i.name)
         OFFSET 0
     ) AS o ON true
+    LEFT JOIN LATERAL (
+        SELECT p.id, p.applied_revision, p.applied_sha, p.applied_version
+        FROM object_state p
+        WHERE p.id = o.id AND p.removed_at IS NULL AND p.changed_at < i.observed_at
+          AND (p.applied_sha IS NOT NULL OR p.applied_version IS NOT NULL)
+        FOR UPDATE
+    ) AS p ON true
     WHERE NOT i.snapshot_current OR o.id IS NULL OR o.removed_at IS NOT NULL
        OR ({_columns("o")}) IS DISTINCT FROM ({_columns("i")})
+),
+upserted AS (
+    INSERT INTO object_state AS t (
+        cluster_id, reconciler, kind, namespace, name, {_STATE}, last_transition_at,
+        changed_at, first_seen_at, removed_at, applied_since, ready_since)
+    SELECT c.cluster_id, c.reconciler, c.kind, c.namespace, c.name, {_columns("c")},
+           c.last_transition_at, c.observed_at, c.observed_at, NULL, c.began_at,
+           CASE WHEN c.ready THEN c.began_at END
+    FROM changing c
     ON CONFLICT (cluster_id, reconciler, kind, namespace, name) DO UPDATE SET
         {", ".join(f"{column} = EXCLUDED.{column}" for column in STATE_COLUMNS)},
         last_transition_at = EXCLUDED.last_transition_at,
@@ -301,10 +315,16 @@ upserted AS (
            OR ({_columns("t")}) IS DISTINCT FROM ({_columns("EXCLUDED")}))
     RETURNING t.id, t.cluster_id, t.changed_at, {_columns("t")}
 ),{vanished}recorded AS (
-    INSERT INTO status_transition (observed_at, cluster_id, object_id, {_STATE}, removed)
-    SELECT u.changed_at, u.cluster_id, u.id, {_columns("u")}, false FROM upserted u
+    INSERT INTO status_transition (
+        observed_at, cluster_id, object_id, {_STATE}, removed, previous_recorded,
+        previous_revision, previous_sha, previous_version)
+    SELECT u.changed_at, u.cluster_id, u.id, {_columns("u")}, false,
+           c.previous_of IS NOT NULL, c.previous_revision, c.previous_sha, c.previous_version
+    FROM upserted u
+    LEFT JOIN changing c ON c.previous_of = u.id
     UNION ALL
-    SELECT v.changed_at, v.cluster_id, v.id, {_columns("v")}, true FROM vanished v
+    SELECT v.changed_at, v.cluster_id, v.id, {_columns("v")}, true, false, NULL, NULL, NULL
+    FROM vanished v
 ),
 heartbeat AS (
     INSERT INTO cluster_heartbeat AS h (cluster_id, bucket_at, report_count, object_count)

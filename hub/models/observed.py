@@ -175,6 +175,13 @@ status_transition = Table(
     # True for the transition that records the object leaving a full snapshot.
     Column("removed", Boolean, nullable=False, server_default=text("false")),
     Column("received_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    # The object's applied revision before this change, where ingest knows it to be what the
+    # history holds before it (previous_recorded); elsewhere deployment_history looks it up
+    # (migration 0043).
+    Column("previous_recorded", Boolean),
+    Column("previous_revision", String),
+    Column("previous_sha", String(64)),
+    Column("previous_version", String),
     Index(None, "cluster_id", text("observed_at DESC")),
     Index(None, "object_id", text("observed_at DESC")),
     # Deployment history (migration 0009) reads only transitions with an applied revision:

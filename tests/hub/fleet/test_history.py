@@ -5,6 +5,8 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.fleet import repository
 from tests.conftest import MakeAgent
@@ -12,14 +14,17 @@ from tests.support import (
     PLATFORM_REPO,
     SHA_A,
     SHA_B,
+    SHA_C,
     START,
     FakeClock,
+    Store,
     bearer,
     kustomization,
 )
 
 V1 = f"dev@sha1:{SHA_A}"
 V2 = f"dev@sha1:{SHA_B}"
+V3 = f"dev@sha1:{SHA_C}"
 APP = "hello-world-app-functional-test"
 
 
@@ -229,6 +234,91 @@ async def test_gaps_and_returns_are_not_deployments(
         (at(6), "drone-dev-1", APP, SHA_B, SHA_A),
         (at(1), "drone-dev-1", APP, SHA_A, None),
     ]
+
+
+async def lookup_scans(session: AsyncSession) -> int:
+    """How many times reading the whole history scanned for a previous revision."""
+    plan = await session.scalar(
+        text("EXPLAIN (ANALYZE, FORMAT JSON) SELECT * FROM deployment_history")
+    )
+    assert plan is not None
+
+    def scans(node: dict[str, Any]) -> int:
+        own = node["Actual Loops"] if node.get("Alias") == "s" else 0
+        return own + sum(scans(child) for child in node.get("Plans", []))
+
+    return scans(plan[0]["Plan"])
+
+
+async def test_transitions_record_the_revision_they_change_from_where_the_history_agrees(
+    make_agent: MakeAgent, read_token: str, clock: FakeClock, store: Store, session: AsyncSession
+) -> None:
+    agent = await make_agent("drone-dev-1", environment="dev", cluster_type="drone")
+    chart = "podinfo"
+    await agent.send_ok([kustomization(APP, V1)])
+    clock.advance(minutes=1)
+    await agent.send_ok(
+        [
+            kustomization(APP, V1, ready=False, reason="HealthCheckFailed"),
+            helm_release(chart, "6.5.3"),
+        ]
+    )
+    clock.advance(minutes=1)
+    await agent.send_ok([kustomization(APP, V2)])
+    clock.advance(minutes=1)
+    await agent.send_ok([helm_release(chart, "6.5.4")])
+    clock.advance(minutes=1)
+    # The app leaves the cluster and comes back at the revision it had.
+    await agent.send_ok([helm_release(chart, "6.5.4")], full_snapshot=True)
+    clock.advance(minutes=1)
+    await agent.send_ok([kustomization(APP, V2), helm_release(chart, "6.5.4")], full_snapshot=True)
+    clock.advance(minutes=1)
+    # The reconciler loses its status, then reports a rollback to V1.
+    await agent.send_ok([kustomization(APP, applied_revision=None, ready=None)])
+    clock.advance(minutes=1)
+    await agent.send_ok([kustomization(APP, V1)])
+    clock.advance(minutes=2)
+    # A spooled report arrives after a newer one: its state of the app is older than the one
+    # stored, its new object is taken.
+    await agent.send_ok([kustomization(APP, V3)], sequence=agent.sequence + 2)
+    await agent.send_ok(
+        [kustomization(APP, V2), kustomization("late", V1)],
+        sequence=agent.sequence + 1,
+        observed_at=at(8),
+    )
+
+    expected = [
+        (at(9), "drone-dev-1", APP, SHA_C, SHA_A),
+        (at(8), "drone-dev-1", "late", SHA_A, None),
+        (at(7), "drone-dev-1", APP, SHA_A, SHA_B),
+        (at(3), "drone-dev-1", chart, "6.5.4", "6.5.3"),
+        (at(2), "drone-dev-1", APP, SHA_B, SHA_A),
+        (at(1), "drone-dev-1", chart, "6.5.3", None),
+        (at(0), "drone-dev-1", APP, SHA_A, None),
+    ]
+    assert summary(await history(agent.client, read_token)) == expected
+    recorded = {
+        (t["observed_at"], t["name"]): t["previous_sha"] or t["previous_version"]
+        for t in await store.transitions(agent.cluster)
+        if t["previous_recorded"]
+    }
+    # Not recorded: the first states, the removal and the return, and the change from no
+    # applied revision, whose previous one the history holds further back.
+    assert recorded == {
+        (at(1), APP): SHA_A,
+        (at(2), APP): SHA_A,
+        (at(3), chart): "6.5.3",
+        (at(6), APP): SHA_B,
+        (at(9), APP): SHA_A,
+    }
+    # Only the changes that carry an applied revision and no recorded previous one look it up.
+    assert await lookup_scans(session) == 6
+
+    # Looked up everywhere, as before the transitions recorded it, the history is the same.
+    await session.execute(text("UPDATE status_transition SET previous_recorded = NULL"))
+    await session.commit()
+    assert summary(await history(agent.client, read_token)) == expected
+    assert await lookup_scans(session) == 10
 
 
 @pytest.mark.parametrize(
