@@ -1,5 +1,6 @@
 """Building blocks shared by the tests: the hub's clock, agent reports, and reading the store."""
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -7,8 +8,8 @@ from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import RowMapping, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import RowMapping, select, text
+from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 from hub.models import (
     AgentSession,
@@ -219,3 +220,21 @@ class Store:
             .order_by(SnapshotPart.snapshot_id, SnapshotPart.part_index)
         )
         return [(row.snapshot_id, row.part_index) for row in await self.session.execute(statement)]
+
+
+async def blocked_backends(database_url: str, count: int) -> None:
+    """Wait until `count` of the hub's connections are blocked on a lock."""
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE application_name = 'fleetmark-hub' AND wait_event_type = 'Lock'"
+    )
+    engine = create_async_engine(database_url)
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                async with engine.connect() as connection:
+                    if (await connection.execute(query)).scalar_one() >= count:
+                        return
+                await asyncio.sleep(0.01)
+    finally:
+        await engine.dispose()

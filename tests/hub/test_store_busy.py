@@ -24,7 +24,7 @@ from hub.database import create_statement_pool
 from hub.tokens import service as token_service
 from hub.tokens.schemas import TokenRequest
 from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
-from tests.support import SHA_A, SHA_B, START, bearer, kustomization, report
+from tests.support import SHA_A, SHA_B, START, bearer, blocked_backends, kustomization, report
 
 POOL_TIMEOUT = 0.3
 
@@ -75,24 +75,6 @@ async def register(admin: AsyncConnection, name: str) -> str:
             token_secret=TOKEN_SECRET,
         )
     return registered.token
-
-
-async def blocked_backends(database_url: str, count: int) -> None:
-    """Wait until `count` of the hub's connections are blocked on a lock."""
-    query = text(
-        "SELECT count(*) FROM pg_stat_activity "
-        "WHERE application_name = 'fleetmark-hub' AND wait_event_type = 'Lock'"
-    )
-    engine = create_async_engine(database_url)
-    try:
-        async with asyncio.timeout(10):
-            while True:
-                async with engine.connect() as connection:
-                    if (await connection.execute(query)).scalar_one() >= count:
-                        return
-                await asyncio.sleep(0.01)
-    finally:
-        await engine.dispose()
 
 
 async def post(hub: httpx.AsyncClient, token: str, sequence: int) -> httpx.Response:

@@ -5,7 +5,9 @@ had foreign keys, creating a chunk locked the `cluster` table against the concur
 that had written cluster rows, and one side deadlocked (HTTP 500) at every chunk boundary.
 Here the chunks are a minute wide and every round of concurrent reports starts a new one; the
 history's integrity (a transition names an object of its cluster, deleting a cluster deletes
-its history) still holds. On plain PostgreSQL the same reports run without chunks.
+its history) still holds. On plain PostgreSQL the same reports run without chunks. A report
+that waits for another of the same object records, as the revision it changed from, the one
+the other left.
 """
 
 import asyncio
@@ -24,7 +26,16 @@ from hub.clusters.schemas import ClusterRegistration
 from hub.tokens import service as token_service
 from hub.tokens.schemas import TokenRequest
 from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
-from tests.support import SHA_A, SHA_B, START, bearer, kustomization, report
+from tests.support import (
+    SHA_A,
+    SHA_B,
+    SHA_C,
+    START,
+    bearer,
+    blocked_backends,
+    kustomization,
+    report,
+)
 
 CLUSTERS = 6
 ROUNDS = 5
@@ -115,6 +126,44 @@ async def test_concurrent_reports_across_chunk_boundaries_all_land(
     assert transitions == CLUSTERS * ROUNDS * 4
     if on_timescaledb:
         assert await chunks(admin) >= ROUNDS
+
+
+async def test_a_report_that_waited_for_another_records_the_revision_that_one_left(
+    own_database: str, admin: AsyncConnection, workers: list[httpx.AsyncClient]
+) -> None:
+    token = await register(admin, "drone-01")
+
+    async def send(worker: int, sequence: int, minutes: int, sha: str) -> httpx.Response:
+        body = report(
+            "drone-01",
+            sequence=sequence,
+            observed_at=START + timedelta(minutes=minutes),
+            objects=[kustomization("app", f"dev@sha1:{sha}")],
+        )
+        return await workers[worker].post("/api/v1/reports", json=body, headers=bearer(token))
+
+    assert (await send(0, 1, 0, SHA_A)).status_code == 200
+    # Both next reports take their snapshot while the object is held, at SHA_A; the later
+    # one applies after the earlier one has moved it to SHA_B.
+    engine = create_async_engine(own_database)
+    try:
+        async with engine.connect() as holder, holder.begin():
+            await holder.execute(text("SELECT 1 FROM object_state FOR UPDATE"))
+            earlier = asyncio.create_task(send(0, 2, 1, SHA_B))
+            await blocked_backends(own_database, 1)
+            later = asyncio.create_task(send(1, 3, 2, SHA_C))
+            await blocked_backends(own_database, 2)
+        assert [(await earlier).status_code, (await later).status_code] == [200, 200]
+    finally:
+        await engine.dispose()
+
+    recorded = await admin.execute(
+        text(
+            "SELECT applied_sha, previous_sha FROM status_transition "
+            "WHERE previous_recorded ORDER BY observed_at"
+        )
+    )
+    assert recorded.all() == [(SHA_B, SHA_A), (SHA_C, SHA_B)]
 
 
 async def test_the_history_keeps_to_its_objects_and_clusters(
