@@ -149,7 +149,8 @@ def under_way(url: str) -> int:
     """The store's last UNDER_WAY of transitions moved on to end now, as if the fleet had gone
     on changing since the store was made. Panels read the hours since the rollups' watermark
     (the hour under way) from the raw transitions; without this they would meet only the quiet
-    hours since the store's end. The transitions moved (a kept store's again, each run)."""
+    hours since the store's end. They carry the revision each changed from, as ingest records
+    it. The transitions moved (a kept store's again, each run)."""
     shifted = {"observed_at", "received_at"}
     with psycopg.connect(url) as connection:
         columns = [
@@ -187,6 +188,22 @@ def under_way(url: str) -> int:
             ),
             {"by": by},
         ).rowcount
+        # What ingest records of a new transition (migration 0043): the applied revision it
+        # changed from, where the object had one.
+        connection.execute(
+            sql.SQL(
+                "UPDATE status_transition t SET (previous_recorded, previous_revision, "
+                "previous_sha, previous_version) = ("
+                "SELECT true, s.applied_revision, s.applied_sha, s.applied_version "
+                "FROM status_transition s WHERE s.object_id = t.object_id "
+                "AND (s.applied_sha IS NOT NULL OR s.applied_version IS NOT NULL) "
+                "AND s.observed_at <= t.observed_at "
+                "AND (s.observed_at, s.received_at) < (t.observed_at, t.received_at) "
+                "ORDER BY s.observed_at DESC, s.received_at DESC LIMIT 1) "
+                "WHERE t.observed_at > {} "
+                "AND (t.applied_sha IS NOT NULL OR t.applied_version IS NOT NULL)"
+            ).format(sql.Literal(end - UNDER_WAY + by))
+        )
     return moved
 
 
