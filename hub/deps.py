@@ -86,6 +86,15 @@ async def get_read_context(settings: SettingsDep, clock: ClockDep) -> ReadContex
 
 
 ReadContextDep = Annotated[ReadContext, Depends(get_read_context)]
+
+
+async def get_public_url(request: Request, settings: SettingsDep) -> str:
+    """The hub's base URL the links it answers start with, without a trailing slash:
+    FLEETMARK_PUBLIC_URL, or else the one this request reached the hub at."""
+    return settings.public_url or str(request.base_url).rstrip("/")
+
+
+PublicUrlDep = Annotated[str, Depends(get_public_url)]
 JobsDep = Annotated[Jobs, Depends(get_jobs)]
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 ReadSessionDep = Annotated[ReadSession, Depends(get_read_session, scope="function")]

@@ -3,9 +3,10 @@
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import platformdirs
-from pydantic import BeforeValidator, Field, SecretStr, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hub.client.secret_files import read_secret_file
@@ -26,6 +27,28 @@ def _seconds_as_number(value: object) -> object:
 
 # A duration given as seconds ("300") or as ISO 8601 ("PT5M").
 Interval = Annotated[timedelta, BeforeValidator(_seconds_as_number)]
+
+
+def _public_url(value: str) -> str:
+    """An http(s) base URL, without a trailing slash: nothing in it a link could not carry."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - reading the port checks it
+    except ValueError as exc:
+        raise ValueError(f"not a URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            "must be an http:// or https:// URL with a host, such as https://fleetmark.example.com"
+        )
+    if parts.username is not None or parts.query or parts.fragment:
+        raise ValueError(
+            "must hold no user, query or fragment: it is the base of the links the hub gives out"
+        )
+    return value.rstrip("/")
+
+
+# The hub's public base URL, as the links it gives out start.
+PublicUrl = Annotated[str, AfterValidator(_public_url)]
 
 
 def default_data_dir() -> Path:
@@ -88,6 +111,15 @@ class HubSettings(BaseSettings):
         default="127.0.0.1", description="Address `fleetmark serve` listens on (--host)."
     )
     port: int = Field(default=8080, description="Port `fleetmark serve` listens on (--port).")
+    public_url: PublicUrl | None = Field(
+        default=None,
+        description=(
+            "The hub's base URL as people and other systems reach it (https://fleetmark."
+            "example.com, or with a path prefix); links the hub gives out, such as a gate "
+            "decision's evidence_url, start with it. Unset: the URL each request reached the "
+            "hub at."
+        ),
+    )
     max_report_bytes: int = Field(
         default=4 * 1024 * 1024,
         gt=0,

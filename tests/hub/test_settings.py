@@ -149,3 +149,50 @@ def test_the_cli_names_a_bad_setting_and_its_rule(
 
     assert result.exit_code == 2
     assert result.stderr.strip() == "error: FLEETMARK_STALE_AFTER_SECONDS: must be greater than 0"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("https://fleetmark.example.com", "https://fleetmark.example.com"),
+        ("https://fleetmark.example.com/", "https://fleetmark.example.com"),
+        ("http://10.0.0.5:8080/fleetmark/", "http://10.0.0.5:8080/fleetmark"),
+    ],
+)
+def test_the_public_url_is_a_base_without_a_trailing_slash(
+    monkeypatch: pytest.MonkeyPatch, value: str, expected: str
+) -> None:
+    monkeypatch.setenv("FLEETMARK_PUBLIC_URL", value)
+    assert HubSettings().public_url == expected
+
+
+def test_without_a_public_url_links_start_where_the_request_came_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("FLEETMARK_PUBLIC_URL", raising=False)
+    assert HubSettings().public_url is None
+
+
+@pytest.mark.parametrize(
+    ("value", "rule"),
+    [
+        ("fleetmark.example.com", "must be an http:// or https:// URL with a host"),
+        ("ftp://fleetmark.example.com", "must be an http:// or https:// URL with a host"),
+        ("https://", "must be an http:// or https:// URL with a host"),
+        ("https://fleetmark.example.com:http", "not a URL"),
+        ("https://admin:s3cret@fleetmark.example.com", "must hold no user, query or fragment"),
+        ("https://fleetmark.example.com/?next=1", "must hold no user, query or fragment"),
+    ],
+)
+def test_the_cli_names_an_unusable_public_url_and_its_rule(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str, rule: str
+) -> None:
+    monkeypatch.setenv("FLEETMARK_MODE", "development")
+    monkeypatch.setenv("FLEETMARK_PUBLIC_URL", value)
+
+    result = CliRunner().invoke(app, ["clusters", "list", "--data-dir", str(tmp_path)])
+
+    assert result.exit_code == 2
+    assert rule in result.stderr
+    assert result.stderr.startswith("error: FLEETMARK_PUBLIC_URL: ")
+    assert "s3cret" not in result.stderr
