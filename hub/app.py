@@ -26,6 +26,7 @@ from hub.drift.router import router as drift_router
 from hub.envdiff.router import router as envdiff_router
 from hub.errors import install_error_handlers
 from hub.fleet.router import router as fleet_router
+from hub.gate.router import document_decision_examples
 from hub.gate.router import router as gate_router
 from hub.harvest.config import load_repositories_file
 from hub.harvest.router import router as repositories_router
@@ -134,6 +135,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
                 title=app.title, version=app.version, summary=app.summary, routes=app.routes
             )
             schema.setdefault("components", {}).setdefault("schemas", {}).update(REPORT_COMPONENTS)
+            document_decision_examples(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 

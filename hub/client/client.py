@@ -37,7 +37,13 @@ from hub.client.schemas.drift import (
     Reason,
 )
 from hub.client.schemas.fleet import DeploymentPage, FleetQuery, FleetState, HistoryQuery
-from hub.client.schemas.gate import GateQuery, GateResult, Promotable, PromotableQuery
+from hub.client.schemas.gate import (
+    GateQuery,
+    GateResult,
+    Promotable,
+    PromotableQuery,
+    PromotionDecision,
+)
 from hub.client.schemas.reports import ReportReply
 from hub.client.schemas.repositories import (
     CredentialsReference,
@@ -316,6 +322,35 @@ class HubClient:
             offset=offset,
         )
         return self.ask(api.PROMOTION_GATE, query=query | {"sort": sort})
+
+    def decision(
+        self,
+        environment: str,
+        *,
+        commit: str | None = None,
+        workload: str | None = None,
+        version: str | None = None,
+        soak: Soak = "10m",
+        allow_stale: bool = False,
+        min_clusters: int = 1,
+        cluster_types: Sequence[str] = (),
+        selector: str | None = None,
+    ) -> PromotionDecision:
+        """The same gate as a promotion engine reads it (fleetmark.gate.decision/v1): allowed
+        only when passed, why in one sentence, and the page with the evidence."""
+        query = asked(
+            GateQuery,
+            environment=environment,
+            commit=commit,
+            workload=workload,
+            version=version,
+            soak=soak,
+            allow_stale=allow_stale,
+            min_clusters=min_clusters,
+            cluster_types=cluster_types,
+            selector=selector,
+        )
+        return self.ask(api.GATE_DECISION, query=query)
 
     def promotable(
         self,

@@ -25,7 +25,13 @@ from hub.client.schemas.dora import (
 )
 from hub.client.schemas.drift import DriftHistory, DriftHistoryQuery, DriftQuery, DriftReport
 from hub.client.schemas.fleet import DeploymentPage, FleetQuery, FleetState, HistoryQuery
-from hub.client.schemas.gate import GateQuery, GateResult, Promotable, PromotableQuery
+from hub.client.schemas.gate import (
+    GateQuery,
+    GateResult,
+    Promotable,
+    PromotableQuery,
+    PromotionDecision,
+)
 from hub.client.schemas.reports import ReportReply
 from hub.client.schemas.repositories import RepositoryConfig, RepositoryList, RepositoryStatus
 from hub.client.schemas.runs import HarvestRequest, RequestedRun, ScheduleRequest
@@ -89,6 +95,7 @@ PROMOTION_GATE = Operation(
     GateResult,
     (*parameters(GateQuery), "sort"),
 )
+GATE_DECISION = Operation("GET", "/api/v1/gates/decision", PromotionDecision, parameters(GateQuery))
 PROMOTABLE = Operation(
     "GET",
     "/api/v1/environments/{environment}/promotable",
@@ -138,6 +145,7 @@ OPERATIONS: tuple[Operation[Any], ...] = (
     DORA,
     DORA_DEPLOYMENTS,
     PROMOTION_GATE,
+    GATE_DECISION,
     PROMOTABLE,
     ASSIGNMENTS,
     SCHEDULING_ERRORS,

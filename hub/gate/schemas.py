@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from hub.gate.policy import ClusterState, Verdict
 from hub.git.urls import RedactedText, RedactedUrl
@@ -129,3 +129,39 @@ class Promotable(BaseModel):
     examined: int = Field(description="How many commits of the chain were evaluated.")
     reason: str
     gate: GateResult | None = Field(description="The passing gate's evidence.")
+
+
+DECISION_SCHEMA: Literal["fleetmark.gate.decision/v1"] = "fleetmark.gate.decision/v1"
+
+
+class DecisionCounts(BaseModel):
+    expected: int = Field(description="Clusters the gate expects to run the target.")
+    compliant: int = Field(description="Expected clusters that run it, Ready and soaked.")
+    failed: int = Field(description="Expected clusters that attempted it and failed.")
+    reporting: int = Field(description="Expected clusters that reported within stale_after.")
+    stale: int
+    never_reported: int
+
+
+class PromotionDecision(BaseModel):
+    """The gate's answer as a promotion engine reads it (fleetmark.gate.decision/v1): a field
+    is never renamed, retyped or removed; a change of meaning is a new version."""
+
+    # `schema` is always answered, so the document says it is required.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
+    decision_schema: Literal["fleetmark.gate.decision/v1"] = Field(
+        default=DECISION_SCHEMA, alias="schema"
+    )
+    allowed: bool = Field(description="True when the verdict is passed, and only then.")
+    verdict: Verdict
+    reason: RedactedText = Field(description="Why, in one sentence.")
+    opens_at: datetime | None = Field(
+        description="While the clusters soak (pending, only time left): when the gate opens if "
+        "they keep reporting; otherwise None."
+    )
+    evidence_url: str = Field(
+        description="The hub's gate page for the same question, with every expected cluster's "
+        "evidence."
+    )
+    counts: DecisionCounts

@@ -40,6 +40,7 @@ from hub.gate.repository import (
     WorkloadAssignment,
 )
 from hub.gate.schemas import (
+    DecisionCounts,
     Freshness,
     GateAssignment,
     GateCluster,
@@ -50,6 +51,7 @@ from hub.gate.schemas import (
     GateTarget,
     HarvestedBranch,
     Promotable,
+    PromotionDecision,
 )
 from hub.git.urls import spelled_repository
 from hub.placement import repository as placement_repository
@@ -65,6 +67,7 @@ __all__ = [
     "ClusterPage",
     "UnknownCommit",
     "UnknownVersion",
+    "decision",
     "environment_names",
     "keep_answers",
     "newest_commits",
@@ -669,6 +672,42 @@ async def promotion_gate(
             page=page,
         )
     raise InvalidInput("commit, or workload and version: give one of the two, and only one")
+
+
+def _reason(result: GateResult) -> str:
+    """What decides the verdict, in one sentence: the counts, then the first of the reasons."""
+    counts, target = result.counts, result.target
+    first = result.reasons[0]
+    if result.verdict is Verdict.PASSED or not counts.expected:
+        return first
+    where = f"expected cluster(s) in {target.environment}"
+    if result.verdict is Verdict.FAILED:
+        failed = counts.by_state[ClusterState.FAILED]
+        return f"{failed} of {counts.expected} {where} failed on {target.description}; {first}"
+    return (
+        f"{counts.compliant} of {counts.expected} {where} run {target.description}, Ready and "
+        f"soaked; {first}"
+    )
+
+
+def decision(result: GateResult, evidence_url: str) -> PromotionDecision:
+    """The gate's answer as a promotion engine reads it (fleetmark.gate.decision/v1)."""
+    counts = result.counts
+    return PromotionDecision(
+        allowed=result.verdict is Verdict.PASSED,
+        verdict=result.verdict,
+        reason=_reason(result),
+        opens_at=result.earliest_pass_at if result.verdict is Verdict.PENDING else None,
+        evidence_url=evidence_url,
+        counts=DecisionCounts(
+            expected=counts.expected,
+            compliant=counts.compliant,
+            failed=counts.by_state[ClusterState.FAILED],
+            reporting=counts.reporting,
+            stale=counts.stale,
+            never_reported=counts.never_reported,
+        ),
+    )
 
 
 # --- the answers kept for dashboards and alert rules ------------------------------------------

@@ -1,5 +1,6 @@
-"""The promotion gate (GET /api/v1/gates/promotion) and the newest platform commit that passes
-it (GET /api/v1/environments/{environment}/promotable): the questions, which the hub's router
+"""The promotion gate (GET /api/v1/gates/promotion), the same gate as a promotion engine reads
+it (GET /api/v1/gates/decision) and the newest platform commit that passes it
+(GET /api/v1/environments/{environment}/promotable): the questions, which the hub's router
 takes as query models, and the answers."""
 
 from datetime import datetime, timedelta
@@ -213,3 +214,25 @@ class Promotable(Answer):
     examined: int
     reason: str
     gate: GateResult | None
+
+
+class DecisionCounts(Answer):
+    expected: int
+    compliant: int
+    failed: int
+    reporting: int
+    stale: int
+    never_reported: int
+
+
+class PromotionDecision(Answer):
+    """The gate as a promotion engine reads it (fleetmark.gate.decision/v1): `allowed` only when
+    passed, why in one sentence, and the page with the evidence."""
+
+    decision_schema: Literal["fleetmark.gate.decision/v1"] = Field(alias="schema")
+    allowed: bool
+    verdict: Verdict
+    reason: str
+    opens_at: datetime | None
+    evidence_url: str
+    counts: DecisionCounts
