@@ -12,17 +12,16 @@ the API server would prune, is an error there too. A kind with neither is an err
 
 import copy
 import re
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
 import yaml
-from jsonschema import Draft4Validator
 from kubernetes_validate.utils import all_versions
 from packaging.version import Version
 
+from tests.crds import crd_validators
 from tests.deploy import charts
 
 CHART_PATHS = sorted(path for path in charts.CHARTS.iterdir() if (path / "Chart.yaml").exists())
@@ -32,40 +31,18 @@ OLDEST, NEWEST = (
     f"{VERSIONS[0].major}.{VERSIONS[0].minor}",
     f"{VERSIONS[-1].major}.{VERSIONS[-1].minor}",
 )
-SERVICE_MONITOR_CRD = (
-    Path(__file__).parents[1] / "data" / "crds" / "monitoring.coreos.com_servicemonitors.yaml"
-)
+SERVICE_MONITOR = ("monitoring.coreos.com/v1", "ServiceMonitor")
 
 
 def case_id(case: tuple[Path, Path]) -> str:
     return f"{case[0].name}-{case[1].stem}"
 
 
-def closed(schema: Any) -> Any:
-    """The schema with every object that lists its properties refusing any other."""
-    if isinstance(schema, dict):
-        schema = {key: closed(value) for key, value in schema.items()}
-        if "properties" in schema and "additionalProperties" not in schema:
-            schema["additionalProperties"] = False
-        return schema
-    if isinstance(schema, list):
-        return [closed(item) for item in schema]
-    return schema
-
-
-@cache
-def service_monitor_validator() -> Draft4Validator:
-    crd = yaml.safe_load(SERVICE_MONITOR_CRD.read_text())
-    (version,) = crd["spec"]["versions"]
-    schema = closed(copy.deepcopy(version["schema"]["openAPIV3Schema"]))
-    Draft4Validator.check_schema(schema)
-    return Draft4Validator(schema)
-
-
 def problems(document: dict[str, Any], kubernetes_version: str) -> list[str]:
     """What makes `document` an invalid object: `path: message` for each error."""
-    if (document["apiVersion"], document["kind"]) == ("monitoring.coreos.com/v1", "ServiceMonitor"):
-        errors = service_monitor_validator().iter_errors(document)
+    if (document["apiVersion"], document["kind"]) == SERVICE_MONITOR:
+        validator = crd_validators("monitoring.coreos.com_servicemonitors.yaml")[SERVICE_MONITOR]
+        errors = validator.iter_errors(document)
         return [f"{error.json_path}: {error.message}" for error in errors]
     try:
         kubernetes_validate.validate(document, kubernetes_version, strict=True)
