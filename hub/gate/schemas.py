@@ -144,8 +144,8 @@ class DecisionCounts(BaseModel):
 
 
 class PromotionDecision(BaseModel):
-    """The gate's answer as a promotion engine reads it (fleetmark.gate.decision/v1): a field
-    is never renamed, retyped or removed; a change of meaning is a new version."""
+    """The gate's answer as a promotion engine reads it (fleetmark.gate.decision/v1). v1 does
+    not change: a field added, renamed, retyped or meaning otherwise is a new version."""
 
     # `schema` is always answered, so the document says it is required.
     model_config = ConfigDict(json_schema_serialization_defaults_required=True)
