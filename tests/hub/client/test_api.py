@@ -94,6 +94,7 @@ def test_the_gate_dora_and_scheduling_questions(hub: Hub) -> None:
     with HubClient(hub.url, token=hub.read) as client:
         gate = client.gate("dev", commit=hub.dev_head, soak=timedelta(0))
         by_text = client.gate("dev", commit=hub.dev_head[:12], soak="0s", cluster_types=["drone"])
+        decision = client.decision("dev", commit=hub.dev_head, soak=timedelta(0))
         promotable = client.promotable("dev", soak=0)
         dora = client.dora(environments=["dev", "stage"])
         rollouts = client.dora_deployments(environments=["stage"])
@@ -107,6 +108,10 @@ def test_the_gate_dora_and_scheduling_questions(hub: Hub) -> None:
     assert gate.options.soak_seconds == 0
     assert [cluster.name for cluster in gate.clusters.items] == ["drone-dev"]
     assert by_text.target.commit == hub.dev_head
+    assert decision.decision_schema == "fleetmark.gate.decision/v1"
+    assert (decision.verdict, decision.allowed) == (gate.verdict, gate.verdict is Verdict.PASSED)
+    assert decision.counts.expected == gate.counts.expected
+    assert decision.evidence_url.startswith(f"{hub.url}/gate?environment=dev&commit=")
     assert promotable.environment == "dev"
     assert promotable.examined >= 1
     assert [figures.environment for figures in dora.environments] == ["dev", "stage"]
