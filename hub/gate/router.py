@@ -21,7 +21,7 @@ from hub.deps import (
 )
 from hub.errors import error_response, error_responses
 from hub.gate import service
-from hub.gate.schemas import GateResult, Promotable, PromotionDecision
+from hub.gate.schemas import DECISION_SCHEMA, GateResult, Promotable, PromotionDecision
 from hub.sorting import OWN_ORDER, Order
 
 router = APIRouter(
@@ -87,7 +87,7 @@ def _example(verdict: str, reason: str, opens_at: str | None, **counts: int) -> 
     return {
         "summary": verdict,
         "value": {
-            "schema": "fleetmark.gate.decision/v1",
+            "schema": DECISION_SCHEMA,
             "allowed": verdict == "passed",
             "verdict": verdict,
             "reason": reason,
@@ -144,7 +144,7 @@ async def gate_decision(
     query: Annotated[GateQuery, Query()],
 ) -> PromotionDecision:
     """The promotion gate as a decision any promotion engine reads (fleetmark.gate.decision/v1,
-    docs/integrations.md): 200 for passed, pending and failed alike, `allowed` true only for
+    docs/api.md): 200 for passed, pending and failed alike, `allowed` true only for
     passed. `limit` and `offset` only page the evidence page it links to."""
     result = await _gate(session, context, query.model_copy(update={"limit": 1}), OWN_ORDER)
     return service.decision(result, _evidence_url(public_url, query))
