@@ -291,7 +291,11 @@ def test_both_ci_recipes_wait_for_the_gate() -> None:
     ]
 
 
-@pytest.mark.parametrize(("where", "words"), ci_commands(), ids=lambda x: str(x))
+@pytest.mark.parametrize(
+    ("where", "words"),
+    ci_commands(),
+    ids=lambda value: value if isinstance(value, str) else " ".join(value[:2]),
+)
 def test_a_ci_recipe_runs_a_command_and_options_the_cli_has(where: str, words: list[str]) -> None:
     path = [word for word in words if not word.startswith("-")][:2]
     command = typer.main.get_command(app)
