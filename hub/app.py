@@ -25,6 +25,7 @@ from hub.dora.router import router as dora_router
 from hub.drift.router import router as drift_router
 from hub.envdiff.router import router as envdiff_router
 from hub.errors import install_error_handlers
+from hub.events.router import router as events_router
 from hub.fleet.router import router as fleet_router
 from hub.gate.router import document_decision_examples
 from hub.gate.router import router as gate_router
@@ -112,6 +113,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         ingest_router,
         clusters_router,
         tokens_router,
+        events_router,
         fleet_router,
         gate_router,
         dora_router,

@@ -130,6 +130,21 @@ class UnknownRole(FleetmarkError):
     error = "unknown_role"
 
 
+class UnknownSubscription(FleetmarkError):
+    status_code = 404
+    error = "unknown_subscription"
+
+
+class UnknownDelivery(FleetmarkError):
+    status_code = 404
+    error = "unknown_delivery"
+
+
+class DeliveryNotDead(FleetmarkError):
+    status_code = 409
+    error = "delivery_not_dead"
+
+
 class AlreadyExists(FleetmarkError):
     status_code = 409
     error = "already_exists"

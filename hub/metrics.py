@@ -44,6 +44,7 @@ _OBJECT_STATES = ("ready", "failing", "progressing", "suspended")
 # that anonymous requests cannot add label sets at will.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _AGENT_STATES = ("reporting", "stale", "never_reported")
+_DELIVERY_STATES = ("pending", "delivered", "dead")
 
 
 def _label(value: str | None) -> str:
@@ -90,6 +91,7 @@ class FleetCollector(Collector):
         yield from self._drift(snapshot)
         yield from self._harvest(snapshot)
         yield from self._jobs(snapshot)
+        yield from self._events(snapshot)
         if snapshot.clusters:
             yield from self._clusters(snapshot)
 
@@ -211,6 +213,32 @@ class FleetCollector(Collector):
                 success.add_metric([runs.job], finished_at.timestamp())
                 duration.add_metric([runs.job], (finished_at - started_at).total_seconds())
         yield from (success, duration, last)
+
+    def _events(self, snapshot: FleetSnapshot) -> Iterator[Metric]:
+        counts = snapshot.events
+        events = GaugeMetricFamily(
+            "fleetmark_events",
+            "Events published and kept (for event_retention), by type.",
+            labels=["type"],
+        )
+        for kind, count in sorted(counts.events.items()):
+            events.add_metric([kind], count)
+        deliveries = GaugeMetricFamily(
+            "fleetmark_event_deliveries",
+            "Deliveries of events to subscriptions kept, by state: pending, delivered, dead.",
+            labels=["state"],
+        )
+        for state in _DELIVERY_STATES:
+            deliveries.add_metric([state], counts.deliveries.get(state, 0))
+        oldest = GaugeMetricFamily(
+            "fleetmark_event_outbox_oldest_pending_age_seconds",
+            "Age of the oldest event a delivery still waits to send; 0 when none waits.",
+        )
+        age = 0.0
+        if counts.oldest_pending is not None:
+            age = max(0.0, (self.clock() - counts.oldest_pending).total_seconds())
+        oldest.add_metric([], age)
+        yield from (events, deliveries, oldest)
 
     @staticmethod
     def _clusters(snapshot: FleetSnapshot) -> Iterator[Metric]:

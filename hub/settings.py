@@ -400,6 +400,42 @@ class HubSettings(BaseSettings):
             "rollout stalled alert follow it."
         ),
     )
+    event_delivery_interval: Interval = Field(
+        default=timedelta(seconds=5),
+        gt=timedelta(0),
+        description=(
+            "How often the hub sends the events due to subscriptions (seconds or ISO 8601): "
+            "a new event waits at most this long."
+        ),
+    )
+    event_retry_window: Interval = Field(
+        default=timedelta(hours=24),
+        gt=timedelta(0),
+        description=(
+            "How long a delivery that fails is retried, with backoff, from its first attempt "
+            "(seconds or ISO 8601); then it is dead, listed and retryable by hand."
+        ),
+    )
+    event_retention: Interval = Field(
+        default=timedelta(days=14),
+        ge=timedelta(hours=1),
+        description=(
+            "How long events, and their delivered or dead deliveries, are kept (seconds or "
+            "ISO 8601); a pending delivery keeps its event."
+        ),
+    )
+    webhook_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds a subscription's receiver has to answer one delivery.",
+    )
+    webhook_allow_private: bool = Field(
+        default=False,
+        description=(
+            "Let subscriptions send over plain http and to loopback, link-local, private and "
+            "unique-local addresses (receivers inside the cluster, tests)."
+        ),
+    )
     schedule_control_plane: str | None = Field(
         default=None,
         description=(

@@ -9,11 +9,14 @@ from hub.background.task import Task
 from hub.dora.tasks import DORA
 from hub.drift.tasks import DRIFT
 from hub.envdiff.tasks import ENV_DIFF
+from hub.events.tasks import EVENT_DELIVERY, prune_events
 from hub.gate.tasks import GATE_ANSWERS
 from hub.harvest.tasks import HARVEST
 from hub.rollouts.tasks import ROLLOUTS
 from hub.scheduling.tasks import SCHEDULE
+from hub.settings import HubSettings
 from hub.store import RETENTION_LOCK, ROLLUP_LOCK, keep_history, refresh_rollups
+from hub.types import Clock, Sessions
 
 __all__ = ["RETENTION_INTERVAL", "RETENTION_JOB", "ROLLUP_INTERVAL", "ROLLUP_JOB", "TASKS"]
 
@@ -22,9 +25,16 @@ RETENTION_INTERVAL = timedelta(days=1)
 ROLLUP_JOB = "rollup"
 ROLLUP_INTERVAL = timedelta(minutes=10)
 
+
+async def keep_for_retention(sessions: Sessions, settings: HubSettings, clock: Clock) -> None:
+    """The retention job's round: the history as the store keeps it, then the events."""
+    await keep_history(sessions, settings, clock())
+    await prune_events(sessions, settings, clock)
+
+
 RETENTION = Task(
     name=RETENTION_JOB,
-    run=lambda sessions, settings, clock: keep_history(sessions, settings, clock()),
+    run=keep_for_retention,
     interval=lambda settings: RETENTION_INTERVAL,
     lock=RETENTION_LOCK,
     skipped="history retention skipped: another replica holds the lock",
@@ -39,4 +49,15 @@ ROLLUP = Task(
     skipped="rollup skipped: another replica holds the lock",
 )
 
-TASKS = (HARVEST, DRIFT, ENV_DIFF, DORA, ROLLOUTS, GATE_ANSWERS, RETENTION, ROLLUP, SCHEDULE)
+TASKS = (
+    HARVEST,
+    DRIFT,
+    ENV_DIFF,
+    DORA,
+    ROLLOUTS,
+    GATE_ANSWERS,
+    RETENTION,
+    ROLLUP,
+    SCHEDULE,
+    EVENT_DELIVERY,
+)

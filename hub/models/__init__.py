@@ -13,6 +13,7 @@ from hub.models.drift import (
     ObjectDrift,
 )
 from hub.models.envdiff import EnvironmentDiffCell, EnvironmentDiffConfig
+from hub.models.events import EventDelivery, EventSubscription, OutboxEvent
 from hub.models.fleet import (
     Cluster,
     ClusterType,
@@ -58,6 +59,8 @@ __all__ = [
     "Environment",
     "EnvironmentDiffCell",
     "EnvironmentDiffConfig",
+    "EventDelivery",
+    "EventSubscription",
     "GateAnswer",
     "GitBranch",
     "GitCommit",
@@ -66,6 +69,7 @@ __all__ = [
     "ManifestRevision",
     "ObjectDrift",
     "ObjectState",
+    "OutboxEvent",
     "PageSignIn",
     "Repository",
     "Rollout",

@@ -16,6 +16,8 @@ from hub.database import read_session
 from hub.drift import service as drift_service
 from hub.drift.schemas import DriftSummary
 from hub.errors import TooManyRuns, UnknownRun
+from hub.events import service as events_service
+from hub.events.service import EventCounts
 from hub.fleet import service as fleet_service
 from hub.fleet.schemas import FleetCluster, FleetState
 from hub.harvest import service as harvest_service
@@ -50,6 +52,7 @@ class FleetSnapshot:
     drift: DriftSummary
     repositories: list[RepositoryStatus]
     jobs: list[JobRuns]
+    events: EventCounts
 
 
 async def fleet_snapshot(
@@ -73,6 +76,7 @@ async def fleet_snapshot(
         )
         drift = await drift_service.drift_summary(session, now=now, stale_after=stale_after)
         repositories = await harvest_service.list_repositories(session, now=now)
+        events = await events_service.event_counts(session)
         jobs: dict[str, dict[str, tuple[datetime, datetime]]] = {}
         for row in await repository.latest_runs(session):
             jobs.setdefault(row["job"], {})[row["outcome"]] = (
@@ -86,6 +90,7 @@ async def fleet_snapshot(
         drift=drift,
         repositories=[item for item in repositories if item.enabled],
         jobs=[JobRuns(job, newest) for job, newest in jobs.items()],
+        events=events,
     )
 
 

@@ -1,0 +1,263 @@
+"""SQL for the outbox: events written and matched to subscriptions, the deliveries due and
+their attempts, the subscriptions, and what the retention job and /metrics read."""
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    CursorResult,
+    and_,
+    any_,
+    delete,
+    exists,
+    func,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import array, insert
+from sqlalchemy.engine import RowMapping
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+
+from hub.models import EventDelivery, EventSubscription, OutboxEvent
+
+_PENDING = "pending"
+# The tables' columns, typed as columns for the filters' SQL.
+_EVENT = OutboxEvent.__table__.c
+_SUBSCRIPTION = EventSubscription.__table__.c
+
+
+def _passes(value: ColumnElement[Any], names: ColumnElement[Any]) -> ColumnElement[bool]:
+    """An event's dimension passes a subscription's filter on it: no filter, a listed value, or
+    no value where the subscription lets those through."""
+    return or_(
+        func.cardinality(names) == 0,
+        value == any_(names),
+        and_(value.is_(None), EventSubscription.include_missing),
+    )
+
+
+async def add_events(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> list[int]:
+    """Insert the events; their ids, in order."""
+    statement = insert(OutboxEvent).values(list(rows)).returning(OutboxEvent.id)
+    return list((await session.scalars(statement)).all())
+
+
+async def fan_out(session: AsyncSession, event_ids: Sequence[int]) -> int:
+    """A pending delivery of each of the events to each subscription it matches, due at the
+    event's time: how many."""
+    matches = (
+        select(EventSubscription.id, OutboxEvent.id, OutboxEvent.subject, OutboxEvent.time)
+        .join(
+            EventSubscription,
+            and_(
+                or_(
+                    func.cardinality(EventSubscription.event_types) == 0,
+                    OutboxEvent.type == any_(EventSubscription.event_types),
+                ),
+                _passes(_EVENT.environment, _SUBSCRIPTION.environments),
+                _passes(_EVENT.workload, _SUBSCRIPTION.workloads),
+                _passes(_EVENT.cluster_type, _SUBSCRIPTION.cluster_types),
+            ),
+        )
+        .where(OutboxEvent.id == any_(array(event_ids, type_=BigInteger)))
+    )
+    return await _deliver(session, matches)
+
+
+async def deliver_to(session: AsyncSession, subscription_id: int, event_id: int) -> int:
+    """A pending delivery of the event to this subscription alone (a test event): its id."""
+    matches = select(
+        EventSubscription.id, OutboxEvent.id, OutboxEvent.subject, OutboxEvent.time
+    ).where(EventSubscription.id == subscription_id, OutboxEvent.id == event_id)
+    statement = (
+        insert(EventDelivery)
+        .from_select(["subscription_id", "event_id", "subject", "next_attempt_at"], matches)
+        .returning(EventDelivery.id)
+    )
+    return (await session.execute(statement)).scalar_one()
+
+
+async def _deliver(session: AsyncSession, matches: Any) -> int:
+    statement = (
+        insert(EventDelivery)
+        .from_select(["subscription_id", "event_id", "subject", "next_attempt_at"], matches)
+        .on_conflict_do_nothing()
+    )
+    return cast(CursorResult[Any], await session.execute(statement)).rowcount
+
+
+async def due(session: AsyncSession, now: datetime, limit: int) -> list[RowMapping]:
+    """Pending deliveries due by `now`, each the oldest pending one of its subscription and
+    subject (a later event waits for it): what sending them takes."""
+    earlier = aliased(EventDelivery)
+    waits = exists().where(
+        earlier.subscription_id == EventDelivery.subscription_id,
+        earlier.subject == EventDelivery.subject,
+        earlier.state == _PENDING,
+        earlier.event_id < EventDelivery.event_id,
+    )
+    statement = (
+        select(
+            EventDelivery.id,
+            EventDelivery.first_attempt_at,
+            EventDelivery.attempts,
+            EventSubscription.url,
+            EventSubscription.format,
+            EventSubscription.secret,
+            OutboxEvent.body,
+            OutboxEvent.environment,
+        )
+        .join(EventSubscription, EventSubscription.id == EventDelivery.subscription_id)
+        .join(OutboxEvent, OutboxEvent.id == EventDelivery.event_id)
+        .where(EventDelivery.state == _PENDING, EventDelivery.next_attempt_at <= now, ~waits)
+        .order_by(EventDelivery.event_id)
+        .limit(limit)
+    )
+    return list((await session.execute(statement)).mappings())
+
+
+async def record_attempt(session: AsyncSession, delivery_id: int, **values: Any) -> None:
+    statement = (
+        update(EventDelivery)
+        .where(EventDelivery.id == delivery_id)
+        .values(attempts=EventDelivery.attempts + 1, **values)
+    )
+    await session.execute(statement)
+
+
+async def add_subscription(session: AsyncSession, **values: Any) -> EventSubscription | None:
+    """Insert a subscription; None when the name is taken."""
+    statement = (
+        insert(EventSubscription)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=[EventSubscription.name])
+        .returning(EventSubscription)
+    )
+    return (await session.scalars(statement)).one_or_none()
+
+
+async def subscriptions(session: AsyncSession) -> list[EventSubscription]:
+    return list(await session.scalars(select(EventSubscription).order_by(EventSubscription.name)))
+
+
+async def subscription(session: AsyncSession, name: str) -> EventSubscription | None:
+    statement = select(EventSubscription).where(EventSubscription.name == name)
+    return (await session.scalars(statement)).one_or_none()
+
+
+async def remove_subscription(session: AsyncSession, name: str) -> bool:
+    """Delete the subscription and its deliveries; False when there is none of that name."""
+    statement = (
+        delete(EventSubscription)
+        .where(EventSubscription.name == name)
+        .returning(EventSubscription.id)
+    )
+    return (await session.execute(statement)).first() is not None
+
+
+_DELIVERY_COLUMNS = (
+    EventDelivery.id,
+    OutboxEvent.event_id,
+    OutboxEvent.type.label("event_type"),
+    EventDelivery.subject,
+    EventDelivery.state,
+    EventDelivery.attempts,
+    EventDelivery.next_attempt_at,
+    EventDelivery.last_attempt_at,
+    EventDelivery.last_status_code,
+    EventDelivery.last_error,
+    EventDelivery.delivered_at,
+    EventDelivery.created_at,
+)
+
+
+async def deliveries(session: AsyncSession, subscription_id: int, limit: int) -> list[RowMapping]:
+    """The subscription's newest deliveries first."""
+    statement = (
+        select(*_DELIVERY_COLUMNS)
+        .join(OutboxEvent, OutboxEvent.id == EventDelivery.event_id)
+        .where(EventDelivery.subscription_id == subscription_id)
+        .order_by(EventDelivery.id.desc())
+        .limit(limit)
+    )
+    return list((await session.execute(statement)).mappings())
+
+
+async def delivery(
+    session: AsyncSession, subscription_id: int, delivery_id: int
+) -> RowMapping | None:
+    statement = (
+        select(*_DELIVERY_COLUMNS)
+        .join(OutboxEvent, OutboxEvent.id == EventDelivery.event_id)
+        .where(EventDelivery.subscription_id == subscription_id, EventDelivery.id == delivery_id)
+    )
+    return (await session.execute(statement)).mappings().one_or_none()
+
+
+async def revive(session: AsyncSession, delivery_id: int, now: datetime) -> bool:
+    """A dead delivery pending again, due now, with a retry window of its own; False when it
+    is not dead."""
+    statement = (
+        update(EventDelivery)
+        .where(EventDelivery.id == delivery_id, EventDelivery.state == "dead")
+        .values(
+            state=_PENDING,
+            attempts=0,
+            next_attempt_at=now,
+            first_attempt_at=None,
+            delivered_at=None,
+        )
+        .returning(EventDelivery.id)
+    )
+    return (await session.execute(statement)).first() is not None
+
+
+async def add_event(session: AsyncSession, row: dict[str, Any]) -> int:
+    [event_id] = await add_events(session, [row])
+    return event_id
+
+
+async def prune(session: AsyncSession, before: datetime) -> dict[str, int]:
+    """Delete the deliveries done (delivered or dead) and the events written before `before`;
+    an event with a pending delivery stays."""
+    done = await session.execute(
+        delete(EventDelivery).where(
+            EventDelivery.state != _PENDING, EventDelivery.created_at < before
+        )
+    )
+    pending = exists().where(
+        EventDelivery.event_id == OutboxEvent.id, EventDelivery.state == _PENDING
+    )
+    events = await session.execute(
+        delete(OutboxEvent).where(OutboxEvent.created_at < before, ~pending)
+    )
+    return {
+        "event_delivery": cast(CursorResult[Any], done).rowcount,
+        "outbox_event": cast(CursorResult[Any], events).rowcount,
+    }
+
+
+async def counts(session: AsyncSession) -> tuple[dict[str, int], dict[str, int], datetime | None]:
+    """Events kept by type, deliveries by state, and the time of the oldest event a delivery
+    still waits to send."""
+    by_type = await session.execute(
+        select(OutboxEvent.type, func.count()).group_by(OutboxEvent.type)
+    )
+    by_state = await session.execute(
+        select(EventDelivery.state, func.count()).group_by(EventDelivery.state)
+    )
+    oldest = await session.scalar(
+        select(func.min(OutboxEvent.time))
+        .join(EventDelivery, EventDelivery.event_id == OutboxEvent.id)
+        .where(EventDelivery.state == _PENDING)
+    )
+    return (
+        {str(kind): int(count) for kind, count in by_type},
+        {str(state): int(count) for state, count in by_state},
+        oldest,
+    )

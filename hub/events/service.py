@@ -1,0 +1,339 @@
+"""Events: published into the outbox in the caller's transaction, sent to subscriptions by the
+delivery task, and the subscriptions themselves.
+
+A judging job calls `publish(session, events, source=...)` inside the transaction of the write
+that decides them: the events and their deliveries (a row per subscription each matches)
+commit with it, or not at all. Matching at publish time means a subscription gets the events
+published while it exists, and the delivery task only sends."""
+
+import asyncio
+import json
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+import structlog
+from sqlalchemy.engine import RowMapping
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from hub.errors import (
+    AlreadyExists,
+    DeliveryNotDead,
+    InvalidInput,
+    Problem,
+    UnknownDelivery,
+    UnknownSubscription,
+)
+from hub.events import repository, webhooks
+from hub.events.schemas import (
+    CLOUDEVENTS_JSON,
+    CloudEvent,
+    CreatedSubscription,
+    DeliveryInfo,
+    SubscriptionInfo,
+    SubscriptionRequest,
+)
+from hub.models import EventSubscription
+from hub.security import new_token
+from hub.settings import HubSettings
+from hub.types import Clock, Units
+
+__all__ = [
+    "TEST_EVENT",
+    "Event",
+    "EventCounts",
+    "create_subscription",
+    "deliver_due",
+    "deliveries",
+    "event_counts",
+    "event_source",
+    "list_subscriptions",
+    "prune",
+    "publish",
+    "remove_subscription",
+    "retry",
+    "retry_delay",
+    "send_test",
+    "subscription",
+]
+
+log = structlog.get_logger("fleetmark.events")
+
+SECRET_PREFIX = "fmw_"  # noqa: S105 - a prefix, not a secret
+TEST_EVENT = "fleetmark.test"
+# Deliveries read per query, and sent at once (to different subjects or subscriptions).
+DUE_BATCH = 100
+CONCURRENT = 8
+# Queries of due deliveries per round: a subject's next event is due once its last is
+# delivered, so a round goes on while there are some, up to this many.
+ROUNDS = 50
+# The first retry's wait, doubled at each further one up to the longest.
+FIRST_RETRY = timedelta(seconds=30)
+LONGEST_RETRY = timedelta(hours=1)
+USER_AGENT = "fleetmark-events"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """An event a job publishes: its type (fleetmark.gate.passed), what it is about
+    (`subject`: the gate, environment or repository), when it was judged, its data, and the
+    dimensions subscriptions filter on (None: the event has none)."""
+
+    type: str
+    subject: str
+    time: datetime
+    data: dict[str, Any] = field(default_factory=dict)
+    environment: str | None = None
+    workload: str | None = None
+    cluster_type: str | None = None
+
+
+def event_source(settings: HubSettings) -> str:
+    """The CloudEvents `source` of the hub's events: the address it serves on. The one place
+    the events' source is read from the settings."""
+    return f"http://{settings.host}:{settings.port}"
+
+
+def _row(event: Event, source: str) -> dict[str, Any]:
+    cloud_event = CloudEvent(
+        id=uuid.uuid4(),
+        source=source,
+        type=event.type,
+        subject=event.subject,
+        time=event.time,
+        data=event.data,
+    )
+    return {
+        "event_id": cloud_event.id,
+        "type": event.type,
+        "subject": event.subject,
+        "time": event.time,
+        "environment": event.environment,
+        "workload": event.workload,
+        "cluster_type": event.cluster_type,
+        "body": cloud_event.model_dump(mode="json"),
+    }
+
+
+async def publish(session: AsyncSession, events: Sequence[Event], *, source: str) -> int:
+    """Write `events` to the outbox in the session's transaction, each with a delivery to every
+    subscription it matches; the caller commits. How many deliveries were made."""
+    if not events:
+        return 0
+    ids = await repository.add_events(session, [_row(event, source) for event in events])
+    return await repository.fan_out(session, ids)
+
+
+# --- subscriptions ----------------------------------------------------------------------------
+
+
+def _info(row: EventSubscription) -> SubscriptionInfo:
+    return SubscriptionInfo.model_validate(row, from_attributes=True)
+
+
+async def create_subscription(
+    session: AsyncSession, request: SubscriptionRequest, *, allow_private: bool
+) -> CreatedSubscription:
+    try:
+        webhooks.check_url(request.url, allow_private=allow_private)
+    except webhooks.RefusedDestination as exc:
+        problem = Problem(
+            location="body", field="url", rule="refused_destination", message=str(exc)
+        )
+        raise InvalidInput(f"url: {exc}", [problem]) from None
+    secret = new_token(SECRET_PREFIX)
+    row = await repository.add_subscription(session, **request.model_dump(), secret=secret)
+    if row is None:
+        raise AlreadyExists(f"a subscription named {request.name!r} exists already")
+    return CreatedSubscription(**_info(row).model_dump(), secret=secret)
+
+
+async def list_subscriptions(session: AsyncSession) -> list[SubscriptionInfo]:
+    return [_info(row) for row in await repository.subscriptions(session)]
+
+
+async def _subscription(session: AsyncSession, name: str) -> EventSubscription:
+    row = await repository.subscription(session, name)
+    if row is None:
+        raise UnknownSubscription(f"no subscription named {name!r}")
+    return row
+
+
+async def subscription(session: AsyncSession, name: str) -> SubscriptionInfo:
+    return _info(await _subscription(session, name))
+
+
+async def remove_subscription(session: AsyncSession, name: str) -> None:
+    if not await repository.remove_subscription(session, name):
+        raise UnknownSubscription(f"no subscription named {name!r}")
+
+
+def _delivery(row: RowMapping) -> DeliveryInfo:
+    values = dict(row)
+    if values["state"] != "pending":
+        values["next_attempt_at"] = None
+    return DeliveryInfo.model_validate(values)
+
+
+async def deliveries(session: AsyncSession, name: str, *, limit: int) -> list[DeliveryInfo]:
+    """The subscription's newest deliveries, each with its latest attempt."""
+    found = await _subscription(session, name)
+    return [_delivery(row) for row in await repository.deliveries(session, found.id, limit)]
+
+
+async def retry(
+    session: AsyncSession, name: str, delivery_id: int, *, now: datetime
+) -> DeliveryInfo:
+    """Send a dead delivery again, from now, with a retry window of its own."""
+    found = await _subscription(session, name)
+    row = await repository.delivery(session, found.id, delivery_id)
+    if row is None:
+        raise UnknownDelivery(f"subscription {name!r} has no delivery {delivery_id}")
+    if not await repository.revive(session, delivery_id, now):
+        raise DeliveryNotDead(
+            f"delivery {delivery_id} is {row['state']}; only a dead delivery is retried"
+        )
+    revived = await repository.delivery(session, found.id, delivery_id)
+    assert revived is not None
+    return _delivery(revived)
+
+
+async def send_test(
+    session: AsyncSession, name: str, *, source: str, now: datetime
+) -> DeliveryInfo:
+    """A test event to this subscription alone, whatever its filters: its delivery, pending
+    (the delivery task sends it within its interval)."""
+    found = await _subscription(session, name)
+    event = Event(
+        type=TEST_EVENT,
+        subject=f"subscriptions/{name}",
+        time=now,
+        data={"message": f"A test event for subscription {name}."},
+    )
+    event_id = await repository.add_event(session, _row(event, source))
+    delivery_id = await repository.deliver_to(session, found.id, event_id)
+    row = await repository.delivery(session, found.id, delivery_id)
+    assert row is not None
+    return _delivery(row)
+
+
+# --- delivery ---------------------------------------------------------------------------------
+
+
+def retry_delay(attempts: int) -> timedelta:
+    """How long after its `attempts`-th failed attempt a delivery is tried again."""
+    doubled: timedelta = FIRST_RETRY * 2 ** min(attempts - 1, 20)
+    return min(doubled, LONGEST_RETRY)
+
+
+def slack_message(body: dict[str, Any], environment: str | None) -> dict[str, Any]:
+    """An event as a Slack incoming-webhook message: what happened, where, and the evidence."""
+    data = body.get("data") or {}
+    where = f" in *{environment}*" if environment else ""
+    text = f"*{body['type']}*{where}: {body['subject']}"
+    evidence = data.get("evidence_url")
+    if isinstance(evidence, str):
+        text += f" (<{evidence}|evidence>)"
+    return {"text": text}
+
+
+def _request(row: RowMapping) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of a delivery in its subscription's format."""
+    body: dict[str, Any] = row["body"]
+    headers = {"Idempotency-Key": str(body["id"]), "User-Agent": USER_AGENT}
+    if row["format"] == "slack":
+        content = slack_message(body, row["environment"])
+        headers["Content-Type"] = "application/json"
+    else:
+        content = body
+        headers["Content-Type"] = CLOUDEVENTS_JSON
+    return json.dumps(content, separators=(",", ":")).encode(), headers
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    state: str
+    values: dict[str, Any]
+
+
+def _outcome(row: RowMapping, answer: webhooks.Answer, now: datetime, window: timedelta) -> Outcome:
+    """What an attempt leaves: delivered, pending until the next try, or dead once the retry
+    window since the first attempt has passed."""
+    first = row["first_attempt_at"] or now
+    values: dict[str, Any] = {
+        "first_attempt_at": first,
+        "last_attempt_at": now,
+        "last_status_code": answer.status_code,
+        "last_error": answer.error,
+    }
+    if answer.delivered:
+        return Outcome("delivered", values | {"state": "delivered", "delivered_at": now})
+    if now - first >= window:
+        return Outcome("dead", values | {"state": "dead"})
+    retry_at = now + retry_delay(row["attempts"] + 1)
+    return Outcome("retried", values | {"next_attempt_at": retry_at})
+
+
+async def deliver_due(units: Units, settings: HubSettings, clock: Clock) -> Counter[str]:
+    """Send the deliveries due, a subject's in event order, each attempt recorded in a unit of
+    work of its own once the receiver answered: sent at least once (a crash between the two
+    sends again, with the same id). Attempts by outcome: delivered, retried, dead."""
+    outcomes: Counter[str] = Counter()
+    limit = asyncio.Semaphore(CONCURRENT)
+    timeout = httpx.Timeout(settings.webhook_timeout)
+    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as http:
+
+        async def attempt(row: RowMapping) -> None:
+            async with limit:
+                body, headers = _request(row)
+                now = clock()
+                answer = await webhooks.post(
+                    http,
+                    row["url"],
+                    body,
+                    headers=headers,
+                    secret=row["secret"],
+                    now=now,
+                    allow_private=settings.webhook_allow_private,
+                )
+                outcome = _outcome(row, answer, clock(), settings.event_retry_window)
+                async with units() as session:
+                    await repository.record_attempt(session, row["id"], **outcome.values)
+                outcomes[outcome.state] += 1
+                if outcome.state != "delivered":
+                    log.info(
+                        "event delivery failed",
+                        delivery=row["id"],
+                        outcome=outcome.state,
+                        status=answer.status_code,
+                        error=answer.error,
+                    )
+
+        for _ in range(ROUNDS):
+            async with units() as session:
+                due = await repository.due(session, clock(), DUE_BATCH)
+            if not due:
+                break
+            await asyncio.gather(*(attempt(row) for row in due))
+    return outcomes
+
+
+async def prune(session: AsyncSession, *, before: datetime) -> dict[str, int]:
+    return await repository.prune(session, before)
+
+
+@dataclass(frozen=True, slots=True)
+class EventCounts:
+    """Events kept by type, deliveries by state, and the oldest undelivered event's time."""
+
+    events: dict[str, int]
+    deliveries: dict[str, int]
+    oldest_pending: datetime | None
+
+
+async def event_counts(session: AsyncSession) -> EventCounts:
+    return EventCounts(*await repository.counts(session))
