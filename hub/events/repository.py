@@ -69,14 +69,18 @@ async def fan_out(session: AsyncSession, event_ids: Sequence[int]) -> int:
     return await _deliver(session, matches)
 
 
-async def deliver_to(session: AsyncSession, subscription_id: int, event_id: int) -> int:
+async def deliver_to(
+    session: AsyncSession, subscription_id: int, event_id: int, *, subject: str, due_at: datetime
+) -> int:
     """A pending delivery of the event to this subscription alone (a test event): its id."""
-    matches = select(
-        EventSubscription.id, OutboxEvent.id, OutboxEvent.subject, OutboxEvent.time
-    ).where(EventSubscription.id == subscription_id, OutboxEvent.id == event_id)
     statement = (
         insert(EventDelivery)
-        .from_select(["subscription_id", "event_id", "subject", "next_attempt_at"], matches)
+        .values(
+            subscription_id=subscription_id,
+            event_id=event_id,
+            subject=subject,
+            next_attempt_at=due_at,
+        )
         .returning(EventDelivery.id)
     )
     return (await session.execute(statement)).scalar_one()

@@ -215,7 +215,9 @@ async def send_test(
         data={"message": f"A test event for subscription {name}."},
     )
     event_id = await repository.add_event(session, _row(event, source))
-    delivery_id = await repository.deliver_to(session, found.id, event_id)
+    delivery_id = await repository.deliver_to(
+        session, found.id, event_id, subject=event.subject, due_at=now
+    )
     row = await repository.delivery(session, found.id, delivery_id)
     assert row is not None
     return _delivery(row)
@@ -230,14 +232,19 @@ def retry_delay(attempts: int) -> timedelta:
     return min(doubled, LONGEST_RETRY)
 
 
+def _slack_text(text: str) -> str:
+    """Text Slack shows as it is: its control characters escaped (Slack's "Formatting text")."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def slack_message(body: dict[str, Any], environment: str | None) -> dict[str, Any]:
     """An event as a Slack incoming-webhook message: what happened, where, and the evidence."""
     data = body.get("data") or {}
-    where = f" in *{environment}*" if environment else ""
-    text = f"*{body['type']}*{where}: {body['subject']}"
+    where = f" in *{_slack_text(environment)}*" if environment else ""
+    text = f"*{_slack_text(body['type'])}*{where}: {_slack_text(body['subject'])}"
     evidence = data.get("evidence_url")
-    if isinstance(evidence, str):
-        text += f" (<{evidence}|evidence>)"
+    if isinstance(evidence, str) and evidence.startswith(("https://", "http://")):
+        text += f" (<{_slack_text(evidence).replace('|', '%7C')}|evidence>)"
     return {"text": text}
 
 

@@ -1,0 +1,87 @@
+"""A receiver of events on loopback: a real HTTP server in a thread that records what it is
+sent and answers the statuses a test lines up (200 once they run out)."""
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Received:
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def document(self) -> Any:
+        return json.loads(self.body)
+
+
+class Receiver:
+    def __init__(self, server: ThreadingHTTPServer) -> None:
+        self.server = server
+        self.received: list[Received] = []
+        self.statuses: list[int] = []
+        self.subject: str | None = None
+        self.lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}/hook"
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def answer(self, *statuses: int, subject: str | None = None) -> None:
+        """Answer these statuses to the next requests (of the events about `subject`, if
+        given), in order, then 200."""
+        with self.lock:
+            self.statuses = list(statuses)
+            self.subject = subject
+
+    def reset(self) -> None:
+        with self.lock:
+            self.received = []
+            self.statuses = []
+            self.subject = None
+
+    def _take(self, received: Received) -> int:
+        with self.lock:
+            self.received.append(received)
+            if self.subject is not None and received.document.get("subject") != self.subject:
+                return 200
+            return self.statuses.pop(0) if self.statuses else 200
+
+
+@contextmanager
+def receiving() -> Iterator[Receiver]:
+    receiver: Receiver
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = self.rfile.read(length)
+            status = receiver._take(Received(dict(self.headers.items()), body))
+            self.send_response(status)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    receiver = Receiver(server)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -1,0 +1,330 @@
+"""The delivery task sends published events to a real receiver on loopback: signed, with the
+event's id, at least once, in order per subject, retried with backoff until the retry window
+has passed, then dead until retried by hand. Deliveries commit, so each test has a database of
+its own."""
+
+import hashlib
+import hmac
+import json
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from hub.database import create_engine, create_sessionmaker, write_session
+from hub.events import service, tasks
+from hub.events.schemas import DeliveryInfo, SubscriptionRequest
+from hub.events.service import Event
+from tests.conftest import DatabaseServer, hub_settings
+from tests.hub.events.receiver import Receiver, receiving
+from tests.support import FakeClock
+
+SOURCE = "https://fleetmark.example.com"
+Sessions = async_sessionmaker[AsyncSession]
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[Receiver]:
+    with receiving() as receiver:
+        yield receiver
+
+
+@pytest.fixture
+def hook(receiver: Receiver) -> Receiver:
+    receiver.reset()
+    return receiver
+
+
+@pytest.fixture
+async def sessions(database_server: DatabaseServer) -> AsyncIterator[Sessions]:
+    with database_server.migrated_database() as url:
+        engine = create_engine(url, hub_settings())
+        try:
+            yield create_sessionmaker(engine)
+        finally:
+            await engine.dispose()
+
+
+async def subscribe(sessions: Sessions, name: str, url: str, **request: Any) -> str:
+    """A subscription (receivers on loopback allowed): its secret."""
+    async with write_session(sessions) as session:
+        created = await service.create_subscription(
+            session, SubscriptionRequest(name=name, url=url, **request), allow_private=True
+        )
+    return created.secret
+
+
+async def publish(sessions: Sessions, *events: Event) -> None:
+    async with write_session(sessions) as session:
+        await service.publish(session, events, source=SOURCE)
+
+
+async def deliver(sessions: Sessions, clock: FakeClock, **settings: Any) -> int:
+    """A round of the delivery task: the attempts made."""
+    values = {"webhook_allow_private": True} | settings
+    return await tasks.deliver(sessions, hub_settings(**values), clock)
+
+
+async def deliveries(sessions: Sessions, name: str) -> list[DeliveryInfo]:
+    async with write_session(sessions) as session:
+        return list(reversed(await service.deliveries(session, name, limit=100)))
+
+
+def event(
+    clock: FakeClock,
+    kind: str = "fleetmark.gate.passed",
+    subject: str = "gates/prod",
+    **values: Any,
+) -> Event:
+    return Event(type=kind, subject=subject, time=clock(), **values)
+
+
+def verify(secret: str, header: str, body: bytes) -> int:
+    """What a receiver does (docs/events.md): the signature's time, or ValueError."""
+    parts = dict(part.split("=", 1) for part in header.split(","))
+    expected = hmac.new(
+        secret.encode(), f"{parts['t']}.".encode() + body, hashlib.sha256
+    ).hexdigest()
+    if not hmac.compare_digest(expected, parts["v1"]):
+        raise ValueError("signature mismatch")
+    return int(parts["t"])
+
+
+async def test_a_published_event_arrives_signed_with_its_id(
+    sessions: Sessions, hook: Receiver, clock: FakeClock
+) -> None:
+    secret = await subscribe(sessions, "ops", hook.url)
+    await publish(sessions, event(clock, data={"verdict": "passed"}, environment="prod"))
+
+    assert await deliver(sessions, clock) == 1
+
+    [received] = hook.received
+    document = received.document
+    assert document["specversion"] == "1.0"
+    assert document["type"] == "fleetmark.gate.passed"
+    assert document["subject"] == "gates/prod"
+    assert document["source"] == SOURCE
+    assert document["data"] == {"verdict": "passed"}
+    assert received.headers["Idempotency-Key"] == document["id"]
+    assert received.headers["Content-Type"] == "application/cloudevents+json"
+    signed_at = verify(secret, received.headers["X-Fleetmark-Signature"], received.body)
+    assert signed_at == int(clock().timestamp())
+    with pytest.raises(ValueError, match="mismatch"):
+        verify("another secret", received.headers["X-Fleetmark-Signature"], received.body)
+    [delivery] = await deliveries(sessions, "ops")
+    assert (delivery.state, delivery.attempts, delivery.last_status_code) == ("delivered", 1, 200)
+    assert str(delivery.event_id) == document["id"]
+    # Delivered once: the next round sends nothing.
+    assert await deliver(sessions, clock) == 0
+    assert len(hook.received) == 1
+
+
+async def test_a_failed_delivery_is_retried_after_a_backoff_until_acknowledged(
+    sessions: Sessions, hook: Receiver, clock: FakeClock
+) -> None:
+    await subscribe(sessions, "ops", hook.url)
+    await publish(sessions, event(clock))
+    hook.answer(500)
+
+    assert await deliver(sessions, clock) == 1
+    [delivery] = await deliveries(sessions, "ops")
+    assert (delivery.state, delivery.attempts, delivery.last_status_code) == ("pending", 1, 500)
+    assert delivery.next_attempt_at == clock() + service.FIRST_RETRY
+    # Not before the backoff has passed.
+    assert await deliver(sessions, clock) == 0
+
+    clock.advance(seconds=service.FIRST_RETRY.total_seconds())
+    assert await deliver(sessions, clock) == 1
+    [delivery] = await deliveries(sessions, "ops")
+    assert (delivery.state, delivery.attempts, delivery.last_status_code) == ("delivered", 2, 200)
+    first, second = hook.received
+    assert first.document["id"] == second.document["id"]
+    assert first.body == second.body
+
+
+async def test_a_subjects_later_event_waits_for_the_earlier_one(
+    sessions: Sessions, hook: Receiver, clock: FakeClock
+) -> None:
+    await subscribe(sessions, "ops", hook.url)
+    await publish(sessions, event(clock, "fleetmark.gate.pending"))
+    await publish(
+        sessions,
+        event(clock, "fleetmark.gate.passed"),
+        event(clock, "fleetmark.cluster.stale", subject="environments/dev"),
+    )
+    hook.answer(503, subject="gates/prod")
+
+    await deliver(sessions, clock)
+    sent = sorted(
+        (received.document["subject"], received.document["type"]) for received in hook.received
+    )
+    # The gate's first event failed; its second waits, another subject's goes.
+    assert sent == [
+        ("environments/dev", "fleetmark.cluster.stale"),
+        ("gates/prod", "fleetmark.gate.pending"),
+    ]
+
+    clock.advance(minutes=1)
+    await deliver(sessions, clock)
+    sent = [received.document["type"] for received in hook.received[2:]]
+    assert sent == ["fleetmark.gate.pending", "fleetmark.gate.passed"]
+    assert {delivery.state for delivery in await deliveries(sessions, "ops")} == {"delivered"}
+
+
+async def test_a_delivery_is_dead_after_the_retry_window_and_retried_by_hand(
+    sessions: Sessions, hook: Receiver, clock: FakeClock
+) -> None:
+    window = timedelta(hours=24)
+    await subscribe(sessions, "ops", hook.url)
+    await publish(sessions, event(clock, "fleetmark.gate.failed"), event(clock))
+    hook.answer(*[500] * 100, subject="gates/prod")
+
+    started = clock()
+    while clock() - started <= window + service.LONGEST_RETRY:
+        await deliver(sessions, clock, event_retry_window=window)
+        clock.advance(minutes=15)
+
+    failed, passed = await deliveries(sessions, "ops")
+    assert failed.state == "dead"
+    assert failed.last_status_code == 500
+    # Backoff doubles from 30 s to an hour: 12 attempts in the first 8 hours, then one an hour.
+    assert 30 <= failed.attempts <= 40
+    assert failed.last_attempt_at is not None
+    assert failed.last_attempt_at - started >= window
+    # Once the earlier event is dead, the later one goes (it too is answered 500 for a while).
+    assert passed.attempts >= 1
+
+    hook.reset()
+    async with write_session(sessions) as session:
+        retried = await service.retry(session, "ops", failed.id, now=clock())
+    assert (retried.state, retried.attempts) == ("pending", 0)
+    await deliver(sessions, clock, event_retry_window=window)
+    assert hook.received[0].document["type"] == "fleetmark.gate.failed"
+    failed, _ = await deliveries(sessions, "ops")
+    assert (failed.state, failed.last_status_code) == ("delivered", 200)
+
+
+async def test_subscriptions_get_the_events_their_filters_pass(
+    sessions: Sessions, clock: FakeClock
+) -> None:
+    url = "https://hooks.example.com/"
+    await subscribe(sessions, "everything", url)
+    await subscribe(sessions, "gates", url, event_types=["fleetmark.gate.passed"])
+    await subscribe(sessions, "prod", url, environments=["prod"])
+    await subscribe(sessions, "prod-and-unplaced", url, environments=["prod"], include_missing=True)
+    await subscribe(sessions, "payments", url, workloads=["payments"])
+    await subscribe(sessions, "edge", url, cluster_types=["edge"], include_missing=True)
+    await publish(
+        sessions,
+        event(clock, subject="a", environment="prod", workload="payments", cluster_type="edge"),
+        event(clock, "fleetmark.cluster.stale", subject="b", environment="dev"),
+        event(clock, "fleetmark.harvest.failing", subject="c"),
+        event(clock, subject="d", environment="prod", cluster_type="core"),
+    )
+
+    async def subjects(name: str) -> list[str]:
+        return [delivery.subject for delivery in await deliveries(sessions, name)]
+
+    assert await subjects("everything") == ["a", "b", "c", "d"]
+    assert await subjects("gates") == ["a", "d"]
+    assert await subjects("prod") == ["a", "d"]
+    assert await subjects("prod-and-unplaced") == ["a", "c", "d"]
+    assert await subjects("payments") == ["a"]
+    assert await subjects("edge") == ["a", "b", "c"]
+
+
+async def test_a_subscription_gets_only_the_events_published_while_it_exists(
+    sessions: Sessions, clock: FakeClock
+) -> None:
+    await publish(sessions, event(clock, subject="before"))
+    await subscribe(sessions, "ops", "https://hooks.example.com/")
+    await publish(sessions, event(clock, subject="after"))
+    assert [delivery.subject for delivery in await deliveries(sessions, "ops")] == ["after"]
+
+
+async def test_a_loopback_receiver_is_refused_at_delivery_unless_private_ones_are_allowed(
+    sessions: Sessions, hook: Receiver, clock: FakeClock
+) -> None:
+    # A name passes when the subscription is made: it is checked as resolved, at each delivery.
+    async with write_session(sessions) as session:
+        await service.create_subscription(
+            session,
+            SubscriptionRequest(name="ops", url=f"https://localhost:{hook.port}/hook"),
+            allow_private=False,
+        )
+    await publish(sessions, event(clock))
+
+    await deliver(sessions, clock, webhook_allow_private=False)
+
+    assert hook.received == []
+    [delivery] = await deliveries(sessions, "ops")
+    assert (delivery.state, delivery.last_status_code) == ("pending", None)
+    assert delivery.last_error is not None
+    assert "localhost resolves to" in delivery.last_error
+    assert "loopback address" in delivery.last_error
+
+
+async def test_plain_http_is_refused_at_delivery_unless_private_ones_are_allowed(
+    sessions: Sessions, hook: Receiver, clock: FakeClock
+) -> None:
+    await subscribe(sessions, "ops", hook.url)
+    await publish(sessions, event(clock))
+
+    await deliver(sessions, clock, webhook_allow_private=False)
+    assert hook.received == []
+    [delivery] = await deliveries(sessions, "ops")
+    assert delivery.last_error is not None
+    assert "is not https" in delivery.last_error
+
+    clock.advance(minutes=1)
+    await deliver(sessions, clock, webhook_allow_private=True)
+    assert len(hook.received) == 1
+
+
+async def test_slack_gets_a_message_naming_the_environment_and_linking_the_evidence(
+    sessions: Sessions, hook: Receiver, clock: FakeClock
+) -> None:
+    secret = await subscribe(sessions, "chat", hook.url, format="slack")
+    evidence = "https://fleetmark.example.com/pages/gates?environment=prod"
+    await publish(
+        sessions,
+        event(clock, environment="prod", data={"evidence_url": evidence}),
+        event(clock, "fleetmark.harvest.failing", subject="repositories/platform"),
+    )
+
+    await deliver(sessions, clock)
+
+    by_subject = sorted(hook.received, key=lambda received: received.document["text"])
+    with_evidence, without = (received.document for received in by_subject)
+    assert with_evidence == {
+        "text": f"*fleetmark.gate.passed* in *prod*: gates/prod (<{evidence}|evidence>)"
+    }
+    assert without == {"text": "*fleetmark.harvest.failing*: repositories/platform"}
+    received = by_subject[0]
+    assert received.headers["Content-Type"] == "application/json"
+    verify(secret, received.headers["X-Fleetmark-Signature"], received.body)
+    assert json.loads(received.body) == with_evidence
+
+
+async def test_retention_prunes_finished_deliveries_and_their_events(
+    sessions: Sessions, hook: Receiver, clock: FakeClock
+) -> None:
+    await subscribe(sessions, "ops", hook.url)
+    await subscribe(sessions, "down", "https://hooks.example.com/")
+    await publish(sessions, event(clock))
+    await deliver(sessions, clock, webhook_allow_private=True)
+
+    async def rows() -> tuple[int, int]:
+        async with sessions() as session:
+            events = await session.scalar(text("SELECT count(*) FROM outbox_event"))
+            kept = await session.scalar(text("SELECT count(*) FROM event_delivery"))
+        return int(events or 0), int(kept or 0)
+
+    clock.advance(days=30)
+    await tasks.prune_events(sessions, hub_settings(), clock)
+    # The delivery to hooks.example.com is pending still (it cannot resolve here, or is
+    # refused): it keeps its event; the delivered one goes.
+    assert await rows() == (1, 1)

@@ -1,0 +1,55 @@
+"""Where events may go: https, and public addresses only (unless private ones are allowed)."""
+
+import ipaddress
+
+import pytest
+
+from hub.events.webhooks import RefusedDestination, check_url, refused_address
+
+REFUSED = {
+    "127.0.0.1": "loopback",
+    "::1": "loopback",
+    "::ffff:127.0.0.1": "loopback",
+    "169.254.169.254": "link-local",
+    "fe80::1": "link-local",
+    "10.0.0.1": "private",
+    "172.16.5.4": "private",
+    "192.168.1.1": "private",
+    "100.64.0.1": "shared (CGNAT)",
+    "fd00::1": "unique-local",
+    "0.0.0.0": "private",
+}
+
+
+@pytest.mark.parametrize(("address", "reason"), REFUSED.items())
+def test_addresses_that_are_not_public_are_refused(address: str, reason: str) -> None:
+    assert refused_address(ipaddress.ip_address(address)) == reason
+
+
+@pytest.mark.parametrize("address", ["93.184.215.14", "2606:4700::1111"])
+def test_public_addresses_pass(address: str) -> None:
+    assert refused_address(ipaddress.ip_address(address)) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("http://hooks.example.com/x", "is not https"),
+        ("https://127.0.0.1/x", "127.0.0.1 is a loopback address"),
+        ("https://169.254.169.254/latest/meta-data", "is a link-local address"),
+        ("https://10.1.2.3/", "is a private address"),
+        ("https://[fd12::1]/", "is a unique-local address"),
+        ("ftp://hooks.example.com/", "is not an http(s) URL"),
+        ("https:///path", "is not an http(s) URL with a host"),
+    ],
+)
+def test_urls_refused_when_a_subscription_is_made(url: str, words: str) -> None:
+    with pytest.raises(RefusedDestination, match=words.replace("(", r"\(").replace(")", r"\)")):
+        check_url(url, allow_private=False)
+
+
+def test_allowing_private_receivers_lifts_both_rules() -> None:
+    assert check_url("http://127.0.0.1:9000/x", allow_private=True).host == "127.0.0.1"
+    assert check_url("https://hooks.example.com/x", allow_private=False).host == (
+        "hooks.example.com"
+    )
