@@ -70,6 +70,10 @@ COMMANDS = {
         "The GitOps repositories the hub harvests (those added through the API).",
         "hub",
     ),
+    "subscriptions": Lazy(
+        "subscriptions",
+        "Where the hub sends its events: webhooks in CloudEvents or Slack format (admin).",
+    ),
     "db": Lazy("db", "Administer the store (directly on the hub's database).", "hub"),
     "dashboards": Lazy("dashboards", "fleetmark's Grafana dashboards.", "hub"),
     "gate": Lazy("gate", "The promotion gate, for CI pipelines."),

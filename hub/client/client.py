@@ -54,6 +54,15 @@ from hub.client.schemas.repositories import (
 )
 from hub.client.schemas.runs import ErrorKind, HarvestRequest, Mode, RequestedRun, ScheduleRequest
 from hub.client.schemas.scheduling import AssignmentPage, SchedulingErrorPage
+from hub.client.schemas.subscriptions import (
+    CreatedSubscription,
+    DeliveryInfo,
+    DeliveryList,
+    Format,
+    SubscriptionInfo,
+    SubscriptionList,
+    SubscriptionRequest,
+)
 from hub.client.schemas.tokens import CreatedToken, Scope, TokenList, TokenRequest
 from hub.client.secret_files import read_secret_file
 
@@ -504,6 +513,57 @@ class HubClient:
     def revoke_token(self, name: str) -> None:
         """Revoke an API token (admin)."""
         self.do(api.REVOKE_TOKEN, {"name": name})
+
+    # --- subscriptions to events ----------------------------------------------------------
+
+    def subscriptions(self) -> SubscriptionList:
+        """The subscriptions to the hub's events, never their secrets (admin)."""
+        return self.ask(api.SUBSCRIPTIONS)
+
+    def subscription(self, name: str) -> SubscriptionInfo:
+        return self.ask(api.SUBSCRIPTION, {"name": name})
+
+    def create_subscription(
+        self,
+        name: str,
+        url: str,
+        *,
+        format: Format = "cloudevents",
+        event_types: Sequence[str] = (),
+        environments: Sequence[str] = (),
+        workloads: Sequence[str] = (),
+        cluster_types: Sequence[str] = (),
+        include_missing: bool = False,
+    ) -> CreatedSubscription:
+        """Send events to `url` (admin); the answer holds the signing secret, shown this once."""
+        request = SubscriptionRequest(
+            name=name,
+            url=url,
+            format=format,
+            event_types=list(event_types),
+            environments=list(environments),
+            workloads=list(workloads),
+            cluster_types=list(cluster_types),
+            include_missing=include_missing,
+        )
+        return self.ask(api.CREATE_SUBSCRIPTION, body=request)
+
+    def remove_subscription(self, name: str) -> None:
+        """Stop sending events to the subscription; its pending deliveries go too (admin)."""
+        self.do(api.REMOVE_SUBSCRIPTION, {"name": name})
+
+    def deliveries(self, name: str, *, limit: int = 50) -> DeliveryList:
+        """The subscription's newest deliveries, each with its latest attempt (admin)."""
+        return self.ask(api.DELIVERIES, {"name": name}, query={"limit": str(limit)})
+
+    def retry_delivery(self, name: str, delivery_id: int) -> DeliveryInfo:
+        """Send a dead delivery again (admin)."""
+        path = {"name": name, "delivery_id": str(delivery_id)}
+        return self.ask(api.RETRY_DELIVERY, path)
+
+    def test_subscription(self, name: str) -> DeliveryInfo:
+        """A test event to the subscription alone: its delivery, pending (admin)."""
+        return self.ask(api.TEST_SUBSCRIPTION, {"name": name})
 
     # --- repositories and runs ------------------------------------------------------------
 

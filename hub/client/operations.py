@@ -36,6 +36,14 @@ from hub.client.schemas.reports import ReportReply
 from hub.client.schemas.repositories import RepositoryConfig, RepositoryList, RepositoryStatus
 from hub.client.schemas.runs import HarvestRequest, RequestedRun, ScheduleRequest
 from hub.client.schemas.scheduling import AssignmentPage, SchedulingErrorPage
+from hub.client.schemas.subscriptions import (
+    CreatedSubscription,
+    DeliveryInfo,
+    DeliveryList,
+    SubscriptionInfo,
+    SubscriptionList,
+    SubscriptionRequest,
+)
 from hub.client.schemas.tokens import CreatedToken, TokenList, TokenRequest
 
 A = TypeVar("A", bound=BaseModel)
@@ -125,6 +133,19 @@ DECOMMISSION_CLUSTER = Operation("POST", "/api/v1/clusters/{name}/decommission",
 TOKENS = Operation("GET", "/api/v1/tokens", TokenList)
 CREATE_TOKEN = Operation("POST", "/api/v1/tokens", CreatedToken, body=TokenRequest)
 REVOKE_TOKEN: Operation[BaseModel] = Operation("DELETE", "/api/v1/tokens/{name}", None)
+SUBSCRIPTIONS = Operation("GET", "/api/v1/subscriptions", SubscriptionList)
+SUBSCRIPTION = Operation("GET", "/api/v1/subscriptions/{name}", SubscriptionInfo)
+CREATE_SUBSCRIPTION = Operation(
+    "POST", "/api/v1/subscriptions", CreatedSubscription, body=SubscriptionRequest
+)
+REMOVE_SUBSCRIPTION: Operation[BaseModel] = Operation(
+    "DELETE", "/api/v1/subscriptions/{name}", None
+)
+DELIVERIES = Operation("GET", "/api/v1/subscriptions/{name}/deliveries", DeliveryList, ("limit",))
+RETRY_DELIVERY = Operation(
+    "POST", "/api/v1/subscriptions/{name}/deliveries/{delivery_id}/retry", DeliveryInfo
+)
+TEST_SUBSCRIPTION = Operation("POST", "/api/v1/subscriptions/{name}/test", DeliveryInfo)
 REPOSITORIES = Operation("GET", "/api/v1/repositories", RepositoryList)
 ADD_REPOSITORY = Operation("POST", "/api/v1/repositories", RepositoryStatus, body=RepositoryConfig)
 REMOVE_REPOSITORY: Operation[BaseModel] = Operation(
@@ -159,6 +180,13 @@ OPERATIONS: tuple[Operation[Any], ...] = (
     TOKENS,
     CREATE_TOKEN,
     REVOKE_TOKEN,
+    SUBSCRIPTIONS,
+    SUBSCRIPTION,
+    CREATE_SUBSCRIPTION,
+    REMOVE_SUBSCRIPTION,
+    DELIVERIES,
+    RETRY_DELIVERY,
+    TEST_SUBSCRIPTION,
     REPOSITORIES,
     ADD_REPOSITORY,
     REMOVE_REPOSITORY,
