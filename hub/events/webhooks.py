@@ -108,15 +108,20 @@ async def _addresses(url: httpx.URL, *, allow_private: bool) -> list[IPAddress]:
     port = url.port or (443 if url.scheme == "https" else 80)
     try:
         found = await asyncio.get_running_loop().getaddrinfo(
-            url.host, port, type=socket.SOCK_STREAM
+            _ascii_host(url), port, type=socket.SOCK_STREAM
         )
-    except OSError as exc:
+    except (OSError, UnicodeError) as exc:
         raise RefusedDestination(f"{url.host} does not resolve: {exc}") from None
     addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0]) for info in found))
     if not allow_private:
         for address in addresses:
             _check(url.host, address)
     return addresses
+
+
+def _ascii_host(url: httpx.URL) -> str:
+    """The URL's host as DNS and TLS name it (an international name in its xn-- form)."""
+    return url.raw_host.decode("ascii")
 
 
 def signature(secret: str, timestamp: int, body: bytes) -> str:
@@ -147,7 +152,7 @@ async def post(
         "Host": target.netloc.decode("ascii"),
         "X-Fleetmark-Signature": signature(secret, int(now.timestamp()), body),
     }
-    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+    extensions = {"sni_hostname": _ascii_host(target)} if target.scheme == "https" else {}
     error = f"{target.host} resolves to no address"
     for address in addresses:
         try:

@@ -10,17 +10,19 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from hub.app import create_app
 from hub.database import create_engine, create_sessionmaker, write_session
 from hub.events import service, tasks
 from hub.events.schemas import DeliveryInfo, SubscriptionRequest
 from hub.events.service import Event
 from tests.conftest import DatabaseServer, hub_settings
 from tests.hub.events.receiver import Receiver, receiving
-from tests.support import FakeClock
+from tests.support import FakeClock, samples
 
 SOURCE = "https://fleetmark.example.com"
 Sessions = async_sessionmaker[AsyncSession]
@@ -39,13 +41,18 @@ def hook(receiver: Receiver) -> Receiver:
 
 
 @pytest.fixture
-async def sessions(database_server: DatabaseServer) -> AsyncIterator[Sessions]:
+def database(database_server: DatabaseServer) -> Iterator[str]:
     with database_server.migrated_database() as url:
-        engine = create_engine(url, hub_settings())
-        try:
-            yield create_sessionmaker(engine)
-        finally:
-            await engine.dispose()
+        yield url
+
+
+@pytest.fixture
+async def sessions(database: str) -> AsyncIterator[Sessions]:
+    engine = create_engine(database, hub_settings())
+    try:
+        yield create_sessionmaker(engine)
+    finally:
+        await engine.dispose()
 
 
 async def subscribe(sessions: Sessions, name: str, url: str, **request: Any) -> str:
@@ -337,3 +344,35 @@ async def test_retention_prunes_finished_deliveries_and_their_events(
     # The delivery to hooks.example.com is pending still (it cannot resolve here, or is
     # refused): it keeps its event; the delivered one goes.
     assert await rows() == (1, 1)
+
+
+async def test_metrics_show_events_by_type_deliveries_by_state_and_the_oldest_waiting(
+    database: str, sessions: Sessions, hook: Receiver, clock: FakeClock, tmp_path: Path
+) -> None:
+    await subscribe(sessions, "ops", hook.url)
+    await publish(sessions, event(clock, "fleetmark.gate.pending"))
+    clock.advance(minutes=1)
+    await publish(sessions, event(clock), event(clock, "fleetmark.cluster.stale", subject="dev"))
+    hook.answer(500, subject="gates/prod")
+    await deliver(sessions, clock)
+    clock.advance(minutes=1)
+
+    settings = hub_settings(data_dir=tmp_path, metrics_refresh_interval=0, harvest_enabled=False)
+    app = create_app(settings, database, clock=clock)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hub") as client,
+    ):
+        scraped = samples((await client.get("/metrics")).text)
+
+    def value(metric: str, **labels: str) -> float:
+        return scraped[(metric, frozenset(labels.items()))]
+
+    assert value("fleetmark_events", type="fleetmark.gate.pending") == 1
+    assert value("fleetmark_events", type="fleetmark.gate.passed") == 1
+    assert value("fleetmark_events", type="fleetmark.cluster.stale") == 1
+    # The gate's first event failed once and waits, its second behind it; the other went.
+    assert value("fleetmark_event_deliveries", state="pending") == 2
+    assert value("fleetmark_event_deliveries", state="delivered") == 1
+    assert value("fleetmark_event_deliveries", state="dead") == 0
+    assert value("fleetmark_event_outbox_oldest_pending_age_seconds") == 120
