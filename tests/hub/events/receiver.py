@@ -2,11 +2,13 @@
 sent and answers the statuses a test lines up (200 once they run out)."""
 
 import json
+import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -26,12 +28,19 @@ class Receiver:
         self.received: list[Received] = []
         self.statuses: list[int] = []
         self.subject: str | None = None
+        # The TLS server names clients asked for (SNI), when the receiver speaks https.
+        self.server_names: list[str | None] = []
         self.lock = threading.Lock()
 
     @property
     def url(self) -> str:
         host, port = self.server.server_address[:2]
         return f"http://{host!s}:{port}/hook"
+
+    @property
+    def https_url(self) -> str:
+        """The receiver by name, as a certificate names it."""
+        return f"https://localhost:{self.port}/hook"
 
     @property
     def port(self) -> int:
@@ -59,7 +68,8 @@ class Receiver:
 
 
 @contextmanager
-def receiving() -> Iterator[Receiver]:
+def receiving(tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
+    """A receiver on 127.0.0.1; with `tls` (a certificate and its key) it speaks https."""
     receiver: Receiver
 
     class Handler(BaseHTTPRequestHandler):
@@ -77,6 +87,15 @@ def receiving() -> Iterator[Receiver]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     receiver = Receiver(server)
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+
+        def server_name(_: ssl.SSLObject, name: str | None, __: ssl.SSLContext) -> None:
+            receiver.server_names.append(name)
+
+        context.sni_callback = server_name
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -5,6 +5,7 @@ its own."""
 
 import json
 import re
+import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -376,3 +377,41 @@ async def test_metrics_show_events_by_type_deliveries_by_state_and_the_oldest_wa
     assert value("fleetmark_event_deliveries", state="delivered") == 1
     assert value("fleetmark_event_deliveries", state="dead") == 0
     assert value("fleetmark_event_outbox_oldest_pending_age_seconds") == 120
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for localhost, made by openssl, and its key."""
+    directory = tmp_path_factory.mktemp("tls")
+    certificate, key = directory / "localhost.pem", directory / "localhost.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+         "-keyout", str(key), "-out", str(certificate)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return certificate, key
+
+
+async def test_https_goes_to_the_resolved_address_keeping_the_name_for_host_and_tls(
+    sessions: Sessions,
+    clock: FakeClock,
+    certificate: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # httpx trusts the certificate through SSL_CERT_FILE, as a hub would trust a private CA.
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+    with receiving(tls=certificate) as tls_hook:
+        await subscribe(sessions, "ops", tls_hook.https_url)
+        await publish(sessions, event(clock))
+
+        assert await deliver(sessions, clock) == 1
+
+    [received] = tls_hook.received
+    # The connection went to an address localhost resolved to; the certificate was checked
+    # for the name, which the request kept.
+    assert received.headers["Host"] == f"localhost:{tls_hook.port}"
+    assert tls_hook.server_names == ["localhost"]
+    [delivery] = await deliveries(sessions, "ops")
+    assert (delivery.state, delivery.last_status_code) == ("delivered", 200)
