@@ -65,7 +65,7 @@ log = structlog.get_logger("fleetmark.events")
 
 SECRET_PREFIX = "fmw_"  # noqa: S105 - a prefix, not a secret
 TEST_EVENT = "fleetmark.test"
-# Deliveries read per query, and sent at once (to different subjects or subscriptions).
+# Deliveries read per query, CONCURRENT of them sent at once (each of another subject).
 DUE_BATCH = 100
 CONCURRENT = 8
 # Queries of due deliveries per round: a subject's next event is due once its last is
