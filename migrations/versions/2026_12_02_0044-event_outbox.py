@@ -7,7 +7,7 @@ hub signs with. `event_delivery` is an event on its way to one subscription, a r
 made when the event is written: pending, then delivered or dead. The partial indexes find the
 due deliveries and a subject's earlier pending one, which a later event waits for.
 
-Revision ID: 0045_event_outbox
+Revision ID: 0044_event_outbox
 Revises: 0043_transition_previous
 Create Date: 2026-12-02 10:00:00
 """
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0045_event_outbox"
+revision: str = "0044_event_outbox"
 down_revision: str | None = "0043_transition_previous"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
