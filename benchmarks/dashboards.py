@@ -46,6 +46,7 @@ from hub.envdiff.service import keep_diff  # noqa: E402
 from hub.gate.service import AnswerOptions, keep_answers  # noqa: E402
 from hub.rollouts.service import keep_rollouts  # noqa: E402
 from hub.settings import HubSettings  # noqa: E402
+from hub.tasks import ROLLUP_INTERVAL  # noqa: E402
 from tests.dashboards.grafana_sql import Variable, expand  # noqa: E402
 from tests.dashboards.panels import (  # noqa: E402
     PanelQuery,
@@ -140,18 +141,18 @@ def roll_up(url: str) -> None:
     asyncio.run(run())
 
 
-# How much of the store's history is moved into the hour under way: half an hour, where a live
-# hub's hour under way holds between none and an hour of transitions.
-UNDER_WAY = timedelta(minutes=30)
+# How much of the store's history is moved past the deployment rollup's cut: the most a live
+# hub's dashboards read raw, just before the rollup job's next run.
+UNDER_WAY = ROLLUP_INTERVAL + store.ROLLUP_CUT_BEFORE
 
 
 def under_way(url: str) -> int:
-    """The store's last UNDER_WAY of transitions moved on to end now, as if the fleet had gone
-    on changing since the store was made. Panels read the hours since the rollups' watermark
-    (the hour under way) from the raw transitions; without this they would meet only the quiet
-    hours since the store's end. They carry the revision each changed from, as ingest records
-    it. The transitions moved (a kept store's again, each run)."""
-    shifted = {"observed_at", "received_at"}
+    """The store's last UNDER_WAY of transitions moved past the deployment rollup's cut,
+    squeezed into the time since it, as if the fleet had gone on changing since the store was
+    made and the rollup job were about to run again: panels read them from the raw
+    transitions, the same number of them each run. They carry the revision each changed from,
+    as ingest records it. The transitions moved (a kept store's again, each run)."""
+    now = datetime.now(UTC)
     with psycopg.connect(url) as connection:
         columns = [
             name
@@ -165,28 +166,37 @@ def under_way(url: str) -> int:
             "SELECT max(observed_at) FROM status_transition"
         ).fetchone() or (None,)
         assert end is not None, "the store has no transitions"
-        by = datetime.now(UTC) - end
-        since = sql.Literal(end - UNDER_WAY)
+        (cut,) = connection.execute(
+            "SELECT materialized_until FROM rollup_watermark WHERE name = 'deployment_hourly'"
+        ).fetchone() or (None,)
+        assert cut is not None, "the deployment rollup has not run"
+        since = end - UNDER_WAY
         connection.execute(
             sql.SQL(
                 "CREATE TEMPORARY TABLE moved ON COMMIT DROP AS "
                 "SELECT * FROM status_transition WHERE observed_at > {}"
-            ).format(since)
+            ).format(sql.Literal(since))
         )
         connection.execute(
-            sql.SQL("DELETE FROM status_transition WHERE observed_at > {}").format(since)
+            sql.SQL("DELETE FROM status_transition WHERE observed_at > {}").format(
+                sql.Literal(since)
+            )
         )
-        values = sql.SQL(", ").join(
-            sql.SQL("{} + %(by)s").format(sql.Identifier(name))
-            if name in shifted
-            else sql.Identifier(name)
-            for name in columns
+        # Each time scaled from (since, end] into (cut, now], the order of the changes kept.
+        to = sql.SQL("{cut} + (observed_at - {since}) * {scale}").format(
+            cut=sql.Literal(cut),
+            since=sql.Literal(since),
+            scale=sql.Literal((now - cut) / UNDER_WAY),
         )
+        moved_to = {
+            "observed_at": to,
+            "received_at": sql.SQL("received_at + ({} - observed_at)").format(to),
+        }
+        values = sql.SQL(", ").join(moved_to.get(name, sql.Identifier(name)) for name in columns)
         moved = connection.execute(
             sql.SQL("INSERT INTO status_transition ({}) SELECT {} FROM moved").format(
                 sql.SQL(", ").join(map(sql.Identifier, columns)), values
-            ),
-            {"by": by},
+            )
         ).rowcount
         # What ingest records of a new transition (migration 0043): the applied revision it
         # changed from, where the object had one.
@@ -202,16 +212,15 @@ def under_way(url: str) -> int:
                 "ORDER BY s.observed_at DESC, s.received_at DESC LIMIT 1) "
                 "WHERE t.observed_at > {} "
                 "AND (t.applied_sha IS NOT NULL OR t.applied_version IS NOT NULL)"
-            ).format(sql.Literal(end - UNDER_WAY + by))
+            ).format(sql.Literal(cut))
         )
     return moved
 
 
 def ready(url: str) -> None:
-    """The rollups brought up to now, and the environment diff, the rollouts' states and the
-    gate answers kept, as the hub's jobs keep them for the dashboards; the role Grafana would
-    use made if missing and granted as the command grants."""
-    roll_up(url)
+    """The environment diff, the rollouts' states and the gate answers kept, as the hub's jobs
+    keep them for the dashboards; the role Grafana would use made if missing and granted as the
+    command grants."""
     make_role(url)
 
     async def run() -> None:
@@ -455,7 +464,8 @@ def main() -> None:
     try:
         for label, url, timescaledb in stores(args, workdir):
             prepare_store(args, label, url, timescaledb, before_compression=roll_up)
-            with phase(f"moving the store's last {UNDER_WAY} of transitions to end now"):
+            roll_up(url)
+            with phase(f"moving the store's last {UNDER_WAY} of transitions past the cut"):
                 row("transitions moved", f"{under_way(url):,}")
             ready(url)
             try:

@@ -6,7 +6,7 @@ run here; what each backend keeps is in docs/operating.md, "Store".
 """
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import structlog
@@ -40,6 +40,11 @@ ROLLUP_LOCK = 0x726F6C6C7570
 # Hours are rolled up once complete, and the last ROLLUP_REFRESHED of them again at each run,
 # for rows that came in late: the raw rows a dashboard reads are those of the hour under way.
 ROLLUP_REFRESHED = timedelta(days=3)
+# Rolled up within the hour under way too (migration 0045), to a cut ROLLUP_CUT_BEFORE the run,
+# so that changes reported late by as much are still read: dashboards read their raw rows of a
+# rollup interval and this much at most, instead of an hour's.
+CUT_ROLLUPS = ("deployment_hourly",)
+ROLLUP_CUT_BEFORE = timedelta(minutes=2)
 # Continuous aggregates on TimescaleDB, tables the rollup job keeps elsewhere.
 ROLLUP_VIEWS = ("heartbeat_hourly", "transition_hourly")
 # Summed per environment and cluster type (from transition_hourly, the drift periods and the
@@ -252,19 +257,20 @@ async def refresh_rollups(
 ) -> dict[str, int]:
     """The rollup job's run, for the rollups that are tables (ROLLUP_VIEWS on plain PostgreSQL
     and TimescaleDB's Apache build, PLACEMENT_ROLLUPS everywhere). Each view's hours from
-    ROLLUP_REFRESHED before its watermark up to the hour under way are computed again by the
-    view, and the watermark moves on. Then the fleet's health is sampled (sample_health). Hours
-    rolled up per view, and the environments and cluster types sampled."""
+    ROLLUP_REFRESHED before its watermark up to the hour under way (into it, for CUT_ROLLUPS)
+    are computed again by the view, and the watermark moves on. Then the fleet's health is
+    sampled (sample_health). Hours rolled up per view, and the environments and cluster types
+    sampled."""
     async with write_session(sessions) as session:
         tables = () if (await backend(session)).continuous_aggregates else ROLLUP_VIEWS
-        until = now.replace(minute=0, second=0, microsecond=0)
         refreshed = {}
         for view in (*tables, *PLACEMENT_ROLLUPS):
+            until = now - ROLLUP_CUT_BEFORE if view in CUT_ROLLUPS else _hour(now)
             watermark = await session.scalar(
                 text("SELECT materialized_until FROM rollup_watermark WHERE name = :view"),
                 {"view": view},
             )
-            since = None if watermark is None else min(watermark, until) - ROLLUP_REFRESHED
+            since = None if watermark is None else _hour(min(watermark, until)) - ROLLUP_REFRESHED
             refreshed[view] = await _refresh(session, view, since, until)
         refreshed[HEALTH_ROLLUP] = await sample_health(session, now, now - stale_after)
     return refreshed
@@ -302,15 +308,25 @@ async def sample_health(session: AsyncSession, now: datetime, stale_before: date
     return cast(CursorResult[Any], sampled).rowcount
 
 
+def _hour(moment: datetime) -> datetime:
+    """The start of the UTC hour `moment` is in."""
+    return datetime.fromtimestamp(moment.timestamp() // 3600 * 3600, UTC)
+
+
 async def _refresh(
     session: AsyncSession, view: str, since: datetime | None, until: datetime
 ) -> int:
-    """Recompute `view`'s hours in [since, until) into its table: its watermark is set back to
-    `since` so that the view reads those hours from the raw rows, then on to `until`. Readers
-    see the rows of before until the commit."""
+    """Recompute `view`'s hours from `since` (the start of an hour) up to `until` into its
+    table: its watermark is set back to `since` so that the view reads those hours from the raw
+    rows, up to `until` where the view reads `read_until` (CUT_ROLLUPS), then on to `until`.
+    Readers see the rows of before until the commit."""
     bounds = {"view": view, "since": since, "until": until}
     await session.execute(
-        text("UPDATE rollup_watermark SET materialized_until = :since WHERE name = :view"), bounds
+        text(
+            "UPDATE rollup_watermark SET materialized_until = :since, read_until = :until "
+            "WHERE name = :view"
+        ),
+        bounds,
     )
     # The names are ROLLUP_VIEWS' and PLACEMENT_ROLLUPS', not input.
     await session.execute(
@@ -325,7 +341,11 @@ async def _refresh(
         bounds,
     )
     await session.execute(
-        text("UPDATE rollup_watermark SET materialized_until = :until WHERE name = :view"), bounds
+        text(
+            "UPDATE rollup_watermark SET materialized_until = :until, read_until = NULL "
+            "WHERE name = :view"
+        ),
+        bounds,
     )
     return cast(CursorResult[Any], inserted).rowcount
 

@@ -3,7 +3,7 @@ refreshed, after, and after rows arrive late into hours already rolled up. On Ti
 are continuous aggregates (refreshed as their policy does); elsewhere tables the hub's rollup
 job keeps."""
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import timedelta
 
 import httpx
@@ -119,7 +119,7 @@ async def hub(own_database: str, clock: FakeClock) -> AsyncIterator[httpx.AsyncC
 
 
 async def rows(admin: AsyncConnection, query: str) -> list[tuple[object, ...]]:
-    return sorted(tuple(row) for row in await admin.execute(text(query)))
+    return sorted((tuple(row) for row in await admin.execute(text(query))), key=repr)
 
 
 async def assert_rollups_equal_the_raw_history(admin: AsyncConnection) -> None:
@@ -143,9 +143,11 @@ async def drifted(admin: AsyncConnection, cluster: str, since: timedelta, until:
     )
 
 
-async def refresh(admin: AsyncConnection, own_database: str, clock: FakeClock) -> None:
+async def refresh(
+    admin: AsyncConnection, own_database: str, clock: FakeClock
+) -> dict[str, int]:
     """What keeps the rollups, run now: the continuous aggregates' policy, and the hub's job
-    (for the rollups that are tables)."""
+    (for the rollups that are tables). The rows the job rolled up per rollup."""
     if (await store.backend(admin)).continuous_aggregates:
         for view in store.ROLLUP_VIEWS:
             await admin.execute(
@@ -160,13 +162,15 @@ async def refresh(admin: AsyncConnection, own_database: str, clock: FakeClock) -
         )
     finally:
         await engine.dispose()
-    assert refreshed is not None
-    assert all(count > 0 for count in refreshed.values()), refreshed
+    return refreshed
 
 
-async def test_the_hourly_rollups_answer_as_the_raw_history_does(
-    admin: AsyncConnection, hub: httpx.AsyncClient, own_database: str, clock: FakeClock
-) -> None:
+Send = Callable[..., Awaitable[None]]
+
+
+async def fleet(admin: AsyncConnection, hub: httpx.AsyncClient, clock: FakeClock) -> Send:
+    """Two clusters of dev, drone-01 (cluster type drone) and drone-02 (large), and what sends
+    a report of one at a time from DAY0: its kustomization "app" at a revision."""
     tokens = {}
     for name, cluster_type in (("drone-01", "drone"), ("drone-02", "large")):
         registered = await cluster_service.register(
@@ -175,7 +179,6 @@ async def test_the_hourly_rollups_answer_as_the_raw_history_does(
             token_secret=TOKEN_SECRET,
         )
         tokens[name] = registered.token
-
     sequence = 0
 
     async def send(cluster: str, at: timedelta, revision: str, **fields: object) -> None:
@@ -191,6 +194,13 @@ async def test_the_hourly_rollups_answer_as_the_raw_history_does(
         reply = await hub.post("/api/v1/reports", json=body, headers=bearer(tokens[cluster]))
         assert reply.status_code == 200, reply.text
 
+    return send
+
+
+async def test_the_hourly_rollups_answer_as_the_raw_history_does(
+    admin: AsyncConnection, hub: httpx.AsyncClient, own_database: str, clock: FakeClock
+) -> None:
+    send = await fleet(admin, hub, clock)
     # Two days of reports: deployments, a failure, a drift, and reports that change nothing.
     for hour in range(0, 48, 3):
         revision = (SHA_A, SHA_B, SHA_C)[hour // 12 % 3]
@@ -217,7 +227,8 @@ async def test_the_hourly_rollups_answer_as_the_raw_history_does(
 
     await assert_rollups_equal_the_raw_history(admin)
     clock.now = DAY0 + timedelta(days=3)
-    await refresh(admin, own_database, clock)
+    refreshed = await refresh(admin, own_database, clock)
+    assert all(count > 0 for count in refreshed.values()), refreshed
     await assert_rollups_equal_the_raw_history(admin)
 
     # A spool delivers late: a transition into an hour rolled up already, which the next
@@ -227,7 +238,8 @@ async def test_the_hourly_rollups_answer_as_the_raw_history_does(
         admin, "drone-02", 47 * hours + timedelta(minutes=10), 47 * hours + timedelta(minutes=50)
     )
     clock.now = DAY0 + timedelta(days=3)
-    await refresh(admin, own_database, clock)
+    refreshed = await refresh(admin, own_database, clock)
+    assert all(count > 0 for count in refreshed.values()), refreshed
     await assert_rollups_equal_the_raw_history(admin)
 
     # The environment went through what it went through: hours rolled up stay summed under
@@ -278,3 +290,41 @@ async def test_drift_minutes_per_hour_add_up_the_drift_periods(admin: AsyncConne
         (timedelta(hours=4), 10.0),
         (timedelta(hours=5), 60.0),
     ]
+
+
+async def test_the_hour_under_way_is_rolled_up_to_a_cut_before_the_run(
+    admin: AsyncConnection, hub: httpx.AsyncClient, own_database: str, clock: FakeClock
+) -> None:
+    """Dashboards read the changes since the rollup job's last run raw, not those of the whole
+    hour under way; an hour's rows before and after the cut add up to its changes."""
+    send = await fleet(admin, hub, clock)
+    hour = timedelta(days=3)
+    await send("drone-01", hour + timedelta(minutes=5), SHA_A)
+    await send("drone-02", hour + timedelta(minutes=6), SHA_A)
+    await send("drone-01", hour + timedelta(minutes=20), SHA_B)
+    clock.now = DAY0 + hour + timedelta(minutes=30)
+    await refresh(admin, own_database, clock)
+    cut = DAY0 + hour + timedelta(minutes=30) - store.ROLLUP_CUT_BEFORE
+    assert (
+        await admin.scalar(
+            text("SELECT materialized_until FROM rollup_watermark WHERE name = 'deployment_hourly'")
+        )
+        == cut
+    )
+    rolled_up = "SELECT sum(changes) FROM deployment_hourly_rollup WHERE hour = :hour"
+    assert await admin.scalar(text(rolled_up), {"hour": DAY0 + hour}) == 3
+
+    # After the cut, read raw; a report from before the cut that came in after the run, taken
+    # in by the next run.
+    await send("drone-02", hour + timedelta(minutes=35), SHA_B)
+    await send("drone-01", hour + timedelta(minutes=25), SHA_C)
+    summed = """
+        SELECT environment_id, cluster_type_id, hour, name, from_revision, to_revision,
+               sum(changes), sum(clusters), sum(not_ready), min(first_at), max(last_at)
+        FROM deployment_hourly GROUP BY 1, 2, 3, 4, 5, 6"""
+    changes = "SELECT sum(changes) FROM deployment_hourly WHERE hour = :hour"
+    assert await admin.scalar(text(changes), {"hour": DAY0 + hour}) == 4
+    clock.now = DAY0 + hour + timedelta(minutes=40)
+    await refresh(admin, own_database, clock)
+    assert await rows(admin, summed) == await rows(admin, RAW["deployment_hourly"])
+    assert await admin.scalar(text(rolled_up), {"hour": DAY0 + hour}) == 5
