@@ -122,11 +122,16 @@ def make_role(url: str) -> None:
             connection.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(ROLE)))
 
 
-def roll_up(url: str) -> None:
+def roll_up(url: str, at_least_into_the_hour: timedelta = timedelta(0)) -> None:
     """The hourly rollups refreshed, as the hub's rollup job keeps them where they are tables
-    (the query benchmark's jobs leave them be). Run before TimescaleDB compresses the history,
+    (the query benchmark's jobs leave them be), once the hour under way is
+    `at_least_into_the_hour` old. Run before TimescaleDB compresses the history,
     as in a hub's life: the job rolls each hour up within the hour, long before its chunk is
     compressed; run after, a first rollup of the whole history decompresses it row by row."""
+    into = datetime.now(UTC) - datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    if into < at_least_into_the_hour:
+        with phase(f"waiting until the hour under way is {at_least_into_the_hour} old"):
+            time.sleep((at_least_into_the_hour - into).total_seconds())
 
     async def run() -> None:
         engine = create_async_engine(normalise_database_url(url))
@@ -141,17 +146,21 @@ def roll_up(url: str) -> None:
     asyncio.run(run())
 
 
-# How much of the store's history is moved past the deployment rollup's cut: the most a live
-# hub's dashboards read raw, just before the rollup job's next run.
-UNDER_WAY = ROLLUP_INTERVAL + store.ROLLUP_CUT_BEFORE
+# How much of the store's history is moved into the hour under way: an hour's, the most a live
+# hub's hourly rollups leave raw; of it, the deployment rollup leaves raw only what came after
+# its cut, a rollup interval's at most (the last PAST_THE_CUT of it).
+UNDER_WAY = timedelta(hours=1)
+PAST_THE_CUT = ROLLUP_INTERVAL + store.ROLLUP_CUT_BEFORE
 
 
 def under_way(url: str) -> int:
-    """The store's last UNDER_WAY of transitions moved past the deployment rollup's cut,
-    squeezed into the time since it, as if the fleet had gone on changing since the store was
-    made and the rollup job were about to run again: panels read them from the raw
-    transitions, the same number of them each run. They carry the revision each changed from,
-    as ingest records it. The transitions moved (a kept store's again, each run)."""
+    """The store's last UNDER_WAY of transitions moved into the hour under way, as if the
+    fleet had gone on changing since the store was made and the rollup job, which ran at the
+    start of the benchmark, were about to run again: the last PAST_THE_CUT of them squeezed
+    into the time since the deployment rollup's cut, the rest into the hour before it. Panels
+    read them from the raw transitions, the same number of them whatever the minute of the
+    hour. They carry the revision each changed from, as ingest records it. The transitions
+    moved (a kept store's again, each run)."""
     now = datetime.now(UTC)
     with psycopg.connect(url) as connection:
         columns = [
@@ -166,11 +175,28 @@ def under_way(url: str) -> int:
             "SELECT max(observed_at) FROM status_transition"
         ).fetchone() or (None,)
         assert end is not None, "the store has no transitions"
-        (cut,) = connection.execute(
-            "SELECT materialized_until FROM rollup_watermark WHERE name = 'deployment_hourly'"
-        ).fetchone() or (None,)
-        assert cut is not None, "the deployment rollup has not run"
-        since = end - UNDER_WAY
+        watermarks = dict(
+            connection.execute(
+                "SELECT name, materialized_until FROM rollup_watermark "
+                "WHERE name IN ('placement_hourly', 'deployment_hourly')"
+            ).fetchall()
+        )
+        hour, cut = watermarks["placement_hourly"], watermarks["deployment_hourly"]
+        assert hour < cut, "the rollups ran in the first minutes of an hour"
+        since, split = end - UNDER_WAY, end - PAST_THE_CUT
+        # Each time scaled from (since, split] into (hour, cut] and from (split, end] into
+        # (cut, now], the order of the changes kept.
+        to = sql.SQL(
+            "CASE WHEN observed_at <= {split} THEN {hour} + (observed_at - {since}) * {before} "
+            "ELSE {cut} + (observed_at - {split}) * {after} END"
+        ).format(
+            split=sql.Literal(split),
+            hour=sql.Literal(hour),
+            since=sql.Literal(since),
+            before=sql.Literal((cut - hour) / (UNDER_WAY - PAST_THE_CUT)),
+            cut=sql.Literal(cut),
+            after=sql.Literal((now - cut) / PAST_THE_CUT),
+        )
         connection.execute(
             sql.SQL(
                 "CREATE TEMPORARY TABLE moved ON COMMIT DROP AS "
@@ -181,12 +207,6 @@ def under_way(url: str) -> int:
             sql.SQL("DELETE FROM status_transition WHERE observed_at > {}").format(
                 sql.Literal(since)
             )
-        )
-        # Each time scaled from (since, end] into (cut, now], the order of the changes kept.
-        to = sql.SQL("{cut} + (observed_at - {since}) * {scale}").format(
-            cut=sql.Literal(cut),
-            since=sql.Literal(since),
-            scale=sql.Literal((now - cut) / UNDER_WAY),
         )
         moved_to = {
             "observed_at": to,
@@ -212,7 +232,7 @@ def under_way(url: str) -> int:
                 "ORDER BY s.observed_at DESC, s.received_at DESC LIMIT 1) "
                 "WHERE t.observed_at > {} "
                 "AND (t.applied_sha IS NOT NULL OR t.applied_version IS NOT NULL)"
-            ).format(sql.Literal(cut))
+            ).format(sql.Literal(hour))
         )
     return moved
 
@@ -464,8 +484,8 @@ def main() -> None:
     try:
         for label, url, timescaledb in stores(args, workdir):
             prepare_store(args, label, url, timescaledb, before_compression=roll_up)
-            roll_up(url)
-            with phase(f"moving the store's last {UNDER_WAY} of transitions past the cut"):
+            roll_up(url, at_least_into_the_hour=timedelta(minutes=3))
+            with phase(f"moving the store's last {UNDER_WAY} of transitions into this hour"):
                 row("transitions moved", f"{under_way(url):,}")
             ready(url)
             try:
