@@ -836,6 +836,18 @@ async def assigned_workloads(session: AsyncSession, environment: str) -> list[st
     return list(await session.scalars(_WORKLOADS, {"environment": environment}))
 
 
+async def kept_verdicts(session: AsyncSession) -> dict[tuple[str, str | None, str], str]:
+    """The kept answers' verdicts by environment, workload (None: a platform commit) and
+    revision."""
+    rows = await session.execute(
+        select(GateAnswer.environment, GateAnswer.workload, GateAnswer.revision, GateAnswer.verdict)
+    )
+    return {
+        (environment, workload, revision): verdict
+        for environment, workload, revision, verdict in rows
+    }
+
+
 async def replace_answers(session: AsyncSession, answers: Sequence[dict[str, Any]]) -> None:
     """The kept answers become `answers` (GateAnswer's columns), all at once for readers."""
     await session.execute(delete(GateAnswer))

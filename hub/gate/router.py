@@ -3,11 +3,9 @@ the same gate as the decision a promotion engine reads, and the newest platform 
 environment that passes."""
 
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query
 
-from hub.client.operations import asked
 from hub.client.params import Text
 from hub.client.schemas.gate import GateOptions, GateQuery, PromotableQuery
 from hub.database import ReadSession
@@ -71,16 +69,6 @@ async def promotion_gate(
     pending or failed, with counts over every expected cluster and the evidence of a page of
     them, those furthest from compliance first."""
     return await _gate(session, context, query, order)
-
-
-# The built-in page (docs/pages.md) that shows a gate's evidence, asked as the API is.
-GATE_PAGE = "/gate"
-
-
-def _evidence_url(public_url: str, query: GateQuery) -> str:
-    """The gate page for the same question: the query's parameters that are not defaults."""
-    parameters = asked(GateQuery, **query.model_dump(exclude_defaults=True))
-    return f"{public_url}{GATE_PAGE}?{urlencode(parameters, doseq=True)}"
 
 
 def _example(verdict: str, reason: str, opens_at: str | None, **counts: int) -> dict[str, Any]:
@@ -147,7 +135,7 @@ async def gate_decision(
     docs/api.md): 200 for passed, pending and failed alike, `allowed` true only for
     passed. `limit` and `offset` only page the evidence page it links to."""
     result = await _gate(session, context, query.model_copy(update={"limit": 1}), OWN_ORDER)
-    return service.decision(result, _evidence_url(public_url, query))
+    return service.decision(result, service.evidence_url(public_url, query))
 
 
 @router.get(

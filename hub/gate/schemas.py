@@ -165,3 +165,20 @@ class PromotionDecision(BaseModel):
         "evidence."
     )
     counts: DecisionCounts
+
+
+class GateEventData(BaseModel):
+    """`data` of fleetmark.gate.passed, .failed and .pending: a kept gate's verdict changed."""
+
+    environment: str
+    target: GateTarget
+    verdict: Verdict
+    previous_verdict: Verdict | None = Field(
+        description="The kept verdict before; null: the target is judged for the first time."
+    )
+    reasons: list[str]
+    counts: DecisionCounts
+    evidence_url: str = Field(description="The hub's gate page for the same question.")
+
+
+GATE_EVENTS = {f"fleetmark.gate.{verdict.value}": GateEventData for verdict in Verdict}

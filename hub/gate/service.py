@@ -12,10 +12,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.client.operations import asked
+from hub.client.schemas.gate import GateQuery
 from hub.errors import FleetmarkError, InvalidInput, UnknownWorkload
+from hub.events.service import Event, event_source, publish
 from hub.gate import repository
 from hub.gate.policy import (
     REASONS_NAMED,
@@ -46,6 +50,7 @@ from hub.gate.schemas import (
     GateCluster,
     GateClusterPage,
     GateCounts,
+    GateEventData,
     GateOptionsOut,
     GateResult,
     GateTarget,
@@ -69,6 +74,7 @@ __all__ = [
     "UnknownVersion",
     "decision",
     "environment_names",
+    "evidence_url",
     "keep_answers",
     "newest_commits",
     "newest_versions",
@@ -690,23 +696,36 @@ def _reason(result: GateResult) -> str:
     )
 
 
+# The built-in page (docs/pages.md) that shows a gate's evidence, asked as the API is.
+GATE_PAGE = "/gate"
+
+
+def evidence_url(public_url: str, query: GateQuery) -> str:
+    """The gate page for the same question: the query's parameters that are not defaults."""
+    parameters = asked(GateQuery, **query.model_dump(exclude_defaults=True))
+    return f"{public_url}{GATE_PAGE}?{urlencode(parameters, doseq=True)}"
+
+
+def _decision_counts(counts: GateCounts) -> DecisionCounts:
+    return DecisionCounts(
+        expected=counts.expected,
+        compliant=counts.compliant,
+        failed=counts.by_state[ClusterState.FAILED],
+        reporting=counts.reporting,
+        stale=counts.stale,
+        never_reported=counts.never_reported,
+    )
+
+
 def decision(result: GateResult, evidence_url: str) -> PromotionDecision:
     """The gate's answer as a promotion engine reads it (fleetmark.gate.decision/v1)."""
-    counts = result.counts
     return PromotionDecision(
         allowed=result.verdict is Verdict.PASSED,
         verdict=result.verdict,
         reason=_reason(result),
         opens_at=result.earliest_pass_at if result.verdict is Verdict.PENDING else None,
         evidence_url=evidence_url,
-        counts=DecisionCounts(
-            expected=counts.expected,
-            compliant=counts.compliant,
-            failed=counts.by_state[ClusterState.FAILED],
-            reporting=counts.reporting,
-            stale=counts.stale,
-            never_reported=counts.never_reported,
-        ),
+        counts=_decision_counts(result.counts),
     )
 
 
@@ -715,12 +734,14 @@ def decision(result: GateResult, evidence_url: str) -> PromotionDecision:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AnswerOptions:
-    """The gate options the kept answers are judged with, and how many of the newest commits
-    (and of each workload's versions) each environment keeps answers for."""
+    """The gate options the kept answers are judged with, how many of the newest commits (and
+    of each workload's versions) each environment keeps answers for, and the hub's URL the
+    events of changed verdicts name (their source, and their evidence's)."""
 
     soak: timedelta
     stale_after: timedelta
     newest: int
+    source: str
 
     @classmethod
     def of(cls, settings: HubSettings) -> "AnswerOptions":
@@ -728,6 +749,7 @@ class AnswerOptions:
             soak=settings.gate_answers_soak,
             stale_after=settings.stale_after,
             newest=settings.gate_answers_newest,
+            source=event_source(settings),
         )
 
 
@@ -764,14 +786,55 @@ def _answer(
     }
 
 
+def _gate_event(
+    result: GateResult, previous: str | None, options: AnswerOptions, now: datetime
+) -> Event | None:
+    """fleetmark.gate.<verdict> when the verdict changed from the kept one. A target judged for
+    the first time is announced unless pending: a new commit or version starts pending, and
+    only what it comes to is news."""
+    verdict = result.verdict
+    if verdict.value == previous or (previous is None and verdict is Verdict.PENDING):
+        return None
+    target = result.target
+    if target.workload is None:
+        subject = f"gates/{target.environment}/{target.commit}"
+        query = GateQuery(environment=target.environment, commit=target.commit, soak=options.soak)
+    else:
+        subject = f"gates/{target.environment}/{target.workload}/{target.version}"
+        query = GateQuery(
+            environment=target.environment,
+            workload=target.workload,
+            version=target.version,
+            soak=options.soak,
+        )
+    data = GateEventData(
+        environment=target.environment,
+        target=target,
+        verdict=verdict,
+        previous_verdict=Verdict(previous) if previous is not None else None,
+        reasons=result.reasons,
+        counts=_decision_counts(result.counts),
+        evidence_url=evidence_url(options.source, query),
+    )
+    return Event(
+        type=f"fleetmark.gate.{verdict.value}",
+        subject=subject,
+        time=now,
+        data=data.model_dump(mode="json"),
+        environment=target.environment,
+        workload=target.workload,
+    )
+
+
 async def keep_answers(session: AsyncSession, options: AnswerOptions, *, now: datetime) -> int:
-    """Judge the newest commits and versions of every environment and keep the answers; the
-    caller commits. Returns how many answers are kept.
+    """Judge the newest commits and versions of every environment and keep the answers, with
+    an event for each verdict that changed; the caller commits. Returns how many answers are
+    kept.
 
     Environments in promotion order -> per environment, the newest `newest` commits of its
     platform branch and the newest `newest` versions of each workload there -> each judged by
     `promotion_gate` -> the verdicts, counts and blocking clusters, replacing the kept answers
-    at once.
+    at once, and fleetmark.gate.* events where a verdict differs from the kept one.
     """
 
     async def gate(
@@ -791,16 +854,26 @@ async def keep_answers(session: AsyncSession, options: AnswerOptions, *, now: da
             page=ClusterPage(limit=REASONS_NAMED),
         )
 
-    answers = []
+    kept = await repository.kept_verdicts(session)
+    answers, events = [], []
+
+    def judged(result: GateResult, answer: dict[str, Any]) -> None:
+        answers.append(answer)
+        previous = kept.get((answer["environment"], answer["workload"], answer["revision"]))
+        event = _gate_event(result, previous, options, now)
+        if event is not None:
+            events.append(event)
+
     for environment, _, position in await placement_repository.environments(session):
         commits = await newest_commits(session, environment, options.newest)
         for newest, sha in enumerate(commits, start=1):
             result = await gate(environment, sha, None, None)
-            answers.append(_answer(result, position, None, sha, newest))
+            judged(result, _answer(result, position, None, sha, newest))
         for workload in await repository.assigned_workloads(session, environment):
             versions = await newest_versions(session, environment, workload, options.newest)
             for newest, version in enumerate(versions, start=1):
                 result = await gate(environment, None, workload, version)
-                answers.append(_answer(result, position, workload, version, newest))
+                judged(result, _answer(result, position, workload, version, newest))
     await repository.replace_answers(session, answers)
+    await publish(session, events, source=options.source)
     return len(answers)

@@ -123,7 +123,10 @@ async def test_a_failed_gate_fires(
     seeded: Seeded, session: AsyncSession, readonly: ReadOnly
 ) -> None:
     options = service.AnswerOptions(
-        soak=timedelta(minutes=10), stale_after=timedelta(minutes=10), newest=5
+        soak=timedelta(minutes=10),
+        stale_after=timedelta(minutes=10),
+        newest=5,
+        source="https://fleetmark.example.com",
     )
     assert await firing(readonly, "fleetmark-gate-failed") == []
     await service.keep_answers(session, options, now=seeded.now)
@@ -171,7 +174,10 @@ async def test_kept_answers_older_than_their_job_allows_fire(
     seeded: Seeded, session: AsyncSession, readonly: ReadOnly
 ) -> None:
     options = service.AnswerOptions(
-        soak=timedelta(minutes=10), stale_after=timedelta(minutes=10), newest=5
+        soak=timedelta(minutes=10),
+        stale_after=timedelta(minutes=10),
+        newest=5,
+        source="https://fleetmark.example.com",
     )
     old = seeded.now - timedelta(minutes=20)
     rules = ("fleetmark-gate-answers-old", "fleetmark-envdiff-old", "fleetmark-dora-old")

@@ -12,7 +12,10 @@ from tests.dashboards.test_panels import PANELS
 from tests.hub.harvest.scenario import WORKLOAD
 
 OPTIONS = service.AnswerOptions(
-    soak=timedelta(minutes=10), stale_after=timedelta(minutes=10), newest=5
+    soak=timedelta(minutes=10),
+    stale_after=timedelta(minutes=10),
+    newest=5,
+    source="https://fleetmark.example.com",
 )
 
 

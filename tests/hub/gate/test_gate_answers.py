@@ -19,12 +19,16 @@ from tests.conftest import hub_settings
 from tests.hub.conftest import ServedFleet
 from tests.hub.harvest import scenario
 from tests.hub.harvest.scenario import WORKLOAD
+from tests.hub.outbox import published
 from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock, bearer
 
 GATE = "/api/v1/gates/promotion"
 OPTIONS = service.AnswerOptions(
-    soak=timedelta(minutes=10), stale_after=timedelta(seconds=600), newest=5
+    soak=timedelta(minutes=10),
+    stale_after=timedelta(seconds=600),
+    newest=5,
+    source="https://fleetmark.example.com",
 )
 
 
@@ -178,6 +182,81 @@ async def test_a_new_run_replaces_the_answers(
     assert answers[("dev", None, 1)]["verdict"] == "passed"
     assert answers[("dev", None, 1)]["evaluated_at"] == clock.now
     assert [b["cluster"] for b in answers[("dev", WORKLOAD, 1)]["blocking"]] == ["drone-02"]
+
+
+async def test_a_changed_verdict_is_announced_once(
+    story: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    await service.keep_answers(session, OPTIONS, now=clock.now)
+    first = await published(session, "fleetmark.gate.")
+    answers = await kept(session)
+    await service.keep_answers(session, OPTIONS, now=clock.now)
+    again = await published(session, "fleetmark.gate.")
+
+    # Judged for the first time: every verdict but pending is announced, once.
+    announced = {
+        (a["environment"], a["workload"], a["revision"], a["verdict"])
+        for a in answers
+        if a["verdict"] != "pending"
+    }
+    assert len(first) == len(announced)
+    assert {
+        (
+            e["environment"],
+            e["workload"],
+            e["data"]["target"]["commit"] or e["data"]["target"]["version"],
+            e["data"]["verdict"],
+        )
+        for e in first
+    } == announced
+    assert again == first
+    head = story.platform.head("dev")
+    failed = next(e for e in first if e["subject"] == f"gates/dev/{head}")
+    assert failed["type"] == "fleetmark.gate.failed"
+    assert failed["data"]["previous_verdict"] is None
+    assert failed["data"]["counts"] | {"expected": 3, "failed": 1} == failed["data"]["counts"]
+    assert failed["data"]["evidence_url"] == (
+        f"https://fleetmark.example.com/gate?environment=dev&commit={head}"
+    )
+
+    large = story.clusters["large-01"]
+    large.run_platform(head)
+    await story.report()
+    clock.advance(minutes=10)
+    await story.report()
+    await service.keep_answers(session, OPTIONS, now=clock.now)
+    await service.keep_answers(session, OPTIONS, now=clock.now)
+    changed = (await published(session, "fleetmark.gate."))[len(first) :]
+    before = {(a["environment"], a["workload"], a["revision"]): a["verdict"] for a in answers}
+    after = {(a["environment"], a["workload"], a["revision"]): a for a in await kept(session)}
+
+    # One event per verdict that changed, naming the verdict before.
+    assert {
+        (e["subject"], e["data"]["previous_verdict"], e["data"]["verdict"]) for e in changed
+    } == {
+        (
+            "/".join(["gates", *(part for part in key if part is not None)]),
+            verdict,
+            after[key]["verdict"],
+        )
+        for key, verdict in before.items()
+        if after[key]["verdict"] != verdict
+    }
+    assert len(changed) == len({e["subject"] for e in changed})
+    assert ("fleetmark.gate.passed", f"gates/dev/{head}", "failed") in [
+        (e["type"], e["subject"], e["data"]["previous_verdict"]) for e in changed
+    ]
+
+
+async def test_a_rolled_back_judgement_leaves_no_event(
+    story: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    async with session.begin_nested() as judging:
+        await service.keep_answers(session, OPTIONS, now=clock.now)
+        assert await published(session, "fleetmark.gate.") != []
+        await judging.rollback()
+
+    assert await published(session, "fleetmark.gate.") == []
 
 
 async def test_one_replica_keeps_the_answers_at_a_time(served_fleet: ServedFleet) -> None:
