@@ -43,6 +43,7 @@ from dashboards.common import DATASOURCE  # noqa: E402
 from hub import store  # noqa: E402
 from hub.database import create_sessionmaker, normalise_database_url, write_session  # noqa: E402
 from hub.envdiff.service import keep_diff  # noqa: E402
+from hub.events.service import event_source  # noqa: E402
 from hub.gate.service import AnswerOptions, keep_answers  # noqa: E402
 from hub.rollouts.service import keep_rollouts  # noqa: E402
 from hub.settings import HubSettings  # noqa: E402
@@ -252,7 +253,12 @@ def ready(url: str) -> None:
                     await keep_diff(session, now=datetime.now(UTC))
             with phase("keeping the rollouts' states, as the hub's rollouts job does"):
                 async with write_session(sessions) as session:
-                    await keep_rollouts(session, stall_after=HubSettings().rollout_stall_after)
+                    settings = HubSettings()
+                    await keep_rollouts(
+                        session,
+                        stall_after=settings.rollout_stall_after,
+                        source=event_source(settings),
+                    )
             with phase("keeping the gate answers, as the hub's gate answers job does"):
                 async with write_session(sessions) as session:
                     await keep_answers(

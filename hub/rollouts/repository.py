@@ -45,7 +45,7 @@ _FROM_DORA = ", ".join(COPIED[name] for name in _FACTS)
 # one is final: judged again after a refresh only when its facts changed (reports that
 # arrived late).
 _TO_JUDGE = text(f"""
-SELECT d.id AS dora_rollup_id, {_COPIED}, d.reached_times
+SELECT d.id AS dora_rollup_id, {_COPIED}, d.reached_times, r.state AS kept_state
 FROM dora_rollup d
 JOIN dora_refresh s ON s.workload = d.workload
 LEFT JOIN rollout r ON r.dora_rollup_id = d.id
@@ -58,7 +58,8 @@ WHERE r.dora_rollup_id IS NULL
 
 async def to_judge(session: AsyncSession, stall_after: timedelta) -> Sequence[Row[Any]]:
     """The DORA job's rollouts the rollouts job has not judged, or whose state may have
-    changed since it did: COPIED's columns, `dora_rollup_id` and `reached_times`."""
+    changed since it did: COPIED's columns, `dora_rollup_id`, `reached_times` and the state
+    kept (`kept_state`, None: not judged yet)."""
     result = await session.execute(_TO_JUDGE, {"stall_after": stall_after})
     return result.all()
 

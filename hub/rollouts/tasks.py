@@ -7,6 +7,7 @@ import structlog
 
 from hub.background.task import Task
 from hub.database import write_session
+from hub.events.service import event_source
 from hub.rollouts import repository
 from hub.rollouts.service import Kept, keep_rollouts
 from hub.settings import HubSettings
@@ -23,9 +24,15 @@ log = structlog.get_logger("fleetmark.rollouts")
 async def scheduled_rollouts(sessions: Sessions, settings: HubSettings) -> Kept:
     """A round of the periodic job: the rollouts judged and kept."""
     async with write_session(sessions) as session:
-        kept = await keep_rollouts(session, stall_after=settings.rollout_stall_after)
+        kept = await keep_rollouts(
+            session, stall_after=settings.rollout_stall_after, source=event_source(settings)
+        )
     log.info(
-        "rollouts kept", judged=kept.judged, written=kept.written, seconds=round(kept.seconds, 3)
+        "rollouts kept",
+        judged=kept.judged,
+        written=kept.written,
+        events=kept.events,
+        seconds=round(kept.seconds, 3),
     )
     return kept
 

@@ -198,6 +198,6 @@ async def seeded(fleet: Fleet, session: AsyncSession, clock: FakeClock) -> Seede
     await fleet.report("drone-01", "drone-02", "large-01", "small-01")
     await evaluate(session, clock)
     await refresh_rollup(session, now=now, settle=timedelta(days=1))
-    await keep_rollouts(session, stall_after=STALL_AFTER)
+    await keep_rollouts(session, stall_after=STALL_AFTER, source="https://fleetmark.example.com")
     await session.commit()
     return Seeded(fleet, first, second, now)

@@ -205,7 +205,9 @@ async def test_a_stalled_rollout_fires(
 ) -> None:
     rows = await firing(readonly, "fleetmark-rollout-stalled")
     # Judged with a stall-after longer than its three hours: in progress, not stalled.
-    await keep_rollouts(session, stall_after=timedelta(hours=4))
+    await keep_rollouts(
+        session, stall_after=timedelta(hours=4), source="https://fleetmark.example.com"
+    )
     patient = await firing(readonly, "fleetmark-rollout-stalled")
 
     # dev's second platform commit: no expected cluster reached it since large-01 and

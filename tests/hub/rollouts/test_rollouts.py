@@ -23,11 +23,13 @@ from tests.conftest import DatabaseServer, hub_settings
 from tests.hub.dora.test_dora_rollup import Played, play
 from tests.hub.dora_history import PLATFORM_COMMITS, RELEASES, Timeline, refresh_dora
 from tests.hub.harvest.scenario import WORKLOAD
+from tests.hub.outbox import published
 from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock
 
 # Short enough that the histories' gaps of five minutes count as stalls.
 STALL_AFTER = timedelta(minutes=3)
+SOURCE = "https://fleetmark.example.com"
 
 
 @pytest.fixture(params=[None, WORKLOAD], ids=["platform commits", "workload versions"])
@@ -39,7 +41,7 @@ async def keep(
     sessions: async_sessionmaker[AsyncSession], stall_after: timedelta = STALL_AFTER
 ) -> Kept:
     async with write_session(sessions) as session:
-        return await service.keep_rollouts(session, stall_after=stall_after)
+        return await service.keep_rollouts(session, stall_after=stall_after, source=SOURCE)
 
 
 async def kept_as_of(
@@ -159,6 +161,100 @@ async def test_each_rollout_is_in_progress_stalled_failed_then_converged(
                 shown.setdefault(name, []).append((minutes, seen(played, row)))
 
     assert shown == expected
+
+
+# The events each rollout of the histories publishes, refreshed at the moments above: started
+# once, then each state but in_progress as it is entered, stalled only in its first stall (c1
+# stalled first between two refreshes, 18 to 20, seen in retrospect).
+ANNOUNCED = {
+    "c1": ["started", "converged"],
+    "c2": ["started", "stalled", "failed", "converged"],
+    "c3": ["started", "converged"],
+    "1.1.0": ["started", "failed", "converged"],
+    "1.2.0": ["started", "stalled", "converged"],
+}
+
+
+async def test_each_rollout_announces_its_changes_of_state_once(
+    played: Played, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    expected = PLATFORM if played.workload is None else VERSIONS
+    moments = sorted({minutes for shown in expected.values() for minutes, _ in shown})
+    for minutes in [*moments, 181, 182]:
+        kept = await kept_as_of(played, sessions, minutes)
+    async with sessions() as session:
+        events = await published(session, "fleetmark.rollout.")
+
+    for name in expected:
+        row = kept[name]
+        target = [played.workload, row["revision"]] if played.workload else [row["revision"]]
+        subject = "/".join(["rollouts", row["environment"], *target])
+        announced = [e for e in events if e["subject"] == subject]
+        assert [e["type"].removeprefix("fleetmark.rollout.") for e in announced] == ANNOUNCED[name]
+        last = announced[-1]["data"]
+        assert (last["expected_clusters"], last["reached_clusters"], last["state"]) == (
+            row["expected_clusters"],
+            row["reached_clusters"],
+            "converged",
+        )
+        assert announced[0]["data"]["previous_state"] is None
+
+
+async def test_a_rollout_to_five_thousand_clusters_is_a_handful_of_events(
+    session: AsyncSession,
+) -> None:
+    """Reached by 500 clusters a minute, then by none for ten minutes, then by the rest."""
+    began = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    await session.execute(insert(DoraRefresh).values(workload="", refreshed_at=began))
+    rollout = await session.scalar(
+        insert(DoraRollup).values(
+            workload="", environment="prod", revision="b" * 40, commit_sha="b" * 40,
+            committed_at=began, started_at=began, expected_clusters=5000,
+            reached_clusters=0, failed_clusters=0, reached_times=[], failure_times=[],
+        ).returning(DoraRollup.id)
+    )  # fmt: skip
+    reached: list[datetime] = []
+    moments = [*range(1, 6), *range(15, 21)]
+    for minute in moments:
+        at = began + timedelta(minutes=minute)
+        if minute not in (15,):
+            reached += [at - timedelta(seconds=second / 10) for second in range(500)]
+        done = len(reached) >= 5000
+        await session.execute(
+            text(
+                "UPDATE dora_rollup SET reached_times = :times, reached_clusters = :count, "
+                "completed_at = :done WHERE id = :id"
+            ),
+            {"times": reached, "count": len(reached), "done": at if done else None, "id": rollout},
+        )
+        await session.execute(text("UPDATE dora_refresh SET refreshed_at = :at"), {"at": at})
+        await service.keep_rollouts(session, stall_after=STALL_AFTER, source=SOURCE)
+    events = await published(session, "fleetmark.rollout.")
+
+    assert len(reached) == 5000
+    assert [(e["type"], e["data"]["reached_clusters"]) for e in events] == [
+        ("fleetmark.rollout.started", 500),
+        ("fleetmark.rollout.stalled", 2500),
+        ("fleetmark.rollout.converged", 5000),
+    ]
+
+
+async def test_a_rolled_back_judgement_publishes_nothing(
+    played: Played, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    await refresh_dora(sessions, played.timeline.at(180))
+    async with sessions() as session, session.begin():
+        await service.keep_rollouts(session, stall_after=STALL_AFTER, source=SOURCE)
+        assert await published(session, "fleetmark.rollout.") != []
+        await session.rollback()
+    await keep(sessions)
+
+    async with sessions() as session:
+        events = await published(session, "fleetmark.rollout.")
+        kept = await session.scalar(text("SELECT count(*) FROM rollout"))
+    # Judged again after the rollback, each rollout starts (and converges) once.
+    assert 0 < len(events) <= 4 * kept
+    assert len([e for e in events if e["type"] == "fleetmark.rollout.started"]) == kept
 
 
 async def test_a_failed_rollout_names_its_first_failure(
