@@ -1,7 +1,7 @@
 """SQL for the outbox: events written and matched to subscriptions, the deliveries due and
 their attempts, the subscriptions, and what the retention job and /metrics read."""
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -23,7 +23,7 @@ from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from hub.models import EventDelivery, EventSubscription, OutboxEvent
+from hub.models import EventDelivery, EventState, EventSubscription, OutboxEvent
 
 _PENDING = "pending"
 # The tables' columns, typed as columns for the filters' SQL.
@@ -265,3 +265,36 @@ async def counts(session: AsyncSession) -> tuple[dict[str, int], dict[str, int],
         {str(state): int(count) for state, count in by_state},
         oldest,
     )
+
+
+# --- the states that open events --------------------------------------------------------------
+
+
+async def states(session: AsyncSession, kind: str) -> dict[str, tuple[datetime, bool]]:
+    """The held states of `kind`: since when, and whether announced, by key."""
+    rows = await session.execute(
+        select(EventState.key, EventState.since, EventState.announced).where(
+            EventState.kind == kind
+        )
+    )
+    return {key: (since, announced) for key, since, announced in rows}
+
+
+async def hold(session: AsyncSession, kind: str, rows: Sequence[dict[str, Any]]) -> None:
+    """Keep the states (key, since, announced) of `kind`, replacing those of the same keys."""
+    if not rows:
+        return
+    statement = insert(EventState).values([{"kind": kind, **row} for row in rows])
+    await session.execute(
+        statement.on_conflict_do_update(
+            index_elements=[EventState.kind, EventState.key],
+            set_={"since": statement.excluded.since, "announced": statement.excluded.announced},
+        )
+    )
+
+
+async def release(session: AsyncSession, kind: str, keys: Collection[str]) -> None:
+    if keys:
+        await session.execute(
+            delete(EventState).where(EventState.kind == kind, EventState.key.in_(keys))
+        )

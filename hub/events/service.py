@@ -10,7 +10,7 @@ import asyncio
 import json
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -46,14 +46,18 @@ __all__ = [
     "TEST_EVENT",
     "Event",
     "EventCounts",
+    "Held",
     "create_subscription",
     "deliver_due",
     "deliveries",
     "event_counts",
     "event_source",
+    "held",
+    "hold",
     "list_subscriptions",
     "prune",
     "publish",
+    "release",
     "remove_subscription",
     "retry",
     "retry_delay",
@@ -126,6 +130,38 @@ async def publish(session: AsyncSession, events: Sequence[Event], *, source: str
         return 0
     ids = await repository.add_events(session, [_row(event, source) for event in events])
     return await repository.fan_out(session, ids)
+
+
+# --- the states that open events -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A state that opens events (an environment's drift, a stale cluster): since when it
+    holds, and whether its opening event went out."""
+
+    since: datetime
+    announced: bool
+
+
+async def held(session: AsyncSession, kind: str) -> dict[str, Held]:
+    """The states of `kind` a job holds, by key (an environment, a cluster): what it announced,
+    or began to watch, in its earlier runs."""
+    return {key: Held(*row) for key, row in (await repository.states(session, kind)).items()}
+
+
+async def hold(session: AsyncSession, kind: str, states: Mapping[str, Held]) -> None:
+    """Keep these states of `kind` in the caller's transaction, beside the events they open."""
+    rows = [
+        {"key": key, "since": state.since, "announced": state.announced}
+        for key, state in states.items()
+    ]
+    await repository.hold(session, kind, rows)
+
+
+async def release(session: AsyncSession, kind: str, keys: Collection[str]) -> None:
+    """Forget the states of `kind` that ended, in the caller's transaction."""
+    await repository.release(session, kind, keys)
 
 
 # --- subscriptions ----------------------------------------------------------------------------

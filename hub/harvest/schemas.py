@@ -211,3 +211,19 @@ class RepositoryOutcome(BaseModel):
 class HarvestReport(BaseModel):
     repositories: list[RepositoryOutcome]
     seconds: float
+
+
+class HarvestEventData(BaseModel):
+    """`data` of fleetmark.harvest.failing and .recovered: a repository's fetch began to fail,
+    or succeeded again."""
+
+    repository: RedactedUrl
+    role: Role
+    error: RedactedText | None = Field(description="Why the fetch fails; null once recovered.")
+    previous_error: RedactedText | None = Field(description="The error it recovered from.")
+
+
+HARVEST_EVENTS = {
+    "fleetmark.harvest.failing": HarvestEventData,
+    "fleetmark.harvest.recovered": HarvestEventData,
+}

@@ -25,6 +25,7 @@ from hub.errors import (
     ManagedByFile,
     UnknownRepository,
 )
+from hub.events.service import Event, event_source, publish
 from hub.git.ancestry import generations, place_members
 from hub.git.local import CommitInfo, Credentials, GitFailure, LocalRepository
 from hub.git.urls import (
@@ -47,6 +48,7 @@ from hub.harvest.schemas import (
     BranchStatus,
     CredentialsReference,
     HarvestErrorOut,
+    HarvestEventData,
     HarvestReport,
     RepositoriesFile,
     RepositoryConfig,
@@ -104,6 +106,8 @@ class _Run:
     credentials_dir: Path | None
     # Where repositories named by reconciler manifests may be (None: anywhere).
     discovery_allowed: list[str] | None
+    # The hub's URL, the source of the events a repository's fetch failing or recovering sends.
+    source: str
 
 
 # --- configuration ----------------------------------------------------------------------------
@@ -289,6 +293,7 @@ async def harvest_repositories(
         allow_local=settings.local_repositories_allowed,
         credentials_dir=settings.git_credentials_dir,
         discovery_allowed=settings.discovery_allowed_urls,
+        source=event_source(settings),
     )
     wanted = None if only is None else normalise_repository_url(only)
     outcomes: list[RepositoryOutcome] = []
@@ -371,6 +376,27 @@ def _fetch_refusal(run: _Run, item: Repository, clone_urls: Mapping[int, str]) -
     return discovery_refusal(item.clone_url, found_in, run.discovery_allowed)
 
 
+async def _fetched(session: AsyncSession, run: _Run, item: Repository, error: str | None) -> None:
+    """Record a fetch's result, announcing a fetch that began to fail (fleetmark.harvest.failing)
+    or succeeded again (.recovered)."""
+    now = run.clock()
+    await repository.set_fetch_result(
+        session, item.id, fetched_at=None if error else now, error=error
+    )
+    if (error is None) == (item.fetch_error is None):
+        return
+    data = HarvestEventData(
+        repository=item.url, role=item.role, error=error, previous_error=item.fetch_error
+    )
+    event = Event(
+        type="fleetmark.harvest.recovered" if error is None else "fleetmark.harvest.failing",
+        subject=f"repositories/{data.repository}",
+        time=now,
+        data=data.model_dump(mode="json"),
+    )
+    await publish(session, [event], source=run.source)
+
+
 async def _harvest_repository(
     run: _Run, item: Repository, clone_urls: Mapping[int, str]
 ) -> RepositoryOutcome:
@@ -392,7 +418,7 @@ async def _harvest_repository(
     except (GitFailure, CredentialsUnavailable) as exc:
         log.warning("fetch failed", repository=item.url, error=str(exc))
         async with run.units() as session:
-            await repository.set_fetch_result(session, item.id, fetched_at=None, error=str(exc))
+            await _fetched(session, run, item, str(exc))
             await repository.record_errors(
                 session, item.id, [ErrorRecord(None, None, str(exc))], run.clock()
             )
@@ -401,9 +427,7 @@ async def _harvest_repository(
     with local:
         try:
             async with run.units() as session:
-                await repository.set_fetch_result(
-                    session, item.id, fetched_at=run.clock(), error=None
-                )
+                await _fetched(session, run, item, None)
             branches = await _branches_to_harvest(run, item, local, problems)
             for name, (head, environment_id) in branches.items():
                 try:

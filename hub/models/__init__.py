@@ -13,7 +13,7 @@ from hub.models.drift import (
     ObjectDrift,
 )
 from hub.models.envdiff import EnvironmentDiffCell, EnvironmentDiffConfig
-from hub.models.events import EventDelivery, EventSubscription, OutboxEvent
+from hub.models.events import EventDelivery, EventState, EventSubscription, OutboxEvent
 from hub.models.fleet import (
     Cluster,
     ClusterType,
@@ -60,6 +60,7 @@ __all__ = [
     "EnvironmentDiffCell",
     "EnvironmentDiffConfig",
     "EventDelivery",
+    "EventState",
     "EventSubscription",
     "GateAnswer",
     "GitBranch",

@@ -107,3 +107,17 @@ class EventDelivery(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     delivered_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = created_at_column()
+
+
+class EventState(Base):
+    """A state that opens events, kept by the job that judges it (`kind`: drift, stale,
+    schedule) per `key` (an environment, a cluster): since when it holds, and whether its
+    opening event went out (drift is announced once it outlives its grace). The row goes when
+    the state ends, with the closing event if the opening one went out."""
+
+    __tablename__ = "event_state"
+
+    kind: Mapped[str] = mapped_column(String(32), primary_key=True)
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    since: Mapped[datetime]
+    announced: Mapped[bool] = mapped_column(server_default=false())

@@ -177,3 +177,19 @@ class SchedulingErrorPage(BaseModel):
     total: int
     limit: int
     offset: int
+
+
+class ScheduleEventData(BaseModel):
+    """`data` of fleetmark.schedule.failed and .recovered: nothing could be written for an
+    environment, or its scheduling succeeded again."""
+
+    environment: str
+    gitops_url: RedactedUrl
+    failure: RedactedText | None = Field(description="Why it fails; null once recovered.")
+    failing_since: datetime = Field(description="The run that first failed.")
+
+
+SCHEDULE_EVENTS = {
+    "fleetmark.schedule.failed": ScheduleEventData,
+    "fleetmark.schedule.recovered": ScheduleEventData,
+}

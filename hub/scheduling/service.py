@@ -18,6 +18,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.errors import InvalidInput
+from hub.events.service import Event, Held, event_source, held, hold, publish, release
 from hub.git.local import GitFailure, LocalRepository, Signature
 from hub.git.urls import (
     LOCAL_REFUSED,
@@ -42,6 +43,7 @@ from hub.scheduling.schemas import (
     EnvironmentOutcome,
     Problem,
     ScheduledAssignmentOut,
+    ScheduleEventData,
     ScheduleRequest,
     ScheduleRun,
     SchedulingErrorOut,
@@ -92,6 +94,8 @@ class _Job:
     author: Signature
     # How long one assignment's render may take.
     time_limit: TimeLimit
+    # The hub's URL, the source of the events an environment failing or recovering sends.
+    source: str
 
     @property
     def gitops_url(self) -> str:
@@ -127,7 +131,16 @@ async def schedule_environments(
         )
         platform, platform_failure = await asyncio.to_thread(_platform, clones, request.gitops)
         time_limit = TimeLimit(settings.template_render_timeout, timer)
-        job = _Job(request, clones, loaded, platform, platform_failure, author, time_limit)
+        job = _Job(
+            request,
+            clones,
+            loaded,
+            platform,
+            platform_failure,
+            author,
+            time_limit,
+            event_source(settings),
+        )
         names = request.environments
         if names is None:
             names = sorted(loaded.snapshots)
@@ -161,13 +174,47 @@ async def _schedule_environment(units: Units, job: _Job, name: str) -> Environme
         failure = f"environment {name!r} was not loaded from the control plane (loaded: {loaded})"
         if job.loaded.errors:
             failure += "; see the load errors"
-        return _Written.failed(job, name, failure, _load_problems(name, job.loaded.errors)).outcome
+        outcome = _Written.failed(job, name, failure, _load_problems(name, job.loaded.errors))
+        async with units() as session:
+            await _announce(session, job, outcome.outcome)
+        return outcome.outcome
     async with units() as session:
         stored = await repository.stored_target(session, job.gitops_url, name)
     written = await asyncio.to_thread(_write_environment, job, snapshot, stored)
     async with units() as session:
         await _record(session, job, written, stored, sorted(snapshot.cluster_types))
+        await _announce(session, job, written.outcome)
     return written.outcome
+
+
+# The kind of the states (hub.events) an environment whose scheduling fails is held in.
+FAILING = "schedule"
+
+
+async def _announce(session: AsyncSession, job: _Job, outcome: EnvironmentOutcome) -> None:
+    """fleetmark.schedule.failed when an environment's run fails and the one before did not,
+    .recovered when it succeeds after failing."""
+    name = outcome.environment
+    failing = (await held(session, FAILING)).get(name)
+    if (outcome.failure is None) == (failing is None):
+        return
+    if failing is None:
+        since = job.now
+        await hold(session, FAILING, {name: Held(since, announced=True)})
+    else:
+        since = failing.since
+        await release(session, FAILING, [name])
+    data = ScheduleEventData(
+        environment=name, gitops_url=job.gitops_url, failure=outcome.failure, failing_since=since
+    )
+    event = Event(
+        type="fleetmark.schedule.recovered" if failing else "fleetmark.schedule.failed",
+        subject=f"environments/{name}/schedule",
+        time=job.now,
+        data=data.model_dump(mode="json"),
+        environment=name,
+    )
+    await publish(session, [event], source=job.source)
 
 
 # --- rendering and writing one environment (worker thread) -----------------------------------

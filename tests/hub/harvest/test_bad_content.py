@@ -16,6 +16,7 @@ from tests.hub.harvest import scenario
 from tests.hub.harvest.conftest import GIT_TOKEN, Harvest, MakeRepo
 from tests.hub.harvest.gitrepo import GitServer, WorkRepo
 from tests.hub.harvest.store import HarvestedRepo
+from tests.hub.outbox import published
 from tests.support import FakeClock
 
 Configure = Callable[..., Awaitable[int]]
@@ -137,6 +138,31 @@ async def test_unreachable_remote_is_an_error_and_other_repositories_still_run(
     assert error["message"].startswith(f"fetching {missing} failed: ")
     assert (error["commit_sha"], error["path"], error["occurrences"]) == (None, None, 2)
     assert len(second.repositories) == 3
+
+
+async def test_a_repository_failing_to_fetch_is_announced_once_and_its_recovery_too(
+    platform: WorkRepo,
+    harvest: Harvest,
+    session: AsyncSession,
+    tmp_path: Path,
+) -> None:
+    await harvest()
+    moved = platform.path.rename(tmp_path / "moved")
+    await harvest()
+    await harvest()
+    moved.rename(platform.path)
+    await harvest()
+    await harvest()
+
+    events = await published(session, "fleetmark.harvest.")
+    url = platform.url.removesuffix(".git")
+    assert [(e["type"], e["subject"], e["environment"]) for e in events] == [
+        ("fleetmark.harvest.failing", f"repositories/{url}", None),
+        ("fleetmark.harvest.recovered", f"repositories/{url}", None),
+    ]
+    failing, recovered = (e["data"] for e in events)
+    assert failing["error"].startswith(f"fetching {platform.url} failed: ")
+    assert (recovered["error"], recovered["previous_error"]) == (None, failing["error"])
 
 
 async def test_missing_configured_branch_is_an_error(

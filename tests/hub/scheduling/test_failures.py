@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from hub.scheduling import tasks
 from hub.scheduling.schemas import EnvironmentOutcome, Problem, ScheduleRequest
 from tests.conftest import hub_settings
+from tests.hub.outbox import published
 from tests.hub.scheduling.conftest import Schedule
 from tests.hub.scheduling.fleet import ControlPlane, Platform
 from tests.scheduler_core import scenario
@@ -333,3 +334,32 @@ async def test_workload_repositories_are_held_to_the_discovery_allow_list(
         in error.message
         for error in outcome.errors
     ), outcome.errors
+
+
+async def test_a_failing_environment_is_announced_once_and_its_recovery_too(
+    schedule: Schedule,
+    platform: Platform,
+    sessions: async_sessionmaker[AsyncSession],
+    clock: FakeClock,
+    tmp_path: Path,
+) -> None:
+    await schedule("dev")
+    moved = platform.path.rename(tmp_path / "moved.git")
+    failing = await schedule("dev")
+    clock.advance(minutes=5)
+    await schedule("dev")
+    moved.rename(platform.path)
+    clock.advance(minutes=5)
+    await schedule("dev")
+    await schedule("dev")
+
+    async with sessions() as session:
+        events = await published(session, "fleetmark.schedule.")
+    assert [(e["type"], e["subject"], e["environment"]) for e in events] == [
+        ("fleetmark.schedule.failed", "environments/dev/schedule", "dev"),
+        ("fleetmark.schedule.recovered", "environments/dev/schedule", "dev"),
+    ]
+    failed, recovered = (e["data"] for e in events)
+    assert failed["failure"] == failing.failure
+    assert recovered["failure"] is None
+    assert recovered["failing_since"] == failed["failing_since"]
