@@ -340,6 +340,15 @@ class HubSettings(BaseSettings):
             "(seconds or ISO 8601); drift answers are at most this old."
         ),
     )
+    drift_grace: Interval = Field(
+        default=timedelta(minutes=5),
+        ge=timedelta(0),
+        description=(
+            "How long an environment's drift must last before fleetmark.drift.started is "
+            "sent (seconds or ISO 8601): a cluster behind during a rollout is a rollout, not "
+            "drift."
+        ),
+    )
     env_diff_interval: Interval = Field(
         default=timedelta(seconds=30),
         gt=timedelta(0),

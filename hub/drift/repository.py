@@ -16,6 +16,7 @@ from sqlalchemy import (
     ColumnElement,
     DateTime,
     Integer,
+    Row,
     String,
     and_,
     any_,
@@ -1131,3 +1132,22 @@ async def history_periods(
         .order_by(p.started_at.desc(), p.id.desc())
     )
     return (await session.execute(statement)).mappings().all() if keys else []
+
+
+_CLUSTERS = text("""
+SELECT e.name AS environment, c.name AS cluster,
+       COALESCE(d.drifted, 0) > 0 AS drifted,
+       COALESCE(c.last_seen_at < :stale_before, false) AS stale
+FROM cluster c
+JOIN environment e ON e.id = c.environment_id
+LEFT JOIN cluster_drift d ON d.cluster_id = c.id
+WHERE c.decommissioned_at IS NULL
+ORDER BY e.name, c.name
+""")
+
+
+async def cluster_standing(session: AsyncSession, stale_before: datetime) -> Sequence[Row[Any]]:
+    """Every placed live cluster: its environment, whether an object of it is drifted (as
+    `cluster_drift` counted), and whether its agent is stale (a cluster that never reported is
+    not: it has no report to go silent after)."""
+    return (await session.execute(_CLUSTERS, {"stale_before": stale_before})).all()

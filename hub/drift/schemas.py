@@ -199,3 +199,37 @@ class DriftHistory(BaseModel):
     total: int
     limit: int
     offset: int
+
+
+# The clusters an event lists at most; `count` says how many there are.
+LISTED_CLUSTERS = 100
+
+
+class DriftEventData(BaseModel):
+    """`data` of fleetmark.drift.started and .resolved: an environment's drift outlived the
+    grace, or ended."""
+
+    environment: str
+    since: datetime = Field(description="When the drift was first seen.")
+    clusters: list[str] = Field(
+        description=f"The drifted clusters (the first {LISTED_CLUSTERS}); none once resolved."
+    )
+    count: int = Field(description="How many clusters are drifted.")
+
+
+class StaleEventData(BaseModel):
+    """`data` of fleetmark.cluster.stale and .recovered: clusters of an environment went
+    silent (no report within stale_after), or reported again."""
+
+    environment: str
+    clusters: list[str] = Field(description=f"The clusters (the first {LISTED_CLUSTERS}).")
+    count: int = Field(description="How many clusters went stale (or recovered).")
+    stale_after_seconds: int
+
+
+DRIFT_EVENTS: dict[str, type[BaseModel]] = {
+    "fleetmark.drift.started": DriftEventData,
+    "fleetmark.drift.resolved": DriftEventData,
+    "fleetmark.cluster.stale": StaleEventData,
+    "fleetmark.cluster.recovered": StaleEventData,
+}

@@ -17,11 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.client.params import INTEGER_MAX
 from hub.client.text import format_duration
-from hub.drift import repository
+from hub.drift import repository, schemas
 from hub.drift.repository import DriftFilter, Evaluated, HistoryFilter, Scope
 from hub.drift.schemas import (
     ConfigMismatch,
     Desired,
+    DriftEventData,
     DriftHistory,
     DriftItem,
     DriftPeriod,
@@ -33,8 +34,10 @@ from hub.drift.schemas import (
     ObjectRef,
     ObjectSource,
     Reason,
+    StaleEventData,
 )
 from hub.errors import InvalidInput
+from hub.events.service import Event, Held, held, hold, publish, release
 from hub.gate import service as gate_service
 from hub.git.urls import spelled_repository
 from hub.placement import repository as placement_repository
@@ -46,6 +49,7 @@ from hub.text import short_sha
 __all__ = [
     "COLUMNS",
     "REASONS",
+    "Announcing",
     "Evaluation",
     "current_drift",
     "drift_history",
@@ -74,6 +78,7 @@ class Evaluation:
     changed: int
     periods_opened: int
     periods_closed: int
+    events: int
     seconds: float
 
 
@@ -87,12 +92,129 @@ def _repositories(spellings: Sequence[str], harvested: Mapping[str, int]) -> dic
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class Announcing:
+    """How the drift job announces what it finds: the drift grace, and the hub's URL (the
+    events' source)."""
+
+    grace: timedelta
+    source: str
+
+
+# The kinds of the states (hub.events) the drift job holds: an environment's drift, by its
+# name; a stale cluster, by "<environment>/<cluster>".
+DRIFTING = "drift"
+STALE = "stale"
+
+
+def _listed(clusters: Sequence[str]) -> dict[str, Any]:
+    return {"clusters": list(clusters[: schemas.LISTED_CLUSTERS]), "count": len(clusters)}
+
+
+def _drift_events(
+    drifted: Mapping[str, list[str]], kept: Mapping[str, Held], now: datetime, grace: timedelta
+) -> tuple[list[Event], dict[str, Held], list[str]]:
+    """fleetmark.drift.started for an environment drifted for `grace` (as of `now`), once;
+    .resolved when an announced one ends. What to hold and to release."""
+    events, holding = [], {}
+    for environment, clusters in drifted.items():
+        state = kept.get(environment) or Held(now, announced=False)
+        if not state.announced and now - state.since >= grace:
+            state = Held(state.since, announced=True)
+            data = DriftEventData(environment=environment, since=state.since, **_listed(clusters))
+            events.append(_event("fleetmark.drift.started", environment, "drift", now, data))
+        if state != kept.get(environment):
+            holding[environment] = state
+    ended = [environment for environment in kept if environment not in drifted]
+    for environment in ended:
+        if kept[environment].announced:
+            since = kept[environment].since
+            data = DriftEventData(environment=environment, since=since, clusters=[], count=0)
+            events.append(_event("fleetmark.drift.resolved", environment, "drift", now, data))
+    return events, holding, ended
+
+
+def _stale_events(
+    stale: Mapping[str, list[str]],
+    live: set[str],
+    kept: Mapping[str, Held],
+    now: datetime,
+    stale_after: timedelta,
+) -> tuple[list[Event], dict[str, Held], list[str]]:
+    """Per environment, one fleetmark.cluster.stale listing its clusters newly stale and one
+    .recovered listing those that report again; a cluster no longer in the environment is
+    forgotten without either. What to hold and to release."""
+    events: list[Event] = []
+    holding: dict[str, Held] = {}
+    released: list[str] = []
+    seconds = int(stale_after.total_seconds())
+    for environment, clusters in stale.items():
+        newly = [c for c in clusters if f"{environment}/{c}" not in kept]
+        if newly:
+            holding |= {f"{environment}/{c}": Held(now, announced=True) for c in newly}
+            data = StaleEventData(
+                environment=environment, stale_after_seconds=seconds, **_listed(newly)
+            )
+            events.append(_event("fleetmark.cluster.stale", environment, "clusters", now, data))
+    recovered: dict[str, list[str]] = {}
+    for key in kept:
+        environment, _, cluster = key.partition("/")
+        if cluster not in stale.get(environment, ()):
+            released.append(key)
+            if key in live:
+                recovered.setdefault(environment, []).append(cluster)
+    for environment, clusters in sorted(recovered.items()):
+        data = StaleEventData(
+            environment=environment, stale_after_seconds=seconds, **_listed(sorted(clusters))
+        )
+        events.append(_event("fleetmark.cluster.recovered", environment, "clusters", now, data))
+    return events, holding, released
+
+
+def _event(type_: str, environment: str, about: str, now: datetime, data: Any) -> Event:
+    return Event(
+        type=type_,
+        subject=f"environments/{environment}/{about}",
+        time=now,
+        data=data.model_dump(mode="json"),
+        environment=environment,
+    )
+
+
+async def _announce(
+    session: AsyncSession, *, now: datetime, stale_after: timedelta, announcing: Announcing
+) -> int:
+    """Publish what changed in the environments' drift and the clusters' staleness since the
+    last evaluation, holding what is announced (or watched through the grace) in the same
+    transaction. How many events."""
+    drifted: dict[str, list[str]] = {}
+    stale: dict[str, list[str]] = {}
+    live = set()
+    for row in await repository.cluster_standing(session, now - stale_after):
+        live.add(f"{row.environment}/{row.cluster}")
+        if row.drifted:
+            drifted.setdefault(row.environment, []).append(row.cluster)
+        if row.stale:
+            stale.setdefault(row.environment, []).append(row.cluster)
+    events = []
+    for kind, (found, holding, ended) in [
+        (DRIFTING, _drift_events(drifted, await held(session, DRIFTING), now, announcing.grace)),
+        (STALE, _stale_events(stale, live, await held(session, STALE), now, stale_after)),
+    ]:
+        events += found
+        await hold(session, kind, holding)
+        await release(session, kind, ended)
+    await publish(session, events, source=announcing.source)
+    return len(events)
+
+
 async def evaluate_drift(
-    session: AsyncSession, *, now: datetime, stale_after: timedelta
+    session: AsyncSession, *, now: datetime, stale_after: timedelta, announcing: Announcing
 ) -> Evaluation:
     """Judge every live object of the registered clusters and bring the drift periods up to
-    date, as of `now`; the caller commits. The objects are judged a part of the fleet at a
-    time, with a pause between (hub/placement/repository.py), in the one transaction."""
+    date, as of `now`, publishing the environments' drift and the clusters' staleness that
+    changed; the caller commits. The objects are judged a part of the fleet at a time, with a
+    pause between (hub/placement/repository.py), in the one transaction."""
     started = time.perf_counter()
     repositories = _repositories(
         await gate_service.source_spellings(session), await repository.repository_ids(session)
@@ -109,6 +231,7 @@ async def evaluate_drift(
         session, now=now, stale_before=now - stale_after, order=REASONS
     )
     await repository.set_evaluated(session, now)
+    events = await _announce(session, now=now, stale_after=stale_after, announcing=announcing)
     return Evaluation(
         evaluated_at=now,
         objects=evaluated.objects,
@@ -116,6 +239,7 @@ async def evaluate_drift(
         changed=evaluated.changed + evaluated.dropped,
         periods_opened=periods.opened,
         periods_closed=periods.closed,
+        events=events,
         seconds=time.perf_counter() - started,
     )
 

@@ -6,7 +6,8 @@ import structlog
 from hub.background.task import Task
 from hub.database import write_session
 from hub.drift import repository
-from hub.drift.service import Evaluation, evaluate_drift
+from hub.drift.service import Announcing, Evaluation, evaluate_drift
+from hub.events.service import event_source
 from hub.settings import HubSettings
 from hub.types import Clock, Sessions
 
@@ -17,7 +18,12 @@ log = structlog.get_logger("fleetmark.drift")
 async def scheduled_drift(sessions: Sessions, settings: HubSettings, clock: Clock) -> Evaluation:
     """A round of the periodic job: every live object judged."""
     async with write_session(sessions) as session:
-        evaluation = await evaluate_drift(session, now=clock(), stale_after=settings.stale_after)
+        evaluation = await evaluate_drift(
+            session,
+            now=clock(),
+            stale_after=settings.stale_after,
+            announcing=Announcing(settings.drift_grace, event_source(settings)),
+        )
     log.info(
         "drift evaluated",
         objects=evaluation.objects,
@@ -25,6 +31,7 @@ async def scheduled_drift(sessions: Sessions, settings: HubSettings, clock: Cloc
         changed=evaluation.changed,
         periods_opened=evaluation.periods_opened,
         periods_closed=evaluation.periods_closed,
+        events=evaluation.events,
         seconds=round(evaluation.seconds, 3),
     )
     return evaluation

@@ -181,4 +181,6 @@ class GateEventData(BaseModel):
     evidence_url: str = Field(description="The hub's gate page for the same question.")
 
 
-GATE_EVENTS = {f"fleetmark.gate.{verdict.value}": GateEventData for verdict in Verdict}
+GATE_EVENTS: dict[str, type[BaseModel]] = {
+    f"fleetmark.gate.{verdict.value}": GateEventData for verdict in Verdict
+}

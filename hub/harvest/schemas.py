@@ -223,7 +223,7 @@ class HarvestEventData(BaseModel):
     previous_error: RedactedText | None = Field(description="The error it recovered from.")
 
 
-HARVEST_EVENTS = {
+HARVEST_EVENTS: dict[str, type[BaseModel]] = {
     "fleetmark.harvest.failing": HarvestEventData,
     "fleetmark.harvest.recovered": HarvestEventData,
 }

@@ -26,7 +26,7 @@ class RolloutEventData(BaseModel):
     failure_reason: str | None
 
 
-ROLLOUT_EVENTS = {
+ROLLOUT_EVENTS: dict[str, type[BaseModel]] = {
     "fleetmark.rollout.started": RolloutEventData,
     **{
         f"fleetmark.rollout.{state.value}": RolloutEventData

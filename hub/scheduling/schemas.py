@@ -189,7 +189,7 @@ class ScheduleEventData(BaseModel):
     failing_since: datetime = Field(description="The run that first failed.")
 
 
-SCHEDULE_EVENTS = {
+SCHEDULE_EVENTS: dict[str, type[BaseModel]] = {
     "fleetmark.schedule.failed": ScheduleEventData,
     "fleetmark.schedule.recovered": ScheduleEventData,
 }

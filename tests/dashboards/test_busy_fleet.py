@@ -44,6 +44,7 @@ from hub.rollouts.tasks import ROLLOUTS_JOB
 from tests.conftest import TOKEN_SECRET, DatabaseServer, hub_settings
 from tests.dashboards.conftest import PanelQuery, ReadOnly
 from tests.dashboards.test_panels import PANELS, times
+from tests.hub.drifting import ANNOUNCING
 from tests.support import SHA_A, SHA_B, Agent, FakeClock, kustomization
 
 FAILING = 100
@@ -145,7 +146,9 @@ async def _build(url: str, engine: AsyncEngine, role: str) -> Busy:
             for name, objects in reports.items():
                 await agents[name].send_ok(objects, full_snapshot=True)
             async with write_session(sessions) as session:
-                await evaluate_drift(session, now=at, stale_after=timedelta(minutes=10))
+                await evaluate_drift(
+                    session, now=at, stale_after=timedelta(minutes=10), announcing=ANNOUNCING
+                )
 
         async def sample(at: datetime) -> None:
             samples.append(at)

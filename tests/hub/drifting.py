@@ -12,11 +12,14 @@ from tests.hub.harvest.gitrepo import WorkRepo
 from tests.support import FakeClock
 
 STALE_AFTER = timedelta(minutes=10)
+ANNOUNCING = service.Announcing(grace=timedelta(minutes=5), source="https://fleetmark.example.com")
 
 
 async def evaluate(session: AsyncSession, clock: FakeClock) -> service.Evaluation:
     """One run of the drift job, now; committed as the job's unit of work is."""
-    evaluation = await service.evaluate_drift(session, now=clock.now, stale_after=STALE_AFTER)
+    evaluation = await service.evaluate_drift(
+        session, now=clock.now, stale_after=STALE_AFTER, announcing=ANNOUNCING
+    )
     await session.commit()
     return evaluation
 
