@@ -1,21 +1,25 @@
 """MkDocs hooks: the pages generated from the code at build time, so they cannot drift from it.
 
 `<!-- generated: settings -->` becomes the table of HubSettings' fields (hub/settings.py) and
-`<!-- generated: openapi -->` the hub's OpenAPI document as Markdown.
+`<!-- generated: openapi -->` the hub's OpenAPI document as Markdown, and
+`<!-- generated: events -->` the JSON Schema of each event type's `data` (hub/tasks.py).
 """
 
 import json
 from datetime import timedelta
 from typing import Any
 
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 from pydantic_core import PydanticUndefined
 
 from hub.app import create_app
 from hub.settings import HubSettings
+from hub.tasks import EVENT_TYPES
 
 SETTINGS = "<!-- generated: settings -->"
 OPENAPI = "<!-- generated: openapi -->"
+EVENTS = "<!-- generated: events -->"
+JSON_SCHEMA = "https://json-schema.org/draft/2020-12/schema"
 # create_app opens nothing until it starts; the document needs no database.
 UNUSED_DATABASE = "postgresql://unused@127.0.0.1/unused"
 METHODS = ("get", "put", "post", "patch", "delete")
@@ -27,7 +31,28 @@ def on_page_markdown(markdown: str, **kwargs: Any) -> str:
     if OPENAPI in markdown:
         document = create_app(HubSettings(), UNUSED_DATABASE).openapi()
         markdown = markdown.replace(OPENAPI, openapi_markdown(document))
+    if EVENTS in markdown:
+        markdown = markdown.replace(EVENTS, events_markdown())
     return markdown
+
+
+def event_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of an event type's `data`."""
+    return {"$schema": JSON_SCHEMA, **model.model_json_schema()}
+
+
+def events_markdown() -> str:
+    """Per model of `data`, the event types that carry it and its JSON Schema."""
+    types: dict[type[BaseModel], list[str]] = {}
+    for name, model in EVENT_TYPES.items():
+        types.setdefault(model, []).append(name)
+    lines: list[str] = []
+    for model, names in types.items():
+        lines += [f"### {', '.join(f'`{name}`' for name in names)}", ""]
+        if model.__doc__:
+            lines += [cell(model.__doc__), ""]
+        lines += ["```json", json.dumps(event_schema(model), indent=2), "```", ""]
+    return "\n".join(lines)
 
 
 def cell(text: str) -> str:

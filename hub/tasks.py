@@ -5,20 +5,34 @@ start, then daily) and the hourly rollups where the store does not keep them its
 
 from datetime import timedelta
 
+from pydantic import BaseModel
+
 from hub.background.task import Task
 from hub.dora.tasks import DORA
+from hub.drift.schemas import DRIFT_EVENTS
 from hub.drift.tasks import DRIFT
 from hub.envdiff.tasks import ENV_DIFF
 from hub.events.tasks import EVENT_DELIVERY, prune_events
+from hub.gate.schemas import GATE_EVENTS
 from hub.gate.tasks import GATE_ANSWERS
+from hub.harvest.schemas import HARVEST_EVENTS
 from hub.harvest.tasks import HARVEST
+from hub.rollouts.schemas import ROLLOUT_EVENTS
 from hub.rollouts.tasks import ROLLOUTS
+from hub.scheduling.schemas import SCHEDULE_EVENTS
 from hub.scheduling.tasks import SCHEDULE
 from hub.settings import HubSettings
 from hub.store import RETENTION_LOCK, ROLLUP_LOCK, keep_history, refresh_rollups
 from hub.types import Clock, Sessions
 
-__all__ = ["RETENTION_INTERVAL", "RETENTION_JOB", "ROLLUP_INTERVAL", "ROLLUP_JOB", "TASKS"]
+__all__ = [
+    "EVENT_TYPES",
+    "RETENTION_INTERVAL",
+    "RETENTION_JOB",
+    "ROLLUP_INTERVAL",
+    "ROLLUP_JOB",
+    "TASKS",
+]
 
 RETENTION_JOB = "retention"
 RETENTION_INTERVAL = timedelta(days=1)
@@ -60,4 +74,10 @@ TASKS = (
     ROLLUP,
     SCHEDULE,
     EVENT_DELIVERY,
+)
+
+# The events the tasks publish, each type with the model of its `data` (docs/events.md shows
+# their JSON Schemas).
+EVENT_TYPES: dict[str, type[BaseModel]] = (
+    GATE_EVENTS | ROLLOUT_EVENTS | DRIFT_EVENTS | HARVEST_EVENTS | SCHEDULE_EVENTS
 )
