@@ -2,11 +2,11 @@
 again when it ends, clusters newly stale (or recovered) once per evaluation, in simulated time."""
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.drift import service
-from hub.models import EventState
+from hub.models import Cluster, Environment, EventState
 from tests.hub.drifting import ANNOUNCING, STALE_AFTER, evaluate
 from tests.hub.outbox import published
 from tests.hub.simulated_fleet import Fleet
@@ -148,3 +148,29 @@ async def test_a_rolled_back_evaluation_leaves_no_event_and_holds_nothing(
 
     assert await published(session) == []
     assert await session.scalar(select(func.count()).select_from(EventState)) == 0
+
+
+async def test_two_thousand_clusters_going_silent_are_one_event(
+    session: AsyncSession, clock: FakeClock
+) -> None:
+    prod = await session.scalar(insert(Environment).values(name="prod").returning(Environment.id))
+    seen = clock.now
+    await session.execute(
+        insert(Cluster),
+        [
+            {"name": f"edge-{n:04}", "environment_id": prod, "last_seen_at": seen}
+            for n in range(2000)
+        ],
+    )
+    await evaluate(session, clock)
+    clock.advance(minutes=11)
+    await evaluate(session, clock)
+    await session.execute(update(Cluster).values(last_seen_at=clock.now))
+    await evaluate(session, clock)
+
+    events = await published(session, "fleetmark.cluster.")
+    assert [(e["type"], e["data"]["count"], len(e["data"]["clusters"])) for e in events] == [
+        ("fleetmark.cluster.stale", 2000, 100),
+        ("fleetmark.cluster.recovered", 2000, 100),
+    ]
+    assert events[0]["data"]["clusters"][:2] == ["edge-0000", "edge-0001"]
