@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import structlog
+from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.client.params import INTEGER_MAX
@@ -148,6 +149,7 @@ def _stale_events(
     holding: dict[str, Held] = {}
     released: list[str] = []
     seconds = int(stale_after.total_seconds())
+    stale_now = {f"{environment}/{c}" for environment, clusters in stale.items() for c in clusters}
     for environment, clusters in stale.items():
         newly = [c for c in clusters if f"{environment}/{c}" not in kept]
         if newly:
@@ -157,12 +159,11 @@ def _stale_events(
             )
             events.append(_event("fleetmark.cluster.stale", environment, "clusters", now, data))
     recovered: dict[str, list[str]] = {}
-    for key in kept:
+    for key in sorted(kept.keys() - stale_now):
         environment, _, cluster = key.partition("/")
-        if cluster not in stale.get(environment, ()):
-            released.append(key)
-            if key in live:
-                recovered.setdefault(environment, []).append(cluster)
+        released.append(key)
+        if key in live:
+            recovered.setdefault(environment, []).append(cluster)
     for environment, clusters in sorted(recovered.items()):
         data = StaleEventData(
             environment=environment, stale_after_seconds=seconds, **_listed(sorted(clusters))
@@ -171,7 +172,7 @@ def _stale_events(
     return events, holding, released
 
 
-def _event(type_: str, environment: str, about: str, now: datetime, data: Any) -> Event:
+def _event(type_: str, environment: str, about: str, now: datetime, data: BaseModel) -> Event:
     return Event(
         type=type_,
         subject=f"environments/{environment}/{about}",
