@@ -5,8 +5,8 @@ the pairing of an opening event with its closing one.
 (since it was first seen, announced once it outlived the grace), a stale cluster, an
 environment whose scheduling fails. The row goes when the state closes.
 
-Revision ID: 0045_event_state
-Revises: 0044_event_outbox
+Revision ID: 0046_event_state
+Revises: 0045_deployment_hourly_cut
 Create Date: 2026-12-03 10:00:00
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0045_event_state"
-down_revision: str | None = "0044_event_outbox"
+revision: str = "0046_event_state"
+down_revision: str | None = "0045_deployment_hourly_cut"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
