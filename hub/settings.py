@@ -571,6 +571,12 @@ class HubSettings(BaseSettings):
         return self.mode == "development" or self.allow_local_repositories
 
     @property
+    def effective_public_url(self) -> str:
+        """The base of the links the hub's jobs give out, which no request tells them:
+        public_url, else the address it serves on."""
+        return self.public_url or f"http://{self.host}:{self.port}"
+
+    @property
     def embedded_data_dir(self) -> Path:
         return self.data_dir / "postgres"
 

@@ -22,6 +22,7 @@ from hub.rollouts.tasks import ROLLOUTS
 from hub.scheduling.schemas import SCHEDULE_EVENTS
 from hub.scheduling.tasks import SCHEDULE
 from hub.settings import HubSettings
+from hub.statuses.tasks import COMMIT_STATUSES
 from hub.store import RETENTION_LOCK, ROLLUP_LOCK, keep_history, refresh_rollups
 from hub.types import Clock, Sessions
 
@@ -74,6 +75,7 @@ TASKS = (
     ROLLUP,
     SCHEDULE,
     EVENT_DELIVERY,
+    COMMIT_STATUSES,
 )
 
 # The events the tasks publish, each type with the model of its `data` (docs/events.md shows

@@ -99,7 +99,7 @@ class Event:
 def event_source(settings: HubSettings) -> str:
     """The CloudEvents `source` of the hub's events: FLEETMARK_PUBLIC_URL, else the address it
     serves on. The one place the events' source is read from the settings."""
-    return settings.public_url or f"http://{settings.host}:{settings.port}"
+    return settings.effective_public_url
 
 
 def _row(event: Event, source: str) -> dict[str, Any]:

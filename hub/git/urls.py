@@ -120,6 +120,32 @@ def _check_scheme_url(url: str, shown: str) -> bool:
     return False
 
 
+# GitHub's spelling of an owner (a user or an organisation) and of a repository name.
+_GITHUB_OWNER = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
+_GITHUB_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+
+
+def github_repository(url: str, api_host: str) -> tuple[str, str]:
+    """The owner and name of the repository at `url` on the GitHub whose REST API is on
+    `api_host`: api.github.com serves github.com, api.<name>.ghe.com serves <name>.ghe.com, and
+    a GitHub Enterprise Server serves its API on its own host (/api/v3)."""
+    normalised = normalise_repository_url(url)
+    parts = urlsplit(normalised)
+    host = parts.hostname or ""
+    expected = api_host.removeprefix("api.")
+    if normalised.startswith("file:") or host not in (api_host, expected):
+        raise InvalidRepositoryUrl(
+            f"{redact_url(url)!r} is not a repository on {expected}, the GitHub host of the "
+            f"API at {api_host} (expected https://{expected}/OWNER/REPOSITORY)"
+        )
+    path = parts.path.strip("/").split("/")
+    if len(path) != 2 or not _GITHUB_OWNER.match(path[0]) or not _GITHUB_NAME.match(path[1]):
+        raise InvalidRepositoryUrl(
+            f"{redact_url(url)!r} does not name a GitHub repository as OWNER/REPOSITORY"
+        )
+    return path[0], path[1]
+
+
 def _check_host(host: str, user: str | None, shown: str) -> None:
     if not _HOST.match(host):
         raise InvalidRepositoryUrl(f"{shown!r}: {host!r} is not a host name")

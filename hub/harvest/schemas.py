@@ -1,8 +1,10 @@
 """Wire shapes of the harvester: repository configuration (file and admin API) and status."""
 
+import ipaddress
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -21,6 +23,7 @@ from hub.git.urls import (
     RedactedText,
     RedactedUrl,
     check_clone_url,
+    github_repository,
     has_credentials,
     normalise_repository_url,
 )
@@ -122,6 +125,112 @@ class RepositoryConfig(BaseModel):
         return normalise_repository_url(self.url)
 
 
+GITHUB_API_URL = "https://api.github.com"
+VariableName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _api_url(value: str) -> str:
+    """An https base URL (http only to this machine: a token never crosses a network in the
+    clear), with no user, query or fragment, without a trailing slash."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - reading the port checks it
+    except ValueError as exc:
+        raise ValueError(f"not a URL: {exc}") from None
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ValueError("must be an https:// URL with a host, such as https://api.github.com")
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        raise ValueError("must be https: the token is sent with every request")
+    if parts.username is not None or parts.query or parts.fragment:
+        raise ValueError("must hold no user, query or fragment")
+    return value.rstrip("/")
+
+
+class GitHubStatuses(BaseModel):
+    """The GitHub API that sets the control plane's commit statuses, and where its token is
+    (a file or a variable, never the token itself)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token_file: StorablePath | None = Field(
+        default=None,
+        description="A file holding a token allowed to write commit statuses (statuses: write).",
+    )
+    token_env: VariableName | None = Field(
+        default=None, description="A variable holding the token, instead of a file."
+    )
+    api_url: Annotated[StorableText, AfterValidator(_api_url)] = Field(
+        default=GITHUB_API_URL,
+        description=(
+            "The REST API's base URL; GitHub Enterprise Server: https://HOST/api/v3. "
+            "The token is sent there and nowhere else."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> "GitHubStatuses":
+        if (self.token_file is None) == (self.token_env is None):
+            raise ValueError("give exactly one of token_file or token_env")
+        return self
+
+    @property
+    def api_host(self) -> str:
+        return urlsplit(self.api_url).hostname or ""
+
+
+class ControlPlane(BaseModel):
+    """A control-plane repository on GitHub whose commits the platform repository's commits
+    promote (their `.github/tracking/Promoted_Commit_Id`): each gets a status per promotion."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: StorableText = Field(
+        description="The control-plane repository: https://github.com/OWNER/REPO."
+    )
+    platform: StorableText = Field(
+        description="The platform repository whose commits carry the control plane's commits."
+    )
+    github: GitHubStatuses
+
+    @field_validator("url", "platform")
+    @classmethod
+    def _valid_url(cls, url: str) -> str:
+        if has_credentials(url):
+            raise ValueError(CREDENTIALS_REFUSED)
+        try:
+            normalise_repository_url(url.strip())
+        except InvalidRepositoryUrl as exc:
+            raise ValueError(str(exc)) from None
+        return url.strip()
+
+    @model_validator(mode="after")
+    def _on_github(self) -> "ControlPlane":
+        try:
+            github_repository(self.url, self.github.api_host)
+        except InvalidRepositoryUrl as exc:
+            raise ValueError(f"url: {exc}") from None
+        return self
+
+    @property
+    def owner_repository(self) -> tuple[str, str]:
+        return github_repository(self.url, self.github.api_host)
+
+    @property
+    def normalised_url(self) -> str:
+        return normalise_repository_url(self.url)
+
+    @property
+    def platform_url(self) -> str:
+        return normalise_repository_url(self.platform)
+
+
 class RepositoriesFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -131,6 +240,13 @@ class RepositoriesFile(BaseModel):
         "harvest. Default: none declared.",
     )
     repositories: list[RepositoryConfig] = Field(default_factory=list)
+    control_planes: list[ControlPlane] = Field(
+        default_factory=list,
+        description=(
+            "Control-plane repositories on GitHub the hub sets promotion commit statuses on "
+            "(docs/integrations.md)."
+        ),
+    )
 
     @field_validator("environments")
     @classmethod
@@ -149,6 +265,20 @@ class RepositoriesFile(BaseModel):
                 raise ValueError(
                     f"repositories[{index}] is the same repository as repositories[{first}] "
                     f"({repository.normalised_url})"
+                )
+        roles = {item.normalised_url: item.role for item in self.repositories}
+        planes: dict[str, int] = {}
+        for index, plane in enumerate(self.control_planes):
+            first = planes.setdefault(plane.normalised_url, index)
+            if first != index:
+                raise ValueError(
+                    f"control_planes[{index}] is the same repository as control_planes[{first}] "
+                    f"({plane.normalised_url})"
+                )
+            if roles.get(plane.platform_url, "platform") != "platform":
+                raise ValueError(
+                    f"control_planes[{index}].platform names {plane.platform_url}, listed with "
+                    "role app: it names the platform repository"
                 )
         return self
 

@@ -36,6 +36,7 @@ from hub.models.observed import (
 )
 from hub.models.rollout import Rollout
 from hub.models.scheduling import ScheduledAssignment, SchedulingError, SchedulingTarget
+from hub.models.statuses import CommitStatus
 
 __all__ = [
     "AgentSession",
@@ -50,6 +51,7 @@ __all__ = [
     "ClusterHeartbeat",
     "ClusterObjectCount",
     "ClusterType",
+    "CommitStatus",
     "DeploymentTarget",
     "DoraRefresh",
     "DoraRollup",
