@@ -45,9 +45,9 @@ DESCRIPTION_CHARS = 140
 # after this long: the configuration is fixed by hand, and meanwhile the round does not spin.
 REFUSED_WAIT = timedelta(hours=1)
 TIMEOUT = httpx.Timeout(10.0)
-# Answers GitHub gives for a whole repository, not one commit: no other status of it is tried
-# before the same hold has passed.
-_REPOSITORY_WIDE = frozenset({401, 403, 404})
+# Refusals GitHub gives for a whole repository, not one commit (bad credentials, no access,
+# not found, moved): no other status of it is tried before the same hold has passed.
+_REPOSITORY_WIDE = frozenset({301, 302, 307, 308, 401, 403, 404})
 _STATES = {"passed": "success", "pending": "pending", "failed": "failure"}
 _COMMIT = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 

@@ -24,6 +24,13 @@ repositories:
     credentials:
       ssh_key_file: /var/run/secrets/git/id_ed25519
 """
+CONTROL_PLANE = """\
+control_planes:
+  - url: https://github.com/contoso/control-plane.git
+    platform: https://github.com/contoso/platform-gitops
+    github:
+      token_env: STATUSES_TOKEN
+"""
 
 
 def test_file_lists_repositories_with_credentials_references() -> None:
@@ -113,3 +120,66 @@ async def test_file_is_the_truth_for_its_repositories(session: AsyncSession) -> 
         "token_file": "/var/run/secrets/git/token",
     }
     assert (app.source, app.enabled) == ("file", False)
+
+
+def test_control_planes_name_their_github_repository() -> None:
+    configured = parse_repositories(FILE + CONTROL_PLANE, "f")
+    enterprise = parse_repositories(
+        CONTROL_PLANE.replace("github.com/contoso/control", "git.contoso.com/platform/control")
+        + "      api_url: https://git.contoso.com/api/v3/\n",
+        "f",
+    )
+
+    (plane,) = configured.control_planes
+    assert (plane.owner_repository, plane.platform_url, plane.github.api_url) == (
+        ("contoso", "control-plane"),
+        "https://github.com/contoso/platform-gitops",
+        "https://api.github.com",
+    )
+    (on_premises,) = enterprise.control_planes
+    assert on_premises.owner_repository == ("platform", "control-plane")
+    assert on_premises.github.api_url == "https://git.contoso.com/api/v3"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            CONTROL_PLANE.replace(
+                "https://github.com/contoso/control-plane.git", "https://gitlab.com/c/cp"
+            ),
+            "repositories.yaml: line 2: control_planes[0]: Value error, url: 'https://gitlab.com/"
+            "c/cp' is not a repository on github.com, the GitHub host of the API at "
+            "api.github.com (expected https://github.com/OWNER/REPOSITORY)",
+        ),
+        (
+            CONTROL_PLANE.replace("control-plane.git", "group/control-plane"),
+            "control_planes[0]: Value error, url: 'https://github.com/contoso/group/control-"
+            "plane' does not name a GitHub repository as OWNER/REPOSITORY",
+        ),
+        (
+            CONTROL_PLANE + "      api_url: http://git.contoso.com/api/v3\n",
+            "repositories.yaml: line 6: control_planes[0].github.api_url: Value error, must be "
+            "https: the token is sent with every request",
+        ),
+        (
+            CONTROL_PLANE.replace("token_env: STATUSES_TOKEN", "token: ghp_s3cr3t"),
+            "control_planes[0].github.token: Extra inputs are not permitted",
+        ),
+        (
+            CONTROL_PLANE.replace("token_env: STATUSES_TOKEN", "{}"),
+            "control_planes[0].github: Value error, give exactly one of token_file or token_env",
+        ),
+        (
+            FILE + CONTROL_PLANE.replace("contoso/platform-gitops", "contoso/app-gitops"),
+            "control_planes[0].platform names https://github.com/contoso/app-gitops, listed "
+            "with role app",
+        ),
+    ],
+)
+def test_bad_control_plane_is_named(text: str, message: str) -> None:
+    with pytest.raises(InvalidConfiguration) as caught:
+        parse_repositories(text, "repositories.yaml")
+
+    assert message in caught.value.detail
+    assert "ghp_s3cr3t" not in caught.value.detail
