@@ -24,16 +24,16 @@ def upgrade() -> None:
     op.create_table(
         "commit_status",
         sa.Column("id", sa.BigInteger(), nullable=False),
-        sa.Column("repository", sa.Text(), nullable=False),
+        sa.Column("repository", sa.String(), nullable=False),
         sa.Column("sha", sa.String(length=64), nullable=False),
-        sa.Column("context", sa.Text(), nullable=False),
+        sa.Column("context", sa.String(), nullable=False),
         sa.Column("state", sa.String(length=16), nullable=True),
-        sa.Column("description", sa.Text(), nullable=True),
-        sa.Column("target_url", sa.Text(), nullable=True),
+        sa.Column("description", sa.String(), nullable=True),
+        sa.Column("target_url", sa.String(), nullable=True),
         sa.Column("posted_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("failures", sa.Integer(), server_default="0", nullable=False),
         sa.Column("retry_at", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("error", sa.Text(), nullable=True),
+        sa.Column("error", sa.String(), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_commit_status")),
         sa.UniqueConstraint(
             "repository", "sha", "context", name=op.f("uq_commit_status_repository_sha_context")
