@@ -144,13 +144,12 @@ def _attempted(
             "retry_at": None,
             "error": None,
         }
+    if answer.outcome is Outcome.RATE_LIMITED:
+        # Not a failure of the status: GitHub names the time to try again.
+        return {"retry_at": answer.retry_at, "error": answer.error}
     failures = (recorded.failures if recorded is not None else 0) + 1
-    retry_at = {
-        Outcome.RATE_LIMITED: answer.retry_at,
-        Outcome.UNAVAILABLE: now + retry_delay(failures),
-        Outcome.REFUSED: now + REFUSED_WAIT,
-    }[answer.outcome]
-    return {"failures": failures, "retry_at": retry_at, "error": answer.error}
+    wait = REFUSED_WAIT if answer.outcome is Outcome.REFUSED else retry_delay(failures)
+    return {"failures": failures, "retry_at": now + wait, "error": answer.error}
 
 
 async def _post_for(

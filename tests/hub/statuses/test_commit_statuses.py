@@ -16,7 +16,10 @@ from hub.gate import service as gate_service
 from hub.harvest import tasks as harvest_tasks
 from hub.settings import HubSettings
 from hub.statuses import service
+from hub.statuses import tasks as statuses_tasks
 from hub.statuses.repository import PromotedAnswer
+from hub.statuses.tasks import COMMIT_STATUSES
+from hub.tasks import TASKS
 from tests.conftest import hub_settings
 from tests.hub.harvest.scenario import PROMOTED
 from tests.hub.simulated_fleet import Fleet
@@ -329,3 +332,15 @@ def test_the_newest_platform_commit_carrying_a_control_plane_commit_answers() ->
     assert failed.description.startswith(
         "gate failed in dev: 2 of 3 cluster(s) compliant; drone-02: reconciling failed"
     )
+
+
+async def test_the_job_runs_with_a_repositories_file(
+    hub: Hub, github: GitHub, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    await hub.judge()
+
+    assert COMMIT_STATUSES in TASKS
+    assert COMMIT_STATUSES.enabled(hub.settings)
+    assert not COMMIT_STATUSES.enabled(hub_settings())
+    assert await statuses_tasks.post(sessions, hub.settings, hub.clock) == 2
+    assert len(github.take()) == 2
