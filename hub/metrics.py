@@ -45,6 +45,7 @@ _OBJECT_STATES = ("ready", "failing", "progressing", "suspended")
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _AGENT_STATES = ("reporting", "stale", "never_reported")
 _DELIVERY_STATES = ("pending", "delivered", "dead")
+_COMMIT_STATUS_STATES = ("pending", "success", "failure")
 
 
 def _label(value: str | None) -> str:
@@ -92,6 +93,7 @@ class FleetCollector(Collector):
         yield from self._harvest(snapshot)
         yield from self._jobs(snapshot)
         yield from self._events(snapshot)
+        yield from self._statuses(snapshot)
         if snapshot.clusters:
             yield from self._clusters(snapshot)
 
@@ -239,6 +241,23 @@ class FleetCollector(Collector):
             age = max(0.0, (self.clock() - counts.oldest_pending).total_seconds())
         oldest.add_metric([], age)
         yield from (events, deliveries, oldest)
+
+    @staticmethod
+    def _statuses(snapshot: FleetSnapshot) -> Iterator[Metric]:
+        counts = snapshot.statuses
+        statuses = GaugeMetricFamily(
+            "fleetmark_commit_statuses",
+            "Commit statuses set on control-plane commits, by the state last posted.",
+            labels=["state"],
+        )
+        for state in _COMMIT_STATUS_STATES:
+            statuses.add_metric([state], counts.by_state.get(state, 0))
+        waiting = GaugeMetricFamily(
+            "fleetmark_commit_statuses_waiting",
+            "Commit status changes not yet posted: GitHub failed, refused or rate-limited them.",
+            value=counts.waiting,
+        )
+        yield from (statuses, waiting)
 
     @staticmethod
     def _clusters(snapshot: FleetSnapshot) -> Iterator[Metric]:

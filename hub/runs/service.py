@@ -24,6 +24,8 @@ from hub.harvest import service as harvest_service
 from hub.harvest.schemas import RepositoryStatus
 from hub.models import JobRun
 from hub.runs.schemas import RequestedJob, RequestedRun
+from hub.statuses import service as statuses_service
+from hub.statuses.service import StatusCounts
 from hub.types import Sessions
 
 # How long a run asked for through the API answers by its id, and how many of a job's are kept.
@@ -53,6 +55,7 @@ class FleetSnapshot:
     repositories: list[RepositoryStatus]
     jobs: list[JobRuns]
     events: EventCounts
+    statuses: StatusCounts
 
 
 async def fleet_snapshot(
@@ -77,6 +80,7 @@ async def fleet_snapshot(
         drift = await drift_service.drift_summary(session, now=now, stale_after=stale_after)
         repositories = await harvest_service.list_repositories(session, now=now)
         events = await events_service.event_counts(session)
+        statuses = await statuses_service.status_counts(session)
         jobs: dict[str, dict[str, tuple[datetime, datetime]]] = {}
         for row in await repository.latest_runs(session):
             jobs.setdefault(row["job"], {})[row["outcome"]] = (
@@ -91,6 +95,7 @@ async def fleet_snapshot(
         repositories=[item for item in repositories if item.enabled],
         jobs=[JobRuns(job, newest) for job, newest in jobs.items()],
         events=events,
+        statuses=statuses,
     )
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -121,3 +121,14 @@ async def record(session: AsyncSession, values: dict[str, Any]) -> None:
         )
     )
     await session.flush()
+
+
+async def counts(session: AsyncSession) -> tuple[dict[str, int], int]:
+    """Statuses by the state last posted, and how many wait to be tried again."""
+    by_state = await session.execute(
+        select(CommitStatus.state, func.count())
+        .where(CommitStatus.state.is_not(None))
+        .group_by(CommitStatus.state)
+    )
+    waiting = await session.scalar(select(func.count()).where(CommitStatus.retry_at.is_not(None)))
+    return {str(state): int(count) for state, count in by_state}, int(waiting or 0)

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.client.schemas.gate import GateQuery
 from hub.client.secret_files import read_secret_file
@@ -34,7 +35,14 @@ from hub.statuses.github import Outcome
 from hub.statuses.repository import PromotedAnswer, Recorded
 from hub.types import Clock, Units
 
-__all__ = ["CONTEXT_PREFIX", "Wanted", "post_statuses", "wanted_statuses"]
+__all__ = [
+    "CONTEXT_PREFIX",
+    "StatusCounts",
+    "Wanted",
+    "post_statuses",
+    "status_counts",
+    "wanted_statuses",
+]
 
 log = structlog.get_logger("fleetmark.statuses")
 
@@ -259,3 +267,16 @@ async def post_statuses(units: Units, settings: HubSettings, clock: Clock) -> Co
         for index, plane in enumerate(configured.control_planes):
             outcomes += await _post_for(units, http, plane, index, settings, clock)
     return outcomes
+
+
+@dataclass(frozen=True, slots=True)
+class StatusCounts:
+    """Statuses kept by the state last posted, and those whose change waits after a failed or
+    rate-limited attempt."""
+
+    by_state: dict[str, int]
+    waiting: int
+
+
+async def status_counts(session: AsyncSession) -> StatusCounts:
+    return StatusCounts(*await repository.counts(session))

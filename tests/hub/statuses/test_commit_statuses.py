@@ -6,14 +6,19 @@ from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 from structlog.testing import capture_logs
 
+from hub.app import create_app
 from hub.database import write_session
 from hub.gate import service as gate_service
+from hub.gate import tasks as gate_tasks
+from hub.harvest import service as harvest_service
 from hub.harvest import tasks as harvest_tasks
+from hub.harvest.schemas import RepositoryConfig
 from hub.settings import HubSettings
 from hub.statuses import service
 from hub.statuses import tasks as statuses_tasks
@@ -21,10 +26,12 @@ from hub.statuses.repository import PromotedAnswer
 from hub.statuses.tasks import COMMIT_STATUSES
 from hub.tasks import TASKS
 from tests.conftest import hub_settings
+from tests.hub.harvest import scenario
+from tests.hub.harvest.gitrepo import WorkRepo
 from tests.hub.harvest.scenario import PROMOTED
 from tests.hub.simulated_fleet import Fleet
 from tests.hub.statuses.github import GitHub, Reply, Request, serving
-from tests.support import FakeClock
+from tests.support import FakeClock, samples
 
 TOKEN = "ghp_statuses0123456789abcdefghijklmnopqrstu"
 PUBLIC_URL = "https://fleetmark.example.com"
@@ -40,12 +47,12 @@ def github() -> Iterator[GitHub]:
         yield served
 
 
-def write_file(path: Path, fleet: Fleet, **github: str) -> Path:
+def write_file(path: Path, platform: str, **github: str) -> Path:
     """A repositories file: dev, stage and prod in order, and the control plane on the
     loopback GitHub whose commits platform-gitops carries."""
     plane = {
         "url": "https://127.0.0.1/contoso/control-plane",
-        "platform": fleet.platform.url,
+        "platform": platform,
         "github": github,
     }
     document = {"environments": ["dev", "stage", "prod"], "control_planes": [plane]}
@@ -59,7 +66,10 @@ def settings(
 ) -> HubSettings:
     monkeypatch.setenv("STATUSES_TOKEN", TOKEN)
     path = write_file(
-        tmp_path / "repositories.yaml", fleet, token_env="STATUSES_TOKEN", api_url=github.url
+        tmp_path / "repositories.yaml",
+        fleet.platform.url,
+        token_env="STATUSES_TOKEN",
+        api_url=github.url,
     )
     return hub_settings(data_dir=tmp_path / "data", repositories_file=path, public_url=PUBLIC_URL)
 
@@ -344,3 +354,47 @@ async def test_the_job_runs_with_a_repositories_file(
     assert not COMMIT_STATUSES.enabled(hub_settings())
     assert await statuses_tasks.post(sessions, hub.settings, hub.clock) == 2
     assert len(github.take()) == 2
+
+
+async def test_metrics_count_statuses_by_state_and_those_waiting(
+    migrated_database: str, github: GitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock()
+    platform = WorkRepo(tmp_path / "remotes" / "platform-gitops")
+    scenario.build_platform(platform, WorkRepo(tmp_path / "remotes" / "app-gitops").url)
+    monkeypatch.setenv("STATUSES_TOKEN", TOKEN)
+    path = write_file(
+        tmp_path / "repositories.yaml", platform.url, token_env="STATUSES_TOKEN", api_url=github.url
+    )
+    settings = hub_settings(
+        data_dir=tmp_path / "data",
+        repositories_file=path,
+        metrics_refresh_interval=0,
+        harvest_enabled=False,
+    )
+    engine = create_async_engine(migrated_database)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    try:
+        async with write_session(sessions) as session:
+            config = RepositoryConfig(url=platform.url, role="platform", branches=["dev", "stage"])
+            await harvest_service.add_repository(
+                session, config, credentials_dir=None, allow_local=True, now=clock.now
+            )
+        await harvest_tasks.run_harvest(sessions, settings, clock=clock)
+        await gate_tasks.scheduled_answers(sessions, settings, clock)
+        # No cluster yet: both commits' gates are pending; GitHub fails the second post.
+        github.answer(Reply(201), Reply(502))
+        assert await statuses_tasks.post(sessions, settings, clock) == 1
+    finally:
+        await engine.dispose()
+
+    app = create_app(settings, migrated_database, clock=clock)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hub") as client,
+    ):
+        scraped = samples((await client.get("/metrics")).text)
+
+    assert scraped[("fleetmark_commit_statuses", frozenset({("state", "pending")}))] == 1
+    assert scraped[("fleetmark_commit_statuses", frozenset({("state", "success")}))] == 0
+    assert scraped[("fleetmark_commit_statuses_waiting", frozenset())] == 1
