@@ -146,6 +146,28 @@ def github_repository(url: str, api_host: str) -> tuple[str, str]:
     return path[0], path[1]
 
 
+# A GitLab namespace or project path segment.
+_GITLAB_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$")
+
+
+def gitlab_project(url: str, api_host: str) -> str:
+    """The path (group/subgroup/project) of the project at `url` on the GitLab whose REST API is
+    on `api_host`: GitLab serves its API on its own host (/api/v4)."""
+    normalised = normalise_repository_url(url)
+    parts = urlsplit(normalised)
+    if normalised.startswith("file:") or parts.hostname != api_host:
+        raise InvalidRepositoryUrl(
+            f"{redact_url(url)!r} is not a project on {api_host}, the GitLab host of the API "
+            f"(expected https://{api_host}/GROUP/PROJECT)"
+        )
+    path = parts.path.strip("/").split("/")
+    if len(path) < 2 or not all(_GITLAB_SEGMENT.match(segment) for segment in path):
+        raise InvalidRepositoryUrl(
+            f"{redact_url(url)!r} does not name a GitLab project as GROUP/PROJECT"
+        )
+    return "/".join(path)
+
+
 def _check_host(host: str, user: str | None, shown: str) -> None:
     if not _HOST.match(host):
         raise InvalidRepositoryUrl(f"{shown!r}: {host!r} is not a host name")

@@ -24,6 +24,7 @@ from hub.git.urls import (
     RedactedUrl,
     check_clone_url,
     github_repository,
+    gitlab_project,
     has_credentials,
     normalise_repository_url,
 )
@@ -126,6 +127,7 @@ class RepositoryConfig(BaseModel):
 
 
 GITHUB_API_URL = "https://api.github.com"
+GITLAB_API_URL = "https://gitlab.com/api/v4"
 VariableName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
 
@@ -153,29 +155,25 @@ def _api_url(value: str) -> str:
     return value.rstrip("/")
 
 
-class GitHubStatuses(BaseModel):
-    """The GitHub API that sets the control plane's commit statuses, and where its token is
-    (a file or a variable, never the token itself)."""
+ApiUrl = Annotated[StorableText, AfterValidator(_api_url)]
+
+
+class StatusesApi(BaseModel):
+    """The API that sets the control plane's commit statuses, and where its token is (a file
+    or a variable, never the token itself). The token goes to `api_url` and nowhere else."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     token_file: StorablePath | None = Field(
-        default=None,
-        description="A file holding a token allowed to write commit statuses (statuses: write).",
+        default=None, description="A file holding the token that writes commit statuses."
     )
     token_env: VariableName | None = Field(
         default=None, description="A variable holding the token, instead of a file."
     )
-    api_url: Annotated[StorableText, AfterValidator(_api_url)] = Field(
-        default=GITHUB_API_URL,
-        description=(
-            "The REST API's base URL; GitHub Enterprise Server: https://HOST/api/v3. "
-            "The token is sent there and nowhere else."
-        ),
-    )
+    api_url: ApiUrl
 
     @model_validator(mode="after")
-    def _one_secret(self) -> "GitHubStatuses":
+    def _one_secret(self) -> "StatusesApi":
         if (self.token_file is None) == (self.token_env is None):
             raise ValueError("give exactly one of token_file or token_env")
         return self
@@ -185,19 +183,40 @@ class GitHubStatuses(BaseModel):
         return urlsplit(self.api_url).hostname or ""
 
 
+class GitHubStatuses(StatusesApi):
+    """GitHub's: a token with `statuses: write` on the repository."""
+
+    api_url: ApiUrl = Field(
+        default=GITHUB_API_URL,
+        description="The REST API's base URL; GitHub Enterprise Server: https://HOST/api/v3.",
+    )
+
+
+class GitLabStatuses(StatusesApi):
+    """GitLab's: a token with scope `api` of a Developer (or higher) of the project."""
+
+    api_url: ApiUrl = Field(
+        default=GITLAB_API_URL,
+        description="The REST API's base URL; GitLab Self-Managed: https://HOST/api/v4.",
+    )
+
+
 class ControlPlane(BaseModel):
-    """A control-plane repository on GitHub whose commits the platform repository's commits
-    promote (their `.github/tracking/Promoted_Commit_Id`): each gets a status per promotion."""
+    """A control-plane repository on GitHub or GitLab whose commits the platform repository's
+    commits promote (their `.github/tracking/Promoted_Commit_Id`): each gets a status per
+    promotion."""
 
     model_config = ConfigDict(extra="forbid")
 
     url: StorableText = Field(
-        description="The control-plane repository: https://github.com/OWNER/REPO."
+        description="The control-plane repository: https://github.com/OWNER/REPO, or a GitLab "
+        "project's URL."
     )
     platform: StorableText = Field(
         description="The platform repository whose commits carry the control plane's commits."
     )
-    github: GitHubStatuses
+    github: GitHubStatuses | None = None
+    gitlab: GitLabStatuses | None = None
 
     @field_validator("url", "platform")
     @classmethod
@@ -211,16 +230,31 @@ class ControlPlane(BaseModel):
         return url.strip()
 
     @model_validator(mode="after")
-    def _on_github(self) -> "ControlPlane":
+    def _on_its_forge(self) -> "ControlPlane":
+        if (self.github is None) == (self.gitlab is None):
+            raise ValueError("give exactly one of github or gitlab")
         try:
-            github_repository(self.url, self.github.api_host)
+            self.project  # noqa: B018 - naming the project checks the URL
         except InvalidRepositoryUrl as exc:
             raise ValueError(f"url: {exc}") from None
         return self
 
     @property
-    def owner_repository(self) -> tuple[str, str]:
-        return github_repository(self.url, self.github.api_host)
+    def forge(self) -> Literal["github", "gitlab"]:
+        return "github" if self.github is not None else "gitlab"
+
+    @property
+    def statuses(self) -> StatusesApi:
+        api = self.github or self.gitlab
+        assert api is not None
+        return api
+
+    @property
+    def project(self) -> str:
+        """OWNER/REPO on GitHub, GROUP/…/PROJECT on GitLab."""
+        if self.github is not None:
+            return "/".join(github_repository(self.url, self.github.api_host))
+        return gitlab_project(self.url, self.statuses.api_host)
 
     @property
     def normalised_url(self) -> str:
@@ -243,7 +277,8 @@ class RepositoriesFile(BaseModel):
     control_planes: list[ControlPlane] = Field(
         default_factory=list,
         description=(
-            "Control-plane repositories on GitHub the hub sets promotion commit statuses on "
+            "Control-plane repositories on GitHub or GitLab the hub sets promotion commit "
+            "statuses on "
             "(docs/integrations.md)."
         ),
     )

@@ -1,2 +1,2 @@
-"""Commit statuses on the promotion pull requests of a control plane on GitHub: the gate's
-answer for a platform commit, set on the control-plane commit it carries."""
+"""Commit statuses on the promotion pull requests of a control plane on GitHub or GitLab:
+the gate's answer for a platform commit, set on the control-plane commit it carries."""

@@ -1,4 +1,5 @@
-"""The commit statuses of a control plane's promotion pull requests, from the kept gate answers.
+"""The commit statuses of a control plane's promotion pull (or merge) requests, from the kept
+gate answers.
 
 Each round, per control plane of the repositories file: the kept answers (hub/gate/service.py,
 `keep_answers`) for the platform repository's commits that carry a control-plane commit
@@ -30,8 +31,8 @@ from hub.harvest.config import load_repositories_file
 from hub.harvest.schemas import ControlPlane
 from hub.placement import repository as placement_repository
 from hub.settings import HubSettings
-from hub.statuses import github, repository
-from hub.statuses.github import Outcome
+from hub.statuses import forges, repository
+from hub.statuses.forges import Outcome, StatusBody
 from hub.statuses.repository import PromotedAnswer, Recorded
 from hub.types import Clock, Units
 
@@ -47,13 +48,13 @@ __all__ = [
 log = structlog.get_logger("fleetmark.statuses")
 
 CONTEXT_PREFIX = "fleetmark/promotion/"
-# GitHub refuses a longer description.
+# GitHub refuses a longer description (GitLab one past 255 characters).
 DESCRIPTION_CHARS = 140
-# A status GitHub refused (a token without access, a repository not found) is tried again
+# A status the forge refused (a token without access, a repository not found) is tried again
 # after this long: the configuration is fixed by hand, and meanwhile the round does not spin.
 REFUSED_WAIT = timedelta(hours=1)
 TIMEOUT = httpx.Timeout(10.0)
-# Refusals GitHub gives for a whole repository, not one commit (bad credentials, no access,
+# Refusals a forge gives for a whole repository, not one commit (bad credentials, no access,
 # not found, moved): no other status of it is tried before the same hold has passed.
 _REPOSITORY_WIDE = frozenset({301, 302, 307, 308, 401, 403, 404})
 _STATES = {"passed": "success", "pending": "pending", "failed": "failure"}
@@ -71,13 +72,13 @@ class Wanted:
     target_url: str
 
     @property
-    def body(self) -> dict[str, Any]:
-        return {
-            "state": self.state,
-            "description": self.description,
-            "target_url": self.target_url,
-            "context": self.context,
-        }
+    def body(self) -> StatusBody:
+        return StatusBody(
+            state=self.state,
+            description=self.description,
+            target_url=self.target_url,
+            context=self.context,
+        )
 
 
 def _description(answer: PromotedAnswer) -> str:
@@ -126,20 +127,18 @@ def _due(status: Wanted, recorded: Recorded | None, now: datetime) -> bool:
 
 def _token(plane: ControlPlane, index: int) -> str:
     """The control plane's token, read now (a rotated one is used from the next round)."""
-    statuses = plane.github
+    statuses, field = plane.statuses, f"control_planes[{index}].{plane.forge}"
     if statuses.token_file is not None:
-        return read_secret_file(statuses.token_file, f"control_planes[{index}].github.token_file")
+        return read_secret_file(statuses.token_file, f"{field}.token_file")
     assert statuses.token_env is not None
     token = os.environ.get(statuses.token_env, "").strip()
     if not token:
-        raise ValueError(
-            f"control_planes[{index}].github.token_env: variable {statuses.token_env} is not set"
-        )
+        raise ValueError(f"{field}.token_env: variable {statuses.token_env} is not set")
     return token
 
 
 def _attempted(
-    status: Wanted, recorded: Recorded | None, answer: github.Answer, now: datetime
+    status: Wanted, recorded: Recorded | None, answer: forges.Answer, now: datetime
 ) -> dict[str, Any]:
     """The columns an attempt changes."""
     if answer.outcome is Outcome.POSTED:
@@ -153,7 +152,7 @@ def _attempted(
             "error": None,
         }
     if answer.outcome is Outcome.RATE_LIMITED:
-        # Not a failure of the status: GitHub names the time to try again.
+        # Not a failure of the status: the forge names the time to try again.
         return {"retry_at": answer.retry_at, "error": answer.error}
     failures = (recorded.failures if recorded is not None else 0) + 1
     wait = REFUSED_WAIT if answer.outcome is Outcome.REFUSED else retry_delay(failures)
@@ -197,14 +196,13 @@ async def _post_for(
     due = [
         status for status in wanted if _due(status, recorded.get((status.sha, status.context)), now)
     ]
-    owner, name = plane.owner_repository
     for position, status in enumerate(due):
         before = recorded.get((status.sha, status.context))
-        answer = await github.post_status(
+        answer = await forges.post_status(
             http,
-            api_url=plane.github.api_url,
-            owner=owner,
-            repository=name,
+            forge=plane.forge,
+            api_url=plane.statuses.api_url,
+            project=plane.project,
             sha=status.sha,
             token=token,
             status=status.body,
@@ -231,14 +229,14 @@ async def _post_for(
     return outcomes
 
 
-def _log(url: str, status: Wanted, answer: github.Answer, values: dict[str, Any]) -> None:
+def _log(url: str, status: Wanted, answer: forges.Answer, values: dict[str, Any]) -> None:
     where = {"repository": url, "sha": status.sha, "context": status.context}
     if answer.outcome is Outcome.POSTED:
         log.info("commit status set", state=status.state, **where)
     elif answer.outcome is Outcome.REFUSED:
         log.error(
-            "GitHub refused the commit status: check the token (statuses: write on the "
-            "repository) and the repository's URL",
+            "the commit status was refused: check the token (its access to the repository) "
+            "and the repository's URL",
             status=answer.status_code,
             error=answer.error,
             retry_at=values["retry_at"].isoformat(),

@@ -122,7 +122,7 @@ async def test_file_is_the_truth_for_its_repositories(session: AsyncSession) -> 
     assert (app.source, app.enabled) == ("file", False)
 
 
-def test_control_planes_name_their_github_repository() -> None:
+def test_control_planes_name_their_repository_on_github_or_gitlab() -> None:
     configured = parse_repositories(FILE + CONTROL_PLANE, "f")
     enterprise = parse_repositories(
         CONTROL_PLANE.replace("github.com/contoso/control", "git.contoso.com/platform/control")
@@ -130,15 +130,29 @@ def test_control_planes_name_their_github_repository() -> None:
         "f",
     )
 
+    gitlab = parse_repositories(
+        CONTROL_PLANE.replace(
+            "github.com/contoso/control", "gitlab.com/contoso/fleet/control"
+        ).replace("github:", "gitlab:"),
+        "f",
+    )
+
     (plane,) = configured.control_planes
-    assert (plane.owner_repository, plane.platform_url, plane.github.api_url) == (
-        ("contoso", "control-plane"),
+    assert (plane.forge, plane.project, plane.platform_url, plane.statuses.api_url) == (
+        "github",
+        "contoso/control-plane",
         "https://github.com/contoso/platform-gitops",
         "https://api.github.com",
     )
     (on_premises,) = enterprise.control_planes
-    assert on_premises.owner_repository == ("platform", "control-plane")
-    assert on_premises.github.api_url == "https://git.contoso.com/api/v3"
+    assert on_premises.project == "platform/control-plane"
+    assert on_premises.statuses.api_url == "https://git.contoso.com/api/v3"
+    (project,) = gitlab.control_planes
+    assert (project.forge, project.project, project.statuses.api_url) == (
+        "gitlab",
+        "contoso/fleet/control-plane",
+        "https://gitlab.com/api/v4",
+    )
 
 
 @pytest.mark.parametrize(
@@ -169,6 +183,18 @@ def test_control_planes_name_their_github_repository() -> None:
         (
             CONTROL_PLANE.replace("token_env: STATUSES_TOKEN", "{}"),
             "control_planes[0].github: Value error, give exactly one of token_file or token_env",
+        ),
+        (
+            CONTROL_PLANE.replace("github:", "gitlab:").replace(
+                "STATUSES_TOKEN", "STATUSES_TOKEN\n      api_url: https://git.contoso.com/api/v4"
+            ),
+            "control_planes[0]: Value error, url: 'https://github.com/contoso/control-plane.git' "
+            "is not a project on git.contoso.com, the GitLab host of the API (expected "
+            "https://git.contoso.com/GROUP/PROJECT)",
+        ),
+        (
+            CONTROL_PLANE + "    gitlab:\n      token_env: STATUSES_TOKEN\n",
+            "control_planes[0]: Value error, give exactly one of github or gitlab",
         ),
         (
             FILE + CONTROL_PLANE.replace("contoso/platform-gitops", "contoso/app-gitops"),

@@ -1,21 +1,25 @@
-"""GitHub's commit status API (`POST /repos/{owner}/{repo}/statuses/{sha}`): one request, and
-what its answer means for the status — posted, to be tried again at a time GitHub names (its
-rate limits) or after a backoff (its 5xx, a network failure), or refused (a token without
-access, a repository not found), which waits an hour rather than spin.
+"""The commit status APIs of GitHub (`POST /repos/{owner}/{repo}/statuses/{sha}`) and GitLab
+(`POST /projects/{id}/statuses/{sha}`): one request, and what its answer means for the status —
+posted, to be tried again at a time the forge names (its rate limits) or after a backoff (a
+5xx, a network failure), or refused (a token without access, a repository not found), which
+waits an hour rather than spin.
 
 The token goes to the configured API base URL and nowhere else: redirects are not followed."""
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Literal
+from urllib.parse import quote
 
 import httpx
 
-__all__ = ["Answer", "Outcome", "post_status"]
+__all__ = ["Answer", "Outcome", "StatusBody", "post_status"]
 
 USER_AGENT = "fleetmark-statuses"
 API_VERSION = "2022-11-28"
+# GitLab's name of a status GitHub calls failure.
+_GITLAB_STATES = {"failure": "failed"}
 # GitHub's advice for a secondary rate limit that names no time: wait at least a minute.
 RATE_LIMIT_WAIT = timedelta(minutes=1)
 # Kept of an answer's body for the logs and the store.
@@ -24,14 +28,22 @@ _ERROR_CHARS = 300
 
 class Outcome(StrEnum):
     POSTED = "posted"
-    # GitHub's rate limit: tried again at `retry_at`, and no other status of the repository
-    # before then.
+    # The forge's rate limit: tried again at `retry_at`, and no other status of the
+    # repository before then.
     RATE_LIMITED = "rate_limited"
     # A 5xx or no answer: tried again after a backoff.
     UNAVAILABLE = "unavailable"
     # 401, 403, 404, 422, a redirect: the token, its access, the repository or the commit is
     # wrong; tried again an hour later.
     REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatusBody:
+    state: str  # pending, success or failure
+    description: str
+    target_url: str
+    context: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +56,15 @@ class Answer:
 
 
 def _rate_limited_until(response: httpx.Response, now: datetime) -> datetime | None:
-    """When a 403 or 429 is GitHub's rate limit (primary or secondary), the time it says to
-    try again; None when it is not one ("Rate limits for the REST API")."""
+    """When a 403 or 429 is a rate limit (GitHub's primary or secondary, GitLab's), the time
+    the forge says to try again; None when it is not one."""
     headers = response.headers
     retry_after = headers.get("retry-after", "")
     if retry_after.isdigit():
         return now + timedelta(seconds=int(retry_after))
-    reset = headers.get("x-ratelimit-reset", "")
-    if headers.get("x-ratelimit-remaining") == "0" and reset.isdigit():
+    reset = headers.get("x-ratelimit-reset") or headers.get("ratelimit-reset") or ""
+    remaining = headers.get("x-ratelimit-remaining") or headers.get("ratelimit-remaining")
+    if remaining == "0" and reset.isdigit():
         return max(datetime.fromtimestamp(int(reset), UTC), now)
     if response.status_code == 429 or "rate limit" in response.text.lower():
         return now + RATE_LIMIT_WAIT
@@ -68,27 +81,53 @@ def _message(response: httpx.Response) -> str:
     return f"{response.status_code} {text.strip()[:_ERROR_CHARS]}".strip()
 
 
+def _request(
+    forge: Literal["github", "gitlab"],
+    api_url: str,
+    project: str,
+    sha: str,
+    token: str,
+    status: StatusBody,
+) -> tuple[str, dict[str, str], dict[str, str]]:
+    """The URL, headers and body that set `status` on the forge."""
+    if forge == "github":
+        headers = {
+            "Accept": "application/vnd.github+json",
+            "Authorization": f"Bearer {token}",
+            "X-GitHub-Api-Version": API_VERSION,
+        }
+        body = {
+            "state": status.state,
+            "description": status.description,
+            "target_url": status.target_url,
+            "context": status.context,
+        }
+        return f"{api_url}/repos/{project}/statuses/{sha}", headers, body
+    body = {
+        "state": _GITLAB_STATES.get(status.state, status.state),
+        "description": status.description,
+        "target_url": status.target_url,
+        "name": status.context,
+    }
+    url = f"{api_url}/projects/{quote(project, safe='')}/statuses/{sha}"
+    return url, {"PRIVATE-TOKEN": token}, body
+
+
 async def post_status(
     http: httpx.AsyncClient,
     *,
+    forge: Literal["github", "gitlab"],
     api_url: str,
-    owner: str,
-    repository: str,
+    project: str,
     sha: str,
     token: str,
-    status: dict[str, Any],
+    status: StatusBody,
     now: datetime,
 ) -> Answer:
-    """Set `status` (state, description, target_url, context) on commit `sha`."""
-    url = f"{api_url}/repos/{owner}/{repository}/statuses/{sha}"
-    headers = {
-        "Accept": "application/vnd.github+json",
-        "Authorization": f"Bearer {token}",
-        "User-Agent": USER_AGENT,
-        "X-GitHub-Api-Version": API_VERSION,
-    }
+    """Set `status` on commit `sha` of `project` (OWNER/REPO, or a GitLab project's path)."""
+    url, headers, body = _request(forge, api_url, project, sha, token, status)
     try:
-        response = await http.post(url, json=status, headers=headers)
+        response = await http.post(url, json=body, headers=headers | {"User-Agent": USER_AGENT})
     except httpx.HTTPError as exc:
         return Answer(Outcome.UNAVAILABLE, None, f"{type(exc).__name__}: {exc}"[:_ERROR_CHARS])
     code = response.status_code
