@@ -254,7 +254,7 @@ class FleetCollector(Collector):
             statuses.add_metric([state], counts.by_state.get(state, 0))
         waiting = GaugeMetricFamily(
             "fleetmark_commit_statuses_waiting",
-            "Commit status changes not yet posted: GitHub failed, refused or rate-limited them.",
+            "Commit status changes not yet posted: the forge failed, refused or rate-limited them.",
             value=counts.waiting,
         )
         yield from (statuses, waiting)

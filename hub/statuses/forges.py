@@ -51,7 +51,7 @@ class Answer:
     outcome: Outcome
     status_code: int | None
     error: str | None
-    # Set for a rate limit: when GitHub says to try again.
+    # Set for a rate limit: when the forge says to try again.
     retry_at: datetime | None = None
 
 

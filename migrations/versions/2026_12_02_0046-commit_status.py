@@ -1,8 +1,8 @@
 """Commit statuses on control-plane commits.
 
 `commit_status` holds, per control-plane repository, commit and context
-(`fleetmark/promotion/<environment>`), the status last posted to GitHub and, while a change is
-not yet posted, its failed attempts and when it is tried again.
+(`fleetmark/promotion/<environment>`), the status last posted to GitHub or GitLab and, while a
+change is not yet posted, its failed attempts and when it is tried again.
 
 Revision ID: 0046_commit_status
 Revises: 0044_event_outbox

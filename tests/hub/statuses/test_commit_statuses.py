@@ -1,6 +1,6 @@
 """The commit statuses the hub sets on control-plane commits: the kept gate answer for the
-platform commit that carries each, as `fleetmark/promotion/<next environment>`, posted to a
-GitHub REST API on loopback when it changes."""
+platform commit that carries each, as `fleetmark/promotion/<next environment>`, posted to
+GitHub's (or GitLab's) REST API on loopback when it changes."""
 
 from collections.abc import Iterator
 from datetime import timedelta
@@ -30,7 +30,7 @@ from tests.hub.harvest import scenario
 from tests.hub.harvest.gitrepo import WorkRepo
 from tests.hub.harvest.scenario import PROMOTED
 from tests.hub.simulated_fleet import Fleet
-from tests.hub.statuses.github import GitHub, Reply, Request, serving
+from tests.hub.statuses.forge import Forge, Reply, Request, serving
 from tests.support import FakeClock, samples
 
 TOKEN = "ghp_statuses0123456789abcdefghijklmnopqrstu"
@@ -42,18 +42,18 @@ NEW_PROMOTED = "0123456789abcdef0123456789abcdef01234567"
 
 
 @pytest.fixture
-def github() -> Iterator[GitHub]:
+def github() -> Iterator[Forge]:
     with serving() as served:
         yield served
 
 
-def write_file(path: Path, platform: str, **github: str) -> Path:
+def write_file(path: Path, platform: str, forge: str = "github", **api: str) -> Path:
     """A repositories file: dev, stage and prod in order, and the control plane on the
-    loopback GitHub whose commits platform-gitops carries."""
+    loopback forge whose commits platform-gitops carries."""
     plane = {
         "url": "https://127.0.0.1/contoso/control-plane",
         "platform": platform,
-        "github": github,
+        forge: api,
     }
     document = {"environments": ["dev", "stage", "prod"], "control_planes": [plane]}
     path.write_text(yaml.safe_dump(document), encoding="utf-8")
@@ -62,7 +62,7 @@ def write_file(path: Path, platform: str, **github: str) -> Path:
 
 @pytest.fixture
 def settings(
-    tmp_path: Path, fleet: Fleet, github: GitHub, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fleet: Fleet, github: Forge, monkeypatch: pytest.MonkeyPatch
 ) -> HubSettings:
     monkeypatch.setenv("STATUSES_TOKEN", TOKEN)
     path = write_file(
@@ -127,7 +127,7 @@ def gate_page(environment: str, commit: str) -> str:
 
 
 async def test_pending_then_success_once_the_soak_passes(
-    hub: Hub, fleet: Fleet, github: GitHub, clock: FakeClock
+    hub: Hub, fleet: Fleet, github: Forge, clock: FakeClock
 ) -> None:
     head = fleet.platform_heads["dev"]
     drone = await fleet.add("drone-01", "drone")
@@ -168,7 +168,7 @@ async def test_pending_then_success_once_the_soak_passes(
 
 
 async def test_a_failing_gate_sets_failure_on_the_commit_it_promotes(
-    hub: Hub, fleet: Fleet, github: GitHub, clock: FakeClock
+    hub: Hub, fleet: Fleet, github: Forge, clock: FakeClock
 ) -> None:
     first = fleet.platform_heads["dev"]
     second = fleet.promote(
@@ -190,7 +190,7 @@ async def test_a_failing_gate_sets_failure_on_the_commit_it_promotes(
 
 
 async def test_the_rate_limit_is_waited_out(
-    hub: Hub, fleet: Fleet, github: GitHub, clock: FakeClock
+    hub: Hub, fleet: Fleet, github: Forge, clock: FakeClock
 ) -> None:
     reset = clock.now + timedelta(minutes=5)
     github.answer(
@@ -219,7 +219,7 @@ async def test_the_rate_limit_is_waited_out(
 
 
 async def test_a_secondary_rate_limit_waits_retry_after(
-    hub: Hub, github: GitHub, clock: FakeClock
+    hub: Hub, github: Forge, clock: FakeClock
 ) -> None:
     github.answer(Reply(429, {"retry-after": "90"}, {"message": "secondary rate limit"}))
     await hub.judge()
@@ -232,7 +232,7 @@ async def test_a_secondary_rate_limit_waits_retry_after(
     assert len(github.take()) == 3
 
 
-async def test_a_5xx_is_retried_with_backoff(hub: Hub, github: GitHub, clock: FakeClock) -> None:
+async def test_a_5xx_is_retried_with_backoff(hub: Hub, github: Forge, clock: FakeClock) -> None:
     github.answer(Reply(502, body={"message": "Server Error"}), Reply(503), Reply(500))
     await hub.judge()
 
@@ -250,7 +250,7 @@ async def test_a_5xx_is_retried_with_backoff(hub: Hub, github: GitHub, clock: Fa
 
 
 async def test_bad_credentials_are_logged_and_not_spun_on(
-    hub: Hub, github: GitHub, clock: FakeClock
+    hub: Hub, github: Forge, clock: FakeClock
 ) -> None:
     github.answer(Reply(401, body={"message": "Bad credentials"}))
     await hub.judge()
@@ -271,7 +271,7 @@ async def test_bad_credentials_are_logged_and_not_spun_on(
 
 
 async def test_the_token_goes_to_the_api_url_alone(
-    hub: Hub, github: GitHub, clock: FakeClock
+    hub: Hub, github: Forge, clock: FakeClock
 ) -> None:
     with serving() as elsewhere:
         github.answer(
@@ -289,7 +289,7 @@ async def test_the_token_goes_to_the_api_url_alone(
 
 
 async def test_a_control_plane_without_a_token_gets_no_statuses(
-    hub: Hub, fleet: Fleet, github: GitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    hub: Hub, fleet: Fleet, github: Forge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await hub.judge()
     monkeypatch.delenv("STATUSES_TOKEN")
@@ -345,7 +345,7 @@ def test_the_newest_platform_commit_carrying_a_control_plane_commit_answers() ->
 
 
 async def test_the_job_runs_with_a_repositories_file(
-    hub: Hub, github: GitHub, sessions: async_sessionmaker[AsyncSession]
+    hub: Hub, github: Forge, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     await hub.judge()
 
@@ -357,7 +357,7 @@ async def test_the_job_runs_with_a_repositories_file(
 
 
 async def test_metrics_count_statuses_by_state_and_those_waiting(
-    migrated_database: str, github: GitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    migrated_database: str, github: Forge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = FakeClock()
     platform = WorkRepo(tmp_path / "remotes" / "platform-gitops")
@@ -382,7 +382,7 @@ async def test_metrics_count_statuses_by_state_and_those_waiting(
             )
         await harvest_tasks.run_harvest(sessions, settings, clock=clock)
         await gate_tasks.scheduled_answers(sessions, settings, clock)
-        # No cluster yet: both commits' gates are pending; GitHub fails the second post.
+        # No cluster yet: both commits' gates are pending; Forge fails the second post.
         github.answer(Reply(201), Reply(502))
         assert await statuses_tasks.post(sessions, settings, clock) == 1
     finally:
@@ -398,3 +398,50 @@ async def test_metrics_count_statuses_by_state_and_those_waiting(
     assert scraped[("fleetmark_commit_statuses", frozenset({("state", "pending")}))] == 1
     assert scraped[("fleetmark_commit_statuses", frozenset({("state", "success")}))] == 0
     assert scraped[("fleetmark_commit_statuses_waiting", frozenset())] == 1
+
+
+async def test_a_gitlab_control_plane_gets_the_status_as_gitlab_names_it(
+    hub: Hub, fleet: Fleet, github: Forge, clock: FakeClock, tmp_path: Path
+) -> None:
+    gitlab = github
+    path = write_file(
+        tmp_path / "gitlab.yaml",
+        fleet.platform.url,
+        forge="gitlab",
+        token_env="STATUSES_TOKEN",
+        api_url=f"{gitlab.url}/api/v4",
+    )
+    hub.settings = hub_settings(
+        data_dir=tmp_path / "data", repositories_file=path, public_url=PUBLIC_URL
+    )
+    second = fleet.promote(
+        "Promote dev: new control-plane commit",
+        {".github/tracking/Promoted_Commit_Id": NEW_PROMOTED + "\n"},
+    )
+    await hub.harvest()
+    large = await fleet.add("large-01", "large")
+    large.run_platform(
+        fleet.platform_heads["dev"], attempted=second, ready=False, reason="SyncFailed"
+    )
+    await fleet.report()
+    await hub.judge()
+    reset = clock.now + timedelta(minutes=1)
+    gitlab.answer(
+        Reply(
+            429,
+            {"RateLimit-Remaining": "0", "RateLimit-Reset": str(int(reset.timestamp()))},
+            {"message": "Retry later"},
+        )
+    )
+
+    assert await hub.post() == {"rate_limited": 1, "held": 2}
+    clock.advance(minutes=1)
+    assert await hub.post() == {"posted": 3}
+    requests = gitlab.take()[1:]
+    failed = next(r for r in requests if r.path.endswith(NEW_PROMOTED))
+    assert failed.path == f"/api/v4/projects/contoso%2Fcontrol-plane/statuses/{NEW_PROMOTED}"
+    assert (failed.body["name"], failed.body["state"]) == ("fleetmark/promotion/stage", "failed")
+    assert failed.body["target_url"] == gate_page("dev", second)
+    assert failed.headers["PRIVATE-TOKEN"] == TOKEN
+    assert "Authorization" not in failed.headers
+    assert sorted(r.body["state"] for r in requests) == ["failed", "pending", "pending"]

@@ -1,7 +1,8 @@
-"""A GitHub REST API on loopback, as far as commit statuses go: a real HTTP server in a thread
-that answers `POST /repos/{owner}/{repo}/statuses/{sha}` 201 with the status as GitHub's
-documented shape has it, or the answers a test lines up (rate limits with their headers, 5xx,
-401, a redirect), and records every request."""
+"""GitHub's and GitLab's REST APIs on loopback, as far as commit statuses go: a real HTTP
+server in a thread that answers `POST /repos/{owner}/{repo}/statuses/{sha}` (GitHub) and
+`POST /api/v4/projects/{id}/statuses/{sha}` (GitLab) 201 with the status in the forge's
+documented shape, or the answers a test lines up (rate limits with their headers, 5xx, 401, a
+redirect), and records every request."""
 
 import json
 import threading
@@ -10,8 +11,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-
-STATUS_PATH = "/repos/{owner}/{repo}/statuses/{sha}"
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ class Reply:
     body: dict[str, Any] = field(default_factory=dict)
 
 
-class GitHub:
+class Forge:
     def __init__(self, server: ThreadingHTTPServer) -> None:
         self.server = server
         self.requests: list[Request] = []
@@ -56,9 +55,27 @@ class GitHub:
             if self.replies:
                 return self.replies.pop(0)
         parts = request.path.strip("/").split("/")
+        status_id = len(self.requests)
+        if parts[:3] == ["api", "v4", "projects"] and len(parts) == 6 and parts[4] == "statuses":
+            return Reply(
+                201,
+                body={
+                    "id": status_id,
+                    "sha": parts[5],
+                    "ref": None,
+                    "status": request.body["state"],
+                    "name": request.body.get("name", "default"),
+                    "target_url": request.body.get("target_url"),
+                    "description": request.body.get("description"),
+                    "created_at": "2026-11-22T12:00:00.000Z",
+                    "started_at": None,
+                    "finished_at": None,
+                    "allow_failure": False,
+                    "author": {"id": 1, "username": "fleetmark-bot", "state": "active"},
+                },
+            )
         if len(parts) != 5 or parts[0] != "repos" or parts[3] != "statuses":
             return Reply(404, body={"message": "Not Found"})
-        status_id = len(self.requests)
         return Reply(
             201,
             body={
@@ -77,14 +94,14 @@ class GitHub:
 
 
 @contextmanager
-def serving() -> Iterator[GitHub]:
-    github: GitHub
+def serving() -> Iterator[Forge]:
+    forge: Forge
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
-            reply = github._reply(Request(self.path, dict(self.headers.items()), body))
+            reply = forge._reply(Request(self.path, dict(self.headers.items()), body))
             content = json.dumps(reply.body).encode()
             self.send_response(reply.status)
             for name, value in reply.headers.items():
@@ -98,11 +115,11 @@ def serving() -> Iterator[GitHub]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    github = GitHub(server)
+    forge = Forge(server)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield github
+        yield forge
     finally:
         server.shutdown()
         server.server_close()
