@@ -178,6 +178,7 @@ async def test_an_empty_report_body_is_422(
 PAGED_PAGES = ["/", "/drift", "/diff", "/clusters/drone-dev-1", "/gate?environment=dev"]
 REQUIRED_QUERIES = {
     "/api/v1/gates/promotion": "?environment=dev&commit=abcdef1",
+    "/api/v1/gates/decision": "?environment=dev&commit=abcdef1",
     "/api/v1/diff": "?environment=dev&environment=stage",
 }
 # An offset near BIGINT's end: offset + limit overflowed in the queries (500).

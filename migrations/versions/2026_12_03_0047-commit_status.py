@@ -4,8 +4,8 @@
 (`fleetmark/promotion/<environment>`), the status last posted to GitHub or GitLab and, while a
 change is not yet posted, its failed attempts and when it is tried again.
 
-Revision ID: 0046_commit_status
-Revises: 0044_event_outbox
+Revision ID: 0047_commit_status
+Revises: 0046_event_state
 Create Date: 2026-12-02 18:00:00
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0046_commit_status"
-down_revision: str | None = "0044_event_outbox"
+revision: str = "0047_commit_status"
+down_revision: str | None = "0046_event_state"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
