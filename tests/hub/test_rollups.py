@@ -143,9 +143,7 @@ async def drifted(admin: AsyncConnection, cluster: str, since: timedelta, until:
     )
 
 
-async def refresh(
-    admin: AsyncConnection, own_database: str, clock: FakeClock
-) -> dict[str, int]:
+async def refresh(admin: AsyncConnection, own_database: str, clock: FakeClock) -> dict[str, int]:
     """What keeps the rollups, run now: the continuous aggregates' policy, and the hub's job
     (for the rollups that are tables). The rows the job rolled up per rollup."""
     if (await store.backend(admin)).continuous_aggregates:
