@@ -36,7 +36,10 @@ from tests.support import FakeClock, samples
 TOKEN = "ghp_statuses0123456789abcdefghijklmnopqrstu"
 PUBLIC_URL = "https://fleetmark.example.com"
 OPTIONS = gate_service.AnswerOptions(
-    soak=timedelta(minutes=10), stale_after=timedelta(seconds=600), newest=5
+    soak=timedelta(minutes=10),
+    stale_after=timedelta(seconds=600),
+    newest=5,
+    source="https://fleetmark.example.com",
 )
 NEW_PROMOTED = "0123456789abcdef0123456789abcdef01234567"
 
