@@ -31,9 +31,12 @@ def crd_validators() -> dict[tuple[str, str], Validator]:
     validators = {}
     for path in sorted(CRDS.glob("*.json")):
         schema = json.loads(path.read_text())
+        # The generator's layout: `{"$ref": "#/definitions/<Kind>", "definitions": {...}}`;
+        # the other JSON Schemas there are not of kinds (a promotion step's configuration).
+        if "$ref" not in schema:
+            continue
         validator_class = validator_for(schema)
         validator_class.check_schema(schema)
-        # The generator's layout: `{"$ref": "#/definitions/<Kind>", "definitions": {...}}`.
         fields = schema["definitions"][schema["$ref"].rpartition("/")[2]]["properties"]
         key = (fields["apiVersion"]["const"], fields["kind"]["const"])
         validators[key] = validator_class(schema)
