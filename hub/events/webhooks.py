@@ -31,6 +31,13 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _ERROR_CHARS = 500
 _CGNAT = ipaddress.IPv4Network("100.64.0.0/10")
 _UNIQUE_LOCAL = ipaddress.IPv6Network("fc00::/7")
+# Where IPv6 addresses are handed out from; site-local (fec0::/10) and the rest are not public.
+_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+# IPv6 addresses whose last 32 bits are an IPv4 address the packets reach: NAT64's well-known
+# prefix, IPv4-translated and IPv4-compatible addresses.
+_CARRYING_IPV4 = tuple(
+    ipaddress.IPv6Network(network) for network in ("64:ff9b::/96", "::ffff:0:0:0/96", "::/96")
+)
 
 
 class RefusedDestination(ValueError):
@@ -49,11 +56,29 @@ class Answer:
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
+def _carried(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries (mapped, NAT64, translated, compatible, 6to4,
+    or a Teredo client), which its packets reach."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    if any(address in network for network in _CARRYING_IPV4):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def refused_address(address: IPAddress) -> str | None:
     """Why events may not go to `address` (a loopback, link-local, private, … address), or
-    None for a public one. An IPv4 address mapped into IPv6 is judged as itself."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    None for a public one. An IPv6 address that carries an IPv4 address is judged as that."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.is_loopback:
+            return "loopback"
+        carried = _carried(address)
+        if carried is not None:
+            address = carried
     if address.is_loopback:
         return "loopback"
     if address.is_link_local:
@@ -65,6 +90,8 @@ def refused_address(address: IPAddress) -> str | None:
     if address.is_private:
         return "private"
     if address.is_multicast or address.is_unspecified or not address.is_global:
+        return "non-public"
+    if isinstance(address, ipaddress.IPv6Address) and address not in _GLOBAL_UNICAST:
         return "non-public"
     return None
 

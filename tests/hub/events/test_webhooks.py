@@ -18,6 +18,14 @@ REFUSED = {
     "100.64.0.1": "shared (CGNAT)",
     "fd00::1": "unique-local",
     "0.0.0.0": "private",
+    # IPv6 addresses that carry an IPv4 address: NAT64, 6to4, IPv4-compatible, IPv4-translated
+    # and a Teredo client's; and site-local.
+    "64:ff9b::a9fe:a9fe": "link-local",
+    "2002:a9fe:a9fe::1": "link-local",
+    "::7f00:1": "loopback",
+    "::ffff:0:7f00:1": "loopback",
+    "2001:0:4136:e378:8000:63bf:f5ff:fffe": "private",
+    "fec0::1": "non-public",
 }
 
 
@@ -26,7 +34,9 @@ def test_addresses_that_are_not_public_are_refused(address: str, reason: str) ->
     assert refused_address(ipaddress.ip_address(address)) == reason
 
 
-@pytest.mark.parametrize("address", ["93.184.215.14", "2606:4700::1111"])
+@pytest.mark.parametrize(
+    "address", ["93.184.215.14", "2606:4700::1111", "64:ff9b::808:808", "2002:808:808::1"]
+)
 def test_public_addresses_pass(address: str) -> None:
     assert refused_address(ipaddress.ip_address(address)) is None
 
