@@ -6,6 +6,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import structlog
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi_offline import FastAPIOffline
@@ -46,6 +47,8 @@ from hub.tasks import TASKS
 from hub.tokens.router import router as tokens_router
 from hub.types import Clock
 
+log = structlog.get_logger("fleetmark.app")
+
 # The API's documentation pages (FastAPIOffline serves them and does not keep their paths).
 DOCS_URL = "/docs"
 REDOC_URL = "/redoc"
@@ -62,6 +65,12 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.mode != "development" and settings.public_url is None:
+            log.warning(
+                "FLEETMARK_PUBLIC_URL is not set: events' source and evidence links name the "
+                "address the hub serves on",
+                address=settings.effective_public_url,
+            )
         if settings.repositories_file is not None:
             # A file the harvest cannot use (a URL with credentials, …) stops the start, the
             # error naming the file and the entry, rather than failing every harvest.

@@ -1,6 +1,6 @@
 """Prometheus metrics of one hub process, in a registry of its own: what this process served
-(requests, reports by outcome) and the fleet gauges, which every replica exports alike from a
-snapshot of the store (hub/runs)."""
+(requests, reports by outcome), published and delivered (events), and the fleet gauges, which
+every replica exports alike from a snapshot of the store (hub/runs)."""
 
 import asyncio
 import time
@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 
 from hub.database import STORE_BUSY_ERRORS, STORE_UNAVAILABLE_ERRORS, StoreGate
 from hub.errors import FleetmarkError
+from hub.events.service import METRICS as EVENT_METRICS
 from hub.ingest.schemas import ReportReply
 from hub.runs.service import FleetSnapshot
 from hub.types import Clock
@@ -44,7 +45,6 @@ _OBJECT_STATES = ("ready", "failing", "progressing", "suspended")
 # that anonymous requests cannot add label sets at will.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _AGENT_STATES = ("reporting", "stale", "never_reported")
-_DELIVERY_STATES = ("pending", "delivered", "dead")
 _COMMIT_STATUS_STATES = ("pending", "success", "failure")
 
 
@@ -217,30 +217,16 @@ class FleetCollector(Collector):
         yield from (success, duration, last)
 
     def _events(self, snapshot: FleetSnapshot) -> Iterator[Metric]:
-        counts = snapshot.events
-        events = GaugeMetricFamily(
-            "fleetmark_events",
-            "Events published and kept (for event_retention), by type.",
-            labels=["type"],
-        )
-        for kind, count in sorted(counts.events.items()):
-            events.add_metric([kind], count)
-        deliveries = GaugeMetricFamily(
-            "fleetmark_event_deliveries",
-            "Deliveries of events to subscriptions kept, by state: pending, delivered, dead.",
-            labels=["state"],
-        )
-        for state in _DELIVERY_STATES:
-            deliveries.add_metric([state], counts.deliveries.get(state, 0))
         oldest = GaugeMetricFamily(
             "fleetmark_event_outbox_oldest_pending_age_seconds",
-            "Age of the oldest event a delivery still waits to send; 0 when none waits.",
+            "How long the oldest delivery still waiting to be sent has been in the outbox; 0 "
+            "when none waits.",
         )
         age = 0.0
-        if counts.oldest_pending is not None:
-            age = max(0.0, (self.clock() - counts.oldest_pending).total_seconds())
+        if snapshot.events.oldest_pending is not None:
+            age = max(0.0, (self.clock() - snapshot.events.oldest_pending).total_seconds())
         oldest.add_metric([], age)
-        yield from (events, deliveries, oldest)
+        yield oldest
 
     @staticmethod
     def _statuses(snapshot: FleetSnapshot) -> Iterator[Metric]:
@@ -318,6 +304,9 @@ class HubMetrics:
         )
         self.fleet = FleetCollector(max_age=fleet_max_age, clock=clock)
         self.registry.register(self.fleet)
+        # Counted where events are published and delivered, in this process.
+        for counter in EVENT_METRICS:
+            self.registry.register(counter)
 
         # A label lookup takes a lock and builds tuples: each series is looked up once. Every
         # outcome is there from the start, so that a rate over it is 0 rather than missing.

@@ -2,7 +2,7 @@
 their attempts, the subscriptions, and what the retention job and /metrics read."""
 
 from collections.abc import Collection, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -95,19 +95,28 @@ async def _deliver(session: AsyncSession, matches: Any) -> int:
     return cast(CursorResult[Any], await session.execute(statement)).rowcount
 
 
-async def due(session: AsyncSession, now: datetime, limit: int) -> list[RowMapping]:
-    """Pending deliveries due by `now`, each the oldest pending one of its subscription and
-    subject (a later event waits for it): what sending them takes."""
+def _waits() -> ColumnElement[bool]:
+    """A delivery waits behind an earlier pending one of its subscription and subject."""
     earlier = aliased(EventDelivery)
-    waits = exists().where(
+    return exists().where(
         earlier.subscription_id == EventDelivery.subscription_id,
         earlier.subject == EventDelivery.subject,
         earlier.state == _PENDING,
         earlier.event_id < EventDelivery.event_id,
     )
+
+
+async def due(
+    session: AsyncSession, now: datetime, limit: int, *, sending: Collection[int] = ()
+) -> list[RowMapping]:
+    """Pending deliveries due by `now`, each the oldest pending one of its subscription and
+    subject (a later event waits for it), but for those `sending` now: what sending them
+    takes."""
     statement = (
         select(
             EventDelivery.id,
+            EventDelivery.created_at,
+            EventDelivery.retried_at,
             EventDelivery.first_attempt_at,
             EventDelivery.attempts,
             EventSubscription.url,
@@ -118,11 +127,35 @@ async def due(session: AsyncSession, now: datetime, limit: int) -> list[RowMappi
         )
         .join(EventSubscription, EventSubscription.id == EventDelivery.subscription_id)
         .join(OutboxEvent, OutboxEvent.id == EventDelivery.event_id)
-        .where(EventDelivery.state == _PENDING, EventDelivery.next_attempt_at <= now, ~waits)
+        .where(
+            EventDelivery.state == _PENDING,
+            EventDelivery.next_attempt_at <= now,
+            EventDelivery.id.not_in(list(sending)),
+            ~_waits(),
+        )
         .order_by(EventDelivery.event_id)
         .limit(limit)
     )
     return list((await session.execute(statement)).mappings())
+
+
+async def expire(session: AsyncSession, now: datetime, window: timedelta) -> int:
+    """Dead, unsent: the pending deliveries whose retry window (since they were made, or
+    retried by hand) has passed while they waited behind an earlier event of their subject.
+    How many."""
+    started = func.coalesce(EventDelivery.retried_at, EventDelivery.created_at)
+    statement = (
+        update(EventDelivery)
+        .where(EventDelivery.state == _PENDING, started <= now - window, _waits())
+        .values(
+            state="dead",
+            last_error=(
+                f"not sent within the retry window ({window}): it waited behind an earlier "
+                "event of its subject that was not delivered"
+            ),
+        )
+    )
+    return cast(CursorResult[Any], await session.execute(statement)).rowcount
 
 
 async def record_attempt(session: AsyncSession, delivery_id: int, **values: Any) -> None:
@@ -215,6 +248,7 @@ async def revive(session: AsyncSession, delivery_id: int, now: datetime) -> bool
             next_attempt_at=now,
             first_attempt_at=None,
             delivered_at=None,
+            retried_at=now,
         )
         .returning(EventDelivery.id)
     )
@@ -246,24 +280,10 @@ async def prune(session: AsyncSession, before: datetime) -> dict[str, int]:
     }
 
 
-async def counts(session: AsyncSession) -> tuple[dict[str, int], dict[str, int], datetime | None]:
-    """Events kept by type, deliveries by state, and the time of the oldest event a delivery
-    still waits to send."""
-    by_type = await session.execute(
-        select(OutboxEvent.type, func.count()).group_by(OutboxEvent.type)
-    )
-    by_state = await session.execute(
-        select(EventDelivery.state, func.count()).group_by(EventDelivery.state)
-    )
-    oldest = await session.scalar(
-        select(func.min(OutboxEvent.time))
-        .join(EventDelivery, EventDelivery.event_id == OutboxEvent.id)
-        .where(EventDelivery.state == _PENDING)
-    )
-    return (
-        {str(kind): int(count) for kind, count in by_type},
-        {str(state): int(count) for state, count in by_state},
-        oldest,
+async def oldest_pending(session: AsyncSession) -> datetime | None:
+    """When the oldest delivery still waiting to be sent was made (entered the outbox)."""
+    return await session.scalar(
+        select(func.min(EventDelivery.created_at)).where(EventDelivery.state == _PENDING)
     )
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import httpx
 import structlog
+from prometheus_client import Counter as MetricCounter
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -38,11 +38,13 @@ from hub.events.schemas import (
     SubscriptionRequest,
 )
 from hub.models import EventSubscription
+from hub.outbound import USER_AGENT, Answer
 from hub.security import new_token
 from hub.settings import HubSettings
 from hub.types import Clock, Units
 
 __all__ = [
+    "METRICS",
     "TEST_EVENT",
     "Event",
     "EventCounts",
@@ -78,7 +80,26 @@ ROUNDS = 50
 # The first retry's wait, doubled at each further one up to the longest.
 FIRST_RETRY = timedelta(seconds=30)
 LONGEST_RETRY = timedelta(hours=1)
-USER_AGENT = "fleetmark-events"
+DELIVERY_OUTCOMES = ("delivered", "retried", "dead")
+
+# Counted by this process as it publishes and delivers; /metrics exports them (hub.metrics).
+PUBLISHED = MetricCounter(
+    "fleetmark_events",
+    "Events published by this process, by type.",
+    ["type"],
+    registry=None,
+)
+DELIVERED = MetricCounter(
+    "fleetmark_event_deliveries",
+    "Deliveries of events by this process, by outcome: delivered, retried (an attempt failed, "
+    "tried again later) or dead (the retry window passed, after a failed attempt or unsent "
+    "behind an earlier event of its subject).",
+    ["outcome"],
+    registry=None,
+)
+for _outcome_name in DELIVERY_OUTCOMES:
+    DELIVERED.labels(_outcome_name)
+METRICS = (PUBLISHED, DELIVERED)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,7 +150,10 @@ async def publish(session: AsyncSession, events: Sequence[Event], *, source: str
     if not events:
         return 0
     ids = await repository.add_events(session, [_row(event, source) for event in events])
-    return await repository.fan_out(session, ids)
+    made = await repository.fan_out(session, ids)
+    for event in events:
+        PUBLISHED.labels(event.type).inc()
+    return made
 
 
 # --- the states that open events -------------------------------------------------------------
@@ -168,7 +192,11 @@ async def release(session: AsyncSession, kind: str, keys: Collection[str]) -> No
 
 
 def _info(row: EventSubscription) -> SubscriptionInfo:
-    return SubscriptionInfo.model_validate(row, from_attributes=True)
+    """A subscription as answered: its URL masked (`webhooks.shown_url`), a Slack webhook's
+    path all of it."""
+    info = SubscriptionInfo.model_validate(row, from_attributes=True)
+    shown = webhooks.shown_url(row.url, secret_path=row.format == "slack")
+    return info.model_copy(update={"url": shown})
 
 
 async def create_subscription(
@@ -251,6 +279,7 @@ async def send_test(
         data={"message": f"A test event for subscription {name}."},
     )
     event_id = await repository.add_event(session, _row(event, source))
+    PUBLISHED.labels(TEST_EVENT).inc()
     delivery_id = await repository.deliver_to(
         session, found.id, event_id, subject=event.subject, due_at=now
     )
@@ -303,65 +332,95 @@ class Outcome:
     values: dict[str, Any]
 
 
-def _outcome(row: RowMapping, answer: webhooks.Answer, now: datetime, window: timedelta) -> Outcome:
-    """What an attempt leaves: delivered, pending until the next try, or dead once the retry
-    window since the first attempt has passed."""
-    first = row["first_attempt_at"] or now
+def _outcome(row: RowMapping, answer: Answer, now: datetime, window: timedelta) -> Outcome:
+    """What an attempt leaves: delivered, pending until the next try (no sooner than the
+    receiver's Retry-After, up to the longest wait), or dead once the retry window has passed
+    since the delivery was made (or retried by hand)."""
     values: dict[str, Any] = {
-        "first_attempt_at": first,
+        "first_attempt_at": row["first_attempt_at"] or now,
         "last_attempt_at": now,
         "last_status_code": answer.status_code,
         "last_error": answer.error,
     }
-    if answer.delivered:
+    if answer.succeeded:
         return Outcome("delivered", values | {"state": "delivered", "delivered_at": now})
-    if now - first >= window:
+    if now - (row["retried_at"] or row["created_at"]) >= window:
         return Outcome("dead", values | {"state": "dead"})
     retry_at = now + retry_delay(row["attempts"] + 1)
+    if answer.retry_at is not None:
+        retry_at = max(retry_at, min(answer.retry_at, now + LONGEST_RETRY))
     return Outcome("retried", values | {"next_attempt_at": retry_at})
 
 
 async def deliver_due(units: Units, settings: HubSettings, clock: Clock) -> Counter[str]:
     """Send the deliveries due, a subject's in event order, each attempt recorded in a unit of
     work of its own once the receiver answered: sent at least once (a crash between the two
-    sends again, with the same id). Attempts by outcome: delivered, retried, dead."""
+    sends again, with the same id). Attempts by outcome: delivered, retried, dead (with the
+    deliveries whose window passed while they waited, unsent).
+
+    CONCURRENT attempts go at once, and as each ends the next due delivery takes its place: a
+    slow receiver holds up its own subjects' events, not the others'. A delivery being sent
+    stays pending, so its subject's next event is not due before it ends."""
     outcomes: Counter[str] = Counter()
-    limit = asyncio.Semaphore(CONCURRENT)
-    timeout = httpx.Timeout(settings.webhook_timeout)
-    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as http:
+    window = settings.event_retry_window
+    async with units() as session:
+        expired = await repository.expire(session, clock(), window)
+    if expired:
+        outcomes["dead"] += expired
+        DELIVERED.labels("dead").inc(expired)
+        log.info("event deliveries expired unsent", deliveries=expired, window=str(window))
+    slots = asyncio.Semaphore(CONCURRENT)
+    sending: set[int] = set()
+    ended = asyncio.Event()
 
-        async def attempt(row: RowMapping) -> None:
-            async with limit:
-                body, headers = _request(row)
-                now = clock()
-                answer = await webhooks.post(
-                    http,
-                    row["url"],
-                    body,
-                    headers=headers,
-                    secret=row["secret"],
-                    now=now,
-                    allow_private=settings.webhook_allow_private,
-                )
-                outcome = _outcome(row, answer, clock(), settings.event_retry_window)
-                async with units() as session:
-                    await repository.record_attempt(session, row["id"], **outcome.values)
-                outcomes[outcome.state] += 1
-                if outcome.state != "delivered":
-                    log.info(
-                        "event delivery failed",
-                        delivery=row["id"],
-                        outcome=outcome.state,
-                        status=answer.status_code,
-                        error=answer.error,
-                    )
-
-        for _ in range(ROUNDS):
+    async def attempt(row: RowMapping, receivers: webhooks.Receivers) -> None:
+        try:
+            body, headers = _request(row)
+            answer = await webhooks.post(
+                receivers,
+                row["url"],
+                body,
+                headers=headers,
+                secret=row["secret"],
+                now=clock(),
+                allow_private=settings.webhook_allow_private,
+            )
+            outcome = _outcome(row, answer, clock(), window)
             async with units() as session:
-                due = await repository.due(session, clock(), DUE_BATCH)
+                await repository.record_attempt(session, row["id"], **outcome.values)
+            outcomes[outcome.state] += 1
+            DELIVERED.labels(outcome.state).inc()
+            if outcome.state != "delivered":
+                log.info(
+                    "event delivery failed",
+                    delivery=row["id"],
+                    outcome=outcome.state,
+                    status=answer.status_code,
+                    error=answer.error,
+                )
+        finally:
+            sending.discard(row["id"])
+            slots.release()
+            ended.set()
+
+    async with (
+        webhooks.Receivers(timeout=settings.webhook_timeout) as receivers,
+        asyncio.TaskGroup() as attempts,
+    ):
+        for _ in range(ROUNDS):
+            ended.clear()
+            async with units() as session:
+                due = await repository.due(session, clock(), DUE_BATCH, sending=sending)
             if not due:
-                break
-            await asyncio.gather(*(attempt(row) for row in due))
+                if not sending:
+                    break
+                # What ends may make its subject's next event due.
+                await ended.wait()
+                continue
+            for row in due:
+                await slots.acquire()
+                sending.add(row["id"])
+                attempts.create_task(attempt(row, receivers))
     return outcomes
 
 
@@ -371,12 +430,11 @@ async def prune(session: AsyncSession, *, before: datetime) -> dict[str, int]:
 
 @dataclass(frozen=True, slots=True)
 class EventCounts:
-    """Events kept by type, deliveries by state, and the oldest undelivered event's time."""
+    """What /metrics reads of the outbox: when the oldest delivery still waiting to be sent
+    entered it."""
 
-    events: dict[str, int]
-    deliveries: dict[str, int]
     oldest_pending: datetime | None
 
 
 async def event_counts(session: AsyncSession) -> EventCounts:
-    return EventCounts(*await repository.counts(session))
+    return EventCounts(await repository.oldest_pending(session))

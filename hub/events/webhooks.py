@@ -4,31 +4,43 @@ and the request itself, sent to the address that was checked.
 The address is checked as resolved at each delivery and the connection made to that very
 address (the Host header and TLS server name kept as the URL's), so a name that resolves
 elsewhere between the check and the connection (DNS rebinding) cannot reach the hub's
-neighbours. FLEETMARK_WEBHOOK_ALLOW_PRIVATE lifts both rules."""
+neighbours. FLEETMARK_WEBHOOK_ALLOW_PRIVATE lifts both rules.
+
+Connections are kept alive per receiver (scheme, host and port), never shared between hosts:
+a connection made to an address for one name, with that name's TLS certificate, would
+otherwise carry another name's requests to the same address."""
 
 import asyncio
 import hashlib
 import hmac
 import ipaddress
+import re
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
+from contextlib import AsyncExitStack
 from datetime import datetime
+from types import TracebackType
 
 import httpx
 
+from hub.outbound import ERROR_CHARS, Answer, failure, retry_after
+
 __all__ = [
-    "Answer",
+    "Receivers",
     "RefusedDestination",
     "check_url",
     "post",
     "refused_address",
+    "shown_url",
     "signature",
 ]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-# Kept of a receiver's answer to a failed delivery, for `deliveries`.
-_ERROR_CHARS = 500
+# The answers whose Retry-After sets the next attempt: too many requests, unavailable.
+_RETRY_AFTER_STATUSES = frozenset({429, 503})
+# A path segment shown masked: a long run of letters and digits, both, as tokens are.
+_TOKEN = re.compile(r"^(?=[^/]*[0-9])(?=[^/]*[A-Za-z])[A-Za-z0-9_-]{16,}$")
+_MASK = "***"
 _CGNAT = ipaddress.IPv4Network("100.64.0.0/10")
 _UNIQUE_LOCAL = ipaddress.IPv6Network("fc00::/7")
 # Where IPv6 addresses are handed out from; site-local (fec0::/10) and the rest are not public.
@@ -42,18 +54,6 @@ _CARRYING_IPV4 = tuple(
 
 class RefusedDestination(ValueError):
     """A URL or an address events may not be sent to."""
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """What came of one attempt: the receiver's status, or why there was none."""
-
-    status_code: int | None
-    error: str | None
-
-    @property
-    def delivered(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300
 
 
 def _carried(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
@@ -111,12 +111,24 @@ def check_url(url: str, *, allow_private: bool) -> httpx.URL:
         raise RefusedDestination(
             f"{url!r} is not https; plain http is sent only with FLEETMARK_WEBHOOK_ALLOW_PRIVATE"
         )
-    try:
-        literal = ipaddress.ip_address(parsed.host)
-    except ValueError:
-        return parsed
-    _check(parsed.host, literal)
+    literal = _literal_address(parsed.host)
+    if literal is not None:
+        _check(parsed.host, literal)
     return parsed
+
+
+def _literal_address(host: str) -> IPAddress | None:
+    """The address `host` is, as the resolver reads it: besides the usual spellings, the short
+    and numeric IPv4 forms inet_aton takes (`127.1`, `2130706433`, `0x7f.1`); None for a
+    name."""
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
 
 
 def _check(host: str, address: IPAddress) -> None:
@@ -158,8 +170,64 @@ def signature(secret: str, timestamp: int, body: bytes) -> str:
     return f"t={timestamp},v1={digest}"
 
 
+def shown_url(url: str, *, secret_path: bool) -> str:
+    """`url` as answered and logged: no user or password, no query, and its path masked, all
+    of it when `secret_path` (an incoming webhook's path is its credential, as Slack's
+    `/services/T…/B…/<secret>`), else each segment that looks like a token."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return "(not a URL)"
+    path = parsed.raw_path.partition(b"?")[0].decode("ascii")
+    if secret_path and path not in ("", "/"):
+        path = "/***"
+    else:
+        path = "/".join(_MASK if _TOKEN.match(part) else part for part in path.split("/"))
+    query = "?***" if parsed.query else ""
+    return f"{parsed.scheme}://{parsed.netloc.decode('ascii')}{path}{query}"
+
+
+class Receivers:
+    """The HTTP clients of a round of deliveries, one per receiver's scheme, host and port, so
+    that no connection made for one host carries another's requests."""
+
+    def __init__(self, *, timeout: float) -> None:
+        self.timeout = httpx.Timeout(timeout)
+        self._clients: dict[tuple[str, str, int | None], httpx.AsyncClient] = {}
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> "Receivers":
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self._stack.aclose()
+
+    def client(self, url: httpx.URL) -> httpx.AsyncClient:
+        key = (url.scheme, url.host, url.port)
+        found = self._clients.get(key)
+        if found is None:
+            found = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
+            self._stack.push_async_callback(found.aclose)
+            self._clients[key] = found
+        return found
+
+
+def _masked(text: str, url: httpx.URL) -> str:
+    """`text` (an error, a receiver's answer) as kept: without the URL's path, which may be a
+    secret."""
+    path = url.raw_path.partition(b"?")[0].decode("ascii")
+    if path not in ("", "/"):
+        text = text.replace(path, f"/{_MASK}")
+    return text[:ERROR_CHARS]
+
+
 async def post(
-    http: httpx.AsyncClient,
+    receivers: Receivers,
     url: str,
     body: bytes,
     *,
@@ -168,12 +236,14 @@ async def post(
     now: datetime,
     allow_private: bool,
 ) -> Answer:
-    """POST `body` to `url`, signed, to the first of its checked addresses that connects."""
+    """POST `body` to `url`, signed, to the first of its checked addresses that connects. A
+    429 or 503 with Retry-After answers the time it names."""
     try:
         target = check_url(url, allow_private=allow_private)
         addresses = await _addresses(target, allow_private=allow_private)
     except RefusedDestination as exc:
         return Answer(None, str(exc))
+    http = receivers.client(target)
     sent = {
         **headers,
         "Host": target.netloc.decode("ascii"),
@@ -193,8 +263,10 @@ async def post(
             error = f"cannot connect to {address}: {exc}"
             continue
         except httpx.HTTPError as exc:
-            return Answer(None, f"{type(exc).__name__}: {exc}"[:_ERROR_CHARS])
-        if 200 <= response.status_code < 300:
-            return Answer(response.status_code, None)
-        return Answer(response.status_code, response.text[:_ERROR_CHARS] or None)
-    return Answer(None, error[:_ERROR_CHARS])
+            return Answer(None, _masked(failure(exc), target))
+        code = response.status_code
+        if 200 <= code < 300:
+            return Answer(code, None)
+        retry_at = retry_after(response, now) if code in _RETRY_AFTER_STATUSES else None
+        return Answer(code, _masked(response.text, target) or None, retry_at)
+    return Answer(None, _masked(error, target))

@@ -68,7 +68,7 @@ class EventSubscription(Base):
 
 class EventDelivery(Base):
     """An event on its way to one subscription: pending until the receiver answers 2xx
-    (delivered) or the retry window has passed since the first attempt (dead). A subject's
+    (delivered) or the retry window has passed since it was made (dead). A subject's
     pending deliveries go in event order, one at a time (`subject` copied here for that)."""
 
     __tablename__ = "event_delivery"
@@ -106,6 +106,9 @@ class EventDelivery(Base):
     last_status_code: Mapped[int | None] = mapped_column(SmallInteger)
     last_error: Mapped[str | None] = mapped_column(Text)
     delivered_at: Mapped[datetime | None]
+    # When it was last retried by hand: its retry window counts from then (else from its
+    # creation).
+    retried_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = created_at_column()
 
 

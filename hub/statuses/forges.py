@@ -6,7 +6,7 @@ waits an hour rather than spin.
 
 The token goes to the configured API base URL and nowhere else: redirects are not followed."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Literal
@@ -14,16 +14,15 @@ from urllib.parse import quote
 
 import httpx
 
+from hub import outbound
+
 __all__ = ["Answer", "Outcome", "StatusBody", "post_status"]
 
-USER_AGENT = "fleetmark-statuses"
 API_VERSION = "2022-11-28"
 # GitLab's name of a status GitHub calls failure.
 _GITLAB_STATES = {"failure": "failed"}
 # GitHub's advice for a secondary rate limit that names no time: wait at least a minute.
 RATE_LIMIT_WAIT = timedelta(minutes=1)
-# Kept of an answer's body for the logs and the store.
-_ERROR_CHARS = 300
 
 
 class Outcome(StrEnum):
@@ -47,21 +46,20 @@ class StatusBody:
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
-    outcome: Outcome
-    status_code: int | None
-    error: str | None
-    # Set for a rate limit: when the forge says to try again.
-    retry_at: datetime | None = None
+class Answer(outbound.Answer):
+    """The forge's answer and what it means for the status; `retry_at` is set for a rate
+    limit."""
+
+    outcome: Outcome = field(kw_only=True)
 
 
 def _rate_limited_until(response: httpx.Response, now: datetime) -> datetime | None:
     """When a 403 or 429 is a rate limit (GitHub's primary or secondary, GitLab's), the time
     the forge says to try again; None when it is not one."""
     headers = response.headers
-    retry_after = headers.get("retry-after", "")
-    if retry_after.isdigit():
-        return now + timedelta(seconds=int(retry_after))
+    named = outbound.retry_after(response, now)
+    if named is not None:
+        return named
     reset = headers.get("x-ratelimit-reset") or headers.get("ratelimit-reset") or ""
     remaining = headers.get("x-ratelimit-remaining") or headers.get("ratelimit-remaining")
     if remaining == "0" and reset.isdigit():
@@ -78,7 +76,7 @@ def _message(response: httpx.Response) -> str:
         body = None
     message = body.get("message") if isinstance(body, dict) else None
     text = message if isinstance(message, str) else response.text
-    return f"{response.status_code} {text.strip()[:_ERROR_CHARS]}".strip()
+    return f"{response.status_code} {text.strip()[: outbound.ERROR_CHARS]}".strip()
 
 
 def _request(
@@ -127,20 +125,22 @@ async def post_status(
     """Set `status` on commit `sha` of `project` (OWNER/REPO, or a GitLab project's path)."""
     url, headers, body = _request(forge, api_url, project, sha, token, status)
     try:
-        response = await http.post(url, json=body, headers=headers | {"User-Agent": USER_AGENT})
+        response = await http.post(
+            url, json=body, headers=headers | {"User-Agent": outbound.USER_AGENT}
+        )
     except httpx.HTTPError as exc:
-        return Answer(Outcome.UNAVAILABLE, None, f"{type(exc).__name__}: {exc}"[:_ERROR_CHARS])
+        return Answer(None, outbound.failure(exc), outcome=Outcome.UNAVAILABLE)
     code = response.status_code
     if code == 201:
-        return Answer(Outcome.POSTED, code, None)
+        return Answer(code, None, outcome=Outcome.POSTED)
     if code in (403, 429):
         until = _rate_limited_until(response, now)
         if until is not None:
-            return Answer(Outcome.RATE_LIMITED, code, _message(response), until)
+            return Answer(code, _message(response), until, outcome=Outcome.RATE_LIMITED)
     if code >= 500:
-        return Answer(Outcome.UNAVAILABLE, code, _message(response))
+        return Answer(code, _message(response), outcome=Outcome.UNAVAILABLE)
     if 300 <= code < 400:
         # A renamed repository answers 301: the token goes to api_url alone, never elsewhere.
         error = f"{code} redirected, not followed: configure the repository's current URL"
-        return Answer(Outcome.REFUSED, code, error)
-    return Answer(Outcome.REFUSED, code, _message(response))
+        return Answer(code, error, outcome=Outcome.REFUSED)
+    return Answer(code, _message(response), outcome=Outcome.REFUSED)

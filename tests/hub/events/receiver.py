@@ -1,21 +1,28 @@
-"""A receiver of events on loopback: a real HTTP server in a thread that records what it is
-sent and answers the statuses a test lines up (200 once they run out)."""
+"""A receiver of events on loopback: a real HTTP/1.1 server in a thread, keeping connections
+alive, that records what it is sent and over which connection, and answers the statuses a test
+lines up (200 once they run out). A request to a path ending `/held` is answered only once
+a request `release_on` picks has arrived (or after `HOLD_SECONDS`)."""
 
 import json
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+# How long a held request waits at most for its release.
+HOLD_SECONDS = 10
+
 
 @dataclass(frozen=True)
 class Received:
     headers: dict[str, str]
     body: bytes
+    # The client's address and port: one per connection.
+    connection: tuple[str, int]
 
     @property
     def document(self) -> Any:
@@ -28,6 +35,11 @@ class Receiver:
         self.received: list[Received] = []
         self.statuses: list[int] = []
         self.subject: str | None = None
+        # Headers sent with the statuses lined up (Retry-After).
+        self.headers: dict[str, str] = {}
+        # What releases the held requests when it arrives.
+        self.release_on: Callable[[Received], bool] | None = None
+        self.released = threading.Event()
         # The TLS server names clients asked for (SNI), when the receiver speaks https.
         self.server_names: list[str | None] = []
         self.lock = threading.Lock()
@@ -46,25 +58,35 @@ class Receiver:
     def port(self) -> int:
         return int(self.server.server_address[1])
 
-    def answer(self, *statuses: int, subject: str | None = None) -> None:
-        """Answer these statuses to the next requests (of the events about `subject`, if
-        given), in order, then 200."""
+    def answer(
+        self, *statuses: int, subject: str | None = None, headers: dict[str, str] | None = None
+    ) -> None:
+        """Answer these statuses, with `headers`, to the next requests (of the events about
+        `subject`, if given), in order, then 200."""
         with self.lock:
             self.statuses = list(statuses)
             self.subject = subject
+            self.headers = headers or {}
 
     def reset(self) -> None:
         with self.lock:
             self.received = []
             self.statuses = []
             self.subject = None
+            self.headers = {}
+            self.release_on = None
+            self.released.clear()
 
-    def _take(self, received: Received) -> int:
+    def _take(self, received: Received) -> tuple[int, dict[str, str]]:
         with self.lock:
             self.received.append(received)
+            if self.release_on is not None and self.release_on(received):
+                self.released.set()
             if self.subject is not None and received.document.get("subject") != self.subject:
-                return 200
-            return self.statuses.pop(0) if self.statuses else 200
+                return 200, {}
+            if not self.statuses:
+                return 200, {}
+            return self.statuses.pop(0), self.headers
 
 
 @contextmanager
@@ -73,14 +95,23 @@ def receiving(tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
     receiver: Receiver
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             body = self.rfile.read(length)
-            status = receiver._take(Received(dict(self.headers.items()), body))
+            if self.path.endswith("/held"):
+                receiver.released.wait(HOLD_SECONDS)
+            received = Received(dict(self.headers.items()), body, self.client_address[:2])
+            status, headers = receiver._take(received)
+            # A failure's answer names the path, as many servers' do.
+            answer = b"ok" if status < 300 else f"no hook at {self.path}".encode()
             self.send_response(status)
-            self.send_header("Content-Length", "2")
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
-            self.wfile.write(b"ok")
+            self.wfile.write(answer)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

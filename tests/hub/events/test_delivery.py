@@ -7,12 +7,13 @@ import json
 import re
 import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import structlog
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -22,10 +23,11 @@ from hub.events import service, tasks
 from hub.events.schemas import DeliveryInfo, SubscriptionRequest
 from hub.events.service import Event
 from tests.conftest import DatabaseServer, hub_settings
-from tests.hub.events.receiver import Receiver, receiving
+from tests.hub.events.receiver import HOLD_SECONDS, Receiver, receiving
 from tests.support import FakeClock, samples
 
 SOURCE = "https://fleetmark.example.com"
+HOUR = timedelta(hours=1)
 Sessions = async_sessionmaker[AsyncSession]
 
 
@@ -39,6 +41,13 @@ def receiver() -> Iterator[Receiver]:
 def hook(receiver: Receiver) -> Receiver:
     receiver.reset()
     return receiver
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """The hub's clock, from the store's time: a delivery's retry window and its age in the
+    outbox count from when the store made it."""
+    return FakeClock(datetime.now(UTC))
 
 
 @pytest.fixture
@@ -211,17 +220,32 @@ async def test_a_delivery_is_dead_after_the_retry_window_and_retried_by_hand(
     assert 30 <= failed.attempts <= 40
     assert failed.last_attempt_at is not None
     assert failed.last_attempt_at - started >= window
-    # Once the earlier event is dead, the later one goes (it too is answered 500 for a while).
-    assert passed.attempts >= 1
+    # The later event's window, from when it was published, passed while it waited: dead too,
+    # unsent, so the subject does not wait for ever.
+    assert (passed.state, passed.attempts, passed.last_attempt_at) == ("dead", 0, None)
+    assert passed.last_error is not None
+    assert "not sent within the retry window" in passed.last_error
+    assert {received.document["type"] for received in hook.received} == {"fleetmark.gate.failed"}
 
+    # Retried by hand, each has a window of its own from now: a failure is tried again.
     hook.reset()
+    hook.answer(503, subject="gates/prod")
     async with write_session(sessions) as session:
         retried = await service.retry(session, "ops", failed.id, now=clock())
+        await service.retry(session, "ops", passed.id, now=clock())
     assert (retried.state, retried.attempts) == ("pending", 0)
     await deliver(sessions, clock, event_retry_window=window)
-    assert hook.received[0].document["type"] == "fleetmark.gate.failed"
-    failed, _ = await deliveries(sessions, "ops")
-    assert (failed.state, failed.last_status_code) == ("delivered", 200)
+    failed, passed = await deliveries(sessions, "ops")
+    assert (failed.state, failed.attempts, failed.last_status_code) == ("pending", 1, 503)
+    assert passed.state == "pending"
+    clock.advance(seconds=service.FIRST_RETRY.total_seconds())
+    await deliver(sessions, clock, event_retry_window=window)
+    sent = [received.document["type"] for received in hook.received]
+    assert sent == ["fleetmark.gate.failed", "fleetmark.gate.failed", "fleetmark.gate.passed"]
+    assert [delivery.state for delivery in await deliveries(sessions, "ops")] == [
+        "delivered",
+        "delivered",
+    ]
 
 
 async def test_subscriptions_get_the_events_their_filters_pass(
@@ -347,16 +371,37 @@ async def test_retention_prunes_finished_deliveries_and_their_events(
     assert await rows() == (1, 1)
 
 
-async def test_metrics_show_events_by_type_deliveries_by_state_and_the_oldest_waiting(
+def counted() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """The event counters of this process, as they stand."""
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for counter in service.METRICS
+        for family in counter.collect()
+        for sample in family.samples
+    }
+
+
+async def test_metrics_count_events_and_deliveries_and_show_the_oldest_waiting(
     database: str, sessions: Sessions, hook: Receiver, clock: FakeClock, tmp_path: Path
 ) -> None:
+    before = counted()
     await subscribe(sessions, "ops", hook.url)
-    await publish(sessions, event(clock, "fleetmark.gate.pending"))
+    # Judged an hour before it was published.
+    judged = Event(type="fleetmark.gate.pending", subject="gates/prod", time=clock() - HOUR)
+    await publish(sessions, judged)
     clock.advance(minutes=1)
     await publish(sessions, event(clock), event(clock, "fleetmark.cluster.stale", subject="dev"))
     hook.answer(500, subject="gates/prod")
     await deliver(sessions, clock)
-    clock.advance(minutes=1)
+    clock.advance(hours=2)
+    # Retention prunes the delivered one and its event: what was counted stays counted.
+    await tasks.prune_events(sessions, hub_settings(event_retention=HOUR), clock)
+    async with sessions() as session:
+        made = await session.scalar(
+            text("SELECT min(created_at) FROM event_delivery WHERE state = 'pending'")
+        )
+        kept = await session.scalar(text("SELECT count(*) FROM event_delivery"))
+    assert made is not None
 
     settings = hub_settings(data_dir=tmp_path, metrics_refresh_interval=0, harvest_enabled=False)
     app = create_app(settings, database, clock=clock)
@@ -366,17 +411,22 @@ async def test_metrics_show_events_by_type_deliveries_by_state_and_the_oldest_wa
     ):
         scraped = samples((await client.get("/metrics")).text)
 
-    def value(metric: str, **labels: str) -> float:
-        return scraped[(metric, frozenset(labels.items()))]
+    def added(metric: str, **labels: str) -> float:
+        key = (metric, frozenset(labels.items()))
+        return scraped[key] - before.get(key, 0.0)
 
-    assert value("fleetmark_events", type="fleetmark.gate.pending") == 1
-    assert value("fleetmark_events", type="fleetmark.gate.passed") == 1
-    assert value("fleetmark_events", type="fleetmark.cluster.stale") == 1
+    assert added("fleetmark_events_total", type="fleetmark.gate.pending") == 1
+    assert added("fleetmark_events_total", type="fleetmark.gate.passed") == 1
+    assert added("fleetmark_events_total", type="fleetmark.cluster.stale") == 1
     # The gate's first event failed once and waits, its second behind it; the other went.
-    assert value("fleetmark_event_deliveries", state="pending") == 2
-    assert value("fleetmark_event_deliveries", state="delivered") == 1
-    assert value("fleetmark_event_deliveries", state="dead") == 0
-    assert value("fleetmark_event_outbox_oldest_pending_age_seconds") == 120
+    assert added("fleetmark_event_deliveries_total", outcome="retried") == 1
+    assert added("fleetmark_event_deliveries_total", outcome="delivered") == 1
+    assert added("fleetmark_event_deliveries_total", outcome="dead") == 0
+    assert kept == 2
+    # Waiting since the store made the first delivery, whatever time the event names.
+    age = scraped[("fleetmark_event_outbox_oldest_pending_age_seconds", frozenset())]
+    assert age == (clock() - made).total_seconds()
+    assert age < (clock() - judged.time - HOUR / 2).total_seconds()
 
 
 @pytest.fixture(scope="module")
@@ -415,3 +465,134 @@ async def test_https_goes_to_the_resolved_address_keeping_the_name_for_host_and_
     assert tls_hook.server_names == ["localhost"]
     [delivery] = await deliveries(sessions, "ops")
     assert (delivery.state, delivery.last_status_code) == ("delivered", 200)
+
+
+async def test_a_connection_made_for_one_host_carries_no_other_hosts_requests(
+    sessions: Sessions, hook: Receiver, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One attempt at a time, so that a connection kept alive would be there to be reused.
+    monkeypatch.setattr(service, "CONCURRENT", 1)
+    await subscribe(sessions, "by-name", f"http://localhost:{hook.port}/hook")
+    await subscribe(sessions, "by-address", hook.url)
+    await publish(sessions, event(clock, subject="a"), event(clock, subject="b"))
+
+    assert await deliver(sessions, clock) == 4
+
+    connections: dict[str, set[tuple[str, int]]] = {"localhost": set(), "127.0.0.1": set()}
+    for received in hook.received:
+        connections[received.headers["Host"].rpartition(":")[0]].add(received.connection)
+    # Both names reach the same address: each kept its connection alive, for itself alone.
+    assert len(connections["localhost"]) == len(connections["127.0.0.1"]) == 1
+    assert connections["localhost"].isdisjoint(connections["127.0.0.1"])
+
+
+@pytest.mark.parametrize(
+    ("status", "retry_after", "wait"),
+    [
+        (429, "600", timedelta(minutes=10)),
+        (503, "Sun, 06 Nov 1994 08:49:37 GMT", service.FIRST_RETRY),
+        (503, "86400", service.LONGEST_RETRY),
+        (500, "600", service.FIRST_RETRY),
+    ],
+)
+async def test_a_receivers_retry_after_sets_the_next_attempt(
+    sessions: Sessions,
+    hook: Receiver,
+    clock: FakeClock,
+    status: int,
+    retry_after: str,
+    wait: timedelta,
+) -> None:
+    await subscribe(sessions, "ops", hook.url)
+    await publish(sessions, event(clock))
+    hook.answer(status, headers={"Retry-After": retry_after})
+
+    await deliver(sessions, clock)
+
+    [delivery] = await deliveries(sessions, "ops")
+    assert (delivery.state, delivery.last_status_code) == ("pending", status)
+    assert delivery.next_attempt_at == clock() + wait
+
+
+async def test_a_retry_after_date_is_read_as_the_time_it_names(
+    sessions: Sessions, hook: Receiver, clock: FakeClock
+) -> None:
+    await subscribe(sessions, "ops", hook.url)
+    await publish(sessions, event(clock))
+    named = (clock() + timedelta(minutes=20)).replace(microsecond=0)
+    hook.answer(503, headers={"Retry-After": named.strftime("%a, %d %b %Y %H:%M:%S GMT")})
+
+    await deliver(sessions, clock)
+
+    [delivery] = await deliveries(sessions, "ops")
+    assert delivery.next_attempt_at == named
+
+
+async def test_a_slow_receiver_does_not_hold_up_the_others(
+    sessions: Sessions, hook: Receiver, clock: FakeClock
+) -> None:
+    await subscribe(sessions, "slow", f"{hook.url}/held", event_types=["fleetmark.gate.failed"])
+    await subscribe(sessions, "fast", hook.url, event_types=["fleetmark.gate.passed"])
+    await publish(
+        sessions,
+        event(clock, "fleetmark.gate.failed", subject="gates/slow"),
+        event(clock, subject="gates/prod", data={"n": 1}),
+    )
+    await publish(sessions, event(clock, subject="gates/prod", data={"n": 2}))
+    # The slow receiver answers once the fast one has the second of its subject's events,
+    # which goes once the first was answered, while the slow one is still waited for (else it
+    # times out).
+    hook.release_on = lambda received: received.document["data"] == {"n": 2}
+
+    await deliver(sessions, clock, webhook_timeout=HOLD_SECONDS / 2)
+
+    assert [delivery.state for delivery in await deliveries(sessions, "slow")] == ["delivered"]
+    assert [delivery.state for delivery in await deliveries(sessions, "fast")] == [
+        "delivered",
+        "delivered",
+    ]
+
+
+async def test_a_slack_webhooks_secret_path_is_shown_in_no_answer_error_or_log(
+    sessions: Sessions, hook: Receiver, clock: FakeClock
+) -> None:
+    url = hook.url.replace("/hook", "/services/T0A/B0B/ZyXwVuTsRqPoNmLkJiHgFeDc")
+    await subscribe(sessions, "chat", url, format="slack")
+    await publish(sessions, event(clock))
+    hook.answer(404)
+
+    with structlog.testing.capture_logs() as logs:
+        await deliver(sessions, clock)
+
+    [delivery] = await deliveries(sessions, "chat")
+    assert (delivery.last_status_code, delivery.last_error) == (404, "no hook at /***")
+    [failed] = [line for line in logs if line["event"] == "event delivery failed"]
+    assert failed["error"] == "no hook at /***"
+    async with write_session(sessions) as session:
+        shown = await service.subscription(session, "chat")
+        [listed] = await service.list_subscriptions(session)
+    assert shown.url == listed.url == f"http://127.0.0.1:{hook.port}/***"
+
+
+@pytest.mark.parametrize(
+    ("mode", "public_url", "warnings"),
+    [("production", None, 1), ("production", SOURCE, 0), ("development", None, 0)],
+)
+async def test_a_production_hub_without_a_public_url_warns_at_start(
+    database: str, tmp_path: Path, mode: str, public_url: str | None, warnings: int
+) -> None:
+    settings = hub_settings(
+        mode=mode, public_url=public_url, data_dir=tmp_path, harvest_enabled=False
+    )
+    app = create_app(settings, database)
+    with structlog.testing.capture_logs() as logs:
+        async with app.router.lifespan_context(app):
+            pass
+    warned = [
+        line
+        for line in logs
+        if line["log_level"] == "warning" and "FLEETMARK_PUBLIC_URL" in line["event"]
+    ]
+    assert len(warned) == warnings
+    if warned:
+        assert warned[0]["address"] == f"http://{settings.host}:{settings.port}"

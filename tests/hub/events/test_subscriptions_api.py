@@ -74,12 +74,30 @@ async def test_the_secret_is_answered_once(client: httpx.AsyncClient, admin_toke
     assert gone.json() == {"error": "unknown_subscription", "detail": "no subscription named 'ops'"}
 
 
+async def test_a_slack_webhooks_secret_is_answered_by_no_endpoint(
+    client: httpx.AsyncClient, admin_token: str
+) -> None:
+    admin = bearer(admin_token)
+    secret = "ZyXwVuTsRqPoNmLkJiHgFeDc"
+    url = f"https://hooks.slack.com/services/T0123ABCD/B0123ABCD/{secret}"
+    created = await client.post(
+        "/api/v1/subscriptions", json={"name": "chat", "url": url, "format": "slack"}, headers=admin
+    )
+    assert created.status_code == 201
+    listed = await client.get("/api/v1/subscriptions", headers=admin)
+    one = await client.get("/api/v1/subscriptions/chat", headers=admin)
+    for shown in (created.json(), listed.json()[0], one.json()):
+        assert shown["url"] == "https://hooks.slack.com/***"
+        assert secret not in str(shown)
+
+
 @pytest.mark.parametrize(
     ("url", "words"),
     [
         ("http://hooks.example.com/", "is not https"),
         ("https://169.254.169.254/latest", "169.254.169.254 is a link-local address"),
         ("https://[::1]:8443/", "::1 is a loopback address"),
+        ("https://127.1/", "127.1 resolves to 127.0.0.1, which is a loopback address"),
     ],
 )
 async def test_a_url_that_is_refused_is_named(

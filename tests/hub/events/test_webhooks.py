@@ -4,7 +4,7 @@ import ipaddress
 
 import pytest
 
-from hub.events.webhooks import RefusedDestination, check_url, refused_address
+from hub.events.webhooks import RefusedDestination, check_url, refused_address, shown_url
 
 REFUSED = {
     "127.0.0.1": "loopback",
@@ -63,3 +63,39 @@ def test_allowing_private_receivers_lifts_both_rules() -> None:
     assert check_url("https://hooks.example.com/x", allow_private=False).host == (
         "hooks.example.com"
     )
+
+
+@pytest.mark.parametrize(
+    "url", ["https://127.1/x", "https://2130706433/", "https://0x7f.0.0.1/", "https://0177.1/"]
+)
+def test_short_and_numeric_ipv4_spellings_are_read_as_the_resolver_reads_them(url: str) -> None:
+    with pytest.raises(RefusedDestination, match="is a loopback address"):
+        check_url(url, allow_private=False)
+
+
+@pytest.mark.parametrize(
+    ("url", "secret_path", "shown"),
+    [
+        (
+            "https://hooks.slack.com/services/T0123/B0123/ZyXwVuTsRqPoNmLk",
+            True,
+            "https://hooks.slack.com/***",
+        ),
+        ("https://chat.example.com:8443/hooks/abc", True, "https://chat.example.com:8443/***"),
+        ("https://hooks.example.com/", True, "https://hooks.example.com/"),
+        (
+            "https://user:pw@hooks.example.com/in/a1b2c3d4e5f6a7b8c9d0/events?key=1",
+            False,
+            "https://hooks.example.com/in/***/events?***",
+        ),
+        (
+            "https://hooks.example.com/fleetmark/events",
+            False,
+            "https://hooks.example.com/fleetmark/events",
+        ),
+    ],
+)
+def test_a_subscriptions_url_is_shown_without_its_secrets(
+    url: str, secret_path: bool, shown: str
+) -> None:
+    assert shown_url(url, secret_path=secret_path) == shown
