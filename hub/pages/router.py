@@ -14,6 +14,7 @@ from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.routing import APIRoute
 
 from hub.client.params import Limit, Offset, Text
+from hub.client.schemas.fleet import HistoryQuery
 from hub.client.schemas.gate import DEFAULT_SOAK
 from hub.client.text import Duration
 from hub.clusters import service as clusters
@@ -374,15 +375,7 @@ async def cluster_page(
         stale_after=context.stale_after,
     )
     history = await fleet.deployment_history(
-        session,
-        environment=None,
-        cluster_type=None,
-        cluster=name,
-        object_name=None,
-        since=None,
-        until=None,
-        limit=limit,
-        offset=offset,
+        session, HistoryQuery(cluster=name, limit=limit, offset=offset)
     )
     return render(
         request,
