@@ -318,19 +318,7 @@ async def environment_diff_page(
     diff = None
     chosen = asked.environments or known
     if len(chosen) >= 2 or asked.environments:
-        diff = await envdiff.environment_diff(
-            session,
-            environments=chosen,
-            workload=asked.workload,
-            cluster_type=asked.cluster_type,
-            deployment_target=asked.deployment_target,
-            only_differences=asked.only_differences,
-            ignored_keys=asked.ignored_keys or [],
-            limit=asked.limit,
-            offset=asked.offset,
-            now=clock(),
-            order=order,
-        )
+        diff = await envdiff.environment_diff(session, chosen, asked, now=clock(), order=order)
     return render(
         request,
         "diff.html",
