@@ -21,7 +21,7 @@ from hub.database import create_engine, create_sessionmaker, write_session
 from hub.events import service, tasks
 from hub.events.schemas import DeliveryInfo, SubscriptionRequest
 from hub.events.service import Event
-from tests.conftest import DatabaseServer, hub_settings
+from tests.conftest import hub_settings
 from tests.hub.events.receiver import Receiver, receiving
 from tests.support import FakeClock, samples
 
@@ -42,14 +42,8 @@ def hook(receiver: Receiver) -> Receiver:
 
 
 @pytest.fixture
-def database(database_server: DatabaseServer) -> Iterator[str]:
-    with database_server.migrated_database() as url:
-        yield url
-
-
-@pytest.fixture
-async def sessions(database: str) -> AsyncIterator[Sessions]:
-    engine = create_engine(database, hub_settings())
+async def sessions(migrated_database: str) -> AsyncIterator[Sessions]:
+    engine = create_engine(migrated_database, hub_settings())
     try:
         yield create_sessionmaker(engine)
     finally:
@@ -348,7 +342,7 @@ async def test_retention_prunes_finished_deliveries_and_their_events(
 
 
 async def test_metrics_show_events_by_type_deliveries_by_state_and_the_oldest_waiting(
-    database: str, sessions: Sessions, hook: Receiver, clock: FakeClock, tmp_path: Path
+    migrated_database: str, sessions: Sessions, hook: Receiver, clock: FakeClock, tmp_path: Path
 ) -> None:
     await subscribe(sessions, "ops", hook.url)
     await publish(sessions, event(clock, "fleetmark.gate.pending"))
@@ -359,7 +353,7 @@ async def test_metrics_show_events_by_type_deliveries_by_state_and_the_oldest_wa
     clock.advance(minutes=1)
 
     settings = hub_settings(data_dir=tmp_path, metrics_refresh_interval=0, harvest_enabled=False)
-    app = create_app(settings, database, clock=clock)
+    app = create_app(settings, migrated_database, clock=clock)
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hub") as client,
