@@ -1,9 +1,12 @@
 """Building blocks shared by the tests: the hub's clock, agent reports, and reading the store."""
 
 import asyncio
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from http.server import HTTPServer
 from typing import Any
 
 import httpx
@@ -55,6 +58,19 @@ def samples(text: str) -> Samples:
         for family in text_string_to_metric_families(text)
         for sample in family.samples
     }
+
+
+@contextmanager
+def serving_in_thread(server: HTTPServer, poll_interval: float = 0.5) -> Iterator[None]:
+    """`server` answering from a thread of its own until the block ends, then closed."""
+    thread = threading.Thread(target=server.serve_forever, args=(poll_interval,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def bearer(token: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, Self, TypedDict, TypeVar, Unpack
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -72,6 +72,20 @@ A = TypeVar("A", bound=BaseModel)
 
 DEFAULT_HUB = "http://127.0.0.1:8080"
 TIMEOUT = 30.0
+
+
+class GateQuestion(TypedDict, total=False):
+    """What `gate` and `decision` ask the gate about, and how it judges (GateQuery's fields;
+    the hub's defaults where one is not given: a soak of 10m, one cluster at least)."""
+
+    commit: str | None
+    workload: str | None
+    version: str | None
+    soak: Soak
+    allow_stale: bool
+    min_clusters: int
+    cluster_types: Sequence[str]
+    selector: str | None
 
 
 class HubClient:
@@ -302,64 +316,22 @@ class HubClient:
         self,
         environment: str,
         *,
-        commit: str | None = None,
-        workload: str | None = None,
-        version: str | None = None,
-        soak: Soak = "10m",
-        allow_stale: bool = False,
-        min_clusters: int = 1,
-        cluster_types: Sequence[str] = (),
-        selector: str | None = None,
         limit: int = 100,
         offset: int = 0,
         sort: str | None = None,
+        **question: Unpack[GateQuestion],
     ) -> GateResult:
         """May the platform commit (or the workload's version) leave the environment? One
         answer; `fleetmark gate wait` asks until it passes or fails."""
-        query = asked(
-            GateQuery,
-            environment=environment,
-            commit=commit,
-            workload=workload,
-            version=version,
-            soak=soak,
-            allow_stale=allow_stale,
-            min_clusters=min_clusters,
-            cluster_types=cluster_types,
-            selector=selector,
-            limit=limit,
-            offset=offset,
-        )
+        query = asked(GateQuery, environment=environment, **question, limit=limit, offset=offset)
         return self.ask(api.PROMOTION_GATE, query=query | {"sort": sort})
 
-    def decision(
-        self,
-        environment: str,
-        *,
-        commit: str | None = None,
-        workload: str | None = None,
-        version: str | None = None,
-        soak: Soak = "10m",
-        allow_stale: bool = False,
-        min_clusters: int = 1,
-        cluster_types: Sequence[str] = (),
-        selector: str | None = None,
-    ) -> PromotionDecision:
+    def decision(self, environment: str, **question: Unpack[GateQuestion]) -> PromotionDecision:
         """The same gate as a promotion engine reads it (fleetmark.gate.decision/v1): allowed
         only when passed, why in one sentence, and the page with the evidence."""
-        query = asked(
-            GateQuery,
-            environment=environment,
-            commit=commit,
-            workload=workload,
-            version=version,
-            soak=soak,
-            allow_stale=allow_stale,
-            min_clusters=min_clusters,
-            cluster_types=cluster_types,
-            selector=selector,
+        return self.ask(
+            api.GATE_DECISION, query=asked(GateQuery, environment=environment, **question)
         )
-        return self.ask(api.GATE_DECISION, query=query)
 
     def promotable(
         self,

@@ -43,8 +43,6 @@ async def dora_deployments(
     return await service.dora_deployments(
         session,
         query,
-        limit=query.limit,
-        offset=query.offset,
         now=clock(),
         kept=settings.history_retention,
     )

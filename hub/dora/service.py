@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.client.schemas.dora import DoraQuery
+from hub.client.schemas.dora import DoraDeploymentsQuery, DoraQuery
 from hub.client.text import format_duration
 from hub.dora import repository
 from hub.dora.calculation import Counted, Rollout, Spread, TimeRange, behind_figures, figures
@@ -226,17 +226,12 @@ def _newest_first(question: _Question, found: list[Rollout]) -> list[DoraDeploym
 
 
 async def dora_deployments(
-    session: AsyncSession,
-    query: DoraQuery,
-    *,
-    limit: int,
-    offset: int,
-    now: datetime,
-    kept: timedelta,
+    session: AsyncSession, query: DoraDeploymentsQuery, *, now: datetime, kept: timedelta
 ) -> DoraDeploymentPage:
     """A page of the rollouts the figures of the range count."""
     question, found = await _ask(session, query, now, kept)
     items = _newest_first(question, found)
+    limit, offset = query.limit, query.offset
     return DoraDeploymentPage(
         since=question.period.since,
         until=question.period.until,

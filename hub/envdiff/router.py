@@ -31,15 +31,5 @@ async def environment_diff(
     """Per workload and cluster type, what each environment is meant to run and what its
     clusters run, side by side, with every difference and its reason."""
     return await service.environment_diff(
-        session,
-        environments=query.environments,
-        workload=query.workload,
-        cluster_type=query.cluster_type,
-        deployment_target=query.deployment_target,
-        only_differences=query.only_differences,
-        ignored_keys=query.ignored_keys or [],
-        limit=query.limit,
-        offset=query.offset,
-        now=clock(),
-        order=order,
+        session, query.environments, query, now=clock(), order=order
     )

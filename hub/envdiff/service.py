@@ -14,6 +14,7 @@ import structlog
 from sqlalchemy import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.client.schemas.diff import DiffOptions
 from hub.envdiff import compare, repository
 from hub.envdiff.compare import DifferenceKind, Side
 from hub.envdiff.repository import Filters
@@ -233,15 +234,9 @@ def _row(
 
 async def environment_diff(
     session: AsyncSession,
-    *,
     environments: Sequence[str],
-    workload: str | None,
-    cluster_type: str | None,
-    deployment_target: str | None,
-    only_differences: bool,
-    ignored_keys: Sequence[str],
-    limit: int,
-    offset: int,
+    options: DiffOptions,
+    *,
     now: datetime,
     order: Order = OWN_ORDER,
 ) -> EnvironmentDiff:
@@ -251,12 +246,12 @@ async def environment_diff(
     promotion = compare.promotion_order(
         environments, {name: position for name, (_, position) in known.items()}
     )
-    ignored = tuple(sorted(set(ignored_keys)))
+    ignored = tuple(sorted(set(options.ignored_keys or ())))
     filters = Filters(
-        workload=workload,
-        cluster_type=cluster_type,
-        deployment_target=deployment_target,
-        only_differences=only_differences,
+        workload=options.workload,
+        cluster_type=options.cluster_type,
+        deployment_target=options.deployment_target,
+        only_differences=options.only_differences,
         ignored_keys=ignored,
     )
     page = await repository.diff_page(
@@ -265,29 +260,31 @@ async def environment_diff(
         filters,
         await _repositories(session),
         order=order,
-        limit=limit,
-        offset=offset,
+        limit=options.limit,
+        offset=options.offset,
     )
     if not page.total:
         # Nothing found: perhaps a name that names nothing.
-        await placement_service.check_names(session, cluster_type=cluster_type, workload=workload)
+        await placement_service.check_names(
+            session, cluster_type=options.cluster_type, workload=options.workload
+        )
     return EnvironmentDiff(
         environments=promotion,
         promotion_order=promotion,
         evaluated_at=now,
         deployed_at=page.deployed_at,
         filters=DiffFilters(
-            workload=workload,
-            cluster_type=cluster_type,
-            deployment_target=deployment_target,
-            only_differences=only_differences,
+            workload=options.workload,
+            cluster_type=options.cluster_type,
+            deployment_target=options.deployment_target,
+            only_differences=options.only_differences,
             ignored_keys=list(ignored),
         ),
         rows=DiffRowPage(
             items=[_row(rows, names, promotion, frozenset(ignored)) for rows in page.rows],
             total=page.total,
-            limit=limit,
-            offset=offset,
+            limit=options.limit,
+            offset=options.offset,
         ),
     )
 
@@ -370,14 +367,8 @@ async def keep_diff(session: AsyncSession, *, now: datetime) -> int:
     while len(names) > 1:
         diff = await environment_diff(
             session,
-            environments=names,
-            workload=None,
-            cluster_type=None,
-            deployment_target=None,
-            only_differences=False,
-            ignored_keys=[],
-            limit=KEPT_PAGE,
-            offset=kept,
+            names,
+            DiffOptions(only_differences=False, limit=KEPT_PAGE, offset=kept),
             now=now,
         )
         order = {name: index for index, name in enumerate(diff.environments)}

@@ -52,14 +52,4 @@ async def deployment_history(
     session: ReadSessionDep, query: Annotated[HistoryQuery, Query()]
 ) -> DeploymentPage:
     """Every change of the revision a reconciler object applied, newest first."""
-    return await service.deployment_history(
-        session,
-        environment=query.environment,
-        cluster_type=query.cluster_type,
-        cluster=query.cluster,
-        object_name=query.object_name,
-        since=query.since,
-        until=query.until,
-        limit=query.limit,
-        offset=query.offset,
-    )
+    return await service.deployment_history(session, query)

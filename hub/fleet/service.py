@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.client.schemas.fleet import HistoryQuery
 from hub.errors import InvalidInput
 from hub.fleet import repository
 from hub.fleet.repository import (
@@ -139,27 +140,20 @@ async def fleet_state(
     )
 
 
-async def deployment_history(
-    session: AsyncSession,
-    *,
-    environment: str | None,
-    cluster_type: str | None,
-    cluster: str | None,
-    object_name: str | None,
-    since: datetime | None,
-    until: datetime | None,
-    limit: int,
-    offset: int,
-) -> DeploymentPage:
+async def deployment_history(session: AsyncSession, query: HistoryQuery) -> DeploymentPage:
+    since, until, limit, offset = query.since, query.until, query.limit, query.offset
     if since is not None and until is not None and since >= until:
         raise InvalidInput(f"since: {since.isoformat()} is not before until {until.isoformat()}")
     await placement_service.check_names(
-        session, environment=environment, cluster_type=cluster_type, cluster=cluster
+        session,
+        environment=query.environment,
+        cluster_type=query.cluster_type,
+        cluster=query.cluster,
     )
     criteria = HistoryFilter(
-        placement=Placement(environment=environment, cluster_type=cluster_type),
-        cluster=cluster,
-        object_name=object_name,
+        placement=Placement(environment=query.environment, cluster_type=query.cluster_type),
+        cluster=query.cluster,
+        object_name=query.object_name,
         since=since,
         until=until,
     )

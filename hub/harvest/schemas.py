@@ -265,6 +265,15 @@ class ControlPlane(BaseModel):
         return normalise_repository_url(self.platform)
 
 
+def _listed_once(field: str, urls: list[str]) -> None:
+    """ValueError naming the first entry of `field` that lists a repository again."""
+    seen: dict[str, int] = {}
+    for index, url in enumerate(urls):
+        first = seen.setdefault(url, index)
+        if first != index:
+            raise ValueError(f"{field}[{index}] is the same repository as {field}[{first}] ({url})")
+
+
 class RepositoriesFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -293,23 +302,10 @@ class RepositoriesFile(BaseModel):
 
     @model_validator(mode="after")
     def _unique(self) -> "RepositoriesFile":
-        seen: dict[str, int] = {}
-        for index, repository in enumerate(self.repositories):
-            first = seen.setdefault(repository.normalised_url, index)
-            if first != index:
-                raise ValueError(
-                    f"repositories[{index}] is the same repository as repositories[{first}] "
-                    f"({repository.normalised_url})"
-                )
+        _listed_once("repositories", [item.normalised_url for item in self.repositories])
+        _listed_once("control_planes", [plane.normalised_url for plane in self.control_planes])
         roles = {item.normalised_url: item.role for item in self.repositories}
-        planes: dict[str, int] = {}
         for index, plane in enumerate(self.control_planes):
-            first = planes.setdefault(plane.normalised_url, index)
-            if first != index:
-                raise ValueError(
-                    f"control_planes[{index}] is the same repository as control_planes[{first}] "
-                    f"({plane.normalised_url})"
-                )
             if roles.get(plane.platform_url, "platform") != "platform":
                 raise ValueError(
                     f"control_planes[{index}].platform names {plane.platform_url}, listed with "

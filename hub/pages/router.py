@@ -14,6 +14,7 @@ from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.routing import APIRoute
 
 from hub.client.params import Limit, Offset, Text
+from hub.client.schemas.fleet import HistoryQuery
 from hub.client.schemas.gate import DEFAULT_SOAK
 from hub.client.text import Duration
 from hub.clusters import service as clusters
@@ -317,19 +318,7 @@ async def environment_diff_page(
     diff = None
     chosen = asked.environments or known
     if len(chosen) >= 2 or asked.environments:
-        diff = await envdiff.environment_diff(
-            session,
-            environments=chosen,
-            workload=asked.workload,
-            cluster_type=asked.cluster_type,
-            deployment_target=asked.deployment_target,
-            only_differences=asked.only_differences,
-            ignored_keys=asked.ignored_keys or [],
-            limit=asked.limit,
-            offset=asked.offset,
-            now=clock(),
-            order=order,
-        )
+        diff = await envdiff.environment_diff(session, chosen, asked, now=clock(), order=order)
     return render(
         request,
         "diff.html",
@@ -374,15 +363,7 @@ async def cluster_page(
         stale_after=context.stale_after,
     )
     history = await fleet.deployment_history(
-        session,
-        environment=None,
-        cluster_type=None,
-        cluster=name,
-        object_name=None,
-        since=None,
-        until=None,
-        limit=limit,
-        offset=offset,
+        session, HistoryQuery(cluster=name, limit=limit, offset=offset)
     )
     return render(
         request,

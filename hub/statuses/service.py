@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.client.schemas.gate import GateQuery
 from hub.client.secret_files import read_secret_file
-from hub.events.service import retry_delay
+from hub.events.service import event_source, retry_delay
 from hub.gate.service import evidence_url
 from hub.harvest.config import load_repositories_file
 from hub.harvest.schemas import ControlPlane
@@ -185,7 +185,7 @@ async def _post_for(
         wanted = wanted_statuses(
             [answer for answer in answers if _COMMIT.match(answer.promoted_sha)],
             order,
-            public_url=settings.effective_public_url,
+            public_url=event_source(settings),
             soak=settings.gate_answers_soak,
         )
         recorded = {

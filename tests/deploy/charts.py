@@ -2,7 +2,6 @@
 `helm upgrade` would against a cluster holding given Secrets (for the charts' `lookup`)."""
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.support import serving_in_thread
 
 helm = pytest.importorskip("helm_python", reason="Helm's SDK wheel exists for Linux x86-64 only")
 
@@ -92,14 +93,8 @@ def secrets_api(secrets: list[dict[str, Any]]) -> Iterator[str]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving_in_thread(server):
         yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def lint_problems(chart: Path, chart_values: dict[str, Any]) -> list[Any]:

@@ -8,18 +8,12 @@ the tokens it makes for itself, and only test_clusters_through_the_api registers
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
 
-from hub.app import utc_now
-from hub.cli import app as cli
-from tests.agent.conftest import LiveHub
-from tests.conftest import TOKEN_SECRET, DatabaseServer
+from tests.conftest import DatabaseServer
+from tests.hub.cli.conftest import Hub, Served, fleetmark, serving, token_in, words
 from tests.hub.harvest import scenario
 from tests.hub.harvest.gitrepo import WorkRepo
 from tests.hub.scheduling.fleet import reference_fleet
@@ -27,74 +21,10 @@ from tests.served import free_port
 from tests.support import bearer
 
 
-@dataclass(frozen=True)
-class Hub:
-    url: str
-    database_url: str
-    # An admin token made the way the operator makes the first one on the hub's host
-    # (`--database-url`).
-    admin_token: str
-
-
-class Served:
-    """The module's hub, and the test's admin token in a file of its own."""
-
-    def __init__(self, hub: Hub, tmp_path: Path) -> None:
-        self.hub = hub
-        self.database_url = hub.database_url
-        self.tmp_path = tmp_path
-        self.admin_file = self.write_token("admin-token", hub.admin_token)
-
-    def write_token(self, name: str, token: str, mode: int = 0o600) -> Path:
-        path = self.tmp_path / name
-        path.write_text(f"{token}\n")
-        path.chmod(mode)
-        return path
-
-    def admin(self, *args: str) -> Result:
-        """`fleetmark ARGS` against the hub with the admin token's file."""
-        return fleetmark(*args, "--hub", self.hub.url, "--token-file", str(self.admin_file))
-
-
-def fleetmark(*args: str) -> Result:
-    # Wide enough that no row wraps; the environment names neither hub nor database.
-    return CliRunner().invoke(cli, list(args), env={"COLUMNS": "250"})
-
-
-def token_in(result: Result, prefix: str = "fma_") -> str:
-    found = re.search(rf"{prefix}[\w-]{{43}}", result.stdout)
-    assert found is not None, result.output
-    return found[0]
-
-
-def words(text: str) -> str:
-    return " ".join(text.split())
-
-
 @pytest.fixture(scope="module")
 def hub(database_server: DatabaseServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
-    with pytest.MonkeyPatch.context() as environment:
-        for variable in ("FLEETMARK_HUB_URL", "FLEETMARK_TOKEN", "FLEETMARK_DATABASE_URL"):
-            environment.delenv(variable, raising=False)
-        environment.setenv("FLEETMARK_MODE", "development")
-        environment.setenv("FLEETMARK_TOKEN_SECRET", TOKEN_SECRET)
-        environment.setenv("FLEETMARK_DATA_DIR", str(tmp_path_factory.mktemp("cli-data")))
-        with database_server.migrated_database() as url:
-            made = fleetmark("tokens", "create", "root", "--scope", "admin", "--database-url", url)
-            assert made.exit_code == 0, made.output
-            live = LiveHub(
-                url, utc_now, harvest_enabled=False, data_dir=tmp_path_factory.mktemp("data")
-            )
-            live.start()
-            try:
-                yield Hub(live.url, url, token_in(made))
-            finally:
-                live.stop()
-
-
-@pytest.fixture
-def served(hub: Hub, tmp_path: Path) -> Served:
-    return Served(hub, tmp_path)
+    with serving(database_server, tmp_path_factory) as hub:
+        yield hub
 
 
 def test_clusters_through_the_api(served: Served) -> None:

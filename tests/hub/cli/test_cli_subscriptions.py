@@ -7,14 +7,11 @@ import re
 import time
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
-from hub.app import utc_now
-from tests.agent.conftest import LiveHub
-from tests.conftest import TOKEN_SECRET, DatabaseServer
-from tests.hub.cli.test_cli_remote import Hub, Served, fleetmark, token_in, words
+from tests.conftest import DatabaseServer
+from tests.hub.cli.conftest import Hub, Served, serving, words
 from tests.hub.events.receiver import Receiver, receiving
 
 
@@ -26,33 +23,13 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture(scope="module")
 def hub(database_server: DatabaseServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
-    with pytest.MonkeyPatch.context() as environment:
-        for variable in ("FLEETMARK_HUB_URL", "FLEETMARK_TOKEN", "FLEETMARK_DATABASE_URL"):
-            environment.delenv(variable, raising=False)
-        environment.setenv("FLEETMARK_MODE", "development")
-        environment.setenv("FLEETMARK_TOKEN_SECRET", TOKEN_SECRET)
-        environment.setenv("FLEETMARK_DATA_DIR", str(tmp_path_factory.mktemp("cli-data")))
-        with database_server.migrated_database() as url:
-            made = fleetmark("tokens", "create", "root", "--scope", "admin", "--database-url", url)
-            assert made.exit_code == 0, made.output
-            live = LiveHub(
-                url,
-                utc_now,
-                harvest_enabled=False,
-                data_dir=tmp_path_factory.mktemp("data"),
-                webhook_allow_private=True,
-                event_delivery_interval=timedelta(seconds=0.2),
-            )
-            live.start()
-            try:
-                yield Hub(live.url, url, token_in(made))
-            finally:
-                live.stop()
-
-
-@pytest.fixture
-def served(hub: Hub, tmp_path: Path) -> Served:
-    return Served(hub, tmp_path)
+    with serving(
+        database_server,
+        tmp_path_factory,
+        webhook_allow_private=True,
+        event_delivery_interval=timedelta(seconds=0.2),
+    ) as hub:
+        yield hub
 
 
 def test_a_subscription_through_the_command_line(served: Served, receiver: Receiver) -> None:

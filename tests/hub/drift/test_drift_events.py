@@ -1,7 +1,6 @@
 """The drift job's events: an environment's drift announced once it outlives the grace and
 again when it ends, clusters newly stale (or recovered) once per evaluation, in simulated time."""
 
-import pytest
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -11,17 +10,6 @@ from tests.hub.drifting import ANNOUNCING, STALE_AFTER, evaluate
 from tests.hub.outbox import published
 from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock
-
-
-@pytest.fixture
-async def dev(fleet: Fleet, session: AsyncSession, clock: FakeClock) -> Fleet:
-    """Two drones in dev running the platform head, judged in sync."""
-    for name in ("drone-01", "drone-02"):
-        cluster = await fleet.add(name, "drone")
-        cluster.run_platform(fleet.platform_heads["dev"])
-    await fleet.report()
-    await evaluate(session, clock)
-    return fleet
 
 
 async def promote_to_drone_02(fleet: Fleet) -> str:

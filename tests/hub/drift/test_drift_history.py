@@ -40,17 +40,6 @@ def spans(result: DriftHistory) -> dict[str, list[tuple[datetime, datetime | Non
     }
 
 
-@pytest.fixture
-async def dev(fleet: Fleet, session: AsyncSession, clock: FakeClock) -> Fleet:
-    """Two drones in dev running the platform head, judged in sync."""
-    for name in ("drone-01", "drone-02"):
-        cluster = await fleet.add(name, "drone")
-        cluster.run_platform(fleet.platform_heads["dev"])
-    await fleet.report()
-    await evaluate(session, clock)
-    return fleet
-
-
 async def test_a_period_opens_when_a_cluster_drifts_and_closes_when_it_recovers(
     dev: Fleet, session: AsyncSession, clock: FakeClock
 ) -> None:

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.app import create_app
 from hub.background.runner import run_round
+from hub.client.schemas.diff import DiffOptions
 from hub.envdiff import service, tasks
 from hub.envdiff.repository import REFRESH_LOCK
 from hub.envdiff.schemas import EnvironmentDiff
@@ -23,16 +24,7 @@ from tests.support import FakeClock
 
 async def read(session: AsyncSession, clock: FakeClock) -> EnvironmentDiff:
     return await service.environment_diff(
-        session,
-        environments=["dev", "stage"],
-        workload=None,
-        cluster_type="drone",
-        deployment_target=None,
-        only_differences=True,
-        ignored_keys=[],
-        limit=100,
-        offset=0,
-        now=clock.now,
+        session, ["dev", "stage"], DiffOptions(cluster_type="drone"), now=clock.now
     )
 
 

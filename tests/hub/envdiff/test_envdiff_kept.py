@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from hub.client.schemas.diff import DiffOptions
 from hub.envdiff import service, tasks
 from hub.models import EnvironmentDiffCell, EnvironmentDiffConfig
 from tests.hub.envdiff.test_envdiff_reasons import run_heads
@@ -61,16 +62,7 @@ async def test_the_kept_cells_are_the_diffs(
 ) -> None:
     kept = await keep(session, clock)
     answer = await service.environment_diff(
-        session,
-        environments=["dev", "stage"],
-        workload=None,
-        cluster_type=None,
-        deployment_target=None,
-        only_differences=False,
-        ignored_keys=[],
-        limit=100,
-        offset=0,
-        now=clock.now,
+        session, ["dev", "stage"], DiffOptions(only_differences=False), now=clock.now
     )
     found = await cells(session)
 

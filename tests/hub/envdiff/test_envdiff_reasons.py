@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from hub.client.schemas.diff import DiffOptions
 from hub.envdiff import service, tasks
 from hub.envdiff.schemas import DiffRow, EnvironmentCell, EnvironmentDiff
 from hub.errors import UnknownWorkload
@@ -31,17 +32,8 @@ async def diff(
     await tasks.refresh_deployed(
         async_sessionmaker(bind=session.bind, join_transaction_mode="create_savepoint")
     )
-    values: dict[str, Any] = {
-        "workload": None,
-        "cluster_type": None,
-        "deployment_target": None,
-        "only_differences": True,
-        "ignored_keys": [],
-        "limit": 100,
-        "offset": 0,
-    }
     return await service.environment_diff(
-        session, environments=list(environments), now=clock.now, **(values | options)
+        session, environments, DiffOptions(**options), now=clock.now
     )
 
 

@@ -13,6 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.support import serving_in_thread
+
 # How long a held request waits at most for its release.
 HOLD_SECONDS = 10
 
@@ -127,11 +129,5 @@ def receiving(tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
 
         context.sni_callback = server_name
         server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving_in_thread(server):
         yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

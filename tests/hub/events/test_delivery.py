@@ -22,7 +22,7 @@ from hub.database import create_engine, create_sessionmaker, write_session
 from hub.events import service, tasks
 from hub.events.schemas import DeliveryInfo, SubscriptionRequest
 from hub.events.service import Event
-from tests.conftest import DatabaseServer, hub_settings
+from tests.conftest import hub_settings
 from tests.hub.events.receiver import HOLD_SECONDS, Receiver, receiving
 from tests.support import FakeClock, samples
 
@@ -51,14 +51,8 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def database(database_server: DatabaseServer) -> Iterator[str]:
-    with database_server.migrated_database() as url:
-        yield url
-
-
-@pytest.fixture
-async def sessions(database: str) -> AsyncIterator[Sessions]:
-    engine = create_engine(database, hub_settings())
+async def sessions(migrated_database: str) -> AsyncIterator[Sessions]:
+    engine = create_engine(migrated_database, hub_settings())
     try:
         yield create_sessionmaker(engine)
     finally:
@@ -382,7 +376,7 @@ def counted() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
 
 
 async def test_metrics_count_events_and_deliveries_and_show_the_oldest_waiting(
-    database: str, sessions: Sessions, hook: Receiver, clock: FakeClock, tmp_path: Path
+    migrated_database: str, sessions: Sessions, hook: Receiver, clock: FakeClock, tmp_path: Path
 ) -> None:
     before = counted()
     await subscribe(sessions, "ops", hook.url)
@@ -404,7 +398,7 @@ async def test_metrics_count_events_and_deliveries_and_show_the_oldest_waiting(
     assert made is not None
 
     settings = hub_settings(data_dir=tmp_path, metrics_refresh_interval=0, harvest_enabled=False)
-    app = create_app(settings, database, clock=clock)
+    app = create_app(settings, migrated_database, clock=clock)
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hub") as client,
@@ -579,12 +573,12 @@ async def test_a_slack_webhooks_secret_path_is_shown_in_no_answer_error_or_log(
     [("production", None, 1), ("production", SOURCE, 0), ("development", None, 0)],
 )
 async def test_a_production_hub_without_a_public_url_warns_at_start(
-    database: str, tmp_path: Path, mode: str, public_url: str | None, warnings: int
+    migrated_database: str, tmp_path: Path, mode: str, public_url: str | None, warnings: int
 ) -> None:
     settings = hub_settings(
         mode=mode, public_url=public_url, data_dir=tmp_path, harvest_enabled=False
     )
-    app = create_app(settings, database)
+    app = create_app(settings, migrated_database)
     with structlog.testing.capture_logs() as logs:
         async with app.router.lifespan_context(app):
             pass

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support import serving_in_thread
+
 
 @dataclass(frozen=True)
 class Request:
@@ -116,11 +118,5 @@ def serving() -> Iterator[Forge]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     forge = Forge(server)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving_in_thread(server):
         yield forge
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

@@ -33,6 +33,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support import serving_in_thread
+
 ADMIN_TOKEN = "glsa_admin"
 EDITOR_TOKEN = "glsa_editor"
 VIEWER_TOKEN = "glsa_viewer"
@@ -301,11 +303,5 @@ def serve(grafana: FakeGrafana) -> Iterator[str]:
             """Quiet: the tests read the fake's state, not its log."""
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving_in_thread(server, poll_interval=0.05):
         yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

@@ -3,7 +3,6 @@ lands in Grafana, pushing again, and what the command says when Grafana refuses.
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -26,6 +25,7 @@ from tests.hub.cli.dashboards.fake_grafana import (
     serve,
 )
 from tests.hub.conftest import words
+from tests.support import serving_in_thread
 
 PASSWORD = "s3cret-Reader-pw"
 ENVIRONMENT = (
@@ -527,15 +527,9 @@ def test_a_url_that_is_not_grafana(url: str, built: Path, tmp_path: Path) -> Non
     (site / "api" / "health").write_text("<html><body>It works!</body></html>")
     handler = partial(SimpleHTTPRequestHandler, directory=str(site))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
     web = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving_in_thread(server, poll_interval=0.05):
         not_grafana = push(web, built, *connection(built))
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
     elsewhere = push(f"{url}/grafana", built, *connection(built))
     no_url = push("grafana.example.com", built, *connection(built))
 
