@@ -26,7 +26,8 @@ from hub.models.base import Base, created_at_column
 
 
 class OutboxEvent(Base):
-    """One CloudEvent as it is sent (`body`), with the dimensions subscriptions filter on. `id`
+    """One CloudEvent as it is sent (`body`), with the dimensions subscriptions filter on (an
+    event concerns the clusters of several types: `cluster_types`, migration 0049). `id`
     orders a subject's events; `event_id` is the CloudEvents id receivers deduplicate on."""
 
     __tablename__ = "outbox_event"
@@ -39,7 +40,7 @@ class OutboxEvent(Base):
     time: Mapped[datetime]
     environment: Mapped[str | None] = mapped_column(String(253))
     workload: Mapped[str | None] = mapped_column(String(253))
-    cluster_type: Mapped[str | None] = mapped_column(String(253))
+    cluster_types: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default="{}")
     body: Mapped[dict[str, Any]]
     created_at: Mapped[datetime] = created_at_column()
 
