@@ -111,10 +111,11 @@ class EventDelivery(Base):
 
 
 class EventState(Base):
-    """A state that opens events, kept by the job that judges it (`kind`: drift, stale,
-    schedule) per `key` (an environment, a cluster): since when it holds, and whether its
-    opening event went out (drift is announced once it outlives its grace). The row goes when
-    the state ends, with the closing event if the opening one went out."""
+    """A state that opens events, kept by the job that judges it (`kind`: an environment's
+    drift, a drifted or stale cluster, a rollout's announced stall, a failing environment or
+    control plane) per `key`: since when it holds, and whether its opening event went out
+    (drift is announced once a cluster's drift outlives its grace). The row goes when the
+    state ends, with the closing event if the opening one went out."""
 
     __tablename__ = "event_state"
 
