@@ -344,8 +344,8 @@ class HubSettings(BaseSettings):
         default=timedelta(minutes=5),
         ge=timedelta(0),
         description=(
-            "How long an environment's drift must last before fleetmark.drift.started is "
-            "sent (seconds or ISO 8601): a cluster behind during a rollout is a rollout, not "
+            "How long a cluster's drift must last before fleetmark.drift.started counts it "
+            "(seconds or ISO 8601): a cluster behind during a rollout is a rollout, not "
             "drift."
         ),
     )

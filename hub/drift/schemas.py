@@ -206,15 +206,17 @@ LISTED_CLUSTERS = 100
 
 
 class DriftEventData(BaseModel):
-    """`data` of fleetmark.drift.started and .resolved: an environment's drift outlived the
-    grace, or ended."""
+    """`data` of fleetmark.drift.started and .resolved: a cluster's drift outlived the grace in
+    an environment, or none of its clusters is drifted any more."""
 
     environment: str
-    since: datetime = Field(description="When the drift was first seen.")
+    since: datetime = Field(description="When the drift of the listed clusters was first seen.")
     clusters: list[str] = Field(
-        description=f"The drifted clusters (the first {LISTED_CLUSTERS}); none once resolved."
+        description=f"The clusters drifted longer than the grace (the first {LISTED_CLUSTERS}); "
+        "none once resolved."
     )
-    count: int = Field(description="How many clusters are drifted.")
+    count: int = Field(description="How many clusters are drifted longer than the grace.")
+    evidence_url: str = Field(description="The hub's drift page for the environment.")
 
 
 class StaleEventData(BaseModel):
@@ -225,6 +227,9 @@ class StaleEventData(BaseModel):
     clusters: list[str] = Field(description=f"The clusters (the first {LISTED_CLUSTERS}).")
     count: int = Field(description="How many clusters went stale (or recovered).")
     stale_after_seconds: int
+    evidence_url: str = Field(
+        description="The hub's fleet page for the environment: its clusters' last reports."
+    )
 
 
 DRIFT_EVENTS: dict[str, type[BaseModel]] = {

@@ -7,8 +7,8 @@ staleness with the hub's clock. Why a job: docs/contributing.md ("Background job
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -16,7 +16,10 @@ import structlog
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.client.operations import asked
 from hub.client.params import INTEGER_MAX
+from hub.client.schemas.drift import DriftQuery
+from hub.client.schemas.fleet import FleetQuery
 from hub.client.text import format_duration
 from hub.drift import repository, schemas
 from hub.drift.repository import DriftFilter, Evaluated, HistoryFilter, Scope
@@ -38,7 +41,7 @@ from hub.drift.schemas import (
     StaleEventData,
 )
 from hub.errors import InvalidInput
-from hub.events.service import Event, Held, held, hold, publish, release
+from hub.events.service import Event, Held, held, hold, page_url, publish, release
 from hub.gate import service as gate_service
 from hub.git.urls import spelled_repository
 from hub.placement import repository as placement_repository
@@ -95,90 +98,186 @@ def _repositories(spellings: Sequence[str], harvested: Mapping[str, int]) -> dic
 
 @dataclass(frozen=True, slots=True)
 class Announcing:
-    """How the drift job announces what it finds: the drift grace, and the hub's URL (the
-    events' source)."""
+    """How the drift job announces what it finds: the drift grace (how long a cluster's drift
+    lasts before it counts), and the hub's URL (the events' source and their evidence's)."""
 
     grace: timedelta
     source: str
 
 
 # The kinds of the states (hub.events) the drift job holds: an environment's drift, by its
-# name; a stale cluster, by "<environment>/<cluster>".
+# name; a drifted cluster (since when) and a stale one, by "<environment>/<cluster>".
 DRIFTING = "drift"
+DRIFTED = "drifted_cluster"
 STALE = "stale"
+# The pages that show the events' evidence (docs/pages.md): the drifted objects, and the
+# clusters with their agents' last reports.
+DRIFT_PAGE = "/drift"
+FLEET_PAGE = "/"
 
 
 def _listed(clusters: Sequence[str]) -> dict[str, Any]:
     return {"clusters": list(clusters[: schemas.LISTED_CLUSTERS]), "count": len(clusters)}
 
 
+@dataclass(frozen=True, slots=True)
+class _Standing:
+    """The registered clusters as the evaluation left them, by environment, and the type of
+    each ("<environment>/<cluster>")."""
+
+    drifted: dict[str, list[str]]
+    stale: dict[str, list[str]]
+    types: dict[str, str | None]
+
+
+@dataclass(slots=True)
+class _Changes:
+    """What an evaluation announces, and the states (by kind) to hold and to release."""
+
+    events: list[Event] = field(default_factory=list)
+    holding: dict[str, dict[str, Held]] = field(default_factory=dict)
+    ended: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _types(standing: _Standing, environment: str, clusters: Iterable[str]) -> set[str]:
+    found = (standing.types.get(f"{environment}/{cluster}") for cluster in clusters)
+    return {name for name in found if name is not None}
+
+
 def _drift_events(
-    drifted: Mapping[str, list[str]], kept: Mapping[str, Held], now: datetime, grace: timedelta
-) -> tuple[list[Event], dict[str, Held], list[str]]:
-    """fleetmark.drift.started for an environment drifted for `grace` (as of `now`), once;
-    .resolved when an announced one ends. What to hold and to release."""
-    events, holding = [], {}
-    for environment, clusters in drifted.items():
-        state = kept.get(environment) or Held(now, announced=False)
-        if not state.announced and now - state.since >= grace:
-            state = Held(state.since, announced=True)
-            data = DriftEventData(environment=environment, since=state.since, **_listed(clusters))
-            events.append(_event("fleetmark.drift.started", environment, "drift", now, data))
-        if state != kept.get(environment):
-            holding[environment] = state
-    ended = [environment for environment in kept if environment not in drifted]
-    for environment in ended:
+    standing: _Standing,
+    clusters_kept: Mapping[str, Held],
+    kept: Mapping[str, Held],
+    now: datetime,
+    announcing: Announcing,
+) -> _Changes:
+    """Per cluster, since when it is drifted; per environment, fleetmark.drift.started once a
+    cluster's drift outlived the grace (listing those that did), and .resolved once an
+    announced environment has no drifted cluster left."""
+    changes = _Changes(holding={DRIFTED: {}, DRIFTING: {}})
+    drifting_now = set()
+    for environment, clusters in standing.drifted.items():
+        since = {}
+        for cluster in clusters:
+            key = f"{environment}/{cluster}"
+            drifting_now.add(key)
+            if key not in clusters_kept:
+                changes.holding[DRIFTED][key] = Held(now, announced=False)
+            since[cluster] = (clusters_kept.get(key) or Held(now, announced=False)).since
+        outlived = [cluster for cluster in clusters if now - since[cluster] >= announcing.grace]
+        state = kept.get(environment)
+        if outlived and (state is None or not state.announced):
+            first = min(since[cluster] for cluster in outlived)
+            changes.holding[DRIFTING][environment] = Held(first, announced=True)
+            data = DriftEventData(
+                environment=environment,
+                since=first,
+                evidence_url=_drift_evidence(announcing.source, environment),
+                **_listed(outlived),
+            )
+            changes.events.append(
+                _event(
+                    "fleetmark.drift.started",
+                    environment,
+                    "drift",
+                    now,
+                    data,
+                    _types(standing, environment, outlived),
+                )
+            )
+    changes.ended[DRIFTED] = sorted(clusters_kept.keys() - drifting_now)
+    changes.ended[DRIFTING] = [name for name in kept if name not in standing.drifted]
+    for environment in changes.ended[DRIFTING]:
         if kept[environment].announced:
-            since = kept[environment].since
-            data = DriftEventData(environment=environment, since=since, clusters=[], count=0)
-            events.append(_event("fleetmark.drift.resolved", environment, "drift", now, data))
-    return events, holding, ended
+            data = DriftEventData(
+                environment=environment,
+                since=kept[environment].since,
+                evidence_url=_drift_evidence(announcing.source, environment),
+                clusters=[],
+                count=0,
+            )
+            ended = [
+                key.partition("/")[2]
+                for key in changes.ended[DRIFTED]
+                if key.partition("/")[0] == environment
+            ]
+            changes.events.append(
+                _event(
+                    "fleetmark.drift.resolved",
+                    environment,
+                    "drift",
+                    now,
+                    data,
+                    _types(standing, environment, ended),
+                )
+            )
+    return changes
+
+
+def _drift_evidence(source: str, environment: str) -> str:
+    return page_url(source, DRIFT_PAGE, asked(DriftQuery, environment=environment))
 
 
 def _stale_events(
-    stale: Mapping[str, list[str]],
+    standing: _Standing,
     live: set[str],
     kept: Mapping[str, Held],
     now: datetime,
     stale_after: timedelta,
-) -> tuple[list[Event], dict[str, Held], list[str]]:
+    source: str,
+) -> _Changes:
     """Per environment, one fleetmark.cluster.stale listing its clusters newly stale and one
     .recovered listing those that report again; a cluster no longer in the environment is
-    forgotten without either. What to hold and to release."""
-    events: list[Event] = []
-    holding: dict[str, Held] = {}
-    released: list[str] = []
+    forgotten without either."""
+    changes = _Changes(holding={STALE: {}}, ended={STALE: []})
     seconds = int(stale_after.total_seconds())
-    stale_now = {f"{environment}/{c}" for environment, clusters in stale.items() for c in clusters}
-    for environment, clusters in stale.items():
+
+    def event(type_: str, environment: str, clusters: list[str]) -> Event:
+        data = StaleEventData(
+            environment=environment,
+            stale_after_seconds=seconds,
+            evidence_url=page_url(source, FLEET_PAGE, asked(FleetQuery, environment=environment)),
+            **_listed(clusters),
+        )
+        types = _types(standing, environment, clusters)
+        return _event(type_, environment, "clusters", now, data, types)
+
+    stale_now = {
+        f"{environment}/{c}" for environment, clusters in standing.stale.items() for c in clusters
+    }
+    for environment, clusters in standing.stale.items():
         newly = [c for c in clusters if f"{environment}/{c}" not in kept]
         if newly:
-            holding |= {f"{environment}/{c}": Held(now, announced=True) for c in newly}
-            data = StaleEventData(
-                environment=environment, stale_after_seconds=seconds, **_listed(newly)
-            )
-            events.append(_event("fleetmark.cluster.stale", environment, "clusters", now, data))
+            changes.holding[STALE] |= {
+                f"{environment}/{c}": Held(now, announced=True) for c in newly
+            }
+            changes.events.append(event("fleetmark.cluster.stale", environment, newly))
     recovered: dict[str, list[str]] = {}
     for key in sorted(kept.keys() - stale_now):
         environment, _, cluster = key.partition("/")
-        released.append(key)
+        changes.ended[STALE].append(key)
         if key in live:
             recovered.setdefault(environment, []).append(cluster)
     for environment, clusters in sorted(recovered.items()):
-        data = StaleEventData(
-            environment=environment, stale_after_seconds=seconds, **_listed(sorted(clusters))
-        )
-        events.append(_event("fleetmark.cluster.recovered", environment, "clusters", now, data))
-    return events, holding, released
+        changes.events.append(event("fleetmark.cluster.recovered", environment, sorted(clusters)))
+    return changes
 
 
-def _event(type_: str, environment: str, about: str, now: datetime, data: BaseModel) -> Event:
+def _event(
+    type_: str,
+    environment: str,
+    about: str,
+    now: datetime,
+    data: BaseModel,
+    cluster_types: Iterable[str],
+) -> Event:
     return Event(
         type=type_,
         subject=f"environments/{environment}/{about}",
         time=now,
         data=data.model_dump(mode="json"),
         environment=environment,
+        cluster_types=sorted(cluster_types),
     )
 
 
@@ -188,23 +287,28 @@ async def _announce(
     """Publish what changed in the environments' drift and the clusters' staleness since the
     last evaluation, holding what is announced (or watched through the grace) in the same
     transaction. How many events."""
-    drifted: dict[str, list[str]] = {}
-    stale: dict[str, list[str]] = {}
+    standing = _Standing(drifted={}, stale={}, types={})
     live = set()
     for row in await repository.cluster_standing(session, now - stale_after):
-        live.add(f"{row.environment}/{row.cluster}")
+        key = f"{row.environment}/{row.cluster}"
+        live.add(key)
+        standing.types[key] = row.cluster_type
         if row.drifted:
-            drifted.setdefault(row.environment, []).append(row.cluster)
+            standing.drifted.setdefault(row.environment, []).append(row.cluster)
         if row.stale:
-            stale.setdefault(row.environment, []).append(row.cluster)
-    events = []
-    for kind, (found, holding, ended) in [
-        (DRIFTING, _drift_events(drifted, await held(session, DRIFTING), now, announcing.grace)),
-        (STALE, _stale_events(stale, live, await held(session, STALE), now, stale_after)),
-    ]:
-        events += found
-        await hold(session, kind, holding)
-        await release(session, kind, ended)
+            standing.stale.setdefault(row.environment, []).append(row.cluster)
+    drift = _drift_events(
+        standing, await held(session, DRIFTED), await held(session, DRIFTING), now, announcing
+    )
+    stale = _stale_events(
+        standing, live, await held(session, STALE), now, stale_after, announcing.source
+    )
+    for changes in (drift, stale):
+        for kind, states in changes.holding.items():
+            await hold(session, kind, states)
+        for kind, keys in changes.ended.items():
+            await release(session, kind, keys)
+    events = drift.events + stale.events
     await publish(session, events, source=announcing.source)
     return len(events)
 

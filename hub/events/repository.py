@@ -7,18 +7,23 @@ from typing import Any, cast
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     ColumnElement,
     CursorResult,
+    DateTime,
+    String,
+    Text,
     and_,
     any_,
     delete,
     exists,
     func,
+    literal,
     or_,
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import array, insert
+from sqlalchemy.dialects.postgresql import ARRAY, array, insert
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -61,7 +66,14 @@ async def fan_out(session: AsyncSession, event_ids: Sequence[int]) -> int:
                 ),
                 _passes(_EVENT.environment, _SUBSCRIPTION.environments),
                 _passes(_EVENT.workload, _SUBSCRIPTION.workloads),
-                _passes(_EVENT.cluster_type, _SUBSCRIPTION.cluster_types),
+                or_(
+                    func.cardinality(EventSubscription.cluster_types) == 0,
+                    _EVENT.cluster_types.overlap(_SUBSCRIPTION.cluster_types),
+                    and_(
+                        func.cardinality(_EVENT.cluster_types) == 0,
+                        EventSubscription.include_missing,
+                    ),
+                ),
             ),
         )
         .where(OutboxEvent.id == any_(array(event_ids, type_=BigInteger)))
@@ -289,6 +301,13 @@ async def oldest_pending(session: AsyncSession) -> datetime | None:
 
 # --- the states that open events --------------------------------------------------------------
 
+# The columns of a held state, each sent as one array whatever the number of states.
+_STATE_COLUMNS: dict[str, Any] = {
+    "key": Text,
+    "since": DateTime(timezone=True),
+    "announced": Boolean,
+}
+
 
 async def states(session: AsyncSession, kind: str) -> dict[str, tuple[datetime, bool]]:
     """The held states of `kind`: since when, and whether announced, by key."""
@@ -301,10 +320,18 @@ async def states(session: AsyncSession, kind: str) -> dict[str, tuple[datetime, 
 
 
 async def hold(session: AsyncSession, kind: str, rows: Sequence[dict[str, Any]]) -> None:
-    """Keep the states (key, since, announced) of `kind`, replacing those of the same keys."""
+    """Keep the states (key, since, announced) of `kind`, replacing those of the same keys. The
+    rows go as three arrays, so any number of them is one statement of four parameters."""
     if not rows:
         return
-    statement = insert(EventState).values([{"kind": kind, **row} for row in rows])
+    given = select(
+        literal(kind, String).label("kind"),
+        *(
+            func.unnest(literal([row[name] for row in rows], ARRAY(type_))).label(name)
+            for name, type_ in _STATE_COLUMNS.items()
+        ),
+    )
+    statement = insert(EventState).from_select(["kind", *_STATE_COLUMNS], given)
     await session.execute(
         statement.on_conflict_do_update(
             index_elements=[EventState.kind, EventState.key],
@@ -316,5 +343,7 @@ async def hold(session: AsyncSession, kind: str, rows: Sequence[dict[str, Any]])
 async def release(session: AsyncSession, kind: str, keys: Collection[str]) -> None:
     if keys:
         await session.execute(
-            delete(EventState).where(EventState.kind == kind, EventState.key.in_(keys))
+            delete(EventState).where(
+                EventState.kind == kind, EventState.key == any_(literal(list(keys), ARRAY(Text)))
+            )
         )

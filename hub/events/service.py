@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 import structlog
 from prometheus_client import Counter as MetricCounter
@@ -57,6 +58,7 @@ __all__ = [
     "held",
     "hold",
     "list_subscriptions",
+    "page_url",
     "prune",
     "publish",
     "release",
@@ -106,7 +108,9 @@ METRICS = (PUBLISHED, DELIVERED)
 class Event:
     """An event a job publishes: its type (fleetmark.gate.passed), what it is about
     (`subject`: the gate, environment or repository), when it was judged, its data, and the
-    dimensions subscriptions filter on (None: the event has none)."""
+    dimensions subscriptions filter on (None, or no cluster types: the event has none). The
+    cluster types are those of the clusters it concerns: an event about an environment spans
+    several."""
 
     type: str
     subject: str
@@ -114,13 +118,22 @@ class Event:
     data: dict[str, Any] = field(default_factory=dict)
     environment: str | None = None
     workload: str | None = None
-    cluster_type: str | None = None
+    cluster_types: Collection[str] = ()
 
 
 def event_source(settings: HubSettings) -> str:
     """The CloudEvents `source` of the hub's events: FLEETMARK_PUBLIC_URL, else the address it
     serves on. The one place the events' source is read from the settings."""
     return settings.effective_public_url
+
+
+def page_url(
+    source: str, path: str, query: Mapping[str, str | Sequence[str] | None] | None = None
+) -> str:
+    """Where the hub at `source` shows an event's evidence: its page (or API answer) at `path`,
+    asked `query` (a value None is left out). Every event's `data.evidence_url`."""
+    asked = {name: value for name, value in (query or {}).items() if value is not None}
+    return f"{source}{path}?{urlencode(asked, doseq=True)}" if asked else f"{source}{path}"
 
 
 def _row(event: Event, source: str) -> dict[str, Any]:
@@ -139,7 +152,7 @@ def _row(event: Event, source: str) -> dict[str, Any]:
         "time": event.time,
         "environment": event.environment,
         "workload": event.workload,
-        "cluster_type": event.cluster_type,
+        "cluster_types": sorted(set(event.cluster_types)),
         "body": cloud_event.model_dump(mode="json"),
     }
 

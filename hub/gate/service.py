@@ -12,14 +12,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlencode
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.client.operations import asked
 from hub.client.schemas.gate import GateQuery
 from hub.errors import FleetmarkError, InvalidInput, UnknownWorkload
-from hub.events.service import Event, event_source, publish
+from hub.events.service import Event, event_source, page_url, publish
 from hub.gate import repository
 from hub.gate.policy import (
     REASONS_NAMED,
@@ -702,8 +701,9 @@ GATE_PAGE = "/gate"
 
 def evidence_url(public_url: str, query: GateQuery) -> str:
     """The gate page for the same question: the query's parameters that are not defaults."""
-    parameters = asked(GateQuery, **query.model_dump(exclude_defaults=True))
-    return f"{public_url}{GATE_PAGE}?{urlencode(parameters, doseq=True)}"
+    return page_url(
+        public_url, GATE_PAGE, asked(GateQuery, **query.model_dump(exclude_defaults=True))
+    )
 
 
 def _decision_counts(counts: GateCounts) -> DecisionCounts:
@@ -787,11 +787,15 @@ def _answer(
 
 
 def _gate_event(
-    result: GateResult, previous: str | None, options: AnswerOptions, now: datetime
+    result: GateResult,
+    previous: str | None,
+    options: AnswerOptions,
+    now: datetime,
+    cluster_types: Sequence[str],
 ) -> Event | None:
     """fleetmark.gate.<verdict> when the verdict changed from the kept one. A target judged for
     the first time is announced unless pending: a new commit or version starts pending, and
-    only what it comes to is news."""
+    only what it comes to is news. It concerns `cluster_types`, the environment's."""
     verdict = result.verdict
     if verdict.value == previous or (previous is None and verdict is Verdict.PENDING):
         return None
@@ -823,6 +827,7 @@ def _gate_event(
         data=data.model_dump(mode="json"),
         environment=target.environment,
         workload=target.workload,
+        cluster_types=cluster_types,
     )
 
 
@@ -857,23 +862,24 @@ async def keep_answers(session: AsyncSession, options: AnswerOptions, *, now: da
     kept = await repository.kept_verdicts(session)
     answers, events = [], []
 
-    def judged(result: GateResult, answer: dict[str, Any]) -> None:
+    def judged(result: GateResult, answer: dict[str, Any], cluster_types: list[str]) -> None:
         answers.append(answer)
         previous = kept.get((answer["environment"], answer["workload"], answer["revision"]))
-        event = _gate_event(result, previous, options, now)
+        event = _gate_event(result, previous, options, now, cluster_types)
         if event is not None:
             events.append(event)
 
     for environment, _, position in await placement_repository.environments(session):
+        cluster_types = await placement_repository.cluster_type_names(session, environment)
         commits = await newest_commits(session, environment, options.newest)
         for newest, sha in enumerate(commits, start=1):
             result = await gate(environment, sha, None, None)
-            judged(result, _answer(result, position, None, sha, newest))
+            judged(result, _answer(result, position, None, sha, newest), cluster_types)
         for workload in await repository.assigned_workloads(session, environment):
             versions = await newest_versions(session, environment, workload, options.newest)
             for newest, version in enumerate(versions, start=1):
                 result = await gate(environment, None, workload, version)
-                judged(result, _answer(result, position, workload, version, newest))
+                judged(result, _answer(result, position, workload, version, newest), cluster_types)
     await repository.replace_answers(session, answers)
     await publish(session, events, source=options.source)
     return len(answers)

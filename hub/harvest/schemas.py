@@ -382,6 +382,9 @@ class HarvestEventData(BaseModel):
     role: Role
     error: RedactedText | None = Field(description="Why the fetch fails; null once recovered.")
     previous_error: RedactedText | None = Field(description="The error it recovered from.")
+    evidence_url: str = Field(
+        description="The hub's repositories page: each repository's fetch and recent errors."
+    )
 
 
 HARVEST_EVENTS: dict[str, type[BaseModel]] = {

@@ -25,7 +25,7 @@ from hub.errors import (
     ManagedByFile,
     UnknownRepository,
 )
-from hub.events.service import Event, event_source, publish
+from hub.events.service import Event, event_source, page_url, publish
 from hub.git.ancestry import generations, place_members
 from hub.git.local import CommitInfo, Credentials, GitFailure, LocalRepository
 from hub.git.urls import (
@@ -71,6 +71,8 @@ DEFAULT_BRANCH = "HEAD"
 # Variables the admin API may name as token sources (the hub's own settings are not among them).
 API_TOKEN_VARIABLE_PREFIX = "FLEETMARK_GIT_"  # noqa: S105 - a name prefix, not a secret
 RECENT_ERRORS = 10
+# The page (docs/pages.md) that shows each repository's fetch: a harvest event's evidence.
+REPOSITORIES_PAGE = "/repositories"
 
 
 class Progress(Protocol):
@@ -386,7 +388,11 @@ async def _fetched(session: AsyncSession, run: _Run, item: Repository, error: st
     if (error is None) == (item.fetch_error is None):
         return
     data = HarvestEventData(
-        repository=item.url, role=item.role, error=error, previous_error=item.fetch_error
+        repository=item.url,
+        role=item.role,
+        error=error,
+        previous_error=item.fetch_error,
+        evidence_url=page_url(run.source, REPOSITORIES_PAGE),
     )
     event = Event(
         type="fleetmark.harvest.recovered" if error is None else "fleetmark.harvest.failing",

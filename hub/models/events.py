@@ -26,7 +26,8 @@ from hub.models.base import Base, created_at_column
 
 
 class OutboxEvent(Base):
-    """One CloudEvent as it is sent (`body`), with the dimensions subscriptions filter on. `id`
+    """One CloudEvent as it is sent (`body`), with the dimensions subscriptions filter on (an
+    event concerns the clusters of several types: `cluster_types`, migration 0049). `id`
     orders a subject's events; `event_id` is the CloudEvents id receivers deduplicate on."""
 
     __tablename__ = "outbox_event"
@@ -39,7 +40,7 @@ class OutboxEvent(Base):
     time: Mapped[datetime]
     environment: Mapped[str | None] = mapped_column(String(253))
     workload: Mapped[str | None] = mapped_column(String(253))
-    cluster_type: Mapped[str | None] = mapped_column(String(253))
+    cluster_types: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default="{}")
     body: Mapped[dict[str, Any]]
     created_at: Mapped[datetime] = created_at_column()
 
@@ -113,10 +114,11 @@ class EventDelivery(Base):
 
 
 class EventState(Base):
-    """A state that opens events, kept by the job that judges it (`kind`: drift, stale,
-    schedule) per `key` (an environment, a cluster): since when it holds, and whether its
-    opening event went out (drift is announced once it outlives its grace). The row goes when
-    the state ends, with the closing event if the opening one went out."""
+    """A state that opens events, kept by the job that judges it (`kind`: an environment's
+    drift, a drifted or stale cluster, a rollout's announced stall, a failing environment or
+    control plane) per `key`: since when it holds, and whether its opening event went out
+    (drift is announced once a cluster's drift outlives its grace). The row goes when the
+    state ends, with the closing event if the opening one went out."""
 
     __tablename__ = "event_state"
 

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Row, text, tuple_
+from sqlalchemy import Row, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -79,3 +79,15 @@ async def keep(session: AsyncSession, rollouts: Sequence[dict[str, Any]]) -> int
     )
     written = await session.execute(upsert.returning(Rollout.dora_rollup_id), list(rollouts))
     return len(written.all())
+
+
+async def unconverged(session: AsyncSession, ids: Sequence[int]) -> set[int]:
+    """Of these rollouts (the DORA job's ids), those kept and not converged."""
+    if not ids:
+        return set()
+    rows = await session.scalars(
+        select(Rollout.dora_rollup_id).where(
+            Rollout.dora_rollup_id.in_(ids), Rollout.state != "converged"
+        )
+    )
+    return set(rows)

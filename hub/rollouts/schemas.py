@@ -24,6 +24,10 @@ class RolloutEventData(BaseModel):
     since: datetime = Field(description="When it entered its state.")
     failed_cluster: str | None = Field(description="The first cluster that failed it.")
     failure_reason: str | None
+    evidence_url: str = Field(
+        description="The hub's gate page for the rollout's target: where each of its clusters "
+        "stands."
+    )
 
 
 ROLLOUT_EVENTS: dict[str, type[BaseModel]] = {

@@ -6,16 +6,20 @@ later clock would count a rollout reached just after the refresh as stalled unti
 """
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import structlog
-from sqlalchemy import Row
+from sqlalchemy import Row, RowMapping
 from sqlalchemy.dialects.postgresql import Range
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hub.events.service import Event, publish
+from hub.client.schemas.gate import GateQuery
+from hub.events.service import Event, Held, held, hold, publish, release
+from hub.gate import service as gate_service
+from hub.placement import repository as placement_repository
 from hub.rollouts import repository
 from hub.rollouts.policy import Facts, Judged, RolloutState, judge
 from hub.rollouts.schemas import RolloutEventData
@@ -63,25 +67,49 @@ def _kept(row: Row[Any], judged: Judged, stall_after: timedelta) -> dict[str, An
     }
 
 
-def _announced(previous: str | None, judged: Judged) -> list[RolloutState]:
+# The kind of the states (hub.events) the rollouts job holds: a rollout whose stall was
+# announced, by the DORA job's id of it, until it converges or is no longer kept.
+STALL_ANNOUNCED = "rollout_stalled"
+
+
+def _announced(previous: str | None, judged: Judged, stall_announced: bool) -> list[RolloutState]:
     """The states a change from `previous` (None: seen first) announces: started once (as
-    in_progress), then converged, failed or stalled as it is entered, stalled only in the
-    rollout's first stall: at most four events a rollout."""
+    in_progress), then converged, failed or stalled as it is entered, stalled only if no stall
+    of the rollout was announced before: at most four events a rollout."""
     states = [RolloutState.IN_PROGRESS] if previous is None else []
     state = judged.state
-    first_stall = state is not RolloutState.STALLED or len(judged.stalls) == 1
-    if state.value != previous and state is not RolloutState.IN_PROGRESS and first_stall:
+    announced = state is RolloutState.STALLED and stall_announced
+    if state.value != previous and state is not RolloutState.IN_PROGRESS and not announced:
         states.append(state)
     return states
 
 
-def _events(row: Row[Any], judged: Judged) -> list[Event]:
+def _evidence(facts: RowMapping, source: str) -> str:
+    """The gate page for the rollout's target: where each of its clusters stands."""
+    if facts["workload"] is None:
+        query = GateQuery(environment=facts["environment"], commit=facts["commit_sha"])
+    else:
+        query = GateQuery(
+            environment=facts["environment"],
+            workload=facts["workload"],
+            version=facts["revision"],
+        )
+    return gate_service.evidence_url(source, query)
+
+
+def _events(
+    row: Row[Any],
+    judged: Judged,
+    states: Sequence[RolloutState],
+    cluster_types: Sequence[str],
+    source: str,
+) -> list[Event]:
     facts = row._mapping
     previous = facts["kept_state"]
     workload, environment = facts["workload"], facts["environment"]
     target = facts["revision"] if workload is None else f"{workload}/{facts['revision']}"
     events = []
-    for state in _announced(previous, judged):
+    for state in states:
         started = state is RolloutState.IN_PROGRESS
         data = RolloutEventData(
             environment=environment,
@@ -97,6 +125,7 @@ def _events(row: Row[Any], judged: Judged) -> list[Event]:
             since=judged.since,
             failed_cluster=facts["failed_cluster"],
             failure_reason=facts["failure_reason"],
+            evidence_url=_evidence(facts, source),
         )
         events.append(
             Event(
@@ -106,6 +135,7 @@ def _events(row: Row[Any], judged: Judged) -> list[Event]:
                 data=data.model_dump(mode="json"),
                 environment=environment,
                 workload=workload,
+                cluster_types=cluster_types,
             )
         )
     return events
@@ -113,11 +143,31 @@ def _events(row: Row[Any], judged: Judged) -> list[Event]:
 
 async def keep_rollouts(session: AsyncSession, *, stall_after: timedelta, source: str) -> Kept:
     """Judge the rollouts whose state may have changed and keep them, publishing the events
-    of their changes of state (as from `source`, the hub's URL); the caller commits."""
+    of their changes of state (as from `source`, the hub's URL); the caller commits. A rollout
+    whose stall is announced is held (hub.events) until it converges or is no longer kept, so
+    that it announces one stall whatever the judgements between."""
     started = time.perf_counter()
     rows = await repository.to_judge(session, stall_after)
     judged = [(row, _judged(row, stall_after)) for row in rows]
     written = await repository.keep(session, [_kept(row, at, stall_after) for row, at in judged])
-    events = [event for row, at in judged for event in _events(row, at)]
+    stalls = await held(session, STALL_ANNOUNCED)
+    cluster_types: dict[str, list[str]] = {}
+    events, stalled = [], {}
+    for row, at in judged:
+        key = str(row.dora_rollup_id)
+        states = _announced(row.kept_state, at, key in stalls)
+        if not states:
+            continue
+        if RolloutState.STALLED in states:
+            stalled[key] = Held(at.since, announced=True)
+        environment = row.environment
+        if environment not in cluster_types:
+            cluster_types[environment] = await placement_repository.cluster_type_names(
+                session, environment
+            )
+        events += _events(row, at, states, cluster_types[environment], source)
+    await hold(session, STALL_ANNOUNCED, stalled)
+    open_ids = await repository.unconverged(session, [int(key) for key in stalls])
+    await release(session, STALL_ANNOUNCED, [key for key in stalls if int(key) not in open_ids])
     await publish(session, events, source=source)
     return Kept(len(rows), written, len(events), time.perf_counter() - started)

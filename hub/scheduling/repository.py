@@ -46,6 +46,17 @@ async def stored_target(
     return None if row is None else StoredTarget(tree_sha=row[0], render_state=row[1])
 
 
+async def scheduled_environments(session: AsyncSession, gitops_url: str) -> list[str]:
+    """The environments scheduled into this platform repository before."""
+    statement = (
+        select(Environment.name)
+        .join(SchedulingTarget, SchedulingTarget.environment_id == Environment.id)
+        .where(SchedulingTarget.gitops_url == gitops_url)
+        .order_by(Environment.name)
+    )
+    return list(await session.scalars(statement))
+
+
 async def ensure_target(session: AsyncSession, gitops_url: str, environment_id: int) -> int:
     statement = (
         insert(SchedulingTarget)

@@ -181,12 +181,23 @@ class SchedulingErrorPage(BaseModel):
 
 class ScheduleEventData(BaseModel):
     """`data` of fleetmark.schedule.failed and .recovered: nothing could be written for an
-    environment, or its scheduling succeeded again."""
+    environment (or the control plane could not be read), or its scheduling succeeded again."""
 
-    environment: str
+    environment: str | None = Field(
+        description="null: the control plane could not be read, and no environment it "
+        "schedules is known yet."
+    )
+    control_plane: RedactedUrl
     gitops_url: RedactedUrl
     failure: RedactedText | None = Field(description="Why it fails; null once recovered.")
     failing_since: datetime = Field(description="The run that first failed.")
+    declared: bool = Field(
+        description="false: the control plane no longer declares the environment (removed, "
+        "or a mistyped name), so it is not scheduled and fails no more."
+    )
+    evidence_url: str = Field(
+        description="The hub's answer listing what the environment's last run could not do."
+    )
 
 
 SCHEDULE_EVENTS: dict[str, type[BaseModel]] = {

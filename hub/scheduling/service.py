@@ -18,13 +18,23 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.errors import InvalidInput
-from hub.events.service import Event, Held, event_source, held, hold, publish, release
+from hub.events.service import (
+    Event,
+    Held,
+    event_source,
+    held,
+    hold,
+    page_url,
+    publish,
+    release,
+)
 from hub.git.local import GitFailure, LocalRepository, Signature
 from hub.git.urls import (
     LOCAL_REFUSED,
     InvalidRepositoryUrl,
     is_local_url,
     normalise_repository_url,
+    redact_url,
 )
 from hub.placement.repository import ensure_environment
 from hub.scheduling import repository
@@ -115,9 +125,10 @@ async def schedule_environments(
     timer: Timer = time.monotonic,
 ) -> ScheduleRun:
     """Schedule the environments `request` names (all those declared when it names none), each
-    recorded in units of work of its own; the caller holds the scheduling lock. `timer` is the
-    clock the time limit of an assignment's render (`settings.template_render_timeout`) is kept
-    by."""
+    recorded in units of work of its own; the caller holds the scheduling lock. A control plane
+    that cannot be read declares none: then the environments scheduled before fail. `timer` is
+    the clock the time limit of an assignment's render (`settings.template_render_timeout`) is
+    kept by."""
     started = time.perf_counter()
     author = Signature(settings.schedule_author_name, settings.schedule_author_email, clock())
     clones = Clones(
@@ -144,7 +155,12 @@ async def schedule_environments(
         names = request.environments
         if names is None:
             names = sorted(loaded.snapshots)
+            if _unread(loaded):
+                async with units() as session:
+                    names = await _known_environments(session, job)
         outcomes = [await _schedule_environment(units, job, name) for name in names]
+        async with units() as session:
+            await _announce_control_plane(session, job, names)
     finally:
         await asyncio.to_thread(clones.close)
     return ScheduleRun(
@@ -187,8 +203,59 @@ async def _schedule_environment(units: Units, job: _Job, name: str) -> Environme
     return written.outcome
 
 
-# The kind of the states (hub.events) an environment whose scheduling fails is held in.
+# The kinds of the states (hub.events) scheduling holds: an environment whose scheduling
+# fails, by its name; a control plane that cannot be read while no environment it schedules
+# is known, by its URL.
 FAILING = "schedule"
+UNREAD = "schedule_control_plane"
+# The API answer that shows what an environment's last run could not do: an event's evidence.
+ERRORS_ANSWER = "/api/v1/scheduling/errors"
+
+
+def _unread(loaded: LoadResult) -> bool:
+    """The control plane could not be read: it loaded no environment, and failed."""
+    return not loaded.snapshots and bool(loaded.errors)
+
+
+async def _known_environments(session: AsyncSession, job: _Job) -> list[str]:
+    """The environments a control plane that cannot be read leaves unscheduled: those scheduled
+    into the platform repository before, and those failing already."""
+    known = await repository.scheduled_environments(session, job.gitops_url)
+    return sorted({*known, *(await held(session, FAILING))})
+
+
+def _schedule_event(
+    job: _Job,
+    environment: str | None,
+    failure: str | None,
+    since: datetime,
+    *,
+    declared: bool = True,
+) -> Event:
+    """fleetmark.schedule.failed (with a `failure`) or .recovered, of an environment or (None)
+    of the control plane."""
+    control_plane = normalise_repository_url(job.request.control_plane)
+    data = ScheduleEventData(
+        environment=environment,
+        control_plane=control_plane,
+        gitops_url=job.gitops_url,
+        failure=failure,
+        failing_since=since,
+        declared=declared,
+        evidence_url=page_url(job.source, ERRORS_ANSWER, {"environment": environment}),
+    )
+    about = (
+        f"environments/{environment}"
+        if environment is not None
+        else f"control-planes/{redact_url(control_plane)}"
+    )
+    return Event(
+        type="fleetmark.schedule.failed" if failure else "fleetmark.schedule.recovered",
+        subject=f"{about}/schedule",
+        time=job.now,
+        data=data.model_dump(mode="json"),
+        environment=environment,
+    )
 
 
 async def _announce(session: AsyncSession, job: _Job, outcome: EnvironmentOutcome) -> None:
@@ -204,17 +271,35 @@ async def _announce(session: AsyncSession, job: _Job, outcome: EnvironmentOutcom
     else:
         since = failing.since
         await release(session, FAILING, [name])
-    data = ScheduleEventData(
-        environment=name, gitops_url=job.gitops_url, failure=outcome.failure, failing_since=since
-    )
-    event = Event(
-        type="fleetmark.schedule.recovered" if failing else "fleetmark.schedule.failed",
-        subject=f"environments/{name}/schedule",
-        time=job.now,
-        data=data.model_dump(mode="json"),
-        environment=name,
-    )
-    await publish(session, [event], source=job.source)
+    await publish(session, [_schedule_event(job, name, outcome.failure, since)], source=job.source)
+
+
+async def _announce_control_plane(
+    session: AsyncSession, job: _Job, scheduled: Sequence[str]
+) -> None:
+    """After a run: fleetmark.schedule.failed of the control plane when it cannot be read and
+    no environment could be named for it, .recovered once it is read again. A control plane
+    that is read closes what it no longer declares: each environment failing that it did not
+    load and the run did not name (removed, or a mistyped name) is recovered, undeclared."""
+    control_plane = normalise_repository_url(job.request.control_plane)
+    unread = (await held(session, UNREAD)).get(control_plane)
+    events = []
+    if _unread(job.loaded):
+        if unread is None and not scheduled:
+            await hold(session, UNREAD, {control_plane: Held(job.now, announced=True)})
+            failure = "the control plane could not be read; see the load errors"
+            events.append(_schedule_event(job, None, failure, job.now))
+    else:
+        if unread is not None:
+            await release(session, UNREAD, [control_plane])
+            events.append(_schedule_event(job, None, None, unread.since))
+        failing = await held(session, FAILING)
+        gone = sorted(failing.keys() - job.loaded.snapshots.keys() - set(scheduled))
+        await release(session, FAILING, gone)
+        events += [
+            _schedule_event(job, name, None, failing[name].since, declared=False) for name in gone
+        ]
+    await publish(session, events, source=job.source)
 
 
 # --- rendering and writing one environment (worker thread) -----------------------------------

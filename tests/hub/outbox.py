@@ -12,14 +12,15 @@ from hub.tasks import EVENT_TYPES
 
 async def published(session: AsyncSession, prefix: str = "fleetmark.") -> list[dict[str, Any]]:
     """The outbox's events whose type starts with `prefix`, oldest first: type, subject and
-    data, with the dimensions subscriptions filter on. Each one's data is checked against the
-    JSON Schema of its type that docs/events.md shows."""
+    data, with the dimensions subscriptions filter on (environment, workload, cluster types).
+    Each one's data is checked against the JSON Schema of its type that docs/events.md shows."""
     rows = await session.execute(
         select(
             OutboxEvent.type,
             OutboxEvent.subject,
             OutboxEvent.environment,
             OutboxEvent.workload,
+            OutboxEvent.cluster_types,
             OutboxEvent.body["data"].label("data"),
         )
         .where(OutboxEvent.type.startswith(prefix))

@@ -1,12 +1,15 @@
-"""The drift job's events: an environment's drift announced once it outlives the grace and
-again when it ends, clusters newly stale (or recovered) once per evaluation, in simulated time."""
+"""The drift job's events: an environment's drift announced once a cluster's drift outlives the
+grace and again when it ends, clusters newly stale (or recovered) once per evaluation, in
+simulated time."""
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.drift import service
+from hub.events import service as events_service
+from hub.events.schemas import SubscriptionRequest
 from hub.models import Cluster, Environment, EventState
-from tests.hub.drifting import ANNOUNCING, STALE_AFTER, evaluate
+from tests.hub.drifting import ANNOUNCING, STALE_AFTER, drift, evaluate
 from tests.hub.outbox import published
 from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock
@@ -21,21 +24,36 @@ async def promote_to_drone_02(fleet: Fleet) -> str:
     return newer
 
 
+def fail(fleet: Fleet, name: str) -> None:
+    """The cluster runs the platform head, its root reconciler failing its health checks."""
+    fleet.clusters[name].run_platform(
+        fleet.platform_heads["dev"], ready=False, reason="HealthCheckFailed"
+    )
+
+
+def heal(fleet: Fleet, name: str) -> None:
+    fleet.clusters[name].run_platform(fleet.platform_heads["dev"])
+
+
 async def test_drift_that_outlives_the_grace_starts_once_and_resolves_once(
     dev: Fleet, session: AsyncSession, clock: FakeClock
 ) -> None:
-    newer = await promote_to_drone_02(dev)
+    fail(dev, "drone-01")
+    await dev.report()
     await evaluate(session, clock)
     seen_at = clock.now
     clock.advance(minutes=3)
+    await dev.report()
     await evaluate(session, clock)
     within = await published(session, "fleetmark.drift.")
     clock.advance(minutes=2)
+    await dev.report()
     await evaluate(session, clock)
     clock.advance(minutes=1)
+    await dev.report()
     await evaluate(session, clock)
     started = await published(session, "fleetmark.drift.")
-    dev.clusters["drone-01"].run_platform(newer)
+    heal(dev, "drone-01")
     await dev.report()
     await evaluate(session, clock)
     clock.advance(minutes=1)
@@ -44,37 +62,97 @@ async def test_drift_that_outlives_the_grace_starts_once_and_resolves_once(
     events = await published(session, "fleetmark.drift.")
 
     assert within == []
-    assert [(e["type"], e["subject"], e["environment"], e["data"]) for e in started] == [
+    evidence = f"{ANNOUNCING.source}/drift?environment=dev"
+    assert [
+        (e["type"], e["subject"], e["environment"], e["cluster_types"], e["data"]) for e in started
+    ] == [
         (
             "fleetmark.drift.started",
             "environments/dev/drift",
             "dev",
+            ["drone"],
             {
                 "environment": "dev",
                 "since": seen_at.isoformat().replace("+00:00", "Z"),
                 "clusters": ["drone-01"],
                 "count": 1,
+                "evidence_url": evidence,
             },
         )
     ]
-    assert [(e["type"], e["data"]["since"], e["data"]["count"]) for e in events[1:]] == [
-        ("fleetmark.drift.resolved", started[0]["data"]["since"], 0)
-    ]
+    assert [
+        (e["type"], e["data"]["since"], e["data"]["count"], e["cluster_types"]) for e in events[1:]
+    ] == [("fleetmark.drift.resolved", started[0]["data"]["since"], 0, ["drone"])]
+    assert await session.scalar(select(func.count()).select_from(EventState)) == 0
+
+
+async def test_the_grace_counts_per_cluster(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    fail(dev, "drone-01")
+    await dev.report()
+    await evaluate(session, clock)
+    clock.advance(minutes=4)
+    fail(dev, "drone-02")
+    await dev.report()
+    await evaluate(session, clock)
+    clock.advance(minutes=1)
+    await dev.report()
+    await evaluate(session, clock)
+
+    [started] = await published(session, "fleetmark.drift.")
+    assert (started["data"]["clusters"], started["data"]["count"]) == (["drone-01"], 1)
+
+
+async def test_a_cluster_behind_during_a_rollout_is_no_drift(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    await promote_to_drone_02(dev)
+    for _ in range(4):
+        await evaluate(session, clock)
+        clock.advance(minutes=5)
+        await dev.report()
+
+    behind = await drift(session, clock, reasons=["behind"])
+    assert [item.cluster for item in behind.items] == ["drone-01"]
+    assert await published(session, "fleetmark.drift.") == []
+
+
+async def test_drift_reaches_the_subscriptions_of_its_clusters_types(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    for name, types in (("drones", ["drone"]), ("edges", ["edge"]), ("any", [])):
+        await events_service.create_subscription(
+            session,
+            SubscriptionRequest(name=name, url="https://hooks.example.com/", cluster_types=types),
+            allow_private=False,
+        )
+    fail(dev, "drone-01")
+    for _ in range(2):
+        await dev.report()
+        await evaluate(session, clock)
+        clock.advance(minutes=5)
+
+    async def received(name: str) -> list[str]:
+        deliveries = await events_service.deliveries(session, name, limit=10)
+        return [delivery.subject for delivery in deliveries]
+
+    assert await received("drones") == ["environments/dev/drift"]
+    assert await received("edges") == []
+    assert await received("any") == ["environments/dev/drift"]
 
 
 async def test_drift_that_flaps_inside_the_grace_announces_nothing(
     dev: Fleet, session: AsyncSession, clock: FakeClock
 ) -> None:
-    head = dev.platform_heads["dev"]
-    drone = dev.clusters["drone-01"]
     for _ in range(3):
-        drone.run_platform(head, ready=False, reason="HealthCheckFailed")
+        fail(dev, "drone-01")
         await dev.report()
         await evaluate(session, clock)
         clock.advance(minutes=4)
         await dev.report()
         await evaluate(session, clock)
-        drone.run_platform(head)
+        heal(dev, "drone-01")
         await dev.report()
         await evaluate(session, clock)
         clock.advance(minutes=1)
@@ -102,15 +180,17 @@ async def test_clusters_newly_stale_are_announced_once_and_their_recovery_too(
     events = await published(session, "fleetmark.cluster.")
 
     seconds = int(STALE_AFTER.total_seconds())
-    assert [(e["type"], e["subject"], e["data"]) for e in stale] == [
+    assert [(e["type"], e["subject"], e["cluster_types"], e["data"]) for e in stale] == [
         (
             "fleetmark.cluster.stale",
             "environments/dev/clusters",
+            ["drone"],
             {
                 "environment": "dev",
                 "clusters": ["drone-01"],
                 "count": 1,
                 "stale_after_seconds": seconds,
+                "evidence_url": f"{ANNOUNCING.source}/?environment=dev",
             },
         )
     ]

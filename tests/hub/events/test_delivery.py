@@ -252,12 +252,19 @@ async def test_subscriptions_get_the_events_their_filters_pass(
     await subscribe(sessions, "prod-and-unplaced", url, environments=["prod"], include_missing=True)
     await subscribe(sessions, "payments", url, workloads=["payments"])
     await subscribe(sessions, "edge", url, cluster_types=["edge"], include_missing=True)
+    await subscribe(sessions, "edge-or-gpu", url, cluster_types=["gpu", "edge"])
     await publish(
         sessions,
-        event(clock, subject="a", environment="prod", workload="payments", cluster_type="edge"),
+        event(
+            clock,
+            subject="a",
+            environment="prod",
+            workload="payments",
+            cluster_types=["core", "edge"],
+        ),
         event(clock, "fleetmark.cluster.stale", subject="b", environment="dev"),
         event(clock, "fleetmark.harvest.failing", subject="c"),
-        event(clock, subject="d", environment="prod", cluster_type="core"),
+        event(clock, subject="d", environment="prod", cluster_types=["core"]),
     )
 
     async def subjects(name: str) -> list[str]:
@@ -269,6 +276,7 @@ async def test_subscriptions_get_the_events_their_filters_pass(
     assert await subjects("prod-and-unplaced") == ["a", "c", "d"]
     assert await subjects("payments") == ["a"]
     assert await subjects("edge") == ["a", "b", "c"]
+    assert await subjects("edge-or-gpu") == ["a"]
 
 
 async def test_a_subscription_gets_only_the_events_published_while_it_exists(

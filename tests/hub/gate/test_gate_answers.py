@@ -218,6 +218,10 @@ async def test_a_changed_verdict_is_announced_once(
     assert failed["data"]["evidence_url"] == (
         f"https://fleetmark.example.com/gate?environment=dev&commit={head}"
     )
+    # It concerns the environment's clusters, of both its types.
+    assert {tuple(e["cluster_types"]) for e in first if e["environment"] == "dev"} == {
+        ("drone", "large")
+    }
 
     large = story.clusters["large-01"]
     large.run_platform(head)

@@ -143,6 +143,7 @@ async def test_unreachable_remote_is_an_error_and_other_repositories_still_run(
 async def test_a_repository_failing_to_fetch_is_announced_once_and_its_recovery_too(
     platform: WorkRepo,
     harvest: Harvest,
+    harvest_settings: HubSettings,
     session: AsyncSession,
     tmp_path: Path,
 ) -> None:
@@ -163,6 +164,9 @@ async def test_a_repository_failing_to_fetch_is_announced_once_and_its_recovery_
     failing, recovered = (e["data"] for e in events)
     assert failing["error"].startswith(f"fetching {platform.url} failed: ")
     assert (recovered["error"], recovered["previous_error"]) == (None, failing["error"])
+    assert {e["data"]["evidence_url"] for e in events} == {
+        f"{harvest_settings.effective_public_url}/repositories"
+    }
 
 
 async def test_missing_configured_branch_is_an_error(

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from sqlalchemy import insert, select, text
@@ -14,7 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_asyn
 from hub.app import create_app
 from hub.background.runner import run_round
 from hub.database import create_sessionmaker, exclusive, write_session
-from hub.models import DoraRefresh, DoraRollup, Rollout
+from hub.events.service import held
+from hub.models import ClusterType, DoraRefresh, DoraRollup, Environment, Rollout
 from hub.rollouts import service, tasks
 from hub.rollouts.repository import ROLLOUTS_LOCK
 from hub.rollouts.service import Kept
@@ -164,10 +166,10 @@ async def test_each_rollout_is_in_progress_stalled_failed_then_converged(
 
 
 # The events each rollout of the histories publishes, refreshed at the moments above: started
-# once, then each state but in_progress as it is entered, stalled only in its first stall (c1
-# stalled first between two refreshes, 18 to 20, seen in retrospect).
+# once, then each state but in_progress as it is entered, stalled once (c1 stalled first
+# between two refreshes, 18 to 20, seen in retrospect: its second stall is the one announced).
 ANNOUNCED = {
-    "c1": ["started", "converged"],
+    "c1": ["started", "stalled", "converged"],
     "c2": ["started", "stalled", "failed", "converged"],
     "c3": ["started", "converged"],
     "1.1.0": ["started", "failed", "converged"],
@@ -237,6 +239,52 @@ async def test_a_rollout_to_five_thousand_clusters_is_a_handful_of_events(
         ("fleetmark.rollout.stalled", 2500),
         ("fleetmark.rollout.converged", 5000),
     ]
+
+
+async def test_a_rollout_announces_one_stall_whichever_it_is_judged_in(
+    session: AsyncSession,
+) -> None:
+    """Judged first in its second stall (the first, 4 to 6, seen in retrospect), then moving
+    on, then stalled again, then converged."""
+    began = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    prod = await session.scalar(insert(Environment).values(name="prod").returning(Environment.id))
+    await session.execute(
+        insert(ClusterType), [{"environment_id": prod, "name": name} for name in ("edge", "gpu")]
+    )
+    await session.execute(insert(DoraRefresh).values(workload="", refreshed_at=began))
+    rollout = await session.scalar(
+        insert(DoraRollup).values(
+            workload="", environment="prod", revision="b" * 40, commit_sha="b" * 40,
+            committed_at=began, started_at=began, expected_clusters=3,
+            reached_clusters=0, failed_clusters=0, reached_times=[], failure_times=[],
+        ).returning(DoraRollup.id)
+    )  # fmt: skip
+    reached: list[datetime] = []
+    for minute, reaching in [(10, [1, 6]), (12, [11]), (20, []), (22, [21])]:
+        at = began + timedelta(minutes=minute)
+        reached += [began + timedelta(minutes=moment) for moment in reaching]
+        done = len(reached) == 3
+        await session.execute(
+            text(
+                "UPDATE dora_rollup SET reached_times = :times, reached_clusters = :count, "
+                "completed_at = :done WHERE id = :id"
+            ),
+            {"times": reached, "count": len(reached), "done": at if done else None, "id": rollout},
+        )
+        await session.execute(text("UPDATE dora_refresh SET refreshed_at = :at"), {"at": at})
+        await service.keep_rollouts(session, stall_after=STALL_AFTER, source=SOURCE)
+    events = await published(session, "fleetmark.rollout.")
+
+    assert [(e["type"], e["data"]["reached_clusters"]) for e in events] == [
+        ("fleetmark.rollout.started", 2),
+        ("fleetmark.rollout.stalled", 2),
+        ("fleetmark.rollout.converged", 3),
+    ]
+    assert {tuple(e["cluster_types"]) for e in events} == {("edge", "gpu")}
+    evidence = urlsplit(events[0]["data"]["evidence_url"])
+    assert f"{evidence.scheme}://{evidence.netloc}{evidence.path}" == f"{SOURCE}/gate"
+    assert parse_qs(evidence.query) == {"environment": ["prod"], "commit": ["b" * 40]}
+    assert await held(session, service.STALL_ANNOUNCED) == {}
 
 
 async def test_a_rolled_back_judgement_publishes_nothing(

@@ -1,6 +1,7 @@
 """What goes wrong stays where it happened: a broken template, or one over its budget or time
 limit, fails its assignments only (they keep their output), a control-plane document that does
-not load deletes nothing, and the API serves the errors."""
+not load deletes nothing, and the API serves the errors. Failures and recoveries are
+announced, a control plane that cannot be read too."""
 
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.scheduling import tasks
 from hub.scheduling.schemas import EnvironmentOutcome, Problem, ScheduleRequest
+from hub.settings import HubSettings
 from tests.conftest import hub_settings
 from tests.hub.outbox import published
 from tests.hub.scheduling.conftest import Schedule
@@ -363,3 +365,95 @@ async def test_a_failing_environment_is_announced_once_and_its_recovery_too(
     assert failed["failure"] == failing.failure
     assert recovered["failure"] is None
     assert recovered["failing_since"] == failed["failing_since"]
+
+
+async def schedule_all(
+    sessions: async_sessionmaker[AsyncSession],
+    settings: HubSettings,
+    clock: FakeClock,
+    control_plane: Path,
+    platform: Platform,
+) -> list[EnvironmentOutcome]:
+    """A run of the periodic job: every environment the control plane declares."""
+    clock.advance(minutes=1)
+    request = ScheduleRequest(control_plane=str(control_plane), gitops=str(platform.path))
+    run = await tasks.run_schedule(sessions, settings, request, clock=clock)
+    return run.environments
+
+
+async def test_a_control_plane_that_cannot_be_read_fails_the_environments_it_scheduled(
+    sessions: async_sessionmaker[AsyncSession],
+    scheduling_settings: HubSettings,
+    clock: FakeClock,
+    control_plane: ControlPlane,
+    platform: Platform,
+    tmp_path: Path,
+) -> None:
+    await schedule_all(sessions, scheduling_settings, clock, control_plane.path, platform)
+    moved = control_plane.path.rename(tmp_path / "moved.git")
+    unread = await schedule_all(sessions, scheduling_settings, clock, control_plane.path, platform)
+    await schedule_all(sessions, scheduling_settings, clock, control_plane.path, platform)
+    moved.rename(control_plane.path)
+    await schedule_all(sessions, scheduling_settings, clock, control_plane.path, platform)
+
+    async with sessions() as session:
+        events = await published(session, "fleetmark.schedule.")
+    assert [outcome.environment for outcome in unread] == ["dev", "stage"]
+    assert all(outcome.failure for outcome in unread)
+    assert [(e["type"], e["subject"]) for e in events] == [
+        ("fleetmark.schedule.failed", "environments/dev/schedule"),
+        ("fleetmark.schedule.failed", "environments/stage/schedule"),
+        ("fleetmark.schedule.recovered", "environments/dev/schedule"),
+        ("fleetmark.schedule.recovered", "environments/stage/schedule"),
+    ]
+    assert events[0]["data"]["evidence_url"] == (
+        f"{scheduling_settings.effective_public_url}/api/v1/scheduling/errors?environment=dev"
+    )
+
+
+async def test_a_control_plane_never_read_fails_itself_until_it_is_read(
+    sessions: async_sessionmaker[AsyncSession],
+    scheduling_settings: HubSettings,
+    clock: FakeClock,
+    control_plane: ControlPlane,
+    platform: Platform,
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "missing"
+    for _ in range(2):
+        await schedule_all(sessions, scheduling_settings, clock, missing, platform)
+    control_plane.path.rename(missing)
+    await schedule_all(sessions, scheduling_settings, clock, missing, platform)
+
+    async with sessions() as session:
+        events = await published(session, "fleetmark.schedule.")
+    about = f"control-planes/{missing.as_uri()}/schedule"
+    assert [(e["type"], e["subject"], e["environment"]) for e in events] == [
+        ("fleetmark.schedule.failed", about, None),
+        ("fleetmark.schedule.recovered", about, None),
+    ]
+    failed, recovered = (e["data"] for e in events)
+    assert failed["environment"] is None
+    assert failed["failure"] == "the control plane could not be read; see the load errors"
+    assert recovered["failing_since"] == failed["failing_since"]
+
+
+async def test_a_failing_environment_the_control_plane_does_not_declare_is_closed(
+    schedule: Schedule,
+    sessions: async_sessionmaker[AsyncSession],
+    scheduling_settings: HubSettings,
+    clock: FakeClock,
+    control_plane: ControlPlane,
+    platform: Platform,
+) -> None:
+    mistyped = await schedule("prdo")
+    await schedule_all(sessions, scheduling_settings, clock, control_plane.path, platform)
+    await schedule_all(sessions, scheduling_settings, clock, control_plane.path, platform)
+
+    async with sessions() as session:
+        events = await published(session, "fleetmark.schedule.")
+    assert [(e["type"], e["subject"], e["data"]["declared"]) for e in events] == [
+        ("fleetmark.schedule.failed", "environments/prdo/schedule", True),
+        ("fleetmark.schedule.recovered", "environments/prdo/schedule", False),
+    ]
+    assert events[0]["data"]["failure"] == mistyped.failure
