@@ -129,7 +129,6 @@ async def due(
             EventDelivery.id,
             EventDelivery.created_at,
             EventDelivery.retried_at,
-            EventDelivery.first_attempt_at,
             EventDelivery.attempts,
             EventSubscription.url,
             EventSubscription.format,
@@ -258,7 +257,6 @@ async def revive(session: AsyncSession, delivery_id: int, now: datetime) -> bool
             state=_PENDING,
             attempts=0,
             next_attempt_at=now,
-            first_attempt_at=None,
             delivered_at=None,
             retried_at=now,
         )

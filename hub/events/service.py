@@ -350,7 +350,6 @@ def _outcome(row: RowMapping, answer: Answer, now: datetime, window: timedelta) 
     receiver's Retry-After, up to the longest wait), or dead once the retry window has passed
     since the delivery was made (or retried by hand)."""
     values: dict[str, Any] = {
-        "first_attempt_at": row["first_attempt_at"] or now,
         "last_attempt_at": now,
         "last_status_code": answer.status_code,
         "last_error": answer.error,

@@ -102,7 +102,6 @@ class EventDelivery(Base):
     state: Mapped[str] = mapped_column(String(16), server_default="pending")
     attempts: Mapped[int] = mapped_column(Integer, server_default="0")
     next_attempt_at: Mapped[datetime]
-    first_attempt_at: Mapped[datetime | None]
     last_attempt_at: Mapped[datetime | None]
     last_status_code: Mapped[int | None] = mapped_column(SmallInteger)
     last_error: Mapped[str | None] = mapped_column(Text)

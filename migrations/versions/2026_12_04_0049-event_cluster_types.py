@@ -3,7 +3,7 @@ cluster types, so `outbox_event.cluster_type` (one, never set) becomes `cluster_
 subscription's cluster-type filter matches on overlap.
 
 Revision ID: 0049_event_cluster_types
-Revises: 0047_commit_status
+Revises: 0048_delivery_window
 Create Date: 2026-12-04 10:00:00
 """
 
@@ -14,7 +14,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0049_event_cluster_types"
-down_revision: str | None = "0047_commit_status"
+down_revision: str | None = "0048_delivery_window"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
