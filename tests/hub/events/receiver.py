@@ -1,5 +1,5 @@
 """A receiver of events on loopback: a real HTTP server in a thread that records what it is
-sent and answers the statuses a test lines up (200 once they run out)."""
+sent and answers the statuses a test lines up (200 once they run out), or, held, nothing."""
 
 import json
 import ssl
@@ -31,6 +31,9 @@ class Receiver:
         # The TLS server names clients asked for (SNI), when the receiver speaks https.
         self.server_names: list[str | None] = []
         self.lock = threading.Lock()
+        # Held: each request is kept unanswered until the receiver stops.
+        self.holding = False
+        self.stopping = threading.Event()
 
     @property
     def url(self) -> str:
@@ -53,23 +56,32 @@ class Receiver:
             self.statuses = list(statuses)
             self.subject = subject
 
+    def hold(self) -> None:
+        """Answer nothing from now on: record each request, then keep it waiting until the
+        receiver stops, as a receiver that hangs (or whose answers are lost) does."""
+        with self.lock:
+            self.holding = True
+
     def reset(self) -> None:
         with self.lock:
             self.received = []
             self.statuses = []
             self.subject = None
 
-    def _take(self, received: Received) -> int:
+    def _take(self, received: Received) -> int | None:
         with self.lock:
             self.received.append(received)
+            if self.holding:
+                return None
             if self.subject is not None and received.document.get("subject") != self.subject:
                 return 200
             return self.statuses.pop(0) if self.statuses else 200
 
 
 @contextmanager
-def receiving(tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
-    """A receiver on 127.0.0.1; with `tls` (a certificate and its key) it speaks https."""
+def receiving(tls: tuple[Path, Path] | None = None, port: int = 0) -> Iterator[Receiver]:
+    """A receiver on 127.0.0.1 (on `port`, else a free one); with `tls` (a certificate and its
+    key) it speaks https."""
     receiver: Receiver
 
     class Handler(BaseHTTPRequestHandler):
@@ -77,6 +89,10 @@ def receiving(tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
             length = int(self.headers.get("Content-Length", "0"))
             body = self.rfile.read(length)
             status = receiver._take(Received(dict(self.headers.items()), body))
+            if status is None:
+                receiver.stopping.wait()
+                self.close_connection = True
+                return
             self.send_response(status)
             self.send_header("Content-Length", "2")
             self.end_headers()
@@ -85,7 +101,7 @@ def receiving(tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     receiver = Receiver(server)
     if tls is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -101,6 +117,7 @@ def receiving(tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
     try:
         yield receiver
     finally:
+        receiver.stopping.set()
         server.shutdown()
         server.server_close()
         thread.join()
