@@ -39,11 +39,11 @@ from hub.cli.target import Remote
 from hub.client import HubClient
 from hub.client.schemas.runs import RequestedRun
 from hub.database import create_engine, create_sessionmaker, write_session
-from hub.events.webhooks import signature
 from hub.demo.gitserver import GitServer
 from hub.demo.receiver import EventReceiver
 from hub.demo.repos import GitCommandError
 from hub.demo.story import ENVIRONMENTS, STEPS, DemoRepositories, Step, demo_fleet
+from hub.events.webhooks import signature
 from hub.git.urls import normalise_repository_url
 from hub.http import DeadlineHttpToolsProtocol
 from hub.logs import configure_logging

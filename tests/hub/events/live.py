@@ -148,11 +148,18 @@ def wait_for(what: str, condition: Callable[[], bool], timeout: float = WAIT) ->
         time.sleep(0.1)
 
 
-def arrived(received: list[Received], type_: str, subject: str) -> bool:
-    return any(
-        request.document["type"] == type_ and request.document["subject"] == subject
+def wait_for_event(received: list[Received], type_: str, subject: str, times: int = 1) -> None:
+    wait_for(f"{type_} about {subject}", lambda: arrived(received, type_, subject, times))
+
+
+def arrived(received: list[Received], type_: str, subject: str, times: int = 1) -> bool:
+    """Whether `times` events of the type about the subject arrived (each counted once)."""
+    ids = {
+        request.document["id"]
         for request in list(received)
-    )
+        if request.document["type"] == type_ and request.document["subject"] == subject
+    }
+    return len(ids) >= times
 
 
 def delivered(
@@ -200,7 +207,8 @@ def checked(received: list[Received], secret: str) -> list[dict[str, Any]]:
         assert event["source"] == SOURCE
         assert str(uuid.UUID(event["id"])) == event["id"]
         assert event["type"].startswith("fleetmark."), event
-        assert isinstance(event["subject"], str) and event["subject"], event
+        assert isinstance(event["subject"], str), event
+        assert event["subject"], event
         assert datetime.fromisoformat(event["time"]).tzinfo is not None, event
         assert event["datacontenttype"] == "application/json"
         assert isinstance(event["data"], dict), event

@@ -14,9 +14,8 @@ from pathlib import Path
 
 from tests.hub.conftest import ScenarioRemotes
 from tests.hub.events.live import (
-    SUBSCRIPTION,
     LiveHub,
-    arrived,
+    by_subject,
     check_order,
     checked,
     delivered,
@@ -26,6 +25,7 @@ from tests.hub.events.live import (
     prepare,
     reporting_fleet,
     wait_for,
+    wait_for_event,
 )
 from tests.hub.events.receiver import receiving
 from tests.served import free_port
@@ -33,6 +33,7 @@ from tests.served import free_port
 OUTAGE = float(os.environ.get("FLEETMARK_TEST_OUTAGE_SECONDS", "1"))
 DEV_CLUSTERS = "environments/dev/clusters"
 STAGE_CLUSTERS = "environments/stage/clusters"
+CLUSTERS = {"drone-dev-1": "dev", "drone-stage-1": "stage"}
 
 
 def test_every_event_arrives_after_the_receiver_and_the_hub_were_down(
@@ -41,6 +42,7 @@ def test_every_event_arrives_after_the_receiver_and_the_hub_were_down(
     # The receiver's silence outlasts the hub: its request is cut by the kill, not a timeout.
     live = LiveHub.create(migrated_database, tmp_path, FLEETMARK_WEBHOOK_TIMEOUT="600")
     receiver_port, hub_port = free_port(), free_port()
+    head = scenario_remotes.platform_heads["dev"]
     with ExitStack() as agents:
         with (
             receiving(port=receiver_port) as receiver,
@@ -49,31 +51,20 @@ def test_every_event_arrives_after_the_receiver_and_the_hub_were_down(
         ):
             secret = prepare(client, scenario_remotes, receiver.url)
             running = agents.enter_context(
-                reporting_fleet(
-                    hub,
-                    live.admin,
-                    scenario_remotes,
-                    {"drone-dev-1": "dev", "drone-stage-1": "stage"},
-                )
+                reporting_fleet(hub, live.admin, scenario_remotes, CLUSTERS)
             )
-            head = scenario_remotes.platform_heads["dev"]
-            wait_for(
-                "passed gate",
-                lambda: arrived(receiver.received, "fleetmark.gate.passed", f"gates/dev/{head}"),
-            )
+            wait_for_event(receiver.received, "fleetmark.gate.passed", f"gates/dev/{head}")
 
+            # The receiver takes the next request and never answers it.
             receiver.hold()
             with running.lock:
                 member(running, "drone-dev-1").silent = True
-            wait_for(
-                "held request",
-                lambda: arrived(receiver.received, "fleetmark.cluster.stale", DEV_CLUSTERS),
-            )
+            wait_for_event(receiver.received, "fleetmark.cluster.stale", DEV_CLUSTERS)
             with running.lock:
                 member(running, "drone-dev-1").silent = False
                 member(running, "drone-stage-1").silent = True
             wait_for(
-                "pending events",
+                "events pending",
                 lambda: (
                     pending(client)
                     >= {
@@ -84,9 +75,10 @@ def test_every_event_arrives_after_the_receiver_and_the_hub_were_down(
             )
             hub.process.kill()
             hub.process.wait()
-            received = list(receiver.received)
+            before = list(receiver.received)
         with running.lock:
             member(running, "drone-stage-1").silent = False
+        # Both down: the receiver's address refuses connections, no hub runs.
         time.sleep(OUTAGE)
 
         with (
@@ -94,13 +86,16 @@ def test_every_event_arrives_after_the_receiver_and_the_hub_were_down(
             live.served("second.log", hub_port) as hub,
             live.client(hub) as client,
         ):
-            wait_for(
-                "recovery",
-                lambda: arrived(receiver.received, "fleetmark.cluster.recovered", STAGE_CLUSTERS),
-            )
-            requests, deliveries = delivered(client, lambda: received + receiver.received)
+            wait_for_event(receiver.received, "fleetmark.cluster.recovered", STAGE_CLUSTERS)
+            requests, deliveries = delivered(client, lambda: before + receiver.received)
 
     events = checked(requests, secret)
     check_order(events)
     in_published_order(events, deliveries)
-    print([(e["type"], e["subject"]) for e in events])
+    # The request the hub was killed waiting on came again after the restart, with its id.
+    held = before[-1].document
+    assert held["type"] == "fleetmark.cluster.stale"
+    assert [r.document["id"] for r in requests].count(held["id"]) >= 2
+    subjects = by_subject(events)
+    for subject in (DEV_CLUSTERS, STAGE_CLUSTERS):
+        assert subjects[subject][-1]["type"] == "fleetmark.cluster.recovered", subject
