@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import httpx
 import typer
@@ -200,6 +200,8 @@ def _settings(root: Path, pace: Pace, port: int | None) -> HubSettings:
     """The embedded PostgreSQL in `root`, whatever FLEETMARK_DATABASE_URL says, and the hub's
     jobs at the story's pace, its events sent to the demo's receiver on loopback; warnings and
     errors logged, not every job's run."""
+    # --port, else FLEETMARK_PORT or the default: the address the events' source names.
+    chosen: dict[str, Any] = {} if port is None else {"port": port}
     try:
         settings = HubSettings(
             data_dir=root,
@@ -214,7 +216,7 @@ def _settings(root: Path, pace: Pace, port: int | None) -> HubSettings:
             metrics_refresh_interval=pace.jobs,
             event_delivery_interval=EVENTS_EVERY,
             webhook_allow_private=True,
-            **({} if port is None else {"port": port}),
+            **chosen,
         )
     except ValidationError as exc:
         raise fail(str(exc)) from exc
