@@ -3,8 +3,9 @@
 down; then the receiver and the hub (on the same database) return. Every event arrives, an
 event arrives twice only under its one id, and each subject's events in order.
 
-FLEETMARK_TEST_OUTAGE_SECONDS sets how long both are down (default 1): a longer outage
-leaves every cluster stale by the time the hub is back.
+FLEETMARK_TEST_OUTAGE_SECONDS sets how long both are down (default 1). The agents' reports
+fail meanwhile: after more than the 2 s of silence that makes a cluster stale, the restarted
+hub may announce its clusters stale and recovered too.
 """
 
 import os
