@@ -96,14 +96,18 @@ class Demo:
     def wait_for_story(self) -> float:
         """Seconds until the story was told."""
         started = time.monotonic()
-        while TOLD not in self.output():
-            assert self.process.poll() is None, f"the demo exited:\n{self.output()}"
-            assert time.monotonic() - started < STORY_TIMEOUT, self.output()
-            time.sleep(0.2)
+        self.wait_for_output(TOLD)
         found = re.search(r"FLEETMARK_TOKEN=(\S+)", self.output())
         assert found is not None, self.output()
         self.token = found[1]
         return time.monotonic() - started
+
+    def wait_for_output(self, text: str) -> None:
+        started = time.monotonic()
+        while text not in self.output():
+            assert self.process.poll() is None, f"the demo exited:\n{self.output()}"
+            assert time.monotonic() - started < STORY_TIMEOUT, self.output()
+            time.sleep(0.2)
 
     def get(self, path: str, **params: Any) -> Any:
         response = httpx.get(

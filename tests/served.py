@@ -78,9 +78,12 @@ def run(args: list[str], environment: dict[str, str], log: Path) -> Iterator[Run
 
 
 @contextmanager
-def served_hub(environment: dict[str, str], log: Path) -> Iterator[ServedHub]:
-    """The hub served until the block ends; fails with its output if it does not come up."""
-    port = free_port()
+def served_hub(
+    environment: dict[str, str], log: Path, port: int | None = None
+) -> Iterator[ServedHub]:
+    """The hub served (on `port`, else a free one) until the block ends; fails with its output
+    if it does not come up."""
+    port = port or free_port()
     args = ["serve", "--host", "127.0.0.1", "--port", str(port), "--no-migrate"]
     with run(args, environment, log) as running:
         hub = ServedHub(running.process, log, f"http://127.0.0.1:{port}")

@@ -231,6 +231,8 @@ def test_the_readme_and_the_tutorials_run_as_written(
 
         output = run_session(on_demo, demo_port, home, **{READ_TOKEN: read_token(demo)})
         assert "gate passed" in output
+        # The events the README says the demo prints as they arrive.
+        assert re.search(r"^\S+ event fleetmark\.\S+ \S+$", demo.output(), re.MULTILINE)
 
 
 @contextmanager

@@ -2,10 +2,13 @@
 admin token, as an operator would: to a hub of its own, or to a running one (`--hub`), which
 reads the repositories over git's HTTP protocol from the demo (`--git-listen`). It writes the
 scenario's repositories, has the hub schedule and harvest them, runs the simulated fleet, then
-tells the story until Ctrl-C or SIGTERM.
+tells the story until Ctrl-C or SIGTERM. Its own hub's events go to a receiver of the demo's,
+which prints each as it arrives.
 """
 
 import asyncio
+import hmac
+import json
 import logging
 import shlex
 import shutil
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import httpx
 import typer
@@ -37,8 +40,10 @@ from hub.client import HubClient
 from hub.client.schemas.runs import RequestedRun
 from hub.database import create_engine, create_sessionmaker, write_session
 from hub.demo.gitserver import GitServer
+from hub.demo.receiver import EventReceiver
 from hub.demo.repos import GitCommandError
 from hub.demo.story import ENVIRONMENTS, STEPS, DemoRepositories, Step, demo_fleet
+from hub.events.webhooks import signature
 from hub.git.urls import normalise_repository_url
 from hub.http import DeadlineHttpToolsProtocol
 from hub.logs import configure_logging
@@ -65,8 +70,9 @@ class Pace:
     report_every: float  # seconds between two reports of a cluster
     between_steps: float  # seconds from one step of the story to the next
     stale_after: int  # seconds of silence after which a cluster is stale
-    jobs: float  # seconds between the hub's drift, environment diff and harvest runs
+    jobs: float  # seconds between the hub's drift, gate, environment diff and harvest runs
     soak: int  # seconds a gate wants every cluster Ready on a commit
+    drift_grace: int  # seconds an environment's drift lasts before it is announced
 
     def settling(self) -> float:
         """Seconds after the last step until its effects show: the silent cluster stale, and
@@ -77,8 +83,14 @@ class Pace:
         return len(STEPS) * self.between_steps + self.settling()
 
 
-NORMAL = Pace(report_every=3.0, between_steps=30.0, stale_after=45, jobs=5.0, soak=60)
-FAST = Pace(report_every=0.3, between_steps=2.5, stale_after=3, jobs=1.0, soak=5)
+NORMAL = Pace(
+    report_every=3.0, between_steps=30.0, stale_after=45, jobs=5.0, soak=60, drift_grace=60
+)
+FAST = Pace(report_every=0.3, between_steps=2.5, stale_after=3, jobs=1.0, soak=5, drift_grace=5)
+# How often the demo's hub sends its events to the demo's receiver, in seconds.
+EVENTS_EVERY = 1.0
+# The subscription of the demo's receiver.
+SUBSCRIPTION = "demo"
 
 
 def demo(
@@ -184,19 +196,27 @@ def _fresh_directory(root: Path) -> Path:
     return root
 
 
-def _settings(root: Path, pace: Pace) -> HubSettings:
+def _settings(root: Path, pace: Pace, port: int | None) -> HubSettings:
     """The embedded PostgreSQL in `root`, whatever FLEETMARK_DATABASE_URL says, and the hub's
-    jobs at the story's pace; warnings and errors logged, not every job's run."""
+    jobs at the story's pace, its events sent to the demo's receiver on loopback; warnings and
+    errors logged, not every job's run."""
+    # --port, else FLEETMARK_PORT or the default: the address the events' source names.
+    chosen: dict[str, Any] = {} if port is None else {"port": port}
     try:
         settings = HubSettings(
             data_dir=root,
             database_url=None,
             stale_after_seconds=pace.stale_after,
             drift_interval=pace.jobs,
+            drift_grace=pace.drift_grace,
             env_diff_interval=pace.jobs,
             harvest_interval=pace.jobs * 3,
+            gate_answers_interval=pace.jobs,
             gate_answers_soak=pace.soak,
             metrics_refresh_interval=pace.jobs,
+            event_delivery_interval=EVENTS_EVERY,
+            webhook_allow_private=True,
+            **chosen,
         )
     except ValidationError as exc:
         raise fail(str(exc)) from exc
@@ -224,8 +244,8 @@ def _own_hub(
 ) -> None:
     """The story told to a hub of the demo's own, on the embedded PostgreSQL in `root`; in
     development mode it reads the repositories from the file system."""
-    settings = _settings(root, pace)
-    port = port or settings.port
+    settings = _settings(root, pace, port)
+    port = settings.port
     check_port(settings.host, port)
     console.print(
         f"fleetmark demo in {root}: clusters turn stale after {pace.stale_after} s of silence "
@@ -237,8 +257,11 @@ def _own_hub(
     url = open_database(settings, upgrade=True)
     repos = _repositories(root / "repositories")
     admin = asyncio.run(_first_admin_token(url, settings))
-    with _serving(url, settings, port) as hub_url:
-        _tell(Remote(hub_url, admin), repos, pace, clusters_per_type, stopping)
+    events = _Events()
+    with _serving(url, settings, port) as hub_url, EventReceiver(events.take) as receiver:
+        hub = Remote(hub_url, admin)
+        events.subscribe(hub, receiver.url)
+        _tell(hub, repos, pace, clusters_per_type, stopping)
 
 
 async def _first_admin_token(url: str, settings: HubSettings) -> str:
@@ -254,6 +277,42 @@ async def _first_admin_token(url: str, settings: HubSettings) -> str:
     finally:
         await engine.dispose()
     return created.token
+
+
+class _Events:
+    """The hub's events as the demo's receiver gets them: each printed once, with its type and
+    subject, when its signature holds under the subscription's secret."""
+
+    def __init__(self) -> None:
+        self.secret = ""
+        self.subscribed = threading.Event()
+        self.seen: set[str] = set()
+        self.lock = threading.Lock()
+
+    def subscribe(self, hub: Remote, url: str) -> None:
+        created = hub.ask(lambda client: client.create_subscription(SUBSCRIPTION, url))
+        self.secret = created.secret
+        self.subscribed.set()
+
+    def take(self, body: bytes, signed: str | None) -> bool:
+        # The first event may come before the subscription's answer, which holds the secret.
+        if signed is None or not self.subscribed.wait(TIMEOUT):
+            return False
+        try:
+            stamp = int(dict(part.split("=", 1) for part in signed.split(","))["t"])
+            event = json.loads(body)
+            kind, subject, key = str(event["type"]), str(event["subject"]), str(event["id"])
+        except (ValueError, KeyError, TypeError):
+            return False
+        if not hmac.compare_digest(signature(self.secret, stamp, body), signed):
+            return False
+        with self.lock:
+            # Sent at least once: an event that comes again is the same event.
+            if key in self.seen:
+                return True
+            self.seen.add(key)
+        _say(f"event {kind} {subject}")
+        return True
 
 
 def _running_hub(
@@ -343,20 +402,22 @@ class _Story:
         return self.hub.ask(lambda client: client.wait_for_run(start(client), interval=POLL))
 
 
-class _Fleet:
+class Fleet:
     """The simulated fleet reporting from a thread of its own until stopped; the story changes
     it under `lock`."""
 
-    def __init__(self, hub_url: str, admin_token: str, simulation: Simulation, pace: Pace) -> None:
+    def __init__(
+        self, hub_url: str, admin_token: str, simulation: Simulation, every: float
+    ) -> None:
         self.client = httpx.Client(base_url=hub_url, timeout=TIMEOUT)
         self.simulation = simulation
         self.tokens = register_fleet(self.client, admin_token, simulation)
-        self.every = pace.report_every
+        self.every = every
         self.lock = threading.Lock()
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._report, name="fleetmark-demo-fleet")
 
-    def __enter__(self) -> "_Fleet":
+    def __enter__(self) -> "Fleet":
         self.thread.start()
         return self
 
@@ -411,7 +472,7 @@ def _tell(
     assert hub.token is not None
     story = _Story(hub, repos)
     read = story.prepare()
-    fleet = _Fleet(hub.url, hub.token, demo_fleet(repos, clusters_per_type), pace)
+    fleet = Fleet(hub.url, hub.token, demo_fleet(repos, clusters_per_type), pace.report_every)
     with fleet:
         _introduce(hub, read, repos, pace, len(fleet.simulation.clusters))
         for number, step in enumerate(STEPS, 1):
@@ -426,7 +487,7 @@ def _tell(
             pass
 
 
-def _act(story: _Story, fleet: _Fleet, step: Step) -> None:
+def _act(story: _Story, fleet: Fleet, step: Step) -> None:
     with fleet.lock:
         environments = step.act(story.repos, fleet.simulation)
     if environments:

@@ -162,6 +162,14 @@ def test_the_demo_tells_the_story_and_ctrl_c_leaves_nothing_running(demo: Demo) 
     fleet_page = httpx.get(f"{demo.url}/", timeout=10.0).text
     assert f"{suspended} suspended" in fleet_page
 
+    # The hub's events, each printed as the demo's receiver got it, signed.
+    stage_head = git(repositories / "platform-gitops", "rev-parse", "stage")
+    demo.wait_for_output(f"event fleetmark.gate.passed gates/stage/{stage_head}")
+    output = demo.output()
+    assert "event fleetmark.cluster.stale environments/dev/clusters" in output
+    assert "event fleetmark.drift.started environments/dev/drift" in output
+    assert "event fleetmark.drift.started environments/stage/drift" in output
+
     # The decommissioned cluster is no longer expected.
     dev_head = git(repositories / "platform-gitops", "rev-parse", "dev")
     gate = demo.get("/api/v1/gates/promotion", environment="dev", commit=dev_head, limit=1000)

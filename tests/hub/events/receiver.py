@@ -1,7 +1,8 @@
 """A receiver of events on loopback: a real HTTP/1.1 server in a thread, keeping connections
 alive, that records what it is sent and over which connection, and answers the statuses a test
 lines up (200 once they run out). A request to a path ending `/held` is answered only once
-a request `release_on` picks has arrived (or after `HOLD_SECONDS`)."""
+a request `release_on` picks has arrived (or after `HOLD_SECONDS`); a held receiver answers
+nothing."""
 
 import json
 import ssl
@@ -44,6 +45,9 @@ class Receiver:
         self.released = threading.Event()
         # The TLS server names clients asked for (SNI), when the receiver speaks https.
         self.server_names: list[str | None] = []
+        # Held: each request is kept unanswered until the receiver stops.
+        self.holding = False
+        self.stopping = threading.Event()
         self.lock = threading.Lock()
 
     @property
@@ -70,6 +74,12 @@ class Receiver:
             self.subject = subject
             self.headers = headers or {}
 
+    def hold(self) -> None:
+        """Answer nothing from now on: record each request, then keep it waiting until the
+        receiver stops, as a receiver that hangs (or whose answers are lost) does."""
+        with self.lock:
+            self.holding = True
+
     def reset(self) -> None:
         with self.lock:
             self.received = []
@@ -79,9 +89,11 @@ class Receiver:
             self.release_on = None
             self.released.clear()
 
-    def _take(self, received: Received) -> tuple[int, dict[str, str]]:
+    def _take(self, received: Received) -> tuple[int, dict[str, str]] | None:
         with self.lock:
             self.received.append(received)
+            if self.holding:
+                return None
             if self.release_on is not None and self.release_on(received):
                 self.released.set()
             if self.subject is not None and received.document.get("subject") != self.subject:
@@ -92,8 +104,9 @@ class Receiver:
 
 
 @contextmanager
-def receiving(tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
-    """A receiver on 127.0.0.1; with `tls` (a certificate and its key) it speaks https."""
+def receiving(tls: tuple[Path, Path] | None = None, port: int = 0) -> Iterator[Receiver]:
+    """A receiver on 127.0.0.1 (on `port`, else a free one); with `tls` (a certificate and its
+    key) it speaks https."""
     receiver: Receiver
 
     class Handler(BaseHTTPRequestHandler):
@@ -105,7 +118,12 @@ def receiving(tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
             if self.path.endswith("/held"):
                 receiver.released.wait(HOLD_SECONDS)
             received = Received(dict(self.headers.items()), body, self.client_address[:2])
-            status, headers = receiver._take(received)
+            taken = receiver._take(received)
+            if taken is None:
+                receiver.stopping.wait()
+                self.close_connection = True
+                return
+            status, headers = taken
             # A failure's answer names the path, as many servers' do.
             answer = b"ok" if status < 300 else f"no hook at {self.path}".encode()
             self.send_response(status)
@@ -118,7 +136,7 @@ def receiving(tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     receiver = Receiver(server)
     if tls is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -130,4 +148,7 @@ def receiving(tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
         context.sni_callback = server_name
         server.socket = context.wrap_socket(server.socket, server_side=True)
     with serving_in_thread(server):
-        yield receiver
+        try:
+            yield receiver
+        finally:
+            receiver.stopping.set()
