@@ -1134,25 +1134,21 @@ async def history_periods(
     return (await session.execute(statement)).mappings().all() if keys else []
 
 
-# A cluster is drifted here when an object of it has a reason besides `behind`: an object
-# behind its branch head is a rollout on its way (the rollouts job's to announce), not drift.
 _CLUSTERS = text("""
 SELECT e.name AS environment, c.name AS cluster, t.name AS cluster_type,
-       EXISTS (
-           SELECT 1 FROM cluster_drift_reasons r
-           WHERE r.cluster_id = c.id AND NOT r.reasons <@ ARRAY['behind']::varchar[]
-       ) AS drifted,
+       COALESCE(d.drifted, 0) > 0 AS drifted,
        COALESCE(c.last_seen_at < :stale_before, false) AS stale
 FROM cluster c
 JOIN environment e ON e.id = c.environment_id
 LEFT JOIN cluster_type t ON t.id = c.cluster_type_id
+LEFT JOIN cluster_drift d ON d.cluster_id = c.id
 WHERE c.decommissioned_at IS NULL
 ORDER BY e.name, c.name
 """)
 
 
 async def cluster_standing(session: AsyncSession, stale_before: datetime) -> Sequence[Row[Any]]:
-    """Every placed live cluster: its environment and cluster type, whether it is drifted
-    beyond being behind (as `cluster_drift_reasons` counted), and whether its agent is stale (a
-    cluster that never reported is not: it has no report to go silent after)."""
+    """Every placed live cluster: its environment and cluster type, whether an object of it is
+    drifted (as `cluster_drift` counted), and whether its agent is stale (a cluster that never
+    reported is not: it has no report to go silent after)."""
     return (await session.execute(_CLUSTERS, {"stale_before": stale_before})).all()

@@ -104,18 +104,31 @@ async def test_the_grace_counts_per_cluster(
     assert (started["data"]["clusters"], started["data"]["count"]) == (["drone-01"], 1)
 
 
-async def test_a_cluster_behind_during_a_rollout_is_no_drift(
+async def test_a_cluster_behind_during_a_rollout_is_no_drift_until_it_outlives_the_grace(
     dev: Fleet, session: AsyncSession, clock: FakeClock
 ) -> None:
-    await promote_to_drone_02(dev)
-    for _ in range(4):
-        await evaluate(session, clock)
-        clock.advance(minutes=5)
-        await dev.report()
-
+    newer = await promote_to_drone_02(dev)
+    await evaluate(session, clock)
+    clock.advance(minutes=4)
+    await dev.report()
     behind = await drift(session, clock, reasons=["behind"])
+    await evaluate(session, clock)
+    within = await published(session, "fleetmark.drift.")
+    clock.advance(minutes=2)
+    await dev.report()
+    await evaluate(session, clock)
+    stuck = await published(session, "fleetmark.drift.")
+    dev.clusters["drone-01"].run_platform(newer)
+    await dev.report()
+    await evaluate(session, clock)
+    caught_up = await published(session, "fleetmark.drift.")
+
     assert [item.cluster for item in behind.items] == ["drone-01"]
-    assert await published(session, "fleetmark.drift.") == []
+    assert within == []
+    assert [(e["type"], e["data"]["clusters"]) for e in stuck] == [
+        ("fleetmark.drift.started", ["drone-01"])
+    ]
+    assert [e["type"] for e in caught_up[1:]] == ["fleetmark.drift.resolved"]
 
 
 async def test_drift_reaches_the_subscriptions_of_its_clusters_types(
