@@ -6,12 +6,12 @@ repository). Nothing is authenticated: it is a demo's, on compose's network.
 
 import os
 import subprocess
-import threading
 from collections.abc import Collection
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from urllib.parse import unquote, urlsplit
+
+from hub.demo.serving import Served
 
 __all__ = ["GitServer"]
 
@@ -19,7 +19,7 @@ __all__ = ["GitServer"]
 _PASSED_HEADERS = {"Content-Type": "CONTENT_TYPE", "Content-Encoding": "HTTP_CONTENT_ENCODING"}
 
 
-class GitServer:
+class GitServer(Served):
     """`git http-backend` on (host, port), until the `with` block ends."""
 
     def __init__(self, root: Path, host: str, port: int, *, writable: Collection[str]) -> None:
@@ -28,26 +28,11 @@ class GitServer:
             (_Handler,),
             {"root": root.resolve(), "writable": frozenset(writable)},
         )
-        self.server = ThreadingHTTPServer((host, port), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, name="fleetmark-git")
+        super().__init__(ThreadingHTTPServer((host, port), handler), name="fleetmark-git")
 
     @property
     def port(self) -> int:
         return int(self.server.server_address[1])
-
-    def __enter__(self) -> "GitServer":
-        self.thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.server.shutdown()
-        self.thread.join()
-        self.server.server_close()
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -2,10 +2,10 @@
 hands each request's body and X-Fleetmark-Signature to the demo, which checks and prints it.
 """
 
-import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+
+from hub.demo.serving import Served
 
 __all__ = ["EventReceiver", "Take"]
 
@@ -13,31 +13,16 @@ __all__ = ["EventReceiver", "Take"]
 Take = Callable[[bytes, str | None], bool]
 
 
-class EventReceiver:
+class EventReceiver(Served):
     """Receives events on a free port of 127.0.0.1 until the `with` block ends."""
 
     def __init__(self, take: Take) -> None:
         handler = type("Handler", (_Handler,), {"take": staticmethod(take)})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, name="fleetmark-events")
+        super().__init__(ThreadingHTTPServer(("127.0.0.1", 0), handler), name="fleetmark-events")
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/events"
-
-    def __enter__(self) -> "EventReceiver":
-        self.thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.server.shutdown()
-        self.thread.join()
-        self.server.server_close()
 
 
 class _Handler(BaseHTTPRequestHandler):
