@@ -1601,8 +1601,11 @@ class Run:
         self.events = EventWatch(database_url)
         self.event_figures = EventFigures()
         # Per environment and commit asked about, each gate sample: when asked and answered
-        # (time.time()), and its verdict.
-        self.gate_samples: dict[tuple[str, str], list[tuple[float, float, str]]] = defaultdict(list)
+        # (time.time()), its verdict, and whether the commit was asked about as the head (or
+        # as the commit below a rewrite: asked about again after a while).
+        self.gate_samples: dict[tuple[str, str], list[tuple[float, float, str, bool]]] = (
+            defaultdict(list)
+        )
         self.acked_before = 0  # reports acknowledged before the hour began
         self.harvested: dict[str, str] = {}  # each branch's head as the hub has harvested it
         self.probe: GateProbe | None = None  # the hour's gate questions from a process apart
@@ -2053,7 +2056,9 @@ class Run:
         body = response.json()
         counts = body["counts"]
         self.findings.gate_samples += 1
-        self.gate_samples[(environment, target)].append((asked, time.time(), body["verdict"]))
+        self.gate_samples[(environment, target)].append(
+            (asked, time.time(), body["verdict"], label is None)
+        )
         what = f"gate {environment}@{target[:8]}"
         certain = sum(1 for states in possible.values() if "absent" not in states)
         if not certain <= counts["expected"] <= len(possible):
@@ -2523,7 +2528,7 @@ class Run:
             times = [event.time for event in chain]
             what = f"gate {environment}@{target[:8]}"
             # A verdict the samples saw held: announced by each round within.
-            for verdict, group in itertools.groupby(samples, key=lambda sample: sample[2]):
+            for (verdict, _), group in itertools.groupby(samples, key=lambda s: (s[2], s[3])):
                 held = list(group)
                 index = bisect.bisect_left(starts, held[0][1])
                 for start, finish in rounds[index:]:
