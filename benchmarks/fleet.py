@@ -1098,6 +1098,8 @@ class Request:
 
 
 class ReceiverServer(ThreadingHTTPServer):
+    """The receiver: on loopback, a port of its own, the requests it got kept in order."""
+
     daemon_threads = True
 
     def __init__(self) -> None:
@@ -1355,7 +1357,11 @@ def overlaps(intervals: list[Round], start: float, end: float) -> bool:
 
 @dataclass
 class EventFigures:
+    """What the events' figures print: the requests, the events by type and their latency,
+    and how many of each check the reconciliation made."""
+
     received: int = 0  # requests
+    repeated: int = 0  # events that arrived more than once
     by_type: Counter[str] = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
     checked: Counter[str] = field(default_factory=Counter)  # what each check covered
@@ -2380,6 +2386,7 @@ class Run:
         for event in events:
             figures.by_type[event.type] += 1
             figures.latencies.append(event.first - event.time)
+            figures.repeated += event.times > 1
         figures.latencies.sort()
         self.reconcile_stale(events, end)
         self.reconcile_gate(events, end)
@@ -2711,7 +2718,7 @@ class Run:
         line(
             "events received",
             f"{len(latencies):,} judged by the end, in {figures.received:,} requests "
-            f"(stale after {self.stale_after} s)",
+            f"({figures.repeated:,} arrived again; stale after {self.stale_after} s)",
         )
         line(
             "  by type",
