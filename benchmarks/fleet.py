@@ -2634,14 +2634,15 @@ class Run:
         sampler = asyncio.create_task(self.sample())
         watcher = asyncio.create_task(self.watch_panel())
         await self.script()
+        sampler.cancel()
         watcher.cancel()
         await asyncio.to_thread(self.probe.stop)
         with phase("replaying every spool, then reconciling the store with the record"):
             await self.drain()
             # The events: those judged by now (the record complete) are reconciled, once the
-            # outbox has delivered them; the job rounds sampled until now tell when they ran.
+            # outbox has delivered them; the job rounds sampled and kept until now tell when
+            # they ran.
             cutoff = datetime.now(UTC)
-            sampler.cancel()
             await asyncio.to_thread(self.jobs.collect)
             await self.drain_outbox(cutoff)
             await asyncio.to_thread(self.reconcile_events, cutoff)
