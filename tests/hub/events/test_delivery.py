@@ -17,6 +17,7 @@ import structlog
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+import hub.app
 from hub.app import create_app
 from hub.database import create_engine, create_sessionmaker, write_session
 from hub.events import service, tasks
@@ -556,8 +557,10 @@ async def test_a_slow_receiver_does_not_hold_up_the_others(
 
 
 async def test_a_slack_webhooks_secret_path_is_shown_in_no_answer_error_or_log(
-    sessions: Sessions, hook: Receiver, clock: FakeClock
+    sessions: Sessions, hook: Receiver, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A logger of its own: the module's may have been bound to an earlier test's output.
+    monkeypatch.setattr(service, "log", structlog.get_logger("fleetmark.events"))
     url = hook.url.replace("/hook", "/services/T0A/B0B/ZyXwVuTsRqPoNmLkJiHgFeDc")
     await subscribe(sessions, "chat", url, format="slack")
     await publish(sessions, event(clock))
@@ -581,8 +584,15 @@ async def test_a_slack_webhooks_secret_path_is_shown_in_no_answer_error_or_log(
     [("production", None, 1), ("production", SOURCE, 0), ("development", None, 0)],
 )
 async def test_a_production_hub_without_a_public_url_warns_at_start(
-    migrated_database: str, tmp_path: Path, mode: str, public_url: str | None, warnings: int
+    migrated_database: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    public_url: str | None,
+    warnings: int,
 ) -> None:
+    # A logger of its own: the module's may have been bound to an earlier test's output.
+    monkeypatch.setattr(hub.app, "log", structlog.get_logger("fleetmark.app"))
     settings = hub_settings(
         mode=mode, public_url=public_url, data_dir=tmp_path, harvest_enabled=False
     )
