@@ -23,7 +23,7 @@ from hub.database import create_engine, create_sessionmaker, write_session
 from hub.events import service, tasks
 from hub.events.schemas import DeliveryInfo, SubscriptionRequest
 from hub.events.service import Event
-from tests.conftest import hub_settings
+from tests.conftest import hub_settings, route_hub_logs
 from tests.hub.events.receiver import HOLD_SECONDS, Receiver, receiving
 from tests.support import FakeClock, samples
 
@@ -49,6 +49,17 @@ def clock() -> FakeClock:
     """The hub's clock, from the store's time: a delivery's retry window and its age in the
     outbox count from when the store made it."""
     return FakeClock(datetime.now(UTC))
+
+
+@pytest.fixture
+def plain_logging() -> Iterator[None]:
+    """structlog as it comes, for the test's length: a command run in-process by an earlier
+    test may have set the hub's logging up (warnings only, loggers bound once)."""
+    structlog.reset_defaults()
+    route_hub_logs()
+    yield
+    structlog.reset_defaults()
+    route_hub_logs()
 
 
 @pytest.fixture
@@ -557,16 +568,20 @@ async def test_a_slow_receiver_does_not_hold_up_the_others(
 
 
 async def test_a_slack_webhooks_secret_path_is_shown_in_no_answer_error_or_log(
-    sessions: Sessions, hook: Receiver, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    sessions: Sessions,
+    hook: Receiver,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+    plain_logging: None,
 ) -> None:
-    # A logger of its own: the module's may have been bound to an earlier test's output.
-    monkeypatch.setattr(service, "log", structlog.get_logger("fleetmark.events"))
     url = hook.url.replace("/hook", "/services/T0A/B0B/ZyXwVuTsRqPoNmLkJiHgFeDc")
     await subscribe(sessions, "chat", url, format="slack")
     await publish(sessions, event(clock))
     hook.answer(404)
 
     with structlog.testing.capture_logs() as logs:
+        # A logger first used here: the module's may be bound to an earlier set-up.
+        monkeypatch.setattr(service, "log", structlog.get_logger("fleetmark.events"))
         await deliver(sessions, clock)
 
     [delivery] = await deliveries(sessions, "chat")
@@ -587,17 +602,18 @@ async def test_a_production_hub_without_a_public_url_warns_at_start(
     migrated_database: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    plain_logging: None,
     mode: str,
     public_url: str | None,
     warnings: int,
 ) -> None:
-    # A logger of its own: the module's may have been bound to an earlier test's output.
-    monkeypatch.setattr(hub.app, "log", structlog.get_logger("fleetmark.app"))
     settings = hub_settings(
         mode=mode, public_url=public_url, data_dir=tmp_path, harvest_enabled=False
     )
     app = create_app(settings, migrated_database)
     with structlog.testing.capture_logs() as logs:
+        # A logger first used here: the module's may be bound to an earlier set-up.
+        monkeypatch.setattr(hub.app, "log", structlog.get_logger("fleetmark.app"))
         async with app.router.lifespan_context(app):
             pass
     warned = [
