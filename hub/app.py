@@ -40,6 +40,7 @@ from hub.pages.headers import SecurityHeaders
 from hub.pages.router import public as pages_public_router
 from hub.pages.router import router as pages_router
 from hub.pages.throttle import FailedSignIns
+from hub.rollouts.router import router as rollouts_router
 from hub.runs.router import router as runs_router
 from hub.scheduling.router import router as scheduling_router
 from hub.settings import HubSettings
@@ -126,6 +127,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         fleet_router,
         gate_router,
         dora_router,
+        rollouts_router,
         drift_router,
         envdiff_router,
         repositories_router,

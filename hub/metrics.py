@@ -10,7 +10,7 @@ from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.responses import JSONResponse
@@ -94,6 +94,7 @@ class FleetCollector(Collector):
         yield from self._jobs(snapshot)
         yield from self._events(snapshot)
         yield from self._statuses(snapshot)
+        yield from self._rollouts(snapshot)
         if snapshot.clusters:
             yield from self._clusters(snapshot)
 
@@ -244,6 +245,49 @@ class FleetCollector(Collector):
             value=counts.waiting,
         )
         yield from (statuses, waiting)
+
+    @staticmethod
+    def _rollouts(snapshot: FleetSnapshot) -> Iterator[Metric]:
+        """The current rollout per workload (empty: the platform commits) and environment:
+        a series each, the version in the info metric only."""
+        labels = ["workload", "environment"]
+        ratio = GaugeMetricFamily(
+            "fleetmark_rollout_converged_ratio",
+            "Share of the current rollout's expected clusters that run it Ready.",
+            labels=labels,
+        )
+        seconds = GaugeMetricFamily(
+            "fleetmark_rollout_time_to_converge_seconds",
+            "Per cluster, from the target's commit time to when it ran it Ready, across the "
+            "clusters that did: quantile 0.5, 0.95 and 1 (the max; below a converged ratio of "
+            "1, the time so far).",
+            labels=[*labels, "quantile"],
+        )
+        failed = GaugeMetricFamily(
+            "fleetmark_rollout_failed_clusters",
+            "Expected clusters that failed to reconcile the current rollout.",
+            labels=labels,
+        )
+        info = InfoMetricFamily(
+            "fleetmark_rollout",
+            "The current rollout's version: a workload's version, or the platform commit's sha.",
+            labels=labels,
+        )
+        for rollout in snapshot.rollouts:
+            values = [_label(rollout.workload), rollout.environment]
+            if rollout.converged_ratio is not None:
+                ratio.add_metric(values, rollout.converged_ratio)
+            spread = rollout.time_to_converge
+            for quantile, value in (
+                ("0.5", spread.p50_seconds),
+                ("0.95", spread.p95_seconds),
+                ("1", spread.max_seconds),
+            ):
+                if value is not None:
+                    seconds.add_metric([*values, quantile], value)
+            failed.add_metric(values, rollout.failed_clusters)
+            info.add_metric(values, {"version": rollout.revision})
+        yield from (ratio, seconds, failed, info)
 
     @staticmethod
     def _clusters(snapshot: FleetSnapshot) -> Iterator[Metric]:

@@ -5,6 +5,7 @@ Pure: the gate service gathers the facts from the store and hands them over with
 module decides and explains. The rules are in docs/concepts.md ("The promotion gate").
 """
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -94,6 +95,11 @@ class GateOptions:
     stale_after: timedelta
     allow_stale: bool = False
     min_clusters: int = 1
+    # Passed once this share of the expected clusters is compliant (none failed); None: all.
+    min_converged_ratio: float | None = None
+    # Failed once this long after the target's commit time fewer clusters than it requires
+    # run it Ready; None: no deadline.
+    max_time_to_converge: timedelta | None = None
 
     def __post_init__(self) -> None:
         if self.soak < timedelta(0):
@@ -104,6 +110,12 @@ class GateOptions:
             raise ValueError(f"stale_after: must be positive, got {self.stale_after}")
         if self.min_clusters < 1:
             raise ValueError(f"min_clusters: must be at least 1, got {self.min_clusters}")
+        ratio = self.min_converged_ratio
+        if ratio is not None and not 0 < ratio <= 1:
+            raise ValueError(f"min_converged_ratio: must be above 0 and at most 1, got {ratio}")
+        deadline = self.max_time_to_converge
+        if deadline is not None and deadline <= timedelta(0):
+            raise ValueError(f"max_time_to_converge: must be positive, got {deadline}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -363,9 +375,16 @@ _SEVERITY = {state: rank for rank, state in enumerate(ClusterState)}
 
 
 def decide(
-    target: Target, clusters: Iterable[ClusterFacts], options: GateOptions, now: datetime
+    target: Target,
+    clusters: Iterable[ClusterFacts],
+    options: GateOptions,
+    now: datetime,
+    *,
+    committed_at: datetime | None = None,
 ) -> GateDecision:
-    """The gate's verdict for `target` over the expected `clusters`, at `now`."""
+    """The gate's verdict for `target` over the expected `clusters`, at `now`; `committed_at`
+    is the target's commit time, which max_time_to_converge counts from (None: no rollout of
+    it yet, so no deadline)."""
     if now.tzinfo is None:
         raise ValueError("now: must be timezone-aware")
     facts = list(clusters)
@@ -399,7 +418,7 @@ def decide(
         silent_before_soak_end=tuple(silent[:REASONS_NAMED]),
         silent_before_soak_end_count=len(silent),
     )
-    return conclude(target, tally, evidence, options, now)
+    return conclude(target, tally, evidence, options, now, committed_at=committed_at)
 
 
 def conclude(
@@ -408,14 +427,21 @@ def conclude(
     listed: Iterable[ClusterEvidence],
     options: GateOptions,
     now: datetime,
+    *,
+    committed_at: datetime | None = None,
 ) -> GateDecision:
     """The verdict over clusters judged one by one: `tally` sums up every expected cluster;
     `listed` holds the evidence of those listed, furthest from compliance first (the first
-    REASONS_NAMED of them at least, when there are that many: the reasons name them)."""
+    REASONS_NAMED of them at least, when there are that many: the reasons name them);
+    `committed_at` as `decide` takes it."""
     if now.tzinfo is None:
         raise ValueError("now: must be timezone-aware")
     listed = tuple(listed)
     verdict, reasons, earliest_pass_at = _verdict(target, tally, listed, options, now)
+    if verdict is Verdict.PENDING:
+        overdue = _overdue(target, tally, options, now, committed_at)
+        if overdue is not None:
+            verdict, reasons, earliest_pass_at = Verdict.FAILED, (overdue, *reasons), None
     waits_on_reports = earliest_pass_at is not None and not options.allow_stale
     return GateDecision(
         target=target,
@@ -444,6 +470,37 @@ def _named(evidence: Iterable[ClusterEvidence], total: int, what: str) -> list[s
     return lines
 
 
+def _required(expected: int, options: GateOptions) -> int:
+    """How many of the expected clusters must run the target, Ready (and soaked to pass)."""
+    ratio = options.min_converged_ratio
+    return expected if ratio is None else max(1, math.ceil(ratio * expected))
+
+
+def _overdue(
+    target: Target,
+    tally: Tally,
+    options: GateOptions,
+    now: datetime,
+    committed_at: datetime | None,
+) -> str | None:
+    """Why a pending gate fails: max_time_to_converge has passed since the target's commit
+    and fewer clusters than required run it Ready; None when it has not or they do."""
+    deadline = options.max_time_to_converge
+    if deadline is None or committed_at is None or now - committed_at <= deadline:
+        return None
+    expected = tally.expected
+    on_track = sum(tally.by_state.get(state, 0) for state in _ON_TRACK)
+    required = _required(expected, options)
+    if not expected or on_track >= required:
+        return None
+    return (
+        f"{target} has not converged in {target.environment} within "
+        f"{format_duration(deadline)} (max_time_to_converge) of its commit at "
+        f"{format_time(committed_at)}: {on_track} of {expected} expected cluster(s) run it, "
+        f"Ready; {required} required"
+    )
+
+
 def _verdict(
     target: Target,
     tally: Tally,
@@ -470,7 +527,26 @@ def _verdict(
             f"at least {options.min_clusters} required",
         )
         return Verdict.PENDING, tuple(reasons), None
-    if sum(counts.get(state, 0) for state in _ON_TRACK) < expected:
+    required = _required(expected, options)
+    compliant = counts.get(ClusterState.COMPLIANT, 0)
+    if required < expected and compliant >= required:
+        return (
+            Verdict.PASSED,
+            (
+                f"{compliant} of {expected} expected cluster(s) in {environment} run {target} "
+                f"and have been Ready for at least {format_duration(options.soak)}; "
+                f"{required} ({options.min_converged_ratio:.0%}) required",
+            ),
+            None,
+        )
+    on_track = sum(counts.get(state, 0) for state in _ON_TRACK)
+    if on_track < required:
+        if required < expected:
+            reasons.insert(
+                0,
+                f"{on_track} of {expected} expected cluster(s) in {environment} run {target}, "
+                f"Ready; {required} ({options.min_converged_ratio:.0%}) required",
+            )
         return Verdict.PENDING, tuple(reasons), None
 
     # Every cluster runs the target, Ready: only time stands between the gate and passing.

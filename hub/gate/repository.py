@@ -15,7 +15,16 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from hub.gate.policy import ClusterFacts, ClusterState, GateOptions, Standing, Tally, rule
+from hub.gate.policy import (
+    ClusterFacts,
+    ClusterState,
+    GateOptions,
+    PlatformCommit,
+    Standing,
+    Tally,
+    Target,
+    rule,
+)
 from hub.git.ancestry import reaches
 from hub.models import (
     Assignment,
@@ -26,6 +35,7 @@ from hub.models import (
     GitCommit,
     ManifestRevision,
     Repository,
+    Rollout,
 )
 from hub.sorting import Order
 from scheduler_core.kube import LabelSelector
@@ -829,6 +839,26 @@ JOIN environment e ON e.id = v.environment_id
 WHERE e.name = :environment
 ORDER BY v.workload
 """)
+
+
+async def rollout_committed_at(session: AsyncSession, target: Target) -> datetime | None:
+    """The target's commit time as its rollout in the environment records it (`rollout`, kept
+    by the rollouts job); None before a cluster applied it."""
+    if isinstance(target, PlatformCommit):
+        workload, revision = None, target.sha
+    else:
+        workload, revision = target.workload, target.version
+    committed: datetime | None = await session.scalar(
+        select(Rollout.committed_at)
+        .where(
+            Rollout.environment == target.environment,
+            Rollout.workload.is_not_distinct_from(workload),
+            Rollout.revision == revision,
+        )
+        .order_by(Rollout.started_at.desc())
+        .limit(1)
+    )
+    return committed
 
 
 async def assigned_workloads(session: AsyncSession, environment: str) -> list[str]:

@@ -55,6 +55,8 @@ async def _gate(
         cluster_types=query.cluster_types or (),
         selector=query.selector,
         page=_page(query, order),
+        min_converged_ratio=query.min_converged_ratio,
+        max_time_to_converge=query.max_time_to_converge,
     )
 
 
@@ -162,4 +164,6 @@ async def promotable(
         cluster_types=query.cluster_types or (),
         selector=query.selector,
         page=_page(query, order),
+        min_converged_ratio=query.min_converged_ratio,
+        max_time_to_converge=query.max_time_to_converge,
     )

@@ -42,6 +42,8 @@ class GateOptionsOut(BaseModel):
     stale_after_seconds: float
     allow_stale: bool
     min_clusters: int
+    min_converged_ratio: float | None = Field(description="null: every expected cluster.")
+    max_time_to_converge_seconds: float | None = Field(description="null: no deadline.")
 
 
 class GateCounts(BaseModel):

@@ -102,11 +102,22 @@ class UnknownVersion(FleetmarkError):
 
 
 def _options(
-    *, soak: timedelta, stale_after: timedelta, allow_stale: bool, min_clusters: int
+    *,
+    soak: timedelta,
+    stale_after: timedelta,
+    allow_stale: bool,
+    min_clusters: int,
+    min_converged_ratio: float | None = None,
+    max_time_to_converge: timedelta | None = None,
 ) -> GateOptions:
     try:
         return GateOptions(
-            soak=soak, stale_after=stale_after, allow_stale=allow_stale, min_clusters=min_clusters
+            soak=soak,
+            stale_after=stale_after,
+            allow_stale=allow_stale,
+            min_clusters=min_clusters,
+            min_converged_ratio=min_converged_ratio,
+            max_time_to_converge=max_time_to_converge,
         )
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
@@ -178,7 +189,11 @@ async def _judge(
         offset=page.offset,
     )
     listed = [evaluate(item.facts, target, options, now) for item in judgement.listed]
-    return conclude(target, judgement.tally, listed, options, now), judgement
+    committed_at = None
+    if options.max_time_to_converge is not None:
+        committed_at = await repository.rollout_committed_at(session, target)
+    decision = conclude(target, judgement.tally, listed, options, now, committed_at=committed_at)
+    return decision, judgement
 
 
 def _result(
@@ -208,6 +223,8 @@ def _result(
             stale_after_seconds=options.stale_after.total_seconds(),
             allow_stale=options.allow_stale,
             min_clusters=options.min_clusters,
+            min_converged_ratio=options.min_converged_ratio,
+            max_time_to_converge_seconds=_seconds(options.max_time_to_converge),
         ),
         counts=GateCounts(
             expected=decision.expected,
@@ -407,12 +424,19 @@ async def promotable(
     cluster_types: Sequence[str] = (),
     selector: str | None = None,
     page: ClusterPage = ClusterPage(),
+    min_converged_ratio: float | None = None,
+    max_time_to_converge: timedelta | None = None,
 ) -> Promotable:
     """The newest platform commit of the environment's branch whose gate passes, walking back
     its first-parent chain at most `max_commits` commits, over the expected clusters of the
     cluster types named (none: every one) that `selector` selects."""
     options = _options(
-        soak=soak, stale_after=stale_after, allow_stale=allow_stale, min_clusters=min_clusters
+        soak=soak,
+        stale_after=stale_after,
+        allow_stale=allow_stale,
+        min_clusters=min_clusters,
+        min_converged_ratio=min_converged_ratio,
+        max_time_to_converge=max_time_to_converge,
     )
     narrowing = _narrowing(cluster_types, selector)
     scope = await _scope(session, environment)
@@ -642,13 +666,20 @@ async def promotion_gate(
     cluster_types: Sequence[str] = (),
     selector: str | None = None,
     page: ClusterPage = ClusterPage(),
+    min_converged_ratio: float | None = None,
+    max_time_to_converge: timedelta | None = None,
 ) -> GateResult:
     """The gate for a platform commit, or for a workload version, in `environment`, over the
     expected clusters of the cluster types named (none: every one) that `selector` (a label
     selector as kubectl's `-l` reads it) selects; `page` picks the clusters listed with their
     evidence."""
     options = _options(
-        soak=soak, stale_after=stale_after, allow_stale=allow_stale, min_clusters=min_clusters
+        soak=soak,
+        stale_after=stale_after,
+        allow_stale=allow_stale,
+        min_clusters=min_clusters,
+        min_converged_ratio=min_converged_ratio,
+        max_time_to_converge=max_time_to_converge,
     )
     narrowing = _narrowing(cluster_types, selector)
     for cluster_type in cluster_types:

@@ -482,6 +482,8 @@ async def gate_page(
             cluster_types=asked.cluster_types or (),
             selector=asked.selector,
             page=gate.ClusterPage(limit=asked.limit, offset=asked.offset, order=order),
+            min_converged_ratio=asked.min_converged_ratio,
+            max_time_to_converge=asked.max_time_to_converge,
         )
     return render(
         request,

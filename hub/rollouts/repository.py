@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Row, select, text, tuple_
+from sqlalchemy import Row, RowMapping, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -91,3 +91,28 @@ async def unconverged(session: AsyncSession, ids: Sequence[int]) -> set[int]:
         )
     )
     return set(rows)
+
+
+# The current rollout of each workload (NULL: the platform commits) per environment, by the
+# view of migration 0050_rollout_health, in promotion order.
+_HEALTH = text("""
+SELECT * FROM rollout_health
+WHERE (CAST(:environments AS text[]) IS NULL OR environment = ANY(CAST(:environments AS text[])))
+  AND (CAST(:workload AS text) IS NULL OR workload = CAST(:workload AS text))
+ORDER BY environment_position NULLS LAST, environment, workload NULLS FIRST
+""")
+
+
+async def health(
+    session: AsyncSession, *, environments: Sequence[str] | None, workload: str | None
+) -> Sequence[RowMapping]:
+    """The rows of `rollout_health` of these environments (None: all) and this workload (None:
+    every one and the platform commits)."""
+    found = await session.execute(
+        _HEALTH,
+        {
+            "environments": None if environments is None else list(environments),
+            "workload": workload,
+        },
+    )
+    return found.mappings().all()

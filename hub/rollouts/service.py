@@ -17,14 +17,21 @@ from sqlalchemy.dialects.postgresql import Range
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.client.schemas.gate import GateQuery
+from hub.client.schemas.rollouts import (
+    RolloutHealth,
+    RolloutHealthList,
+    RolloutHealthQuery,
+    TimeToConverge,
+)
 from hub.events.service import Event, Held, held, hold, publish, release
 from hub.gate import service as gate_service
 from hub.placement import repository as placement_repository
+from hub.placement import service as placement_service
 from hub.rollouts import repository
 from hub.rollouts.policy import Facts, Judged, RolloutState, judge
 from hub.rollouts.schemas import RolloutEventData
 
-__all__ = ["Kept", "keep_rollouts"]
+__all__ = ["Kept", "current_health", "keep_rollouts", "rollout_health"]
 
 log = structlog.get_logger("fleetmark.rollouts")
 
@@ -171,3 +178,52 @@ async def keep_rollouts(session: AsyncSession, *, stall_after: timedelta, source
     await release(session, STALL_ANNOUNCED, [key for key in stalls if int(key) not in open_ids])
     await publish(session, events, source=source)
     return Kept(len(rows), written, len(events), time.perf_counter() - started)
+
+
+# --- health -----------------------------------------------------------------------------------
+
+
+def _health(row: RowMapping) -> RolloutHealth:
+    return RolloutHealth(
+        environment=row["environment"],
+        position=row["environment_position"],
+        workload=row["workload"],
+        revision=row["revision"],
+        commit=row["commit_sha"],
+        committed_at=row["committed_at"],
+        started_at=row["started_at"],
+        state=row["state"],
+        expected_clusters=row["expected_clusters"],
+        converged_clusters=row["converged_clusters"],
+        converged_ratio=row["converged_ratio"],
+        failed_clusters=row["failed_clusters"],
+        failed_cluster=row["failed_cluster"],
+        failure_reason=row["failure_reason"],
+        time_to_converge=TimeToConverge(
+            p50_seconds=row["time_to_converge_p50_seconds"],
+            p95_seconds=row["time_to_converge_p95_seconds"],
+            max_seconds=row["time_to_converge_max_seconds"],
+            max_open=row["max_open"],
+        ),
+        converged_at=row["converged_at"],
+        evaluated_at=row["evaluated_at"],
+    )
+
+
+async def current_health(session: AsyncSession) -> list[RolloutHealth]:
+    """The current rollout of each workload and of the platform commits per environment."""
+    rows = await repository.health(session, environments=None, workload=None)
+    return [_health(row) for row in rows]
+
+
+async def rollout_health(session: AsyncSession, query: RolloutHealthQuery) -> RolloutHealthList:
+    """The current rollouts of the environments and the workload asked about (each name
+    checked: an unknown one is an error, not an empty list)."""
+    if query.environments:
+        await placement_service.environments(session, query.environments)
+    if query.workload is not None:
+        await placement_service.check_names(session, workload=query.workload)
+    rows = await repository.health(
+        session, environments=query.environments or None, workload=query.workload
+    )
+    return RolloutHealthList(items=[_health(row) for row in rows])

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.background import repository
+from hub.client.schemas.rollouts import RolloutHealth
 from hub.database import read_session
 from hub.drift import service as drift_service
 from hub.drift.schemas import DriftSummary
@@ -23,6 +24,7 @@ from hub.fleet.schemas import FleetCluster, FleetState
 from hub.harvest import service as harvest_service
 from hub.harvest.schemas import RepositoryStatus
 from hub.models import JobRun
+from hub.rollouts import service as rollouts_service
 from hub.runs.schemas import RequestedJob, RequestedRun
 from hub.statuses import service as statuses_service
 from hub.statuses.service import StatusCounts
@@ -56,6 +58,8 @@ class FleetSnapshot:
     jobs: list[JobRuns]
     events: EventCounts
     statuses: StatusCounts
+    # The current rollout of each workload and of the platform commits per environment.
+    rollouts: list[RolloutHealth]
 
 
 async def fleet_snapshot(
@@ -65,8 +69,9 @@ async def fleet_snapshot(
     stale_after: timedelta,
     per_cluster: bool,
 ) -> FleetSnapshot:
-    """The fleet, its drift, the harvest and the jobs' runs, read in one READ ONLY transaction
-    of its own (opened here: /metrics reads the store only when its snapshot is due)."""
+    """The fleet, its drift, the harvest, the jobs' runs and the current rollouts, read in
+    one READ ONLY transaction of its own (opened here: /metrics reads the store only when its
+    snapshot is due)."""
     async with read_session(sessionmaker) as session:
         fleet = await fleet_service.fleet_state(
             session,
@@ -81,6 +86,7 @@ async def fleet_snapshot(
         repositories = await harvest_service.list_repositories(session, now=now)
         events = await events_service.event_counts(session)
         statuses = await statuses_service.status_counts(session)
+        rollouts = await rollouts_service.current_health(session)
         jobs: dict[str, dict[str, tuple[datetime, datetime]]] = {}
         for row in await repository.latest_runs(session):
             jobs.setdefault(row["job"], {})[row["outcome"]] = (
@@ -96,6 +102,7 @@ async def fleet_snapshot(
         jobs=[JobRuns(job, newest) for job, newest in jobs.items()],
         events=events,
         statuses=statuses,
+        rollouts=rollouts,
     )
 
 

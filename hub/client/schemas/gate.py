@@ -38,6 +38,22 @@ class GateOptions(BaseModel):
     min_clusters: Annotated[
         Count, Field(description="Pending unless at least this many clusters are expected.")
     ] = 1
+    min_converged_ratio: Annotated[
+        float | None,
+        Field(
+            gt=0,
+            le=1,
+            description="Pass once this share of the expected clusters is compliant (none "
+            "failed), instead of all of them: 0.9 for 90%.",
+        ),
+    ] = None
+    max_time_to_converge: Annotated[
+        Duration | None,
+        Field(
+            description="Fail when this long after the target's commit time fewer expected "
+            "clusters run it Ready than the gate requires: as soak takes it.",
+        ),
+    ] = None
     cluster_types: Annotated[
         TextList | None,
         Field(
@@ -142,6 +158,8 @@ class GateOptionsOut(BaseModel):
     stale_after_seconds: float
     allow_stale: bool
     min_clusters: int
+    min_converged_ratio: float | None = None
+    max_time_to_converge_seconds: float | None = None
 
 
 class GateCounts(BaseModel):
