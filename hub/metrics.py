@@ -4,7 +4,7 @@ every replica exports alike from a snapshot of the store (hub/runs)."""
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from datetime import timedelta
 from typing import Any
 
@@ -15,6 +15,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.responses import JSONResponse
 
+from hub.client.schemas.rollouts import RolloutHealth
 from hub.database import STORE_BUSY_ERRORS, STORE_UNAVAILABLE_ERRORS, StoreGate
 from hub.errors import FleetmarkError
 from hub.events.service import METRICS as EVENT_METRICS
@@ -51,6 +52,49 @@ _COMMIT_STATUS_STATES = ("pending", "success", "failure")
 def _label(value: str | None) -> str:
     """A label's value; empty for clusters placed in no environment or cluster type."""
     return "" if value is None else value
+
+
+def rollout_families(rollouts: Iterable[RolloutHealth]) -> Iterator[Metric]:
+    """The current rollout per workload (empty: the platform commits) and environment:
+    a series each, the version in the info metric only."""
+    labels = ["workload", "environment"]
+    ratio = GaugeMetricFamily(
+        "fleetmark_rollout_converged_ratio",
+        "Share of the current rollout's expected clusters that run it Ready.",
+        labels=labels,
+    )
+    seconds = GaugeMetricFamily(
+        "fleetmark_rollout_time_to_converge_seconds",
+        "Per cluster, from the target's commit time to when it ran it Ready, across the "
+        "clusters that did: quantile 0.5, 0.95 and 1 (the max; below a converged ratio of "
+        "1, the time so far).",
+        labels=[*labels, "quantile"],
+    )
+    failed = GaugeMetricFamily(
+        "fleetmark_rollout_failed_clusters",
+        "Expected clusters that failed to reconcile the current rollout.",
+        labels=labels,
+    )
+    info = InfoMetricFamily(
+        "fleetmark_rollout",
+        "The current rollout's version: a workload's version, or the platform commit's sha.",
+        labels=labels,
+    )
+    for rollout in rollouts:
+        values = [_label(rollout.workload), rollout.environment]
+        if rollout.converged_ratio is not None:
+            ratio.add_metric(values, rollout.converged_ratio)
+        spread = rollout.time_to_converge
+        for quantile, value in (
+            ("0.5", spread.p50_seconds),
+            ("0.95", spread.p95_seconds),
+            ("1", spread.max_seconds),
+        ):
+            if value is not None:
+                seconds.add_metric([*values, quantile], value)
+        failed.add_metric(values, rollout.failed_clusters)
+        info.add_metric(values, {"version": rollout.revision})
+    yield from (ratio, seconds, failed, info)
 
 
 class FleetCollector(Collector):
@@ -94,7 +138,7 @@ class FleetCollector(Collector):
         yield from self._jobs(snapshot)
         yield from self._events(snapshot)
         yield from self._statuses(snapshot)
-        yield from self._rollouts(snapshot)
+        yield from rollout_families(snapshot.rollouts)
         if snapshot.clusters:
             yield from self._clusters(snapshot)
 
@@ -245,49 +289,6 @@ class FleetCollector(Collector):
             value=counts.waiting,
         )
         yield from (statuses, waiting)
-
-    @staticmethod
-    def _rollouts(snapshot: FleetSnapshot) -> Iterator[Metric]:
-        """The current rollout per workload (empty: the platform commits) and environment:
-        a series each, the version in the info metric only."""
-        labels = ["workload", "environment"]
-        ratio = GaugeMetricFamily(
-            "fleetmark_rollout_converged_ratio",
-            "Share of the current rollout's expected clusters that run it Ready.",
-            labels=labels,
-        )
-        seconds = GaugeMetricFamily(
-            "fleetmark_rollout_time_to_converge_seconds",
-            "Per cluster, from the target's commit time to when it ran it Ready, across the "
-            "clusters that did: quantile 0.5, 0.95 and 1 (the max; below a converged ratio of "
-            "1, the time so far).",
-            labels=[*labels, "quantile"],
-        )
-        failed = GaugeMetricFamily(
-            "fleetmark_rollout_failed_clusters",
-            "Expected clusters that failed to reconcile the current rollout.",
-            labels=labels,
-        )
-        info = InfoMetricFamily(
-            "fleetmark_rollout",
-            "The current rollout's version: a workload's version, or the platform commit's sha.",
-            labels=labels,
-        )
-        for rollout in snapshot.rollouts:
-            values = [_label(rollout.workload), rollout.environment]
-            if rollout.converged_ratio is not None:
-                ratio.add_metric(values, rollout.converged_ratio)
-            spread = rollout.time_to_converge
-            for quantile, value in (
-                ("0.5", spread.p50_seconds),
-                ("0.95", spread.p95_seconds),
-                ("1", spread.max_seconds),
-            ):
-                if value is not None:
-                    seconds.add_metric([*values, quantile], value)
-            failed.add_metric(values, rollout.failed_clusters)
-            info.add_metric(values, {"version": rollout.revision})
-        yield from (ratio, seconds, failed, info)
 
     @staticmethod
     def _clusters(snapshot: FleetSnapshot) -> Iterator[Metric]:
