@@ -42,6 +42,11 @@ COMMANDS = {
         "DORA figures per environment: deployment frequency, lead time (commit to Ready on "
         "every expected cluster), change failure rate and time to restore.",
     ),
+    "rollouts": Lazy(
+        "rollouts",
+        "The current rollout per environment and workload: clusters converged, time to "
+        "converge (p50, p95, max) and failures.",
+    ),
     "drift": Lazy(
         "drift",
         "Drifted reconciler objects and why: behind the harvested head (by how many commits, "

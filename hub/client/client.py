@@ -52,6 +52,7 @@ from hub.client.schemas.repositories import (
     RepositoryStatus,
     Role,
 )
+from hub.client.schemas.rollouts import RolloutHealthList, RolloutHealthQuery
 from hub.client.schemas.runs import ErrorKind, HarvestRequest, Mode, RequestedRun, ScheduleRequest
 from hub.client.schemas.scheduling import AssignmentPage, SchedulingErrorPage
 from hub.client.schemas.subscriptions import (
@@ -287,6 +288,15 @@ class HubClient:
             DoraQuery, environments=environments, workload=workload, since=since, until=until
         )
         return self.ask(api.DORA, query=query)
+
+    def rollouts(
+        self, *, environments: Sequence[str] = (), workload: str | None = None
+    ) -> RolloutHealthList:
+        """The current rollout of each workload and of the platform commits per environment
+        (all, unless named; only `workload`'s, if given): clusters converged, time to converge
+        and failures."""
+        query = asked(RolloutHealthQuery, environments=environments, workload=workload)
+        return self.ask(api.ROLLOUTS, query=query)
 
     def dora_deployments(
         self,

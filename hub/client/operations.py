@@ -34,6 +34,7 @@ from hub.client.schemas.gate import (
 )
 from hub.client.schemas.reports import ReportReply
 from hub.client.schemas.repositories import RepositoryConfig, RepositoryList, RepositoryStatus
+from hub.client.schemas.rollouts import RolloutHealthList, RolloutHealthQuery
 from hub.client.schemas.runs import HarvestRequest, RequestedRun, ScheduleRequest
 from hub.client.schemas.scheduling import AssignmentPage, SchedulingErrorPage
 from hub.client.schemas.subscriptions import (
@@ -97,6 +98,7 @@ DORA_DEPLOYMENTS = Operation(
     parameters(DoraDeploymentsQuery),
     timeout=DORA_TIMEOUT,
 )
+ROLLOUTS = Operation("GET", "/api/v1/rollouts", RolloutHealthList, parameters(RolloutHealthQuery))
 PROMOTION_GATE = Operation(
     "GET",
     "/api/v1/gates/promotion",
@@ -165,6 +167,7 @@ OPERATIONS: tuple[Operation[Any], ...] = (
     DIFF,
     DORA,
     DORA_DEPLOYMENTS,
+    ROLLOUTS,
     PROMOTION_GATE,
     GATE_DECISION,
     PROMOTABLE,

@@ -158,8 +158,8 @@ class GateOptionsOut(BaseModel):
     stale_after_seconds: float
     allow_stale: bool
     min_clusters: int
-    min_converged_ratio: float | None = None
-    max_time_to_converge_seconds: float | None = None
+    min_converged_ratio: float | None
+    max_time_to_converge_seconds: float | None
 
 
 class GateCounts(BaseModel):

@@ -134,6 +134,7 @@ ASKING = [
     ["drift"],
     ["diff", "dev", "stage"],
     ["dora"],
+    ["rollouts"],
     ["gate", "wait", "-e", "dev", "--commit", "1f2e3d4c5b6a", "--timeout", "0s"],
     ["clusters", "list"],
     ["clusters", "rotate", "drone-dev-1"],
@@ -172,6 +173,10 @@ UNKNOWN = {
         "workload 'nope' is unknown (none known yet)",
     ),
     "dora -w": (["dora", "-w", "nope"], "workload 'nope' is unknown (none known yet)"),
+    "rollouts -e": (
+        ["rollouts", "-e", "prod"],
+        "environment 'prod' is unknown (known: dev, stage)",
+    ),
     "gate wait -e": (
         ["gate", "wait", "-e", "prod", "--commit", "1f2e3d4c5b6a"],
         "environment 'prod' is unknown (known: dev, stage)",

@@ -14,7 +14,8 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from hub.client.schemas.rollouts import RolloutHealth
+from hub.cli.rollouts import rollout_rows
+from hub.client.schemas.rollouts import RolloutHealth, RolloutHealthList
 from hub.database import write_session
 from hub.metrics import rollout_families
 from hub.rollouts import service
@@ -125,6 +126,22 @@ async def test_the_current_rollouts_numbers_follow_its_clusters(
     [dev] = await health(client)
     assert (dev["revision"], dev["commit"]) == (c4, c4)
     assert numbers(dev) == (4, 1, 0.25, 0, 5 * minute, 5 * minute, 70 * minute, True)
+    # `fleetmark rollouts` shows the max still open as the time so far, and counting.
+    shown = rollout_rows(RolloutHealthList.model_validate({"items": [dev]}))
+    assert shown.rows == [
+        (
+            "dev",
+            "(platform)",
+            c4[:12],
+            "stalled",
+            "1/4",
+            0,
+            "5m",
+            "5m",
+            "1h10m+",
+            played.timeline.at(250),
+        ),
+    ]
     assert await health(client, workload="hello-world-app") == []
 
     # /metrics: a series per workload ('' for the platform commits) and environment, the
