@@ -1,8 +1,10 @@
 """Promotion: per environment, the newest platform commits and workload versions with their
-gate state, the clusters that block each, what is promotable, and the rollouts in flight.
+gate state, the clusters that block each, what is promotable, the rollouts in flight and the
+current rollouts' health as numbers.
 
 The gate's policy is Python, so the panels read the answers the promotion job keeps
-(hub/promotion, migration 0027); the rollouts, those the rollouts job keeps (migration 0038).
+(hub/promotion, migration 0027); the rollouts, those the rollouts job keeps (migration 0038),
+and their health from its view (migration 0050).
 """
 
 from grafana_foundation_sdk.builders.dashboard import FieldColor
@@ -131,6 +133,23 @@ ORDER BY x.environment_position DESC NULLS LAST, x.environment, x.started_at DES
 LIMIT {IN_FLIGHT_SHOWN}
 """
 
+# The current rollout per environment and subject, as numbers (migration 0050): the max of a
+# rollout not converged is the time so far.
+HEALTH = f"""
+SELECT environment AS "Environment", COALESCE(workload, 'platform commits') AS "Subject",
+       {_REVISION.format("revision")} AS "Revision", state AS "State",
+       converged_clusters || ' of ' || expected_clusters AS "Converged",
+       converged_ratio AS "Ratio", failed_clusters AS "Failed",
+       time_to_converge_p50_seconds AS "p50", time_to_converge_p95_seconds AS "p95",
+       time_to_converge_max_seconds AS "Max",
+       CASE WHEN max_open THEN 'so far' ELSE 'final' END AS "Max is",
+       evaluated_at AS "Evaluated"
+FROM grafana.rollout_health
+WHERE {_SUBJECT}
+ORDER BY {_ORDER}
+"""
+_SECONDS = [DynamicConfigValue(id_val="unit", value="s")]
+
 _COLOURS = {"passed": "green", "pending": "yellow", "failed": "red", "compliant": "green"}
 _STATE_COLOURS = ValueMap(
     options={
@@ -232,6 +251,21 @@ def build() -> Dashboard:
                     )
                 ],
             )
+        )
+        .with_panel(
+            table(
+                "Rollout health",
+                HEALTH,
+                description="The current rollout (the newest started) of the platform commits "
+                "and of each workload per environment: its expected clusters converged, how "
+                "many failed, and the time to converge per cluster, from the commit's time to "
+                "running it Ready: p50, p95 and max across those that did. Not converged, the "
+                "max is the time so far. As of the DORA job's last refresh.",
+            )
+            .override_by_name("Ratio", [DynamicConfigValue(id_val="unit", value="percentunit")])
+            .override_by_name("p50", _SECONDS)
+            .override_by_name("p95", _SECONDS)
+            .override_by_name("Max", _SECONDS)
         )
         .build()
     )

@@ -9,9 +9,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from dashboards.common import ROLLOUT_EVENTS
 from dashboards.history import ROLLOUT_STATES
 from hub.palette import HEX
+from hub.rollouts import service as rollout_service
 from tests.dashboards.conftest import ReadOnly, Seeded
 from tests.dashboards.grafana_sql import expand
 from tests.dashboards.test_panels import PANELS, show
@@ -173,3 +176,40 @@ async def test_the_annotation_marks_each_rollouts_start_and_end(
     assert texts(dev) == texts(row for row in every if row["tags"].startswith("dev,"))
     assert {row["text"].split(" ")[0] for row in workload} == {WORKLOAD}
     assert len(workload) == 4
+
+
+HEALTH = "fleetmark-promotion: Rollout health"
+
+
+async def test_rollout_health_shows_the_numbers_the_api_gives(
+    readonly: ReadOnly, seeded: Seeded, session: AsyncSession
+) -> None:
+    every = await show(readonly, seeded, HEALTH)
+    workload = await show(readonly, seeded, HEALTH, workload=[WORKLOAD])
+    answered = await rollout_service.current_health(session)
+
+    # The current rollout of each subject per environment: dev's second platform commit, two
+    # of its four clusters there and stalled; the version failed on large-01; stage's two
+    # converged.
+    assert [
+        (row["Environment"], row["Subject"], row["State"], row["Converged"], row["Failed"])
+        for row in every
+    ] == [
+        ("dev", "platform commits", "stalled", "2 of 4", 0),
+        ("dev", WORKLOAD, "failed", "2 of 3", 1),
+        ("stage", "platform commits", "converged", "1 of 1", 0),
+        ("stage", WORKLOAD, "converged", "1 of 1", 0),
+    ]
+    assert every[0]["Revision"] == seeded.second[:12]
+    assert [row["Max is"] for row in every] == ["so far", "so far", "final", "final"]
+    # The same figures as GET /api/v1/rollouts and /metrics.
+    assert [(row["Ratio"], row["p50"], row["p95"], row["Max"]) for row in every] == [
+        (
+            item.converged_ratio,
+            item.time_to_converge.p50_seconds,
+            item.time_to_converge.p95_seconds,
+            item.time_to_converge.max_seconds,
+        )
+        for item in answered
+    ]
+    assert workload == every[1:2] + every[3:]
