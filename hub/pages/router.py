@@ -16,6 +16,7 @@ from fastapi.routing import APIRoute
 from hub.client.params import Limit, Offset, Text
 from hub.client.schemas.fleet import HistoryQuery
 from hub.client.schemas.gate import DEFAULT_SOAK
+from hub.client.schemas.rollouts import RolloutHealthQuery
 from hub.client.text import Duration
 from hub.clusters import service as clusters
 from hub.deps import ClockDep, ReadContextDep, ReadSessionDep, SessionDep, SettingsDep, sort_order
@@ -50,6 +51,7 @@ from hub.pages.forms import (
 from hub.pages.questions import DiffPage, DriftPage, FleetPage, GatePage
 from hub.pages.rendering import PAGE_SIZE, STATIC, query, refresh_after, render
 from hub.pages.sorting import Table
+from hub.rollouts import service as rollouts
 from hub.settings import HubSettings
 from hub.sorting import Order
 from hub.tokens import service as tokens
@@ -446,6 +448,16 @@ async def promotion_page(
         now=now,
         failed=ClusterState.FAILED,
     )
+
+
+@router.get("/rollouts")
+async def rollouts_page(
+    request: Request, session: ReadSessionDep, asked: Annotated[RolloutHealthQuery, Query()]
+) -> Response:
+    """The current rollout of each workload and of the platform commits per environment: its
+    clusters converged, failures and time to converge, linked to the gate's evidence."""
+    answer = await rollouts.rollout_health(session, asked)
+    return render(request, "rollouts.html", rollouts=answer.items)
 
 
 @router.get("/gate")

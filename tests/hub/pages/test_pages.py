@@ -10,7 +10,15 @@ import pytest
 from tests.agent.conftest import LiveHub
 from tests.hub.pages.conftest import HOSTILE, Scenario
 
-PAGES = ["/", "/drift", "/diff", "/gate?environment=dev", "/repositories", "/clusters/drone-01"]
+PAGES = [
+    "/",
+    "/drift",
+    "/diff",
+    "/gate?environment=dev",
+    "/rollouts",
+    "/repositories",
+    "/clusters/drone-01",
+]
 
 
 def get(scenario: Scenario, path: str, **options: object) -> httpx.Response:

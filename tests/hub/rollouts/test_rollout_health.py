@@ -3,8 +3,10 @@
 large-01 at B+125, 126, 128 and 130; then c4, committed at B+180, reached by drone-01 at B+185
 alone. The same numbers in the API, in /metrics and behind the gate's options."""
 
+import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from html import unescape
 from typing import Any
 
 import httpx
@@ -19,12 +21,18 @@ from hub.client.schemas.rollouts import RolloutHealth, RolloutHealthList
 from hub.database import write_session
 from hub.metrics import rollout_families
 from hub.rollouts import service
+from hub.text import format_time
 from tests.hub.dora.test_dora_rollup import Played, play
 from tests.hub.dora_history import PLATFORM_COMMITS, Timeline, commit_at, refresh_dora
 from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock, Samples, samples
 
 ROLLOUTS = "/api/v1/rollouts"
+
+
+def words(html: str) -> str:
+    """What a page says, as words (tags dropped, entities read)."""
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
 
 
 async def as_of(played: Played, sessions: async_sessionmaker[AsyncSession], minutes: float) -> None:
@@ -143,6 +151,14 @@ async def test_the_current_rollouts_numbers_follow_its_clusters(
         ),
     ]
     assert await health(client, workload="hello-world-app") == []
+    page = await client.get("/rollouts")
+    assert page.status_code == 200, page.text
+    table = page.text.split('id="rollouts">', 1)[1].split("</table>", 1)[0]
+    assert words(table) == (
+        f"environment workload revision state converged failed p50 p95 max as of dev platform "
+        f"commits {c4[:12]} stalled 1 of 4 0 5m 5m 1h10m so far "
+        f"{format_time(played.timeline.at(250))}"
+    )
 
     # /metrics: a series per workload ('' for the platform commits) and environment, the
     # version only in the info metric.
