@@ -9,12 +9,11 @@ from typing import Annotated
 
 import typer
 
-from hub.cli.output import Output, OutputOption, Rows, show
+from hub.cli.output import Output, OutputOption, Rows, short_sha, show
 from hub.cli.remote import HubOption, TokenFileOption, TokenOption, api_token, ask
 from hub.client import DEFAULT_HUB
 from hub.client.schemas.rollouts import RolloutHealth, RolloutHealthList
 from hub.client.text import format_duration
-from hub.text import short_sha
 
 
 def _duration(seconds: float | None) -> str | None:
