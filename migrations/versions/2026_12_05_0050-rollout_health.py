@@ -31,8 +31,7 @@ depends_on: str | Sequence[str] | None = None
 _SECONDS = "CAST(extract(epoch FROM {0}) AS double precision)"
 
 HEALTH = f"""
-SELECT DISTINCT ON (x.workload, x.environment)
-       x.workload, x.environment, x.environment_position, x.revision, x.commit_sha,
+SELECT x.workload, x.environment, x.environment_position, x.revision, x.commit_sha,
        x.committed_at, x.started_at, x.state, x.expected_clusters,
        x.reached_clusters AS converged_clusters, x.failed_clusters,
        CAST(x.reached_clusters AS double precision) / NULLIF(x.expected_clusters, 0)
@@ -43,7 +42,11 @@ SELECT DISTINCT ON (x.workload, x.environment)
        END AS time_to_converge_max_seconds,
        x.converged_at IS NULL AS max_open,
        x.converged_at, x.failed_cluster, x.failure_reason, x.evaluated_at
-FROM rollout x
+FROM (
+    SELECT DISTINCT ON (r.workload, r.environment) r.*
+    FROM rollout r
+    ORDER BY r.workload, r.environment, r.started_at DESC, r.dora_rollup_id DESC
+) x
 JOIN dora_rollup d ON d.id = x.dora_rollup_id
 CROSS JOIN LATERAL (
     SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY c.seconds) AS p50,
@@ -55,7 +58,6 @@ CROSS JOIN LATERAL (
         FROM unnest(d.reached_times) AS r (reached_at)
     ) c
 ) t
-ORDER BY x.workload, x.environment, x.started_at DESC, x.dora_rollup_id DESC
 """
 
 GRAFANA = """

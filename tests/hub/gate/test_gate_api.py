@@ -95,6 +95,8 @@ async def test_a_passed_gate_with_its_evidence(
         "stale_after_seconds": 600.0,
         "allow_stale": False,
         "min_clusters": 1,
+        "min_converged_ratio": None,
+        "max_time_to_converge_seconds": None,
     }
     assert body["counts"] == {
         "expected": 2,

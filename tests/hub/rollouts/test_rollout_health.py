@@ -134,13 +134,14 @@ async def test_the_current_rollouts_numbers_follow_its_clusters(
     [dev] = await health(client)
     assert (dev["revision"], dev["commit"]) == (c4, c4)
     assert numbers(dev) == (4, 1, 0.25, 0, 5 * minute, 5 * minute, 70 * minute, True)
-    # `fleetmark rollouts` shows the max still open as the time so far, and counting.
+    # `fleetmark rollouts` shows the max still open as the time so far, and counting (the
+    # commit whole, off a terminal).
     shown = rollout_rows(RolloutHealthList.model_validate({"items": [dev]}))
     assert shown.rows == [
         (
             "dev",
             "(platform)",
-            c4[:12],
+            c4,
             "stalled",
             "1/4",
             0,
