@@ -2,7 +2,8 @@
 environment, as numbers (docs/concepts.md, "Rollout health").
 
 `rollout_health` holds a row per (workload, environment), workload NULL for the platform
-commits: the newest rollout the rollouts job keeps (by start), with
+commits: the newest rollout the rollouts job keeps (the last started; of two started at once,
+the later commit), with
 
 - converged_clusters of expected_clusters and their ratio, failed_clusters;
 - the time to converge across the clusters that reached it, from the target's commit time (for
@@ -43,20 +44,24 @@ SELECT x.workload, x.environment, x.environment_position, x.revision, x.commit_s
        x.converged_at IS NULL AS max_open,
        x.converged_at, x.failed_cluster, x.failure_reason, x.evaluated_at
 FROM (
-    SELECT DISTINCT ON (r.workload, r.environment) r.*
+    SELECT DISTINCT ON (r.workload, r.environment) r.dora_rollup_id
     FROM rollout r
-    ORDER BY r.workload, r.environment, r.started_at DESC, r.dora_rollup_id DESC
-) x
+    ORDER BY r.workload, r.environment, r.started_at DESC, r.committed_at DESC,
+             r.dora_rollup_id DESC
+) current
+JOIN rollout x ON x.dora_rollup_id = current.dora_rollup_id
 JOIN dora_rollup d ON d.id = x.dora_rollup_id
 CROSS JOIN LATERAL (
-    SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY c.seconds) AS p50,
-           percentile_cont(0.95) WITHIN GROUP (ORDER BY c.seconds) AS p95,
-           max(c.seconds) AS max
+    SELECT q[1] AS p50, q[2] AS p95, max AS max
     FROM (
-        SELECT {_SECONDS.format("greatest(r.reached_at, x.committed_at) - x.committed_at")}
-               AS seconds
-        FROM unnest(d.reached_times) AS r (reached_at)
-    ) c
+        SELECT percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY c.seconds) AS q,
+               max(c.seconds) AS max
+        FROM (
+            SELECT {_SECONDS.format("greatest(r.reached_at, x.committed_at) - x.committed_at")}
+                   AS seconds
+            FROM unnest(d.reached_times) AS r (reached_at)
+        ) c
+    ) a
 ) t
 """
 
