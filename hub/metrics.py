@@ -63,12 +63,14 @@ def rollout_families(rollouts: Iterable[RolloutHealth]) -> Iterator[Metric]:
         "Share of the current rollout's expected clusters that run it Ready.",
         labels=labels,
     )
-    seconds = GaugeMetricFamily(
+    # A summary of its quantiles alone: the clusters' times are figures of the store, not
+    # observations of this process, so there is no _sum or _count.
+    seconds = Metric(
         "fleetmark_rollout_time_to_converge_seconds",
         "Per cluster, from the target's commit time to when it ran it Ready, across the "
         "clusters that did: quantile 0.5, 0.95 and 1 (the max; below a converged ratio of "
         "1, the time so far).",
-        labels=[*labels, "quantile"],
+        "summary",
     )
     failed = GaugeMetricFamily(
         "fleetmark_rollout_failed_clusters",
@@ -91,7 +93,9 @@ def rollout_families(rollouts: Iterable[RolloutHealth]) -> Iterator[Metric]:
             ("1", spread.max_seconds),
         ):
             if value is not None:
-                seconds.add_metric([*values, quantile], value)
+                seconds.add_sample(
+                    seconds.name, dict(zip(labels, values, strict=True), quantile=quantile), value
+                )
         failed.add_metric(values, rollout.failed_clusters)
         info.add_metric(values, {"version": rollout.revision})
     yield from (ratio, seconds, failed, info)

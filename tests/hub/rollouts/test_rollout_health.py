@@ -3,7 +3,10 @@
 large-01 at B+125, 126, 128 and 130; then c4, committed at B+180, reached by drone-01 at B+185
 alone. The same numbers in the API, in /metrics and behind the gate's options."""
 
+import asyncio
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from html import unescape
@@ -28,6 +31,7 @@ from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock, Samples, samples
 
 ROLLOUTS = "/api/v1/rollouts"
+PROMTOOL = shutil.which("promtool")
 
 
 def words(html: str) -> str:
@@ -76,11 +80,22 @@ class Rollouts(Collector):
 
 
 async def scrape(sessions: async_sessionmaker[AsyncSession]) -> Samples:
-    """The rollout series of an exposition, as Prometheus parses it."""
+    """The rollout series of an exposition, as Prometheus parses it; promtool, where it is
+    installed, finds nothing to say against them."""
     async with sessions() as session:
         registry = CollectorRegistry()
         registry.register(Rollouts(await service.current_health(session)))
-    return samples(generate_latest(registry).decode())
+    exposition = generate_latest(registry)
+    if PROMTOOL is not None:
+        linted = await asyncio.to_thread(
+            subprocess.run,
+            [PROMTOOL, "check", "metrics"],
+            input=exposition,
+            capture_output=True,
+            check=False,
+        )
+        assert linted.returncode == 0, linted.stdout + linted.stderr
+    return samples(exposition.decode())
 
 
 @pytest.fixture
