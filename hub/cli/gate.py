@@ -343,6 +343,20 @@ def wait(
     min_clusters: Annotated[
         int, typer.Option(help="Pending unless at least this many clusters are expected.")
     ] = 1,
+    min_converged_ratio: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            max=1,
+            help="Pass once this share of the clusters is compliant (0.9), not all of them.",
+        ),
+    ] = None,
+    max_time_to_converge: Annotated[
+        str | None,
+        typer.Option(
+            help="Fail when this long after the commit too few clusters run it, Ready (2h)."
+        ),
+    ] = None,
     cluster_type: Annotated[
         list[str] | None,
         typer.Option(
@@ -378,6 +392,10 @@ def wait(
         soak=_seconds("--soak", soak),
         allow_stale=allow_stale,
         min_clusters=min_clusters,
+        min_converged_ratio=min_converged_ratio,
+        max_time_to_converge=None
+        if max_time_to_converge is None
+        else _seconds("--max-time-to-converge", max_time_to_converge),
         cluster_types=cluster_type or (),
         selector=selector,
     )

@@ -85,6 +85,8 @@ class GateQuestion(TypedDict, total=False):
     soak: Soak
     allow_stale: bool
     min_clusters: int
+    min_converged_ratio: float | None
+    max_time_to_converge: Soak | None
     cluster_types: Sequence[str]
     selector: str | None
 

@@ -242,6 +242,13 @@ async def test_exit_codes_against_a_running_hub(served: Served) -> None:
     )
     bad_option = await fleetmark("-e", "dev", "--commit", served.dev_head, "--timeout", "soon")
     no_interval = await fleetmark("-e", "dev", "--commit", served.dev_head, "--interval", "0s")
+    converging = await fleetmark(
+        "-e", "dev", "--commit", served.dev_head, "--min-converged-ratio", "0.5",
+        "--max-time-to-converge", "2h", "-o", "json", *options,
+    )  # fmt: skip
+    bad_deadline = await fleetmark(
+        "-e", "dev", "--commit", served.dev_head, "--max-time-to-converge", "soon"
+    )
 
     assert passed.exit_code == 0, passed.output
     body = json.loads(passed.stdout)
@@ -269,6 +276,12 @@ async def test_exit_codes_against_a_running_hub(served: Served) -> None:
     assert "error: --timeout: 'soon' is not a duration" in words(bad_option.stderr)
     assert no_interval.exit_code == 2
     assert "error: --interval: must be more than nothing, got '0s'" in words(no_interval.stderr)
+    # The convergence options reach the hub, which echoes them.
+    assert converging.exit_code == 0, converging.output
+    echoed = json.loads(converging.stdout)["gate"]["options"]
+    assert (echoed["min_converged_ratio"], echoed["max_time_to_converge_seconds"]) == (0.5, 7200)
+    assert bad_deadline.exit_code == 2
+    assert "error: --max-time-to-converge: 'soon' is not a duration" in words(bad_deadline.stderr)
 
 
 async def test_an_unreachable_hub_is_waited_for_until_the_timeout() -> None:
