@@ -43,6 +43,7 @@ from hub.pages.throttle import FailedSignIns
 from hub.runs.router import router as runs_router
 from hub.scheduling.router import router as scheduling_router
 from hub.settings import HubSettings
+from hub.suspects.router import router as suspects_router
 from hub.tasks import TASKS
 from hub.tokens.router import router as tokens_router
 from hub.types import Clock
@@ -125,6 +126,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         events_router,
         fleet_router,
         gate_router,
+        suspects_router,
         dora_router,
         drift_router,
         envdiff_router,

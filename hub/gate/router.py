@@ -55,6 +55,7 @@ async def _gate(
         cluster_types=query.cluster_types or (),
         selector=query.selector,
         page=_page(query, order),
+        halting=context.halting,
     )
 
 

@@ -5,6 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hub.client.schemas.suspects import Halt
 from hub.gate.policy import ClusterState, Verdict
 from hub.git.urls import RedactedText, RedactedUrl
 
@@ -42,6 +43,11 @@ class GateOptionsOut(BaseModel):
     stale_after_seconds: float
     allow_stale: bool
     min_clusters: int
+    halt_on_regression: bool = Field(
+        default=False,
+        description="The environment halts the promotion of its clear suspects "
+        "(FLEETMARK_HALT_ON_REGRESSION).",
+    )
 
 
 class GateCounts(BaseModel):
@@ -121,6 +127,10 @@ class GateResult(BaseModel):
     counts: GateCounts
     freshness: Freshness
     clusters: GateClusterPage
+    halt: Halt | None = Field(
+        default=None,
+        description="The halt that fails the gate, whatever the clusters (docs/suspects.md).",
+    )
 
 
 class Promotable(BaseModel):

@@ -95,6 +95,7 @@ async def test_a_passed_gate_with_its_evidence(
         "stale_after_seconds": 600.0,
         "allow_stale": False,
         "min_clusters": 1,
+        "halt_on_regression": False,
     }
     assert body["counts"] == {
         "expected": 2,
