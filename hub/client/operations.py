@@ -44,6 +44,13 @@ from hub.client.schemas.subscriptions import (
     SubscriptionList,
     SubscriptionRequest,
 )
+from hub.client.schemas.suspects import (
+    ClearHalt,
+    Halt,
+    Recommendations,
+    SuspectsAnswer,
+    SuspectsQuery,
+)
 from hub.client.schemas.tokens import CreatedToken, TokenList, TokenRequest
 
 A = TypeVar("A", bound=BaseModel)
@@ -110,6 +117,9 @@ PROMOTABLE = Operation(
     Promotable,
     (*parameters(PromotableQuery), "sort"),
 )
+SUSPECTS = Operation("GET", "/api/v1/suspects", SuspectsAnswer, parameters(SuspectsQuery))
+RECOMMENDATIONS = Operation("GET", "/api/v1/recommendations", Recommendations)
+CLEAR_HALT = Operation("POST", "/api/v1/halts/{halt_id}/clear", Halt, body=ClearHalt)
 ASSIGNMENTS = Operation("GET", "/api/v1/assignments", AssignmentPage, (*_PLACE, "workload", *_PAGE))
 SCHEDULING_ERRORS = Operation(
     "GET",
