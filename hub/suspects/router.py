@@ -67,7 +67,9 @@ async def recommendations(
     "/halts/{halt_id}/clear",
     response_model=Halt,
     dependencies=[AdminAccess],
-    responses=error_response(404, "Unknown halt.") | error_response(409, "The halt ended already."),
+    responses=error_responses(400)
+    | error_response(404, "Unknown halt.")
+    | error_response(409, "The halt ended already."),
 )
 async def clear_halt(
     halt_id: int,
