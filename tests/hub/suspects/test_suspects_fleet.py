@@ -96,39 +96,6 @@ async def commit_breaking_a_tenth(rings: Rings, clock: FakeClock) -> list[str]:
     return broken
 
 
-async def test_a_commit_breaking_a_tenth_of_its_clusters_ranks_first_with_them(
-    rings: Rings, session: AsyncSession, clock: FakeClock
-) -> None:
-    broken = await commit_breaking_a_tenth(rings, clock)
-    first, second, third = rings.commits
-
-    answer = await ask(session, clock, rings.start)
-
-    assert answer.verdict is SuspectsVerdict.SUSPECTS
-    assert [(item.revision, item.verdict) for item in answer.items] == [
-        (second, SuspectVerdict.SUSPECT),
-        (third, SuspectVerdict.NOT_SUSPECT),
-        (first, SuspectVerdict.NOT_SUSPECT),
-    ]
-    top = answer.items[0]
-    assert top.counts.model_dump() == {
-        "exposed": 30,
-        "exposed_regressed": 3,
-        "control": 120,
-        "control_regressed": 0,
-    }
-    assert [cluster.cluster for cluster in top.clusters] == broken
-    assert [(reason.reason, reason.clusters) for reason in top.reasons] == [
-        ("HealthCheckFailed", 3)
-    ]
-    assert top.score == pytest.approx((4 / 31) / (1 / 121))
-    assert top.p_value < 0.01
-    # The broken clusters regressed in the first commit's span, among its control group; the
-    # third's span began after they did.
-    assert answer.items[2].counts.control_regressed == 3
-    assert answer.items[1].counts.control_regressed == 0
-
-
 async def test_a_fleet_wide_failure_across_commits_is_inconclusive(
     rings: Rings, session: AsyncSession, clock: FakeClock
 ) -> None:
@@ -172,11 +139,38 @@ async def events(session: AsyncSession) -> list[tuple[str, str]]:
     return [(row.type, row.subject) for row in rows]
 
 
-async def test_a_halted_commit_fails_its_gate_until_a_newer_one_supersedes_it(
+async def test_a_commit_breaking_a_tenth_ranks_first_and_halts_until_superseded(
     rings: Rings, session: AsyncSession, clock: FakeClock
 ) -> None:
     broken = await commit_breaking_a_tenth(rings, clock)
     first, second, third = rings.commits
+
+    answer = await ask(session, clock, rings.start)
+
+    assert answer.verdict is SuspectsVerdict.SUSPECTS
+    assert [(item.revision, item.verdict) for item in answer.items] == [
+        (second, SuspectVerdict.SUSPECT),
+        (third, SuspectVerdict.NOT_SUSPECT),
+        (first, SuspectVerdict.NOT_SUSPECT),
+    ]
+    top = answer.items[0]
+    assert top.counts.model_dump() == {
+        "exposed": 30,
+        "exposed_regressed": 3,
+        "control": 120,
+        "control_regressed": 0,
+    }
+    assert [cluster.cluster for cluster in top.clusters] == broken
+    assert [(reason.reason, reason.clusters) for reason in top.reasons] == [
+        ("HealthCheckFailed", 3)
+    ]
+    assert top.score == pytest.approx((4 / 31) / (1 / 121))
+    assert top.p_value < 0.01
+    # The broken clusters regressed in the first commit's span, among its control group; the
+    # third's span began after they did.
+    assert answer.items[2].counts.control_regressed == 3
+    assert answer.items[1].counts.control_regressed == 0
+
     before = await gate(session, clock, second, halting=HALTING)
     assert before.verdict is Verdict.FAILED
     assert before.halt is None
