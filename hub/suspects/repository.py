@@ -23,23 +23,28 @@ FROM dora_member(CAST(:environments AS text[]), CAST(:workload AS text)) m
 JOIN cluster c ON c.id = m.cluster_id
 """)
 
-# Each member's transitions from `since` to `until`, and the one before `since` that tells what
-# it ran and whether it was Ready then; each with the one before it.
+# Each member's transitions from `since` to `until` and, for the members that have one, the one
+# before `since` that tells what it ran and whether it was Ready then; each with the one before
+# it. A member without a transition in the period applied nothing and regressed not: it is not
+# looked up further.
 _TRANSITIONS = text("""
-WITH seen AS (
+WITH recent AS MATERIALIZED (
     SELECT t.object_id, t.observed_at, t.received_at, t.applied_sha, t.attempted_sha, t.ready,
            t.removed, t.reason
     FROM status_transition t
     WHERE t.object_id = ANY(CAST(:object_ids AS bigint[]))
       AND t.observed_at >= :since AND t.observed_at < :until
+),
+seen AS (
+    SELECT * FROM recent
     UNION ALL
     SELECT p.*
-    FROM unnest(CAST(:object_ids AS bigint[])) AS o(id)
+    FROM (SELECT DISTINCT object_id FROM recent) o
     CROSS JOIN LATERAL (
         SELECT t.object_id, t.observed_at, t.received_at, t.applied_sha, t.attempted_sha,
                t.ready, t.removed, t.reason
         FROM status_transition t
-        WHERE t.object_id = o.id AND t.observed_at < :since
+        WHERE t.object_id = o.object_id AND t.observed_at < :since
         ORDER BY t.observed_at DESC, t.received_at DESC
         LIMIT 1
     ) p
