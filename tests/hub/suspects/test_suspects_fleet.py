@@ -15,6 +15,7 @@ from hub.gate import service as gate_service
 from hub.gate.policy import Verdict
 from hub.models import OutboxEvent
 from hub.suspects import service
+from tests.hub.harvest.scenario import WORKLOAD
 from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock, bearer
 
@@ -261,3 +262,47 @@ async def test_an_admin_clears_a_halt_over_the_api(
     )
     assert unknown.status_code == 404
     assert unknown.json()["detail"] == "no halt has id 999999"
+
+
+async def test_a_workload_version_is_judged_by_the_version_its_commits_carry(
+    fleet: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    old = fleet.app_heads["dev"]
+    for n in range(6):
+        cluster = await fleet.add(f"drone-{n:03}", "drone")
+        cluster.run_platform(fleet.platform_heads["dev"])
+        cluster.run_app("functional-test", old)
+    await fleet.report()
+    new = fleet.release("1.1.0")
+    await fleet.harvest()
+    clock.advance(minutes=30)
+    start = clock.now
+    clock.advance(minutes=5)
+    exposed = [f"drone-{n:03}" for n in range(3)]
+    for name in exposed:
+        fleet.clusters[name].run_app("functional-test", new)
+    await fleet.report(*exposed)
+    clock.advance(minutes=3)
+    for name in exposed[:2]:
+        fleet.clusters[name].run_app("functional-test", new, ready=False, reason="CrashLoopBackOff")
+    await fleet.report(*exposed[:2])
+    clock.advance(minutes=20)
+
+    answer = await service.suspects(
+        session,
+        SuspectsQuery(environment="dev", workload=WORKLOAD, since=start),
+        now=clock.now,
+        window=WINDOW,
+        min_regressions=3,
+    )
+
+    [item] = answer.items
+    assert (item.kind, item.workload, item.revision) == ("workload_version", WORKLOAD, "1.1.0")
+    assert item.counts.model_dump() == {
+        "exposed": 3,
+        "exposed_regressed": 2,
+        "control": 3,
+        "control_regressed": 0,
+    }
+    assert [c.cluster for c in item.clusters] == exposed[:2]
+    assert item.verdict is SuspectVerdict.NOT_SUSPECT
