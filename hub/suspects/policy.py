@@ -40,6 +40,8 @@ from enum import StrEnum
 
 from scipy.stats import fisher_exact
 
+from hub.client.text import format_duration
+
 __all__ = [
     "CONTROL_RATE_HIGH",
     "FLEET_WIDE",
@@ -259,7 +261,10 @@ def judge(
         relative_risk, p_value = scored[item.target]
         exposed = _rate(counts.exposed_regressed, counts.exposed)
         control = _rate(counts.control_regressed, counts.control)
-        rates = f"{exposed} exposed and {control} control cluster(s) regressed within {window}"
+        rates = (
+            f"{exposed} exposed and {control} control cluster(s) regressed within "
+            f"{format_duration(window)}"
+        )
         control_rate = counts.control_rate
         if counts.exposed_regressed >= min_regressions and (
             control_rate is not None and control_rate >= CONTROL_RATE_HIGH

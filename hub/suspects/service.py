@@ -29,6 +29,7 @@ from hub.client.schemas.suspects import (
     SuspectsVerdict,
     SuspectVerdict,
 )
+from hub.client.text import format_duration
 from hub.errors import HaltEnded, InvalidInput, UnknownHalt
 from hub.events.service import Event, Held, held, hold, page_url, publish, release
 from hub.gate import repository as gate_repository
@@ -204,7 +205,7 @@ async def suspects(
         )
     window = query.window if query.window is not None else window
     if window <= timedelta(0):
-        raise InvalidInput(f"window: must be positive, got {query.window}")
+        raise InvalidInput(f"window: must be positive, got {format_duration(window)}")
     min_regressions = query.min_regressions or min_regressions
     await placement_service.check_names(
         session, environment=query.environment, workload=query.workload

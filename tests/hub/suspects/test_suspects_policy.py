@@ -58,7 +58,9 @@ def test_a_change_that_breaks_a_tenth_of_its_clusters_is_the_only_suspect() -> N
         ("good", Verdict.NOT_SUSPECT),
     ]
     assert judged[0].reasons == (("HealthCheckFailed", 3),)
-    assert "3 of 30 (10%) exposed and 0 of 170 (0%) control" in judged[0].explanation
+    assert judged[0].explanation.startswith(
+        "3 of 30 (10%) exposed and 0 of 170 (0%) control cluster(s) regressed within 15m: "
+    )
 
 
 def test_too_few_regressions_or_too_weak_a_test_make_no_suspect() -> None:
