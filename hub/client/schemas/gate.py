@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hub.client.params import Count, Limit, Offset, Text, TextList
 from hub.client.schemas.base import Answer, Listing
+from hub.client.schemas.suspects import Halt
 from hub.client.text import Duration
 
 DEFAULT_SOAK = timedelta(minutes=10)
@@ -142,6 +143,7 @@ class GateOptionsOut(BaseModel):
     stale_after_seconds: float
     allow_stale: bool
     min_clusters: int
+    halt_on_regression: bool = False
 
 
 class GateCounts(BaseModel):
@@ -204,6 +206,7 @@ class GateResult(Answer):
     counts: GateCounts
     freshness: Freshness
     clusters: GateClusterPage
+    halt: Halt | None = None
 
 
 class Promotable(Answer):
