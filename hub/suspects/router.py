@@ -60,7 +60,12 @@ async def recommendations(
     """The halts that hold and, per environment (and workload), the last known good commit or
     version: where a person or a promotion engine may roll back to. fleetmark writes to no
     repository for it."""
-    return await service.recommendations(session, now=clock(), soak=settings.gate_answers_soak)
+    return await service.recommendations(
+        session,
+        now=clock(),
+        soak=settings.gate_answers_soak,
+        halting=settings.halt_on_regression,
+    )
 
 
 @router.post(

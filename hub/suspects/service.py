@@ -313,11 +313,16 @@ async def clear_halt(
 
 
 async def recommendations(
-    session: AsyncSession, *, now: datetime, soak: timedelta
+    session: AsyncSession, *, now: datetime, soak: timedelta, halting: Collection[str]
 ) -> Recommendations:
-    """The halts that hold, and per environment and workload the last known good commit or
-    version: the newest rollout that converged at least `soak` ago and is not halted."""
-    halts = [_halt(row) for row in await repository.halts(session, active=True)]
+    """The halts that hold (those of environments in `halting`), and per environment and
+    workload the last known good commit or version: the newest rollout that converged at
+    least `soak` ago and is not halted."""
+    halts = [
+        _halt(row)
+        for row in await repository.halts(session, active=True)
+        if row.environment in halting
+    ]
     halted = {(halt.environment, halt.workload, halt.revision) for halt in halts}
     newest: dict[tuple[str, str | None], KnownGood] = {}
     for row in await repository.last_converged(session, before=now - soak):

@@ -5,7 +5,6 @@ rings of 30, the rest staying on the branch's earlier head."""
 from datetime import datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -15,6 +14,7 @@ from hub.gate import service as gate_service
 from hub.gate.policy import Verdict
 from hub.models import OutboxEvent
 from hub.suspects import service
+from tests.conftest import MakeClient
 from tests.hub.harvest.scenario import WORKLOAD
 from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock, bearer
@@ -200,7 +200,9 @@ async def test_a_commit_breaking_a_tenth_ranks_first_and_halts_until_superseded(
     assert (await gate(session, clock, first, halting=HALTING)).halt is None
     again = await service.keep_halts(session, options(), now=clock.now)
     assert (again.started, again.ended, again.events) == (0, 0, 0)
-    recommended = await service.recommendations(session, now=clock.now, soak=timedelta(0))
+    recommended = await service.recommendations(
+        session, now=clock.now, soak=timedelta(0), halting=HALTING
+    )
     assert [(h.revision, h.environment) for h in recommended.halts] == [(second, "dev")]
 
     # The broken ring moves on to the third commit: it supersedes the halted one.
@@ -213,7 +215,9 @@ async def test_a_commit_breaking_a_tenth_ranks_first_and_halts_until_superseded(
     assert (await events(session))[-1] == ("fleetmark.rollout.unhalted", f"rollouts/dev/{second}")
     after = await gate(session, clock, second, halting=HALTING)
     assert after.halt is None
-    cleared = await service.recommendations(session, now=clock.now, soak=timedelta(0))
+    cleared = await service.recommendations(
+        session, now=clock.now, soak=timedelta(0), halting=HALTING
+    )
     assert cleared.halts == []
 
 
@@ -221,10 +225,11 @@ async def test_an_admin_clears_a_halt_over_the_api(
     rings: Rings,
     session: AsyncSession,
     clock: FakeClock,
-    client: httpx.AsyncClient,
+    make_client: MakeClient,
     admin_token: str,
     read_token: str,
 ) -> None:
+    client = await make_client(halt_on_regression=list(HALTING))
     await commit_breaking_a_tenth(rings, clock)
     second = rings.commits[1]
     await service.keep_halts(session, options(), now=clock.now)
