@@ -1063,6 +1063,9 @@ def endpoints(f: Facts) -> list[Endpoint]:
         ask(f"dora, workload {f.workloads['prod'][0]}", DORA, TARGET_MS,
             workload=f.workloads["prod"][0]),
         ask("dora deployments, first page", f"{DORA}/deployments", TARGET_MS),
+        *(ask(f"suspects, {env}, 2 hours", "/api/v1/suspects", TARGET_MS, environment=env,
+              since=(f.latest - timedelta(hours=2)).isoformat(), until=f.latest.isoformat())
+          for env in ("dev", "prod")),
         ask("dora deployments, CSV", f"{DORA}/deployments.csv", TARGET_MS),
         page("fleet overview", "/"),
         page("fleet overview, prod, page 41", "/", environment="prod", offset="2000"),

@@ -44,6 +44,7 @@ from hub.rollouts.router import router as rollouts_router
 from hub.runs.router import router as runs_router
 from hub.scheduling.router import router as scheduling_router
 from hub.settings import HubSettings
+from hub.suspects.router import router as suspects_router
 from hub.tasks import TASKS
 from hub.tokens.router import router as tokens_router
 from hub.types import Clock
@@ -126,6 +127,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         events_router,
         fleet_router,
         gate_router,
+        suspects_router,
         dora_router,
         rollouts_router,
         drift_router,

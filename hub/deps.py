@@ -74,15 +74,18 @@ ClockDep = Annotated[Clock, Depends(get_clock)]
 
 @dataclass(frozen=True)
 class ReadContext:
-    """What a read is asked against: the moment of the request, and how long a cluster may be
-    silent before it counts as stale."""
+    """What a read is asked against: the moment of the request, how long a cluster may be
+    silent before it counts as stale, and the environments whose suspects halt promotion."""
 
     now: datetime
     stale_after: timedelta
+    halting: Sequence[str] = ()
 
 
 async def get_read_context(settings: SettingsDep, clock: ClockDep) -> ReadContext:
-    return ReadContext(now=clock(), stale_after=settings.stale_after)
+    return ReadContext(
+        now=clock(), stale_after=settings.stale_after, halting=settings.halt_on_regression
+    )
 
 
 ReadContextDep = Annotated[ReadContext, Depends(get_read_context)]

@@ -140,6 +140,18 @@ class UnknownDelivery(FleetmarkError):
     error = "unknown_delivery"
 
 
+class UnknownHalt(FleetmarkError):
+    status_code = 404
+    error = "unknown_halt"
+
+
+class HaltEnded(FleetmarkError):
+    """The halt was superseded or cleared already."""
+
+    status_code = 409
+    error = "halt_ended"
+
+
 class DeliveryNotDead(FleetmarkError):
     status_code = 409
     error = "delivery_not_dead"

@@ -409,6 +409,26 @@ class HubSettings(BaseSettings):
             "rollout stalled alert follow it."
         ),
     )
+    halt_on_regression: list[str] = Field(
+        default_factory=list,
+        description=(
+            "The environments whose clear suspects halt their promotion, as a JSON list "
+            '(["prod"]); unset: none (docs/suspects.md).'
+        ),
+    )
+    suspect_window: Interval = Field(
+        default=timedelta(minutes=15),
+        gt=timedelta(0),
+        description=(
+            "How soon after applying a commit or version a cluster turning not Ready counts as "
+            "a regression after it (seconds or ISO 8601)."
+        ),
+    )
+    suspect_min_regressions: int = Field(
+        default=3,
+        ge=1,
+        description="How many exposed clusters must regress after a change to make it a suspect.",
+    )
     event_delivery_interval: Interval = Field(
         default=timedelta(seconds=5),
         gt=timedelta(0),

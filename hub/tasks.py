@@ -24,6 +24,8 @@ from hub.scheduling.tasks import SCHEDULE
 from hub.settings import HubSettings
 from hub.statuses.tasks import COMMIT_STATUSES
 from hub.store import RETENTION_LOCK, ROLLUP_LOCK, keep_history, refresh_rollups
+from hub.suspects.schemas import SUSPECT_EVENTS
+from hub.suspects.tasks import HALTS
 from hub.types import Clock, Sessions
 
 __all__ = [
@@ -76,10 +78,11 @@ TASKS = (
     SCHEDULE,
     EVENT_DELIVERY,
     COMMIT_STATUSES,
+    HALTS,
 )
 
 # The events the tasks publish, each type with the model of its `data` (docs/events.md shows
 # their JSON Schemas).
 EVENT_TYPES: dict[str, type[BaseModel]] = (
-    GATE_EVENTS | ROLLOUT_EVENTS | DRIFT_EVENTS | HARVEST_EVENTS | SCHEDULE_EVENTS
+    GATE_EVENTS | ROLLOUT_EVENTS | DRIFT_EVENTS | HARVEST_EVENTS | SCHEDULE_EVENTS | SUSPECT_EVENTS
 )

@@ -82,6 +82,11 @@ COMMANDS = {
     "db": Lazy("db", "Administer the store (directly on the hub's database).", "hub"),
     "dashboards": Lazy("dashboards", "fleetmark's Grafana dashboards.", "hub"),
     "gate": Lazy("gate", "The promotion gate, for CI pipelines."),
+    "suspect": Lazy(
+        "suspect",
+        "Suspects: the commits and versions applied in an environment, ranked by how much more "
+        "often clusters regressed after them than clusters that had not.",
+    ),
     "agent": Lazy("agent", "The cluster agent (configured by FLEETMARK_AGENT_* variables)."),
 }
 

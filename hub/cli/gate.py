@@ -6,6 +6,7 @@ change by waiting, so it keeps polling until the timeout (exit codes in docs/con
 """
 
 import asyncio
+import getpass
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -44,6 +45,9 @@ from hub.cli.remote import (
     hub_url,
     refusal,
     short_revision,
+)
+from hub.cli.remote import (
+    ask as remote_ask,
 )
 from hub.client import DEFAULT_HUB, HubRefused, UnexpectedAnswer
 from hub.client.client import TIMEOUT, bearer, read_answer
@@ -420,6 +424,29 @@ def wait(
         raise fail(str(exc)) from None
     _report(waited, output, timeout_seconds)
     raise typer.Exit(code=EXIT_CODES[waited.outcome])
+
+
+@gate.command("clear-halt")
+def clear_halt(
+    halt_id: Annotated[int, typer.Argument(help="The halt's id (GET /api/v1/recommendations).")],
+    reason: Annotated[str, typer.Option(help="Why the change may be promoted after all.")],
+    by: Annotated[str | None, typer.Option(help="Who clears it (default: the local user).")] = None,
+    hub: HubOption = DEFAULT_HUB,
+    token: TokenOption = None,
+    token_file: TokenFileOption = None,
+    output: OutputOption = Output.table,
+) -> None:
+    """End a halt: its change may leave the environment again (admin)."""
+    token = api_token(token, token_file)
+    who = by or getpass.getuser()
+    halt = remote_ask(hub, token, lambda client: client.clear_halt(halt_id, by=who, reason=reason))
+    if output is Output.json:
+        print_json(halt)
+        return
+    console.print(
+        f"halt {halt.id} of {halt.description} in {halt.environment} cleared by {halt.cleared_by}",
+        highlight=False,
+    )
 
 
 def register(app: typer.Typer) -> None:

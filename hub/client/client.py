@@ -64,6 +64,13 @@ from hub.client.schemas.subscriptions import (
     SubscriptionList,
     SubscriptionRequest,
 )
+from hub.client.schemas.suspects import (
+    ClearHalt,
+    Halt,
+    Recommendations,
+    SuspectsAnswer,
+    SuspectsQuery,
+)
 from hub.client.schemas.tokens import CreatedToken, Scope, TokenList, TokenRequest
 from hub.client.secret_files import read_secret_file
 
@@ -372,6 +379,41 @@ class HubClient:
             offset=offset,
         )
         return self.ask(api.PROMOTABLE, {"environment": environment}, query=query | {"sort": sort})
+
+    # --- suspects and halts ---------------------------------------------------------------
+
+    def suspects(
+        self,
+        environment: str,
+        *,
+        workload: str | None = None,
+        since: Moment | None = None,
+        until: Moment | None = None,
+        window: Soak | None = None,
+        min_regressions: int | None = None,
+    ) -> SuspectsAnswer:
+        """The commits and versions applied in the environment in the period, ranked by how
+        much more often clusters regressed after them than clusters that had not."""
+        query = asked(
+            SuspectsQuery,
+            environment=environment,
+            workload=workload,
+            since=since,
+            until=until,
+            window=window,
+            min_regressions=min_regressions,
+        )
+        return self.ask(api.SUSPECTS, query=query)
+
+    def recommendations(self) -> Recommendations:
+        """The halts that hold, and the last known good commit or version to roll back to."""
+        return self.ask(api.RECOMMENDATIONS)
+
+    def clear_halt(self, halt_id: int, *, by: str, reason: str) -> Halt:
+        """End a halt: its change may be promoted again (admin)."""
+        return self.ask(
+            api.CLEAR_HALT, {"halt_id": str(halt_id)}, body=ClearHalt(by=by, reason=reason)
+        )
 
     # --- scheduling -----------------------------------------------------------------------
 

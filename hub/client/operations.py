@@ -45,6 +45,13 @@ from hub.client.schemas.subscriptions import (
     SubscriptionList,
     SubscriptionRequest,
 )
+from hub.client.schemas.suspects import (
+    ClearHalt,
+    Halt,
+    Recommendations,
+    SuspectsAnswer,
+    SuspectsQuery,
+)
 from hub.client.schemas.tokens import CreatedToken, TokenList, TokenRequest
 
 A = TypeVar("A", bound=BaseModel)
@@ -112,6 +119,9 @@ PROMOTABLE = Operation(
     Promotable,
     (*parameters(PromotableQuery), "sort"),
 )
+SUSPECTS = Operation("GET", "/api/v1/suspects", SuspectsAnswer, parameters(SuspectsQuery))
+RECOMMENDATIONS = Operation("GET", "/api/v1/recommendations", Recommendations)
+CLEAR_HALT = Operation("POST", "/api/v1/halts/{halt_id}/clear", Halt, body=ClearHalt)
 ASSIGNMENTS = Operation("GET", "/api/v1/assignments", AssignmentPage, (*_PLACE, "workload", *_PAGE))
 SCHEDULING_ERRORS = Operation(
     "GET",
@@ -171,6 +181,9 @@ OPERATIONS: tuple[Operation[Any], ...] = (
     PROMOTION_GATE,
     GATE_DECISION,
     PROMOTABLE,
+    SUSPECTS,
+    RECOMMENDATIONS,
+    CLEAR_HALT,
     ASSIGNMENTS,
     SCHEDULING_ERRORS,
     CLUSTERS,

@@ -57,6 +57,7 @@ async def _gate(
         page=_page(query, order),
         min_converged_ratio=query.min_converged_ratio,
         max_time_to_converge=query.max_time_to_converge,
+        halting=context.halting,
     )
 
 

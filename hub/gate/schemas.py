@@ -5,6 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hub.client.schemas.suspects import Halt
 from hub.gate.policy import ClusterState, Verdict
 from hub.git.urls import RedactedText, RedactedUrl
 
@@ -44,6 +45,11 @@ class GateOptionsOut(BaseModel):
     min_clusters: int
     min_converged_ratio: float | None = Field(description="null: every expected cluster.")
     max_time_to_converge_seconds: float | None = Field(description="null: no deadline.")
+    halt_on_regression: bool = Field(
+        default=False,
+        description="The environment halts the promotion of its clear suspects "
+        "(FLEETMARK_HALT_ON_REGRESSION).",
+    )
 
 
 class GateCounts(BaseModel):
@@ -123,6 +129,10 @@ class GateResult(BaseModel):
     counts: GateCounts
     freshness: Freshness
     clusters: GateClusterPage
+    halt: Halt | None = Field(
+        default=None,
+        description="The halt that fails the gate, whatever the clusters (docs/suspects.md).",
+    )
 
 
 class Promotable(BaseModel):

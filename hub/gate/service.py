@@ -8,7 +8,7 @@ by the policy's table (hub/gate/repository.py) -> the policy concludes -> the wi
 import heapq
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -62,6 +62,7 @@ from hub.placement import repository as placement_repository
 from hub.placement import service as placement_service
 from hub.settings import HubSettings
 from hub.sorting import OWN_ORDER, Order
+from hub.suspects import service as suspects_service
 from hub.text import format_time, short_sha
 from scheduler_core.kube import parse_selector
 
@@ -668,11 +669,12 @@ async def promotion_gate(
     page: ClusterPage = ClusterPage(),
     min_converged_ratio: float | None = None,
     max_time_to_converge: timedelta | None = None,
+    halting: Collection[str] = (),
 ) -> GateResult:
     """The gate for a platform commit, or for a workload version, in `environment`, over the
     expected clusters of the cluster types named (none: every one) that `selector` (a label
     selector as kubectl's `-l` reads it) selects; `page` picks the clusters listed with their
-    evidence."""
+    evidence; a halt of an environment in `halting` fails it (`_halted`)."""
     options = _options(
         soak=soak,
         stale_after=stale_after,
@@ -687,7 +689,7 @@ async def promotion_gate(
             session, environment=environment, cluster_type=cluster_type
         )
     if commit is not None and workload is None and version is None:
-        return await _platform_commit_gate(
+        result = await _platform_commit_gate(
             session,
             environment=environment,
             commit=commit,
@@ -696,8 +698,9 @@ async def promotion_gate(
             now=now,
             page=page,
         )
+        return await _halted(session, result, halting)
     if commit is None and workload is not None and version is not None:
-        return await _workload_version_gate(
+        result = await _workload_version_gate(
             session,
             environment=environment,
             workload=workload,
@@ -707,14 +710,47 @@ async def promotion_gate(
             now=now,
             page=page,
         )
+        return await _halted(session, result, halting)
     raise InvalidInput("commit, or workload and version: give one of the two, and only one")
 
 
+async def _halted(
+    session: AsyncSession, result: GateResult, halting: Collection[str]
+) -> GateResult:
+    """The first rule, before the clusters': a halt of the target's promotion out of the
+    environment fails the gate, with the halt as its reason (docs/suspects.md)."""
+    target = result.target
+    options = result.options.model_copy(
+        update={"halt_on_regression": target.environment in halting}
+    )
+    revision = target.commit if target.workload is None else target.version
+    assert revision is not None
+    halt = await suspects_service.halt_for(
+        session,
+        environment=target.environment,
+        workload=target.workload,
+        revision=revision,
+        halting=halting,
+    )
+    if halt is None:
+        return result.model_copy(update={"options": options})
+    return result.model_copy(
+        update={
+            "options": options,
+            "verdict": Verdict.FAILED,
+            "reasons": [halt.reason, *result.reasons],
+            "earliest_pass_at": None,
+            "halt": halt,
+        }
+    )
+
+
 def _reason(result: GateResult) -> str:
-    """What decides the verdict, in one sentence: the counts, then the first of the reasons."""
+    """What decides the verdict, in one sentence: the halt, or the counts, then the first of
+    the reasons."""
     counts, target = result.counts, result.target
     first = result.reasons[0]
-    if result.verdict is Verdict.PASSED or not counts.expected:
+    if result.verdict is Verdict.PASSED or not counts.expected or result.halt is not None:
         return first
     where = f"expected cluster(s) in {target.environment}"
     if result.verdict is Verdict.FAILED:
@@ -773,6 +809,7 @@ class AnswerOptions:
     stale_after: timedelta
     newest: int
     source: str
+    halting: Sequence[str] = ()
 
     @classmethod
     def of(cls, settings: HubSettings) -> "AnswerOptions":
@@ -781,6 +818,7 @@ class AnswerOptions:
             stale_after=settings.stale_after,
             newest=settings.gate_answers_newest,
             source=event_source(settings),
+            halting=settings.halt_on_regression,
         )
 
 
@@ -888,6 +926,7 @@ async def keep_answers(session: AsyncSession, options: AnswerOptions, *, now: da
             min_clusters=1,
             now=now,
             page=ClusterPage(limit=REASONS_NAMED),
+            halting=options.halting,
         )
 
     kept = await repository.kept_verdicts(session)

@@ -24,6 +24,7 @@ from hub.models.fleet import (
 )
 from hub.models.gate import GateAnswer
 from hub.models.git import BranchCommit, GitBranch, GitCommit, Repository
+from hub.models.halt import RolloutHalt
 from hub.models.jobs import JobRun
 from hub.models.observed import (
     AgentSession,
@@ -76,6 +77,7 @@ __all__ = [
     "PageSignIn",
     "Repository",
     "Rollout",
+    "RolloutHalt",
     "ScheduledAssignment",
     "SchedulingError",
     "SchedulingTarget",

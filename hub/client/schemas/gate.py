@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hub.client.params import Count, Limit, Offset, Text, TextList
 from hub.client.schemas.base import Answer, Listing
+from hub.client.schemas.suspects import Halt
 from hub.client.text import Duration
 
 DEFAULT_SOAK = timedelta(minutes=10)
@@ -160,6 +161,7 @@ class GateOptionsOut(BaseModel):
     min_clusters: int
     min_converged_ratio: float | None
     max_time_to_converge_seconds: float | None
+    halt_on_regression: bool = False
 
 
 class GateCounts(BaseModel):
@@ -222,6 +224,7 @@ class GateResult(Answer):
     counts: GateCounts
     freshness: Freshness
     clusters: GateClusterPage
+    halt: Halt | None = None
 
 
 class Promotable(Answer):

@@ -97,6 +97,7 @@ async def test_a_passed_gate_with_its_evidence(
         "min_clusters": 1,
         "min_converged_ratio": None,
         "max_time_to_converge_seconds": None,
+        "halt_on_regression": False,
     }
     assert body["counts"] == {
         "expected": 2,

@@ -1,0 +1,1 @@
+"""Suspects: the changes clusters regressed after, and the halts of their promotion."""

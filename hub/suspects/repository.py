@@ -1,0 +1,203 @@
+"""SQL of the suspects and the halts: what the clusters of a scope applied and when they turned
+not Ready (from the status transitions), and the halts kept in `rollout_halt`."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, select, text, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from hub.models import Rollout, RolloutHalt
+
+# Held while the halts are judged and written ("halts" in ASCII): one replica at a time.
+HALTS_LOCK = 0x68616C7473
+
+# The members of a scope as the DORA figures take them (migration 0008_dora): the platform
+# branch's objects when workload is NULL, else the objects of the workload's assignments.
+_MEMBERS = text("""
+SELECT m.object_id, m.branch_id, m.path, c.name AS cluster
+FROM dora_member(CAST(:environments AS text[]), CAST(:workload AS text)) m
+JOIN cluster c ON c.id = m.cluster_id
+""")
+
+# Each member's transitions from `since` to `until` and, for the members that have one, the one
+# before `since` that tells what it ran and whether it was Ready then; each with the one before
+# it. A member without a transition in the period applied nothing and regressed not: it is not
+# looked up further.
+_TRANSITIONS = text("""
+WITH recent AS MATERIALIZED (
+    SELECT t.object_id, t.observed_at, t.received_at, t.applied_sha, t.attempted_sha, t.ready,
+           t.removed, t.reason
+    FROM status_transition t
+    WHERE t.object_id = ANY(CAST(:object_ids AS bigint[]))
+      AND t.observed_at >= :since AND t.observed_at < :until
+),
+seen AS (
+    SELECT * FROM recent
+    UNION ALL
+    SELECT p.*
+    FROM (SELECT DISTINCT object_id FROM recent) o
+    CROSS JOIN LATERAL (
+        SELECT t.object_id, t.observed_at, t.received_at, t.applied_sha, t.attempted_sha,
+               t.ready, t.removed, t.reason
+        FROM status_transition t
+        WHERE t.object_id = o.object_id AND t.observed_at < :since
+        ORDER BY t.observed_at DESC, t.received_at DESC
+        LIMIT 1
+    ) p
+)
+SELECT s.object_id, s.observed_at, s.applied_sha, s.attempted_sha, s.ready, s.removed,
+       s.reason,
+       lag(s.applied_sha) OVER by_time AS previous_sha,
+       lag(s.ready) OVER by_time AS previous_ready,
+       lag(s.removed) OVER by_time AS previous_removed
+FROM seen s
+WINDOW by_time AS (PARTITION BY s.object_id ORDER BY s.observed_at, s.received_at)
+ORDER BY s.observed_at, s.received_at
+""")
+
+# The workload version each (app branch, folder, commit) carries: the harvested manifests'
+# version valid at the commit's place on the branch's first-parent chain.
+_VERSIONS = text("""
+SELECT x.branch_id, x.path, x.sha, m.workload_version
+FROM unnest(CAST(:branch_ids AS integer[]), CAST(:paths AS text[]), CAST(:shas AS text[]))
+    AS x(branch_id, path, sha)
+JOIN git_commit c ON c.sha = x.sha
+JOIN branch_commit bc ON bc.branch_id = x.branch_id AND bc.commit_id = c.id AND bc.mainline
+JOIN manifest_revision m
+  ON m.branch_id = x.branch_id AND m.path = x.path AND m.workload_version IS NOT NULL
+JOIN branch_commit f ON f.branch_id = m.branch_id AND f.commit_id = m.valid_from_commit_id
+LEFT JOIN branch_commit u ON u.branch_id = m.branch_id AND u.commit_id = m.valid_until_commit_id
+WHERE f.position <= bc.position AND (u.position IS NULL OR bc.position < u.position)
+""")
+
+# When each platform commit was made.
+_COMMITTED = text("""
+SELECT c.sha, min(c.committed_at) AS committed_at
+FROM git_commit c WHERE c.sha = ANY(CAST(:shas AS text[]))
+GROUP BY c.sha
+""")
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    object_id: int
+    branch_id: int
+    # None: the platform branch (any folder).
+    path: str | None
+    cluster: str
+
+
+async def members(session: AsyncSession, environment: str, workload: str | None) -> list[Member]:
+    """The live objects of the scope (the platform branch, or the workload) in the environment,
+    with their clusters."""
+    rows = await session.execute(_MEMBERS, {"environments": [environment], "workload": workload})
+    return [Member(row.object_id, row.branch_id, row.path, row.cluster) for row in rows]
+
+
+async def transitions(
+    session: AsyncSession, object_ids: Sequence[int], since: datetime, until: datetime
+) -> Sequence[Row[Any]]:
+    """The objects' transitions in [since, until) with the last one before, in time order,
+    each with the applied sha and readiness of the one before it."""
+    if not object_ids:
+        return []
+    result = await session.execute(
+        _TRANSITIONS, {"object_ids": list(object_ids), "since": since, "until": until}
+    )
+    return result.all()
+
+
+async def versions(
+    session: AsyncSession, commits: Sequence[tuple[int, str, str]]
+) -> dict[tuple[int, str, str], str]:
+    """The workload version each (app branch id, folder, commit sha) carries, where one does."""
+    if not commits:
+        return {}
+    branch_ids, paths, shas = zip(*commits, strict=True)
+    rows = await session.execute(
+        _VERSIONS, {"branch_ids": list(branch_ids), "paths": list(paths), "shas": list(shas)}
+    )
+    return {(row.branch_id, row.path, row.sha): row.workload_version for row in rows}
+
+
+async def committed(session: AsyncSession, shas: Sequence[str]) -> dict[str, datetime]:
+    if not shas:
+        return {}
+    rows = await session.execute(_COMMITTED, {"shas": list(shas)})
+    return {row.sha: row.committed_at for row in rows}
+
+
+# --- halts ------------------------------------------------------------------------------------
+
+
+async def halts(
+    session: AsyncSession, *, active: bool | None = None, environment: str | None = None
+) -> list[RolloutHalt]:
+    """The halts kept, oldest first: those that hold (active), that ended (not active), or
+    every one (None)."""
+    query = select(RolloutHalt).order_by(RolloutHalt.started_at, RolloutHalt.id)
+    if active is not None:
+        query = query.where(
+            RolloutHalt.ended_at.is_(None) if active else RolloutHalt.ended_at.isnot(None)
+        )
+    if environment is not None:
+        query = query.where(RolloutHalt.environment == environment)
+    return list(await session.scalars(query))
+
+
+async def halt(session: AsyncSession, halt_id: int) -> RolloutHalt | None:
+    return await session.get(RolloutHalt, halt_id, with_for_update=True)
+
+
+async def known(session: AsyncSession) -> set[tuple[str, str | None, str]]:
+    """Every target halted once, whether or not its halt still holds."""
+    rows = await session.execute(
+        select(RolloutHalt.environment, RolloutHalt.workload, RolloutHalt.revision)
+    )
+    return {(row.environment, row.workload, row.revision) for row in rows}
+
+
+async def start(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> list[RolloutHalt]:
+    """Keep these new halts (RolloutHalt's columns); a target halted once is left alone."""
+    if not rows:
+        return []
+    statement = (
+        insert(RolloutHalt)
+        .values(list(rows))
+        .on_conflict_do_nothing(index_elements=["environment", "workload", "revision"])
+        .returning(RolloutHalt)
+    )
+    return list(await session.scalars(statement))
+
+
+async def end(session: AsyncSession, halt_id: int, values: dict[str, Any]) -> None:
+    """End a halt that holds (ended_at, ended_how and what says how)."""
+    await session.execute(
+        update(RolloutHalt)
+        .where(RolloutHalt.id == halt_id, RolloutHalt.ended_at.is_(None))
+        .values(values)
+    )
+
+
+# --- what to roll back to ---------------------------------------------------------------------
+
+
+async def last_converged(session: AsyncSession, *, before: datetime) -> list[Rollout]:
+    """Per environment and workload (None: platform commits), the rollouts that converged
+    before `before`, newest commit first."""
+    query = (
+        select(Rollout)
+        .where(Rollout.state == "converged", Rollout.converged_at < before)
+        .order_by(
+            Rollout.environment_position.asc().nulls_last(),
+            Rollout.environment,
+            Rollout.workload.asc().nulls_first(),
+            Rollout.committed_at.desc(),
+            Rollout.started_at.desc(),
+        )
+    )
+    return list(await session.scalars(query))
