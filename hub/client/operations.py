@@ -44,6 +44,7 @@ from hub.client.schemas.subscriptions import (
     SubscriptionList,
     SubscriptionRequest,
 )
+from hub.client.schemas.timeline import TimelinePage, TimelineQuery
 from hub.client.schemas.tokens import CreatedToken, TokenList, TokenRequest
 
 A = TypeVar("A", bound=BaseModel)
@@ -97,6 +98,7 @@ DORA_DEPLOYMENTS = Operation(
     parameters(DoraDeploymentsQuery),
     timeout=DORA_TIMEOUT,
 )
+TIMELINE = Operation("GET", "/api/v1/timeline", TimelinePage, parameters(TimelineQuery))
 PROMOTION_GATE = Operation(
     "GET",
     "/api/v1/gates/promotion",
@@ -165,6 +167,7 @@ OPERATIONS: tuple[Operation[Any], ...] = (
     DIFF,
     DORA,
     DORA_DEPLOYMENTS,
+    TIMELINE,
     PROMOTION_GATE,
     GATE_DECISION,
     PROMOTABLE,

@@ -68,7 +68,9 @@ async def timeline(session: AsyncSession, query: TimelineQuery, *, now: datetime
     until = query.until or now
     since = query.since or until - DEFAULT_RANGE
     if since >= until:
-        raise InvalidInput(f"since ({since.isoformat()}) must be before until ({until.isoformat()})")
+        raise InvalidInput(
+            f"since ({since.isoformat()}) must be before until ({until.isoformat()})"
+        )
     after = None if query.cursor is None else _after(query.cursor)
     filters = Filters(
         environment=query.environment,

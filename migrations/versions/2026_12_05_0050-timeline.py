@@ -101,7 +101,7 @@ WHERE g.committed_at >= since AND g.committed_at < until AND b.deleted_at IS NUL
 
 # Each scheduling run that changed an environment's assignments: the commit it wrote, with
 # the assignments it changed by status (those not changed again since).
-SCHEDULES = f"""
+SCHEDULES = """
 SELECT a.changed_at, 'schedule', 'schedule/' || t.id || '/' || a.commit_sha || '/'
        || extract(epoch FROM a.changed_at), e.name, NULL,
        array_agg(DISTINCT a.cluster_type_name ORDER BY a.cluster_type_name), NULL::bigint,
@@ -122,13 +122,15 @@ GROUP BY t.id, e.name, a.commit_sha, a.branch, a.changed_at
 """
 
 # A rollout's start, its first cluster, half and all of its expected clusters (converged), its
-# failure and each stall, with how many expected clusters had reached it by then.
+# failure and each stall, with how many expected clusters had reached it by then. At one time,
+# the later milestone has the greater key: it comes first, as the later rows do.
 ROLLOUTS = """
-SELECT m.at, 'rollout.' || m.milestone, 'rollout/' || r.dora_rollup_id || '/' || m.milestone
-       || m.suffix, r.environment, r.workload, NULL::text[], m.reached,
+SELECT m.at, 'rollout.' || m.milestone,
+       'rollout/' || r.dora_rollup_id || '/' || m.ordinal || m.suffix, r.environment,
+       r.workload, NULL::text[], m.reached,
        COALESCE(r.workload || ' ' || r.revision, 'platform commit ' || left(r.revision, 12))
-       || ' ' || replace(m.milestone, '_', ' ') || ' on ' || r.environment || ': '
-       || m.reached || ' of ' || r.expected_clusters || ' clusters'
+       || ' ' || m.what || ' on ' || r.environment || ': ' || m.reached || ' of '
+       || r.expected_clusters || ' clusters'
        || CASE WHEN m.milestone = 'failed'
                THEN ', ' || COALESCE(r.failed_cluster, 'a cluster') || ' failed ('
                     || COALESCE(r.failure_reason, 'no reason given') || ')' ELSE '' END,
@@ -144,23 +146,25 @@ CROSS JOIN LATERAL (
     FROM unnest(d.reached_times) AS x
 ) AS reached
 CROSS JOIN LATERAL (
-    SELECT s.milestone, s.at, s.suffix,
+    SELECT s.milestone, s.at, s.ordinal, s.suffix, s.what,
            (SELECT count(*) FROM unnest(reached.times) AS x WHERE x <= s.at) AS reached
     FROM (
-        VALUES ('started', r.started_at, ''),
-               ('first_cluster', reached.times[1], ''),
+        VALUES ('started', r.started_at, 0, '', 'started'),
+               ('first_cluster', reached.times[1], 1, '', 'reached its first cluster'),
                ('half', CASE WHEN r.expected_clusters > 2
-                             THEN reached.times[ceil(r.expected_clusters / 2.0)::int] END, ''),
-               ('converged', r.converged_at, ''),
-               ('failed', r.failed_at, '')
+                             THEN reached.times[ceil(r.expected_clusters / 2.0)::int] END,
+                2, '', 'reached half its clusters'),
+               ('converged', r.converged_at, 3, '', 'converged'),
+               ('failed', r.failed_at, 4, '', 'failed')
         UNION ALL
-        SELECT 'stalled', lower(stall), '/' || extract(epoch FROM lower(stall))
+        SELECT 'stalled', lower(stall), 5, '/' || extract(epoch FROM lower(stall)), 'stalled'
         FROM unnest(r.stalled) AS stall
-    ) AS s (milestone, at, suffix)
+    ) AS s (milestone, at, ordinal, suffix, what)
     WHERE s.at >= since AND s.at < until
 ) AS m
 WHERE r.started_at < until
-  AND (r.state IN ('in_progress', 'stalled') OR GREATEST(r.last_progress_at, r.state_since) >= since)
+  AND (r.state IN ('in_progress', 'stalled')
+       OR GREATEST(r.last_progress_at, r.state_since) >= since)
   AND (p_environment IS NULL OR r.environment = p_environment)
   AND (p_workload IS NULL OR r.workload = p_workload)
   AND (p_cluster_type IS NULL AND p_cluster IS NULL AND p_selector IS NULL OR EXISTS (
@@ -170,7 +174,7 @@ WHERE r.started_at < until
 # Per 5-minute bucket and environment: the clusters with an object that turned not Ready (of
 # them, those failing: Ready false) with the commonest reasons, and those with one that turned
 # Ready again. An object's previous transition says what it turned from.
-HEALTH = f"""
+HEALTH = """
 WITH changed AS (
     SELECT date_bin('5 minutes', s.observed_at, TIMESTAMPTZ '2000-01-01') AS bucket,
            k.environment, k.cluster_type, s.cluster_id, s.ready, s.reason,
@@ -225,7 +229,7 @@ SELECT t.bucket, CASE WHEN t.was_ready THEN 'health.regressed' ELSE 'health.reco
                  || COALESCE(t.environment, 'no environment') END,
        jsonb_build_object('clusters', t.clusters, 'failing', t.failing)
        || CASE WHEN t.was_ready THEN jsonb_build_object('reasons', r.commonest)
-               ELSE '{{}}'::jsonb END
+               ELSE '{}'::jsonb END
 FROM turned t
 LEFT JOIN reasons r
   ON t.was_ready AND r.bucket = t.bucket AND r.environment IS NOT DISTINCT FROM t.environment

@@ -45,9 +45,7 @@ class TimelineQuery(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True)
 
-    environment: Annotated[Text | None, Field(description="Only rows of this environment.")] = (
-        None
-    )
+    environment: Annotated[Text | None, Field(description="Only rows of this environment.")] = None
     workload: Annotated[
         Text | None,
         Field(description="Only rows of this workload: its commits, versions and runs."),
