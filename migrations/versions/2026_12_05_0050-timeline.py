@@ -173,7 +173,8 @@ WHERE r.started_at < until
 
 # Per 5-minute bucket and environment: the clusters with an object that turned not Ready (of
 # them, those failing: Ready false) with the commonest reasons, and those with one that turned
-# Ready again. An object's previous transition says what it turned from.
+# Ready again. An object's previous transition says what it turned from. A bucket is in the
+# range when its start is, and counts all of its transitions.
 HEALTH = """
 WITH changed AS (
     SELECT date_bin('5 minutes', s.observed_at, TIMESTAMPTZ '2000-01-01') AS bucket,
@@ -187,8 +188,9 @@ WITH changed AS (
         WHERE q.object_id = s.object_id AND q.observed_at < s.observed_at
         ORDER BY q.observed_at DESC LIMIT 1
     ) AS p
-    WHERE s.observed_at >= since AND s.observed_at < until
+    WHERE s.observed_at >= since AND s.observed_at < until + interval '5 minutes'
       AND date_bin('5 minutes', s.observed_at, TIMESTAMPTZ '2000-01-01') >= since
+      AND date_bin('5 minutes', s.observed_at, TIMESTAMPTZ '2000-01-01') < until
       AND NOT s.removed AND NOT s.suspended AND p_workload IS NULL
       AND (s.ready IS TRUE) <> (p.ready IS TRUE)
 ),
