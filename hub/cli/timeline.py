@@ -16,8 +16,10 @@ from hub.cli.remote import (
     EnvironmentFilter,
     HubOption,
     LimitOption,
+    SinceOption,
     TokenFileOption,
     TokenOption,
+    UntilOption,
     api_token,
     ask,
     moment,
@@ -59,16 +61,8 @@ def timeline(
             "--selector", "-l", help="Only rows about clusters whose labels it selects (as -l)."
         ),
     ] = None,
-    since: Annotated[
-        str | None,
-        typer.Option(
-            help="From this time on: 2026-11-22T12:00:00Z (UTC unless it names an offset), "
-            "or a duration back from now (1h, 90m; default: 24 hours before --until)."
-        ),
-    ] = None,
-    until: Annotated[
-        str | None, typer.Option(help="Before this time, as --since takes it (default: now).")
-    ] = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     limit: LimitOption = 100,
     cursor: Annotated[
         str | None, typer.Option(help="Where a page ends: the `next` the page before gave.")
@@ -79,7 +73,9 @@ def timeline(
     output: OutputOption = Output.table,
 ) -> None:
     """What happened to the fleet, newest first: commits, scheduling runs, rollouts, health
-    regressions, drift, silences, decommissions and harvest failures."""
+    regressions, drift, silences, decommissions and harvest failures.
+
+    The range is the 24 hours up to now unless --since or --until says otherwise."""
     token = api_token(token, token_file)
     now = datetime.now(UTC)
     start, end = moment("--since", since, now), moment("--until", until, now)
