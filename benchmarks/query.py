@@ -61,6 +61,7 @@ from hub.database import create_sessionmaker, normalise_database_url, write_sess
 from hub.dora.service import refresh_rollup
 from hub.drift.tasks import scheduled_drift
 from hub.envdiff.tasks import refresh_deployed
+from hub.rollouts.tasks import scheduled_rollouts
 from hub.settings import HubSettings
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/fleetmark_bench_query"
@@ -68,6 +69,8 @@ DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/fleetmark_bench_que
 # (and when the migrations it was upgraded with are unchanged).
 MARKER = "fleetmark-query-benchmark"
 TARGET_MS = 50.0
+# The timeline merges several histories: its first page of the last hour within this.
+TIMELINE_TARGET_MS = 200.0
 # The built-in pages: loaded in a second.
 PAGE_TARGET_MS = 1000.0
 TARGET_RSS = 300 * 2**20
@@ -1013,11 +1016,13 @@ def page(label: str, path: str, **params: str) -> Endpoint:
 
 CLUSTER, FLEET, HISTORY = "/api/v1/clusters/{name}", "/api/v1/fleet", "/api/v1/history"
 GATE, DRIFT, DIFF, DORA = "/api/v1/gates/promotion", "/api/v1/drift", "/api/v1/diff", "/api/v1/dora"
+TIMELINE = "/api/v1/timeline"
 
 
 def endpoints(f: Facts) -> list[Endpoint]:
     """What is measured, the baseline first. One line per question."""
     week, day = (f.latest - timedelta(days=n) for n in (7, 1))
+    hour = {"since": (f.latest - timedelta(hours=1)).isoformat(), "until": f.latest.isoformat()}
     gates = [
         *(
             ("platform commit", env, f.clusters_in[env], {"commit": sha})
@@ -1067,6 +1072,10 @@ def endpoints(f: Facts) -> list[Endpoint]:
               since=(f.latest - timedelta(hours=2)).isoformat(), until=f.latest.isoformat())
           for env in ("dev", "prod")),
         ask("dora deployments, CSV", f"{DORA}/deployments.csv", TARGET_MS),
+        ask("timeline, last hour, first page", TIMELINE, TIMELINE_TARGET_MS, **hour),
+        ask("timeline, last hour, prod", TIMELINE, TIMELINE_TARGET_MS, environment="prod", **hour),
+        ask("timeline, last hour, one cluster", TIMELINE, TIMELINE_TARGET_MS, cluster=f.cluster,
+            **hour),
         page("fleet overview", "/"),
         page("fleet overview, prod, page 41", "/", environment="prod", offset="2000"),
         page("drift", "/drift"),
@@ -1076,6 +1085,7 @@ def endpoints(f: Facts) -> list[Endpoint]:
         page("gate, platform commit, prod", "/gate", environment="prod",
              commit=f.commits["prod"]),
         page("repositories", "/repositories"),
+        page("timeline, last hour", "/timeline", **hour),
     ]  # fmt: skip
 
 
@@ -1131,7 +1141,8 @@ class Jobs:
 def run_jobs(url: str) -> Jobs:
     """One run of the hub's drift job and one of its deployed-summary refresh, as a hub runs
     them every --drift-interval and --env-diff-interval, and two of its DORA refresh: from an
-    empty rollup (as a hub's first), then again (as every later one, each --dora-interval).
+    empty rollup (as a hub's first), then again (as every later one, each --dora-interval), and
+    one of its rollouts job on that rollup.
     Their tables are what GET /api/v1/drift, /api/v1/diff and /api/v1/dora read. The agents'
     last reports are caught up first, as for every measurement: the job would otherwise find every
     cluster stale and open a drift period for each of the fleet's objects."""
@@ -1164,6 +1175,8 @@ def run_jobs(url: str) -> Jobs:
                 await session.execute(text("DELETE FROM dora_refresh"))
             dora_full = await refresh_dora(sessions)
             dora_incremental = await refresh_dora(sessions)
+            # The rollouts the timeline reads, judged from the rollup as the hub's job does.
+            await scheduled_rollouts(sessions, HubSettings())
         finally:
             await engine.dispose()
         assert evaluation is not None, "another hub is evaluating drift on this store"

@@ -1,10 +1,12 @@
 """Deployment history: a state timeline per cluster and one per workload (its rollouts in each
 environment, as the rollouts job keeps them), and what changed when: per workload and
-environment, from which version to which, on how many clusters."""
+environment, from which version to which, on how many clusters; marked with the fleet's
+timeline (grafana.timeline, migration 0050)."""
 
 from grafana_foundation_sdk.models.dashboard import Dashboard, ValueMap, ValueMappingResult
 
 from dashboards.common import (
+    DATASOURCE,
     EVERY_CLUSTER,
     SHOWN_CLUSTERS,
     chosen,
@@ -17,9 +19,10 @@ from dashboards.common import (
     state_timeline,
     table,
 )
+from dashboards.postgres import Annotation
 from hub.palette import HEX, colour
 
-__all__ = ["CLUSTER_STATES", "ROLLOUT_STATES", "TITLE", "UID", "build"]
+__all__ = ["CLUSTER_STATES", "ROLLOUT_STATES", "TIMELINE_EVENTS", "TITLE", "UID", "build"]
 
 UID = "fleetmark-history"
 TITLE = "fleetmark: Deployment history"
@@ -165,6 +168,19 @@ def _mapping(states: dict[int, tuple[str, str]]) -> ValueMap:
     )
 
 
+# The timeline of the range as annotations: what happened in a line, tagged with the
+# environment and the kind; of the chosen environments, and of the chosen workloads (rows of no
+# workload when every one is chosen), as the rollouts' annotation.
+TIMELINE_EVENTS = f"""
+SELECT t.at AS time, t.summary AS text,
+       COALESCE(t.environment || ',', '') || t.kind AS tags
+FROM grafana.timeline($__timeFrom(), $__timeTo()) t
+WHERE {chosen("environment", "t.environment")}
+  AND (t.workload IS NULL AND {chosen("workload", "NULL")} OR {chosen("workload", "t.workload")})
+ORDER BY t.at, t.key
+"""
+
+
 def build() -> Dashboard:
     return (
         dashboard(UID, TITLE, "What changed where and when, per cluster and per workload.")
@@ -210,6 +226,9 @@ def build() -> Dashboard:
                 height=12,
                 span=20,
             )
+        )
+        .annotation(
+            Annotation("Timeline", TIMELINE_EVENTS).datasource(DATASOURCE).icon_color(HEX["idle"])
         )
         .build()
     )

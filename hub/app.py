@@ -46,6 +46,7 @@ from hub.scheduling.router import router as scheduling_router
 from hub.settings import HubSettings
 from hub.suspects.router import router as suspects_router
 from hub.tasks import TASKS
+from hub.timeline.router import router as timeline_router
 from hub.tokens.router import router as tokens_router
 from hub.types import Clock
 
@@ -135,6 +136,7 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         repositories_router,
         scheduling_router,
         runs_router,
+        timeline_router,
         pages_public_router,
         pages_router,
     ):

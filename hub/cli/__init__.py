@@ -65,6 +65,11 @@ COMMANDS = {
     "history": Lazy(
         "query", "Every change of the revision a reconciler object applied, newest first."
     ),
+    "timeline": Lazy(
+        "timeline",
+        "What happened to the fleet, newest first: commits, scheduling runs, rollouts, health "
+        "regressions, drift, silences, decommissions and harvest failures.",
+    ),
     "simulate": Lazy(
         "simulate", "Register a small simulated fleet and keep it reporting until stopped."
     ),

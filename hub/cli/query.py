@@ -27,8 +27,10 @@ from hub.cli.remote import (
     HubOption,
     LimitOption,
     OffsetOption,
+    SinceOption,
     TokenFileOption,
     TokenOption,
+    UntilOption,
     ago_cell,
     api_token,
     ask,
@@ -215,16 +217,8 @@ def history(
     object_name: Annotated[
         str | None, typer.Option("--object", help="Only reconciler objects of this name.")
     ] = None,
-    since: Annotated[
-        str | None,
-        typer.Option(
-            help="From this time on: 2026-11-22T12:00:00Z (UTC unless it names an offset), "
-            "or a duration back from now (7d, 90m)."
-        ),
-    ] = None,
-    until: Annotated[
-        str | None, typer.Option(help="Before this time, as --since takes it.")
-    ] = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     limit: LimitOption = 100,
     offset: OffsetOption = 0,
     hub: HubOption = DEFAULT_HUB,

@@ -107,6 +107,15 @@ EnvironmentFilter = Annotated[
 ClusterTypeFilter = Annotated[
     str | None, typer.Option("--cluster-type", "-t", help="Only this cluster type.")
 ]
+# A range of history, as `moment` reads its ends.
+SinceOption = Annotated[
+    str | None,
+    typer.Option(
+        help="From this time on: 2026-11-22T12:00:00Z (UTC unless it names an offset), "
+        "or a duration back from now (7d, 90m)."
+    ),
+]
+UntilOption = Annotated[str | None, typer.Option(help="Before this time, as --since takes it.")]
 # The API's bounds, so a bad value is refused before anything is asked.
 LimitOption = Annotated[int, typer.Option(min=1, max=1000, help="Rows per page (1 to 1000).")]
 OffsetOption = Annotated[int, typer.Option(min=0, help="Rows to skip: where the page starts.")]

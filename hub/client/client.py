@@ -71,6 +71,7 @@ from hub.client.schemas.suspects import (
     SuspectsAnswer,
     SuspectsQuery,
 )
+from hub.client.schemas.timeline import TimelinePage, TimelineQuery
 from hub.client.schemas.tokens import CreatedToken, Scope, TokenList, TokenRequest
 from hub.client.secret_files import read_secret_file
 
@@ -328,6 +329,35 @@ class HubClient:
             offset=offset,
         )
         return self.ask(api.DORA_DEPLOYMENTS, query=query)
+
+    def timeline(
+        self,
+        *,
+        environment: str | None = None,
+        workload: str | None = None,
+        cluster_type: str | None = None,
+        cluster: str | None = None,
+        selector: str | None = None,
+        since: Moment | None = None,
+        until: Moment | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> TimelinePage:
+        """What happened to the fleet in the range, newest first: a page, and in its `next`
+        the cursor of the page after."""
+        query = asked(
+            TimelineQuery,
+            environment=environment,
+            workload=workload,
+            cluster_type=cluster_type,
+            cluster=cluster,
+            selector=selector,
+            since=since,
+            until=until,
+            limit=limit,
+            cursor=cursor,
+        )
+        return self.ask(api.TIMELINE, query=query)
 
     # --- the promotion gate ---------------------------------------------------------------
 

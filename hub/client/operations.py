@@ -52,6 +52,7 @@ from hub.client.schemas.suspects import (
     SuspectsAnswer,
     SuspectsQuery,
 )
+from hub.client.schemas.timeline import TimelinePage, TimelineQuery
 from hub.client.schemas.tokens import CreatedToken, TokenList, TokenRequest
 
 A = TypeVar("A", bound=BaseModel)
@@ -106,6 +107,7 @@ DORA_DEPLOYMENTS = Operation(
     timeout=DORA_TIMEOUT,
 )
 ROLLOUTS = Operation("GET", "/api/v1/rollouts", RolloutHealthList, parameters(RolloutHealthQuery))
+TIMELINE = Operation("GET", "/api/v1/timeline", TimelinePage, parameters(TimelineQuery))
 PROMOTION_GATE = Operation(
     "GET",
     "/api/v1/gates/promotion",
@@ -178,6 +180,7 @@ OPERATIONS: tuple[Operation[Any], ...] = (
     DORA,
     DORA_DEPLOYMENTS,
     ROLLOUTS,
+    TIMELINE,
     PROMOTION_GATE,
     GATE_DECISION,
     PROMOTABLE,

@@ -31,7 +31,8 @@ class OutboxEvent(Base):
     orders a subject's events; `event_id` is the CloudEvents id receivers deduplicate on."""
 
     __tablename__ = "outbox_event"
-    __table_args__ = (Index(None, "created_at"),)
+    # The events of a time range, newest first: the timeline (migration 0050).
+    __table_args__ = (Index(None, "created_at"), Index(None, "time"))
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     event_id: Mapped[uuid.UUID] = mapped_column(Uuid, unique=True)

@@ -12,6 +12,7 @@ from hub.client.schemas.diff import DiffOptions
 from hub.client.schemas.drift import DriftQuery
 from hub.client.schemas.fleet import FleetQuery
 from hub.client.schemas.gate import GateOptions, TargetQuery
+from hub.client.schemas.timeline import TimelineQuery
 from hub.pages.rendering import PAGE_SIZE
 
 
@@ -39,6 +40,10 @@ class FleetPage(PageQuery, FleetQuery):
 
 class DriftPage(PageQuery, DriftQuery):
     """The drifted objects at `/drift`."""
+
+
+class TimelinePage(PageQuery, TimelineQuery):
+    """What happened to the fleet at `/timeline`, newest first."""
 
 
 class DiffPage(PageQuery, DiffOptions):

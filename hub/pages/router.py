@@ -48,12 +48,13 @@ from hub.pages.forms import (
     sign_in_form_nonce,
     sign_in_form_token,
 )
-from hub.pages.questions import DiffPage, DriftPage, FleetPage, GatePage
+from hub.pages.questions import DiffPage, DriftPage, FleetPage, GatePage, TimelinePage
 from hub.pages.rendering import PAGE_SIZE, STATIC, query, refresh_after, render
 from hub.pages.sorting import Table
 from hub.rollouts import service as rollouts
 from hub.settings import HubSettings
 from hub.sorting import Order
+from hub.timeline import service as timeline
 from hub.tokens import service as tokens
 
 # How many of an environment's newest platform commits the gate page offers.
@@ -305,6 +306,24 @@ async def drift_page(
             "include_in_sync": asked.include_in_sync,
         },
         all_reasons=list(Reason),
+    )
+
+
+@router.get("/timeline")
+async def timeline_page(
+    request: Request,
+    session: ReadSessionDep,
+    clock: ClockDep,
+    asked: Annotated[TimelinePage, Query()],
+) -> Response:
+    page = await timeline.timeline(session, asked, now=clock())
+    return render(
+        request,
+        "timeline.html",
+        page=page,
+        filters=asked.model_dump(
+            include={"environment", "workload", "cluster_type", "cluster", "selector"}
+        ),
     )
 
 

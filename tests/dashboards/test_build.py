@@ -7,10 +7,13 @@ from typing import Any
 
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 
-from dashboards import build, hubhealth
+from dashboards import build, history, hubhealth
 from dashboards.common import DATASOURCE, ROLLOUT_EVENTS, VARIABLES
 from dashboards.postgres import DATASOURCE_TYPE, PostgresQuery
 from tests.dashboards.panels import built_dashboards, dashboard_files, panel_queries
+
+# Each annotation's SQL, by its name.
+ANNOTATIONS = {"Rollouts": ROLLOUT_EVENTS, "Timeline": history.TIMELINE_EVENTS}
 
 # $name, ${name}, ${name:format}; Grafana's own start with two underscores.
 USED = re.compile(r"\$\{?(\w+)")
@@ -66,7 +69,7 @@ def test_dashboards_load_back_with_typed_postgres_queries() -> None:
         # of its annotation, which the SDK's model has no room for (dashboards/postgres.py).
         written = json.loads(content)
         for annotation in written["annotations"].get("list", []):
-            assert annotation.pop("target")["rawSql"] == ROLLOUT_EVENTS
+            assert annotation.pop("target")["rawSql"] == ANNOTATIONS[annotation["name"]]
         assert _within(written, json.loads(json.dumps(dashboard, cls=JSONEncoder)))
 
 
@@ -74,7 +77,11 @@ def test_every_dashboard_marks_its_time_series_with_the_rollouts() -> None:
     for path, content in dashboard_files().items():
         if path.stem == hubhealth.UID:  # no view of the store: no variables to follow
             continue
-        [annotation] = json.loads(content)["annotations"]["list"]
+        [annotation, *timeline] = json.loads(content)["annotations"]["list"]
+        # The history dashboard marks its series with the fleet's timeline too.
+        assert [marks["name"] for marks in timeline] == (
+            ["Timeline"] if path.stem == history.UID else []
+        ), path
         assert annotation["datasource"] == {"type": DATASOURCE_TYPE, "uid": DATASOURCE.uid}
         assert (annotation["name"], annotation["enable"], annotation["hide"]) == (
             "Rollouts",

@@ -68,6 +68,7 @@ BAD_INPUT: dict[str, tuple[str, str, str, dict[str, Any] | str | None, str, str,
             ("/api/v1/assignments", ""),
             ("/api/v1/scheduling/errors", ""),
             ("/api/v1/clusters", ""),
+            ("/api/v1/timeline", ""),
         ]
     },
     "NUL in a repeatable query parameter": (

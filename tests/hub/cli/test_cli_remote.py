@@ -7,6 +7,8 @@ Also the suspects of an environment, and a halt cleared with who and why.
 The module's tests share one hub (uvicorn in a thread) over one committed database: each names
 the tokens it makes for itself, and only test_clusters_through_the_api registers clusters."""
 
+import csv
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -369,3 +371,37 @@ def test_suspect_refusals_name_what_is_wrong(served: Served) -> None:
     )
     assert backwards.exit_code != 0
     assert "since: must be before until" in words(backwards.output)
+
+
+def test_the_timeline_a_page_at_a_time(served: Served) -> None:
+    """Two clusters decommissioned in an environment of their own are its timeline, newest
+    first, a page at a time with the cursor the table ends with."""
+    for name in ("edge-1", "edge-2"):
+        served.admin("clusters", "register", name, "--environment", "lab", "--cluster-type", "edge")
+        served.admin("clusters", "decommission", name)
+
+    first = served.admin("timeline", "-e", "lab", "--since", "1h", "--limit", "1")
+    [cursor] = re.findall(r"next: --cursor (\S+)", first.stdout)
+    second = served.admin(
+        "timeline", "-e", "lab", "--since", "1h", "--limit", "1", "--cursor", cursor
+    )
+    both = served.admin("timeline", "--since", "1h", "-e", "lab", "--output", "json")
+    rows = served.admin("timeline", "--since", "1h", "--cluster", "edge-1", "--output", "csv")
+    refused = served.admin("timeline", "--cursor", "not-a-cursor")
+
+    assert first.exit_code == 0, first.output
+    assert "cluster edge-2 decommissioned" in words(first.stdout)
+    assert second.exit_code == 0, second.output
+    assert "cluster edge-1 decommissioned" in words(second.stdout)
+    assert "last page" in second.stdout
+    answer = json.loads(both.stdout)
+    assert [item["detail"]["cluster"] for item in answer["items"]] == ["edge-2", "edge-1"]
+    assert answer["next"] is None
+    [row] = list(csv.DictReader(io.StringIO(rows.stdout)))
+    assert (row["kind"], row["environment"], row["clusters"]) == (
+        "cluster.decommissioned",
+        "lab",
+        "1",
+    )
+    assert refused.exit_code != 0
+    assert "cursor: not a cursor the hub gave" in words(refused.output)

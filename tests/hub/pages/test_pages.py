@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.agent.conftest import LiveHub
-from tests.hub.pages.conftest import HOSTILE, Scenario
+from tests.hub.pages.conftest import HOSTILE, RETIRED, Scenario
 
 PAGES = [
     "/",
@@ -18,6 +18,9 @@ PAGES = [
     "/rollouts",
     "/repositories",
     "/clusters/drone-01",
+    "/repositories",
+    "/clusters/drone-01",
+    "/timeline",
 ]
 
 
@@ -58,6 +61,29 @@ def test_the_pages_are_not_api_operations(pages_scenario: Scenario) -> None:
         assert get(pages_scenario, path).status_code == 200, path
     css = get(pages_scenario, "/static/fleetmark.css")
     assert css.headers["content-type"].startswith("text/css")
+
+
+def test_the_timeline_shows_what_happened_newest_first_a_page_at_a_time(
+    pages_scenario: Scenario,
+) -> None:
+    # The scenario's commits were made now, after its clock's time: a range that holds them.
+    ranged = "/timeline?since=2026-01-01T00:00:00Z&until=2100-01-01T00:00:00Z"
+    everything = get(pages_scenario, ranged).text
+    first = get(pages_scenario, f"{ranged}&limit=1&cluster=").text
+    [older] = re.findall(r'<a rel="next" href="([^"]+)"', first)
+    second = get(pages_scenario, unescape(older)).text
+    stage = get(pages_scenario, f"{ranged}&environment=stage").text
+    unknown = get(pages_scenario, "/timeline?selector=a+b+c")
+
+    kinds = re.findall(r'<tr data-kind="([^"]+)"', everything)
+    assert {"commit", "cluster.decommissioned"} <= set(kinds)
+    assert f"cluster {RETIRED} decommissioned" in text(everything)
+    assert re.findall(r'<tr data-kind="([^"]+)"', first) == kinds[:1]
+    assert re.findall(r'<tr data-kind="([^"]+)"', second) == kinds[1:2]
+    assert "commit" in re.findall(r'<tr data-kind="([^"]+)"', stage)
+    assert f"cluster {RETIRED} decommissioned" not in text(stage)
+    assert unknown.status_code == 422
+    assert "selector: cannot read" in text(unknown.text)
 
 
 def test_the_overview_counts_and_pages_the_clusters(pages_scenario: Scenario) -> None:
