@@ -37,7 +37,7 @@ def nothing_runs_in(directory: Path) -> list[str]:
     given a moment to finish exiting once stopped."""
     deadline = time.monotonic() + 10.0
     while (found := running_in(directory)) and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.05)
     return found
 
 
@@ -107,7 +107,7 @@ class Demo:
         while text not in self.output():
             assert self.process.poll() is None, f"the demo exited:\n{self.output()}"
             assert time.monotonic() - started < STORY_TIMEOUT, self.output()
-            time.sleep(0.2)
+            time.sleep(0.05)
 
     def get(self, path: str, **params: Any) -> Any:
         response = httpx.get(

@@ -101,5 +101,5 @@ def wait_until_up(hub: ServedHub) -> None:
                 return
         except httpx.TransportError:
             pass
-        time.sleep(0.2)
+        time.sleep(0.05)
     raise AssertionError(f"the hub did not come up in {START_TIMEOUT} s:\n{hub.output()}")

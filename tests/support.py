@@ -61,8 +61,9 @@ def samples(text: str) -> Samples:
 
 
 @contextmanager
-def serving_in_thread(server: HTTPServer, poll_interval: float = 0.5) -> Iterator[None]:
-    """`server` answering from a thread of its own until the block ends, then closed."""
+def serving_in_thread(server: HTTPServer, poll_interval: float = 0.05) -> Iterator[None]:
+    """`server` answering from a thread of its own until the block ends, then closed (the
+    thread sees the shutdown within `poll_interval` seconds)."""
     thread = threading.Thread(target=server.serve_forever, args=(poll_interval,), daemon=True)
     thread.start()
     try:

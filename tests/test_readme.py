@@ -241,7 +241,7 @@ def fresh(database_server: DatabaseServer) -> Iterator[str]:
     try:
         yield url
     finally:
-        database_server.drop_database(url)
+        database_server.discard(url)
 
 
 def read_token(demo: Running) -> str:

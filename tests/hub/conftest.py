@@ -52,9 +52,10 @@ class ScenarioRemotes:
     pristine: Pristine
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def scenario_remotes(tmp_path_factory: pytest.TempPathFactory) -> ScenarioRemotes:
-    """The scenario's repositories, built once per module (`fleet` puts them back as built)."""
+    """The scenario's repositories, built once per run; each test that uses them puts them back
+    as built first (`pristine_remotes`)."""
     remotes = tmp_path_factory.mktemp("scenario") / "remotes"
     platform, app = WorkRepo(remotes / "platform-gitops"), WorkRepo(remotes / "app-gitops")
     platform_heads = scenario.build_platform(platform, app.url)
@@ -64,15 +65,21 @@ def scenario_remotes(tmp_path_factory: pytest.TempPathFactory) -> ScenarioRemote
 
 
 @pytest.fixture
+def pristine_remotes(scenario_remotes: ScenarioRemotes) -> ScenarioRemotes:
+    """The scenario's repositories put back as built, for the test to change."""
+    scenario_remotes.pristine.restore()
+    return scenario_remotes
+
+
+@pytest.fixture
 def unharvested_fleet(
-    scenario_remotes: ScenarioRemotes,
+    pristine_remotes: ScenarioRemotes,
     harvest: Harvest,
     make_agent: MakeAgent,
     configure: Callable[..., Awaitable[int]],
 ) -> Fleet:
     """platform-gitops and app-gitops as in the scenario's step 1, before `start`."""
-    remotes = scenario_remotes
-    remotes.pristine.restore()
+    remotes = pristine_remotes
     return Fleet(
         remotes.platform,
         remotes.app,

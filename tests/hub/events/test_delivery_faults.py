@@ -38,21 +38,21 @@ CLUSTERS = {"drone-dev-1": "dev", "drone-stage-1": "stage"}
 
 
 def test_every_event_arrives_after_the_receiver_and_the_hub_were_down(
-    migrated_database: str, scenario_remotes: ScenarioRemotes, tmp_path: Path
+    migrated_database: str, pristine_remotes: ScenarioRemotes, tmp_path: Path
 ) -> None:
     # The receiver's silence outlasts the hub: its request is cut by the kill, not a timeout.
     live = LiveHub.create(migrated_database, tmp_path, FLEETMARK_WEBHOOK_TIMEOUT="600")
     receiver_port, hub_port = free_port(), free_port()
-    head = scenario_remotes.platform_heads["dev"]
+    head = pristine_remotes.platform_heads["dev"]
     with ExitStack() as agents:
         with (
             receiving(port=receiver_port) as receiver,
             live.served("first.log", hub_port) as hub,
             live.client(hub) as client,
         ):
-            secret = prepare(client, scenario_remotes, receiver.url)
+            secret = prepare(client, pristine_remotes, receiver.url)
             running = agents.enter_context(
-                reporting_fleet(hub, live.admin, scenario_remotes, CLUSTERS)
+                reporting_fleet(hub, live.admin, pristine_remotes, CLUSTERS)
             )
             wait_for_event(receiver.received, "fleetmark.gate.passed", f"gates/dev/{head}")
 

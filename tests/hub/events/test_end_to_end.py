@@ -30,9 +30,9 @@ CLUSTERS = {"drone-dev-1": "dev", "drone-dev-2": "dev", "drone-stage-1": "stage"
 
 
 def test_a_subscriber_gets_each_change_signed_and_in_order(
-    migrated_database: str, scenario_remotes: ScenarioRemotes, tmp_path: Path
+    migrated_database: str, pristine_remotes: ScenarioRemotes, tmp_path: Path
 ) -> None:
-    remotes = scenario_remotes
+    remotes = pristine_remotes
     live = LiveHub.create(migrated_database, tmp_path)
     first, stage = remotes.platform_heads["dev"], remotes.platform_heads["stage"]
     with receiving() as receiver, live.served() as hub, live.client(hub) as client:

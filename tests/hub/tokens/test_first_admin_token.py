@@ -170,7 +170,7 @@ def test_a_busy_port_is_refused_before_anything_starts(
             result = serve(hub_environment(database, data), port)
         schema = migrate.current_revision(database)
     finally:
-        database_server.drop_database(database)
+        database_server.discard(database)
 
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [

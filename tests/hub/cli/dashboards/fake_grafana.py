@@ -303,5 +303,5 @@ def serve(grafana: FakeGrafana) -> Iterator[str]:
             """Quiet: the tests read the fake's state, not its log."""
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    with serving_in_thread(server, poll_interval=0.05):
+    with serving_in_thread(server):
         yield f"http://127.0.0.1:{server.server_address[1]}"

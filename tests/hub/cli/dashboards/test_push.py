@@ -528,7 +528,7 @@ def test_a_url_that_is_not_grafana(url: str, built: Path, tmp_path: Path) -> Non
     handler = partial(SimpleHTTPRequestHandler, directory=str(site))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     web = f"http://127.0.0.1:{server.server_address[1]}"
-    with serving_in_thread(server, poll_interval=0.05):
+    with serving_in_thread(server):
         not_grafana = push(web, built, *connection(built))
     elsewhere = push(f"{url}/grafana", built, *connection(built))
     no_url = push("grafana.example.com", built, *connection(built))
