@@ -15,6 +15,7 @@ behave as in production without ever committing the outer transaction.
 """
 
 import atexit
+import json
 import logging
 import os
 import shutil
@@ -288,6 +289,14 @@ def hub_settings(**overrides: Any) -> HubSettings:
 @pytest.fixture
 def settings() -> HubSettings:
     return hub_settings()
+
+
+@pytest.fixture(scope="session")
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI document /openapi.json serves with the test settings, built once: it takes
+    a second or more to build, and every app of the same code serves the same one."""
+    app = create_app(hub_settings(), "postgresql://nobody@127.0.0.1:1/none")
+    return json.loads(json.dumps(app.openapi()))
 
 
 class SessionStatements:

@@ -15,20 +15,19 @@ from tests.support import bearer
 Request = tuple[str, str, str, dict[str, Any] | str | None]
 
 
-async def declared_schema(
-    client: httpx.AsyncClient, method: str, path: str, status: int
+def declared_schema(
+    document: dict[str, Any], method: str, path: str, status: int
 ) -> Draft202012Validator:
-    """A validator for the body /openapi.json declares for the operation and status."""
-    document = (await client.get("/openapi.json")).json()
+    """A validator for the body the OpenAPI document declares for the operation and status."""
     response = document["paths"][path][method.lower()]["responses"][str(status)]
     schema = response["content"]["application/json"]["schema"]
     return Draft202012Validator(schema | {"components": document["components"]})
 
 
-async def assert_declared(
-    client: httpx.AsyncClient, method: str, template: str, response: httpx.Response
+def assert_declared(
+    document: dict[str, Any], method: str, template: str, response: httpx.Response
 ) -> None:
-    validator = await declared_schema(client, method, template, response.status_code)
+    validator = declared_schema(document, method, template, response.status_code)
     errors = [error.message for error in validator.iter_errors(response.json())]
     assert errors == [], response.json()
 
@@ -130,6 +129,7 @@ BAD_INPUT: dict[str, tuple[str, str, str, dict[str, Any] | str | None, str, str,
 )
 async def test_bad_input_is_422_naming_the_field(
     client: httpx.AsyncClient,
+    openapi_document: dict[str, Any],
     admin_token: str,
     method: str,
     template: str,
@@ -146,11 +146,11 @@ async def test_bad_input_is_422_naming_the_field(
     assert [(p["location"], p["field"], p["rule"]) for p in problems] == [(location, field, rule)]
     shown = field if location == "body" else f"{location}.{field}"
     assert response.json()["detail"].startswith(f"{shown}: ")
-    await assert_declared(client, method, template, response)
+    assert_declared(openapi_document, method, template, response)
 
 
 async def test_a_report_refused_for_its_body_names_the_field(
-    client: httpx.AsyncClient, register_cluster: RegisterCluster
+    client: httpx.AsyncClient, openapi_document: dict[str, Any], register_cluster: RegisterCluster
 ) -> None:
     token = await register_cluster("drone-dev-1")
 
@@ -159,11 +159,11 @@ async def test_a_report_refused_for_its_body_names_the_field(
     assert response.status_code == 422
     fields = {problem["field"] for problem in response.json()["problems"]}
     assert {"schema", "cluster", "agent", "sequence", "observed_at"} <= fields
-    await assert_declared(client, "POST", "/api/v1/reports", response)
+    assert_declared(openapi_document, "POST", "/api/v1/reports", response)
 
 
 async def test_an_empty_report_body_is_422(
-    client: httpx.AsyncClient, register_cluster: RegisterCluster
+    client: httpx.AsyncClient, openapi_document: dict[str, Any], register_cluster: RegisterCluster
 ) -> None:
     token = await register_cluster("drone-dev-1")
 
@@ -171,7 +171,7 @@ async def test_an_empty_report_body_is_422(
 
     assert response.status_code == 422
     assert [p["rule"] for p in response.json()["problems"]] == ["json_invalid"]
-    await assert_declared(client, "POST", "/api/v1/reports", response)
+    assert_declared(openapi_document, "POST", "/api/v1/reports", response)
 
 
 # The pages that page (the API's paged operations are read from /openapi.json), and what the
@@ -186,10 +186,9 @@ REQUIRED_QUERIES = {
 NEAR_BIGINT_END = 9223372036854775758
 
 
-async def _paged_urls(client: httpx.AsyncClient) -> list[str]:
+def _paged_urls(document: dict[str, Any]) -> list[str]:
     """Every paged operation and page, with what it requires: environments dev and stage are
     those of the test's clusters."""
-    document = (await client.get("/openapi.json")).json()
     urls = []
     for path, operations in document["paths"].items():
         parameters = operations.get("get", {}).get("parameters", [])
@@ -203,12 +202,15 @@ async def _paged_urls(client: httpx.AsyncClient) -> list[str]:
 
 
 async def test_paging_is_bounded_and_never_a_5xx(
-    client: httpx.AsyncClient, register_cluster: RegisterCluster, read_token: str
+    client: httpx.AsyncClient,
+    openapi_document: dict[str, Any],
+    register_cluster: RegisterCluster,
+    read_token: str,
 ) -> None:
     await register_cluster("drone-dev-1", environment="dev", cluster_type="drone")
     await register_cluster("drone-stage-1", environment="stage", cluster_type="drone")
 
-    for url in await _paged_urls(client):
+    for url in _paged_urls(openapi_document):
         separator = "&" if "?" in url else "?"
         furthest = await client.get(
             f"{url}{separator}offset={MAX_OFFSET}&limit={MAX_PAGE}", headers=bearer(read_token)
@@ -224,7 +226,9 @@ async def test_paging_is_bounded_and_never_a_5xx(
             assert problems == [("offset", "less_than_equal")], url
 
 
-async def test_soak_is_at_most_a_year(client: httpx.AsyncClient, read_token: str) -> None:
+async def test_soak_is_at_most_a_year(
+    client: httpx.AsyncClient, openapi_document: dict[str, Any], read_token: str
+) -> None:
     response = await client.get(
         "/api/v1/gates/promotion",
         params={"environment": "dev", "commit": "abcdef1", "soak": "P999999999D"},
@@ -233,7 +237,7 @@ async def test_soak_is_at_most_a_year(client: httpx.AsyncClient, read_token: str
 
     assert response.status_code == 422
     assert response.json()["detail"].startswith("soak: must be at most 365 days")
-    await assert_declared(client, "GET", "/api/v1/gates/promotion", response)
+    assert_declared(openapi_document, "GET", "/api/v1/gates/promotion", response)
 
 
 ERRORS: dict[str, tuple[str, str, str, dict[str, Any] | None, str | None, int, str]] = {
@@ -272,6 +276,7 @@ ERRORS: dict[str, tuple[str, str, str, dict[str, Any] | None, str | None, int, s
 )
 async def test_error_bodies_are_what_the_document_declares(
     client: httpx.AsyncClient,
+    openapi_document: dict[str, Any],
     admin_token: str,
     read_token: str,
     method: str,
@@ -288,7 +293,7 @@ async def test_error_bodies_are_what_the_document_declares(
     response = await client.request(method, url, json=body, headers=headers)
 
     assert (response.status_code, response.json()["error"]) == (status, error)
-    await assert_declared(client, method, template, response)
+    assert_declared(openapi_document, method, template, response)
 
 
 async def test_the_framework_answers_in_the_same_shape(client: httpx.AsyncClient) -> None:
@@ -302,11 +307,9 @@ async def test_the_framework_answers_in_the_same_shape(client: httpx.AsyncClient
     assert wrong_method.headers["allow"]
 
 
-async def test_every_operation_declares_its_errors(client: httpx.AsyncClient) -> None:
-    document = (await client.get("/openapi.json")).json()
-
-    assert "HTTPValidationError" not in document["components"]["schemas"]
-    for path, operations in document["paths"].items():
+def test_every_operation_declares_its_errors(openapi_document: dict[str, Any]) -> None:
+    assert "HTTPValidationError" not in openapi_document["components"]["schemas"]
+    for path, operations in openapi_document["paths"].items():
         for method, operation in operations.items():
             declared = set(operation["responses"])
             if operation.get("security"):
@@ -316,12 +319,11 @@ async def test_every_operation_declares_its_errors(client: httpx.AsyncClient) ->
 
 
 async def test_a_body_that_is_not_utf8_is_answered_as_declared(
-    client: httpx.AsyncClient, admin_token: str
+    client: httpx.AsyncClient, openapi_document: dict[str, Any], admin_token: str
 ) -> None:
-    document = (await client.get("/openapi.json")).json()
     headers = bearer(admin_token) | {"Content-Type": "application/json"}
     answered = {}
-    for path, operations in document["paths"].items():
+    for path, operations in openapi_document["paths"].items():
         for method, operation in operations.items():
             if "application/json" not in operation.get("requestBody", {}).get("content", {}):
                 continue
@@ -329,7 +331,7 @@ async def test_a_body_that_is_not_utf8_is_answered_as_declared(
             response = await client.request(method, url, content=b"\xff", headers=headers)
 
             assert str(response.status_code) in operation["responses"], f"{method} {path}"
-            await assert_declared(client, method, path, response)
+            assert_declared(openapi_document, method, path, response)
             answered[f"{method.upper()} {path}"] = response.status_code
     assert answered["PUT /api/v1/clusters/{name}/placement"] == 400
     assert answered["POST /api/v1/tokens"] == 400

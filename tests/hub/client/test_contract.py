@@ -10,9 +10,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from hub.app import create_app
 from hub.client.operations import OPERATIONS, REPORT, Operation
-from tests.conftest import hub_settings
 
 # Operations the client leaves out, and why.
 NOT_ASKED = {
@@ -22,13 +20,6 @@ NOT_ASKED = {
 }
 # What a JSON Schema says of a value beside its shape (an answer carries every field).
 PROSE = {"title", "description", "examples", "default"}
-
-
-@pytest.fixture(scope="module")
-def document() -> dict[str, Any]:
-    app = create_app(hub_settings(), "postgresql://nobody@127.0.0.1:1/none")
-    openapi: dict[str, Any] = app.openapi()
-    return openapi
 
 
 def shape(schema: Any, definitions: dict[str, Any]) -> Any:
@@ -68,11 +59,13 @@ def ids(operation: Operation[Any]) -> str:
     return f"{operation.method} {operation.path}"
 
 
-def test_the_client_asks_every_operation_a_script_would_want(document: dict[str, Any]) -> None:
+def test_the_client_asks_every_operation_a_script_would_want(
+    openapi_document: dict[str, Any],
+) -> None:
     asked = {(operation.method, operation.path) for operation in OPERATIONS}
     offered = {
         (method.upper(), path)
-        for path, methods in document["paths"].items()
+        for path, methods in openapi_document["paths"].items()
         for method in methods
         if path.startswith("/api/") or path in ("/healthz", "/readyz")
     }
@@ -83,9 +76,9 @@ def test_the_client_asks_every_operation_a_script_would_want(document: dict[str,
 
 @pytest.mark.parametrize("operation", OPERATIONS, ids=ids)
 def test_an_operation_sends_the_query_parameters_the_hub_takes(
-    document: dict[str, Any], operation: Operation[Any]
+    openapi_document: dict[str, Any], operation: Operation[Any]
 ) -> None:
-    parameters = hub_operation(document, operation).get("parameters", [])
+    parameters = hub_operation(openapi_document, operation).get("parameters", [])
     taken = {parameter["name"] for parameter in parameters if parameter["in"] == "query"}
 
     assert set(operation.query) == taken
@@ -94,9 +87,9 @@ def test_an_operation_sends_the_query_parameters_the_hub_takes(
 
 @pytest.mark.parametrize("operation", OPERATIONS, ids=ids)
 def test_an_answer_model_reads_the_document_the_hub_answers(
-    document: dict[str, Any], operation: Operation[Any]
+    openapi_document: dict[str, Any], operation: Operation[Any]
 ) -> None:
-    expected = answered(document, operation)
+    expected = answered(openapi_document, operation)
     if operation.answer is None:
         assert expected is None
         return
@@ -107,23 +100,23 @@ def test_an_answer_model_reads_the_document_the_hub_answers(
 
 @pytest.mark.parametrize("operation", [o for o in OPERATIONS if o.body is not None], ids=ids)
 def test_a_body_holds_the_fields_the_hub_reads(
-    document: dict[str, Any], operation: Operation[Any]
+    openapi_document: dict[str, Any], operation: Operation[Any]
 ) -> None:
     assert operation.body is not None
-    content = hub_operation(document, operation)["requestBody"]["content"]
-    hub = shape(content["application/json"]["schema"], document["components"]["schemas"])
+    content = hub_operation(openapi_document, operation)["requestBody"]["content"]
+    hub = shape(content["application/json"]["schema"], openapi_document["components"]["schemas"])
     client = operation.body.model_json_schema()
 
     assert list(client["properties"]) == list(hub["properties"])
     assert set(client.get("required", ())) == set(hub.get("required", ()))
 
 
-def test_only_the_report_is_sent_as_the_document_it_is(document: dict[str, Any]) -> None:
+def test_only_the_report_is_sent_as_the_document_it_is(openapi_document: dict[str, Any]) -> None:
     """The report is the agent's contract (agent/report.py, with a contract test of its own)."""
     sent_as_is = [
         operation
         for operation in OPERATIONS
-        if operation.body is None and "requestBody" in hub_operation(document, operation)
+        if operation.body is None and "requestBody" in hub_operation(openapi_document, operation)
     ]
 
     assert sent_as_is == [REPORT]

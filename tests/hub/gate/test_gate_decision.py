@@ -10,9 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from hub.app import create_app
 from hub.client.operations import GATE_DECISION
-from tests.conftest import MakeClient, hub_settings
+from tests.conftest import MakeClient
 from tests.hub.client.test_contract import answered
 from tests.hub.gate.decisions import DECISION, Decisions, decide, pending_passed_failed
 from tests.hub.harvest.scenario import WORKLOAD
@@ -146,22 +145,20 @@ async def test_unknown_targets_are_404_and_bad_questions_422(
     assert "soak" in soak.json()["detail"]
 
 
-def test_the_v1_contract_does_not_change() -> None:
+def test_the_v1_contract_does_not_change(openapi_document: dict[str, Any]) -> None:
     """Engines parse fleetmark.gate.decision/v1 as it is. A new field, type or requirement is
     fleetmark.gate.decision/v2, answered beside v1: never a change to v1."""
-    document = create_app(hub_settings(), "postgresql://nobody@127.0.0.1:1/none").openapi()
     kept = json.loads(CONTRACT.read_text())
 
-    assert answered(document, GATE_DECISION) == kept, (
+    assert answered(openapi_document, GATE_DECISION) == kept, (
         "the answer of GET /api/v1/gates/decision is no longer fleetmark.gate.decision/v1 as "
         f"{CONTRACT.name} keeps it: engines read v1 as it is, so leave v1 alone and add "
         "fleetmark.gate.decision/v2 beside it (docs/integrations.md)"
     )
 
 
-def test_the_documented_examples_are_v1_documents() -> None:
-    document = create_app(hub_settings(), "postgresql://nobody@127.0.0.1:1/none").openapi()
-    content = document["paths"][GATE_DECISION.path]["get"]["responses"]["200"]["content"]
+def test_the_documented_examples_are_v1_documents(openapi_document: dict[str, Any]) -> None:
+    content = openapi_document["paths"][GATE_DECISION.path]["get"]["responses"]["200"]["content"]
     examples = content["application/json"]["examples"]
 
     assert set(examples) == {"passed", "pending", "failed"}
