@@ -38,8 +38,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from scipy.stats import fisher_exact
-
 from hub.client.text import format_duration
 
 __all__ = [
@@ -206,6 +204,10 @@ def count(facts: ScopeFacts, revision: str, window: timedelta) -> Counted:
 
 def score(counts: Counts) -> tuple[float, float]:
     """The relative risk with +1 smoothing, and the one-sided p of Fisher's exact test."""
+    # Imported here: scipy.stats takes seconds to import, and every hub process and command
+    # would pay them at start-up for the one question that needs it.
+    from scipy.stats import fisher_exact
+
     a, n_e = counts.exposed_regressed, counts.exposed
     c, n_c = counts.control_regressed, counts.control
     relative_risk = ((a + 1) / (n_e + 1)) / ((c + 1) / (n_c + 1))
