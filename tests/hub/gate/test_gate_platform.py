@@ -224,11 +224,10 @@ async def test_a_commit_the_harvester_has_not_read_yet_is_unknown_until_it_has(
 async def test_a_commit_no_cluster_applies_fails_past_its_time_from_its_commit(
     dev: Fleet, session: AsyncSession, clock: FakeClock
 ) -> None:
-    first = dev.platform_heads["dev"]
+    run_everywhere(dev, dev.platform_heads["dev"])
+    await dev.report()
     second = dev.promote("Promote dev: small config", {"small/README.md": "west-us\n"})
     await dev.harvest()
-    run_everywhere(dev, first)
-    await dev.report()
     # Nobody picks the commit up: no rollout of it, so the time counts from its harvested commit.
     committed_at = datetime.fromisoformat(dev.platform.git("log", "-1", "--format=%cI", second))
     elapsed = clock.now - committed_at
