@@ -383,8 +383,8 @@ def decide(
     committed_at: datetime | None = None,
 ) -> GateDecision:
     """The gate's verdict for `target` over the expected `clusters`, at `now`; `committed_at`
-    is the target's commit time, which max_time_to_converge counts from (None: no rollout of
-    it yet, so no deadline)."""
+    is the target's commit time, which max_time_to_converge counts from (None: unknown, so no
+    deadline)."""
     if now.tzinfo is None:
         raise ValueError("now: must be timezone-aware")
     facts = list(clusters)

@@ -10,7 +10,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import TextClause, and_, bindparam, delete, func, insert, select, text, true
+from sqlalchemy import (
+    TextClause,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+    true,
+    tuple_,
+)
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -857,6 +868,34 @@ async def rollout_committed_at(session: AsyncSession, target: Target) -> datetim
         )
         .order_by(Rollout.started_at.desc())
         .limit(1)
+    )
+    return committed
+
+
+async def harvested_committed_at(
+    session: AsyncSession, sources: Sequence[Source]
+) -> datetime | None:
+    """The target's commit time as harvested: the platform commit's (a source's `sha`), or
+    the earliest of the app commits that first carried the version (where the sources
+    start); None when no source names one."""
+    shas = [(source.repository_id, source.sha) for source in sources if source.sha is not None]
+    if shas:
+        committed: datetime | None = await session.scalar(
+            select(func.min(GitCommit.committed_at)).where(
+                tuple_(GitCommit.repository_id, GitCommit.sha).in_(shas)
+            )
+        )
+        return committed
+    starts = [start for source in sources for start in source.starts]
+    if not starts:
+        return None
+    committed = await session.scalar(
+        select(func.min(GitCommit.committed_at))
+        .join(BranchCommit, BranchCommit.commit_id == GitCommit.id)
+        .where(
+            BranchCommit.mainline,
+            tuple_(BranchCommit.branch_id, BranchCommit.position).in_(starts),
+        )
     )
     return committed
 

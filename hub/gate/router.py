@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from hub.client.params import Text
-from hub.client.schemas.gate import GateOptions, GateQuery, PromotableQuery
+from hub.client.schemas.gate import GateQuery, PromotableQuery
 from hub.database import ReadSession
 from hub.deps import (
     PublicUrlDep,
@@ -34,29 +34,15 @@ _NOT_FOUND = error_response(404, "Unknown environment, cluster type, commit, wor
 ClusterOrder = Annotated[Order, sort_order(service.COLUMNS, "clusters listed")]
 
 
-def _page(options: GateOptions, order: Order) -> service.ClusterPage:
-    return service.ClusterPage(limit=options.limit, offset=options.offset, order=order)
-
-
 async def _gate(
     session: ReadSession, context: ReadContext, query: GateQuery, order: Order
 ) -> GateResult:
     return await service.promotion_gate(
         session,
-        environment=query.environment,
-        commit=query.commit,
-        workload=query.workload,
-        version=query.version,
-        soak=query.soak,
-        stale_after=context.stale_after,
-        allow_stale=query.allow_stale,
-        min_clusters=query.min_clusters,
+        query,
         now=context.now,
-        cluster_types=query.cluster_types or (),
-        selector=query.selector,
-        page=_page(query, order),
-        min_converged_ratio=query.min_converged_ratio,
-        max_time_to_converge=query.max_time_to_converge,
+        stale_after=context.stale_after,
+        order=order,
         halting=context.halting,
     )
 
@@ -155,16 +141,10 @@ async def promotable(
     its first-parent chain from the head), with that gate's evidence."""
     return await service.promotable(
         session,
-        environment=environment,
-        soak=query.soak,
-        stale_after=context.stale_after,
-        allow_stale=query.allow_stale,
-        min_clusters=query.min_clusters,
-        max_commits=query.max_commits,
+        environment,
+        query,
         now=context.now,
-        cluster_types=query.cluster_types or (),
-        selector=query.selector,
-        page=_page(query, order),
-        min_converged_ratio=query.min_converged_ratio,
-        max_time_to_converge=query.max_time_to_converge,
+        stale_after=context.stale_after,
+        order=order,
+        halting=context.halting,
     )

@@ -16,7 +16,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.client.operations import asked
-from hub.client.schemas.gate import GateQuery
+from hub.client.schemas.gate import GateOptions as AskedOptions
+from hub.client.schemas.gate import GateQuery, PromotableQuery
 from hub.errors import FleetmarkError, InvalidInput, UnknownWorkload
 from hub.events.service import Event, event_source, page_url, publish
 from hub.gate import repository
@@ -69,7 +70,6 @@ from scheduler_core.kube import parse_selector
 __all__ = [
     "COLUMNS",
     "AnswerOptions",
-    "ClusterPage",
     "UnknownCommit",
     "UnknownVersion",
     "decision",
@@ -102,31 +102,23 @@ class UnknownVersion(FleetmarkError):
     error = "unknown_version"
 
 
-def _options(
-    *,
-    soak: timedelta,
-    stale_after: timedelta,
-    allow_stale: bool,
-    min_clusters: int,
-    min_converged_ratio: float | None = None,
-    max_time_to_converge: timedelta | None = None,
-) -> GateOptions:
+def _options(asked: AskedOptions, stale_after: timedelta) -> GateOptions:
     try:
         return GateOptions(
-            soak=soak,
+            soak=asked.soak,
             stale_after=stale_after,
-            allow_stale=allow_stale,
-            min_clusters=min_clusters,
-            min_converged_ratio=min_converged_ratio,
-            max_time_to_converge=max_time_to_converge,
+            allow_stale=asked.allow_stale,
+            min_clusters=asked.min_clusters,
+            min_converged_ratio=asked.min_converged_ratio,
+            max_time_to_converge=asked.max_time_to_converge,
         )
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
 
 
-def _narrowing(cluster_types: Sequence[str], selector: str | None) -> Narrowing:
+def _narrowing(asked: AskedOptions) -> Narrowing:
     try:
-        return Narrowing(tuple(cluster_types), parse_selector(selector or ""))
+        return Narrowing(tuple(asked.cluster_types or ()), parse_selector(asked.selector or ""))
     except ValueError as exc:
         raise InvalidInput(f"selector: {exc}") from None
 
@@ -158,9 +150,13 @@ class ClusterPage:
     """Which expected clusters an answer lists with their evidence, in `order` (ties, and no
     column, furthest from compliance first); the counts always cover them all."""
 
-    limit: int = 100
-    offset: int = 0
-    order: Order = OWN_ORDER
+    limit: int
+    offset: int
+    order: Order
+
+    @classmethod
+    def of(cls, asked: AskedOptions, order: Order) -> "ClusterPage":
+        return cls(limit=asked.limit, offset=asked.offset, order=order)
 
 
 async def _judge(
@@ -192,7 +188,9 @@ async def _judge(
     listed = [evaluate(item.facts, target, options, now) for item in judgement.listed]
     committed_at = None
     if options.max_time_to_converge is not None:
-        committed_at = await repository.rollout_committed_at(session, target)
+        committed_at = await repository.rollout_committed_at(
+            session, target
+        ) or await repository.harvested_committed_at(session, sources)
     decision = conclude(target, judgement.tally, listed, options, now, committed_at=committed_at)
     return decision, judgement
 
@@ -414,32 +412,21 @@ async def _platform_commit_gate(
 
 async def promotable(
     session: AsyncSession,
-    *,
     environment: str,
-    soak: timedelta,
-    stale_after: timedelta,
-    allow_stale: bool,
-    min_clusters: int,
-    max_commits: int,
+    query: PromotableQuery,
+    *,
     now: datetime,
-    cluster_types: Sequence[str] = (),
-    selector: str | None = None,
-    page: ClusterPage = ClusterPage(),
-    min_converged_ratio: float | None = None,
-    max_time_to_converge: timedelta | None = None,
+    stale_after: timedelta,
+    order: Order = OWN_ORDER,
+    halting: Collection[str] = (),
 ) -> Promotable:
     """The newest platform commit of the environment's branch whose gate passes, walking back
     its first-parent chain at most `max_commits` commits, over the expected clusters of the
-    cluster types named (none: every one) that `selector` selects."""
-    options = _options(
-        soak=soak,
-        stale_after=stale_after,
-        allow_stale=allow_stale,
-        min_clusters=min_clusters,
-        min_converged_ratio=min_converged_ratio,
-        max_time_to_converge=max_time_to_converge,
-    )
-    narrowing = _narrowing(cluster_types, selector)
+    cluster types named (none: every one) that the selector selects; a halted commit does not
+    pass (`_halted`), and the answer names the halts it walked past."""
+    options = _options(query, stale_after)
+    narrowing = _narrowing(query)
+    page = ClusterPage.of(query, order)
     scope = await _scope(session, environment)
     branches = scope.branches
     if not branches:
@@ -452,10 +439,10 @@ async def promotable(
         )
     by_id = {branch.id: branch for branch in branches}
     urls = {branch.id: _spellings(scope.spellings, branch.repository_url) for branch in branches}
-    examined = 0
-    for sha, branch_id, starts in await _newest(session, branches, max_commits):
+    examined, halts = 0, []
+    for sha, branch_id, starts in await _newest(session, branches, query.max_commits):
         examined += 1
-        result = await _judge_commit(
+        judged = await _judge_commit(
             session,
             environment,
             scope,
@@ -468,22 +455,31 @@ async def promotable(
             now,
             page,
         )
+        result = await _halted(session, judged, halting)
+        if result.halt is not None:
+            halts.append(result.halt.reason)
         if result.verdict is Verdict.PASSED:
             return Promotable(
                 environment=environment,
                 commit=sha,
                 examined=examined,
                 reason=f"{short_sha(sha)} is the newest platform commit of {environment} that "
-                f"passes ({examined} examined)",
+                f"passes ({examined} examined)" + _walked_past(halts),
                 gate=result,
             )
     return Promotable(
         environment=environment,
         commit=None,
         examined=examined,
-        reason=f"none of the newest {examined} platform commits of {environment} passes",
+        reason=f"none of the newest {examined} platform commits of {environment} passes"
+        + _walked_past(halts),
         gate=None,
     )
+
+
+def _walked_past(halts: Sequence[str]) -> str:
+    """The halts of the commits `promotable` skipped, for its reason."""
+    return "".join(f"; {reason}" for reason in halts)
 
 
 # --- workload versions ------------------------------------------------------------------------
@@ -654,37 +650,28 @@ async def newest_versions(
 
 async def promotion_gate(
     session: AsyncSession,
+    query: GateQuery,
     *,
-    environment: str,
-    commit: str | None,
-    workload: str | None,
-    version: str | None,
-    soak: timedelta,
-    stale_after: timedelta,
-    allow_stale: bool,
-    min_clusters: int,
     now: datetime,
-    cluster_types: Sequence[str] = (),
-    selector: str | None = None,
-    page: ClusterPage = ClusterPage(),
-    min_converged_ratio: float | None = None,
-    max_time_to_converge: timedelta | None = None,
+    stale_after: timedelta,
+    order: Order = OWN_ORDER,
     halting: Collection[str] = (),
 ) -> GateResult:
-    """The gate for a platform commit, or for a workload version, in `environment`, over the
-    expected clusters of the cluster types named (none: every one) that `selector` (a label
-    selector as kubectl's `-l` reads it) selects; `page` picks the clusters listed with their
-    evidence; a halt of an environment in `halting` fails it (`_halted`)."""
-    options = _options(
-        soak=soak,
-        stale_after=stale_after,
-        allow_stale=allow_stale,
-        min_clusters=min_clusters,
-        min_converged_ratio=min_converged_ratio,
-        max_time_to_converge=max_time_to_converge,
+    """The gate for a platform commit, or for a workload version, in the query's environment,
+    over the expected clusters of the cluster types named (none: every one) that the selector
+    (a label selector as kubectl's `-l` reads it) selects; the query's limit and offset, in
+    `order`, pick the clusters listed with their evidence; a halt of an environment in
+    `halting` fails it (`_halted`)."""
+    options = _options(query, stale_after)
+    narrowing = _narrowing(query)
+    page = ClusterPage.of(query, order)
+    environment, commit, workload, version = (
+        query.environment,
+        query.commit,
+        query.workload,
+        query.version,
     )
-    narrowing = _narrowing(cluster_types, selector)
-    for cluster_type in cluster_types:
+    for cluster_type in query.cluster_types or ():
         await placement_service.check_names(
             session, environment=environment, cluster_type=cluster_type
         )
@@ -914,19 +901,16 @@ async def keep_answers(session: AsyncSession, options: AnswerOptions, *, now: da
     async def gate(
         environment: str, commit: str | None, workload: str | None, version: str | None
     ) -> GateResult:
-        return await promotion_gate(
-            session,
+        query = GateQuery(
             environment=environment,
             commit=commit,
             workload=workload,
             version=version,
             soak=options.soak,
-            stale_after=options.stale_after,
-            allow_stale=False,
-            min_clusters=1,
-            now=now,
-            page=ClusterPage(limit=REASONS_NAMED),
-            halting=options.halting,
+            limit=REASONS_NAMED,
+        )
+        return await promotion_gate(
+            session, query, now=now, stale_after=options.stale_after, halting=options.halting
         )
 
     kept = await repository.kept_verdicts(session)

@@ -15,7 +15,7 @@ from fastapi.routing import APIRoute
 
 from hub.client.params import Limit, Offset, Text
 from hub.client.schemas.fleet import HistoryQuery
-from hub.client.schemas.gate import DEFAULT_SOAK
+from hub.client.schemas.gate import DEFAULT_SOAK, GateQuery
 from hub.client.schemas.rollouts import RolloutHealthQuery
 from hub.client.text import Duration
 from hub.clusters import service as clusters
@@ -444,16 +444,10 @@ async def promotion_page(
         if newest:
             result = await gate.promotion_gate(
                 session,
-                environment=name,
-                commit=newest[0],
-                workload=None,
-                version=None,
-                soak=soak,
-                stale_after=context.stale_after,
-                allow_stale=False,
-                min_clusters=1,
+                GateQuery(environment=name, commit=newest[0], soak=soak, limit=1),
                 now=now,
-                page=gate.ClusterPage(limit=1),
+                stale_after=context.stale_after,
+                halting=context.halting,
             )
         stages.append(Stage(name, following, result))
     refreshes = [_soak_refresh(stage.gate, now) for stage in stages if stage.gate is not None]
@@ -499,22 +493,17 @@ async def gate_page(
         newest = await gate.newest_commits(session, environment, NEWEST_COMMITS)
         if commit is None and asked.workload is None and asked.version is None and newest:
             commit = newest[0]
+        query = GateQuery.model_validate(
+            asked.model_dump(include=set(GateQuery.model_fields))
+            | {"environment": environment, "commit": commit}
+        )
         result = await gate.promotion_gate(
             session,
-            environment=environment,
-            commit=commit,
-            workload=asked.workload,
-            version=asked.version,
-            soak=asked.soak,
-            stale_after=context.stale_after,
-            allow_stale=asked.allow_stale,
-            min_clusters=asked.min_clusters,
+            query,
             now=now,
-            cluster_types=asked.cluster_types or (),
-            selector=asked.selector,
-            page=gate.ClusterPage(limit=asked.limit, offset=asked.offset, order=order),
-            min_converged_ratio=asked.min_converged_ratio,
-            max_time_to_converge=asked.max_time_to_converge,
+            stale_after=context.stale_after,
+            order=order,
+            halting=context.halting,
         )
     return render(
         request,

@@ -192,3 +192,11 @@ class Fleet:
         """Each named cluster (default: all) sends a full snapshot now."""
         for name in names or tuple(self.clusters):
             await self.clusters[name].report()
+
+
+def prod_layout(fleet: Fleet, config: dict[str, dict[str, str]]) -> dict[str, str]:
+    """prod: uat-test on drone and large, as on stage, with the given config per type."""
+    files = {".github/tracking/Promoted_Commit_Id": scenario.PROMOTED["stage"] + "\n"}
+    for cluster_type in ("drone", "large"):
+        files |= fleet.assignment("prod", cluster_type, "uat-test", config[cluster_type])
+    return files

@@ -18,7 +18,7 @@ from hub.git.urls import normalise_repository_url
 from hub.harvest import tasks as harvest_tasks
 from tests.conftest import hub_settings
 from tests.hub.harvest import scenario
-from tests.hub.simulated_fleet import Fleet
+from tests.hub.simulated_fleet import Fleet, prod_layout
 from tests.support import FakeClock
 
 WORKLOAD = scenario.WORKLOAD
@@ -332,14 +332,6 @@ async def test_filters_and_pages(staged: Fleet, session: AsyncSession, clock: Fa
 
 
 # --- a third environment ----------------------------------------------------------------------
-
-
-def prod_layout(fleet: Fleet, config: dict[str, dict[str, str]]) -> dict[str, str]:
-    """prod: uat-test on drone and large, as on stage, with the given config per type."""
-    files = {".github/tracking/Promoted_Commit_Id": scenario.PROMOTED["stage"] + "\n"}
-    for cluster_type in ("drone", "large"):
-        files |= fleet.assignment("prod", cluster_type, "uat-test", config[cluster_type])
-    return files
 
 
 @pytest.fixture

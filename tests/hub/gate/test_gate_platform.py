@@ -1,19 +1,22 @@
 """The gate for a platform commit: facts gathered from a harvested platform repository and from
 agent reports sent over the API as simulated time goes by."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.client.schemas.gate import GateQuery
+from hub.client.text import format_duration
 from hub.gate import service
 from hub.gate.policy import ClusterState, Verdict
 from hub.gate.schemas import GateCluster, GateResult
 from hub.models import Cluster
 from hub.revisions import UNKNOWN_FORM
 from hub.simulation import ROOT
+from hub.text import format_time
 from tests.hub.drifting import drift, evaluate, rows
 from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock
@@ -23,16 +26,8 @@ STALE_AFTER = timedelta(minutes=10)
 
 
 async def gate(session: AsyncSession, clock: FakeClock, commit: str, **options: Any) -> GateResult:
-    values: dict[str, Any] = {
-        "environment": "dev",
-        "soak": SOAK,
-        "stale_after": STALE_AFTER,
-        "allow_stale": False,
-        "min_clusters": 1,
-    }
-    return await service.promotion_gate(
-        session, commit=commit, workload=None, version=None, now=clock.now, **(values | options)
-    )
+    query = GateQuery(**({"environment": "dev", "commit": commit, "soak": SOAK} | options))
+    return await service.promotion_gate(session, query, now=clock.now, stale_after=STALE_AFTER)
 
 
 def by_name(result: GateResult) -> dict[str, GateCluster]:
@@ -226,6 +221,29 @@ async def test_a_commit_the_harvester_has_not_read_yet_is_unknown_until_it_has(
     assert by_name(after)["small-01"].state is ClusterState.SOAKING
 
 
+async def test_a_commit_no_cluster_applies_fails_past_its_time_from_its_commit(
+    dev: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    run_everywhere(dev, dev.platform_heads["dev"])
+    await dev.report()
+    second = dev.promote("Promote dev: small config", {"small/README.md": "west-us\n"})
+    await dev.harvest()
+    # Nobody picks the commit up: no rollout of it, so the time counts from its harvested commit.
+    committed_at = datetime.fromisoformat(dev.platform.git("log", "-1", "--format=%cI", second))
+    elapsed = clock.now - committed_at
+
+    within = await gate(session, clock, second, max_time_to_converge=elapsed)
+    late = await gate(session, clock, second, max_time_to_converge=elapsed - SOAK)
+
+    assert within.verdict is Verdict.PENDING
+    assert late.verdict is Verdict.FAILED
+    assert late.reasons[0] == (
+        f"platform commit {second[:12]} has not converged in dev within "
+        f"{format_duration(elapsed - SOAK)} (max_time_to_converge) of its commit at "
+        f"{format_time(committed_at)}: 0 of 4 expected cluster(s) run it, Ready; 4 required"
+    )
+
+
 async def test_an_expected_cluster_that_never_reported_blocks_until_decommissioned(
     dev: Fleet, session: AsyncSession, clock: FakeClock
 ) -> None:
@@ -367,7 +385,7 @@ async def test_one_cluster_in_every_state_counted_and_listed_furthest_first(
     )
 
     everything = await gate(session, clock, target)
-    page = await gate(session, clock, target, page=service.ClusterPage(limit=3, offset=2))
+    page = await gate(session, clock, target, limit=3, offset=2)
     allowed = await gate(session, clock, target, allow_stale=True)
 
     assert states(everything) == {name: state for state, name in names.items()}

@@ -1,16 +1,19 @@
 """The gate for a workload version: the cluster types its assignments name, the app-gitops
 folder each follows, and the version the harvested manifests carry at the applied commit."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.client.schemas.gate import GateQuery
+from hub.client.text import format_duration
 from hub.gate import service
 from hub.gate.policy import ClusterState, Verdict
 from hub.gate.schemas import GateCluster, GateResult
 from hub.git.urls import normalise_repository_url
+from hub.text import format_time
 from tests.hub.harvest.scenario import WORKLOAD
 from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock
@@ -19,16 +22,11 @@ SOAK = timedelta(minutes=10)
 
 
 async def gate(session: AsyncSession, clock: FakeClock, version: str, **options: Any) -> GateResult:
-    values: dict[str, Any] = {
-        "environment": "dev",
-        "workload": WORKLOAD,
-        "soak": SOAK,
-        "stale_after": timedelta(minutes=10),
-        "allow_stale": False,
-        "min_clusters": 1,
-    }
+    query = GateQuery(
+        **({"environment": "dev", "workload": WORKLOAD, "version": version, "soak": SOAK} | options)
+    )
     return await service.promotion_gate(
-        session, commit=None, version=version, now=clock.now, **(values | options)
+        session, query, now=clock.now, stale_after=timedelta(minutes=10)
     )
 
 
@@ -109,8 +107,17 @@ async def test_a_new_version_waits_for_its_commit_and_fails_with_a_failed_attemp
     await dev.report()
 
     waiting = await gate(session, clock, "1.1.0")
+    # No cluster applied it: past its time from the app commit that carried it, it fails.
+    committed_at = datetime.fromisoformat(dev.app.git("log", "-1", "--format=%cI", new))
+    late = await gate(session, clock, "1.1.0", max_time_to_converge=clock.now - committed_at - SOAK)
 
     assert waiting.verdict is Verdict.PENDING
+    assert late.verdict is Verdict.FAILED
+    assert late.reasons[0].startswith(
+        f"{WORKLOAD} 1.1.0 has not converged in dev within "
+        f"{format_duration(clock.now - committed_at - SOAK)} (max_time_to_converge) of its "
+        f"commit at {format_time(committed_at)}: 0 of "
+    )
     assert by_name(waiting)["drone-01"].explanation == (
         f"applied dev@sha1:{old}, which does not contain {WORKLOAD} 1.1.0"
     )

@@ -9,14 +9,17 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.client.schemas.gate import GateQuery, PromotableQuery
 from hub.client.schemas.suspects import SuspectsQuery, SuspectsVerdict, SuspectVerdict
 from hub.gate import service as gate_service
 from hub.gate.policy import Verdict
-from hub.models import OutboxEvent
+from hub.models import GateAnswer, OutboxEvent
+from hub.placement import repository as placement_repository
 from hub.suspects import service
 from tests.conftest import MakeClient
+from tests.hub.harvest import scenario
 from tests.hub.harvest.scenario import WORKLOAD
-from tests.hub.simulated_fleet import Fleet
+from tests.hub.simulated_fleet import Fleet, prod_layout
 from tests.support import FakeClock, bearer
 
 WINDOW = timedelta(minutes=15)
@@ -118,19 +121,43 @@ async def test_a_fleet_wide_failure_across_commits_is_inconclusive(
 
 
 async def gate(session: AsyncSession, clock: FakeClock, commit: str, **more: Any) -> Any:
+    query = GateQuery(environment="dev", commit=commit, allow_stale=True)
     return await gate_service.promotion_gate(
-        session,
-        environment="dev",
-        commit=commit,
-        workload=None,
-        version=None,
+        session, query, now=clock.now, stale_after=timedelta(hours=1), **more
+    )
+
+
+async def promotable(session: AsyncSession, clock: FakeClock, **more: Any) -> Any:
+    """The newest commit of dev that 30% of the clusters run, Ready and soaked."""
+    query = PromotableQuery(allow_stale=True, min_converged_ratio=0.3, max_commits=10)
+    return await gate_service.promotable(
+        session, "dev", query, now=clock.now, stale_after=timedelta(hours=1), **more
+    )
+
+
+async def kept_answer(
+    session: AsyncSession, clock: FakeClock, commit: str, halting: tuple[str, ...]
+) -> str:
+    """The gate answers job's round, judging with the halts of `halting`: the verdict kept
+    for the commit in dev, which the first reason names a halt for when it fails."""
+    answers = gate_service.AnswerOptions(
         soak=timedelta(minutes=10),
         stale_after=timedelta(hours=1),
-        allow_stale=True,
-        min_clusters=1,
-        now=clock.now,
-        **more,
+        newest=3,
+        source="https://fleetmark.example.com",
+        halting=halting,
     )
+    await gate_service.keep_answers(session, answers, now=clock.now)
+    kept = (
+        await session.execute(
+            select(GateAnswer.verdict, GateAnswer.reasons).where(
+                GateAnswer.environment == "dev", GateAnswer.revision == commit
+            )
+        )
+    ).one()
+    halted = kept.reasons[0].startswith(f"halted: platform commit {commit[:12]} is a suspect")
+    assert halted == (kept.verdict == "failed")
+    return str(kept.verdict)
 
 
 async def events(session: AsyncSession) -> list[tuple[str, str]]:
@@ -235,6 +262,23 @@ async def test_an_admin_clears_a_halt_over_the_api(
     await service.keep_halts(session, options(), now=clock.now)
     # As the job's round does.
     await session.commit()
+    # The broken clusters recover: 60 of 150 run the halted commit, Ready and soaked.
+    for name in rings.ring(1)[4:7]:
+        rings.fleet.clusters[name].run_platform(second)
+    await rings.fleet.report(*rings.ring(1)[4:7])
+    clock.advance(minutes=11)
+    assert (await promotable(session, clock)).commit == second
+    walked = await promotable(session, clock, halting=HALTING)
+    assert walked.commit == rings.commits[0]
+    assert walked.gate.verdict is Verdict.PASSED
+    assert walked.reason.startswith(
+        f"{rings.commits[0][:12]} is the newest platform commit of dev that passes "
+        f"(3 examined); halted: platform commit {second[:12]} is a suspect in dev"
+    )
+    # The kept answers judge with the halts too: the halted commit fails, and says why.
+    assert await kept_answer(session, clock, second, ()) == "pending"
+    assert await kept_answer(session, clock, second, HALTING) == "failed"
+    assert (await events(session))[-1] == ("fleetmark.gate.failed", f"gates/dev/{second}")
     listed = await client.get("/api/v1/recommendations", headers=bearer(read_token))
     assert listed.status_code == 200, listed.text
     [halt] = listed.json()["halts"]
@@ -256,6 +300,7 @@ async def test_an_admin_clears_a_halt_over_the_api(
         "evidence": None,
     }
     assert (await gate(session, clock, second, halting=HALTING)).halt is None
+    assert (await promotable(session, clock, halting=HALTING)).commit == second
     assert (await events(session))[-1] == ("fleetmark.rollout.unhalted", f"rollouts/dev/{second}")
     # Cleared once: not halted again by the next round, nor cleared twice.
     assert (await service.keep_halts(session, options(), now=clock.now)).started == 0
@@ -311,3 +356,57 @@ async def test_a_workload_version_is_judged_by_the_version_its_commits_carry(
     }
     assert [c.cluster for c in item.clusters] == exposed[:2]
     assert item.verdict is SuspectVerdict.NOT_SUSPECT
+
+
+async def test_a_halted_version_fails_its_gate_there_and_later_not_earlier(
+    unharvested_fleet: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    fleet = unharvested_fleet
+    config = {kind: scenario.CONFIG[("stage", kind)] for kind in ("drone", "large")}
+    fleet.open_environment("prod", prod_layout(fleet, config))
+    await fleet.start()
+    old = fleet.app_heads["stage"]
+    for n in range(12):
+        cluster = await fleet.add(f"drone-{n:03}", "drone", "stage")
+        cluster.run_platform(fleet.platform_heads["stage"])
+        cluster.run_app("uat-test", old)
+    await fleet.report()
+    new = {branch: fleet.release("1.1.0", branch) for branch in ("dev", "stage", "prod")}
+    await fleet.harvest()
+    clock.advance(minutes=30)
+    # 3 of the 12 clusters in stage take 1.1.0, and every one of them turns not Ready.
+    exposed = [f"drone-{n:03}" for n in range(3)]
+    clock.advance(minutes=5)
+    for name in exposed:
+        fleet.clusters[name].run_app("uat-test", new["stage"])
+    await fleet.report(*exposed)
+    clock.advance(minutes=3)
+    for name in exposed:
+        fleet.clusters[name].run_app(
+            "uat-test", new["stage"], ready=False, reason="CrashLoopBackOff"
+        )
+    await fleet.report(*exposed)
+    clock.advance(minutes=20)
+    # The promotion order, as the repositories file declares it.
+    await placement_repository.order_environments(session, ["dev", "stage", "prod"])
+    halting = ("stage",)
+    halts = service.HaltOptions(
+        halting=halting, window=WINDOW, min_regressions=3, source="https://fleetmark.example.com"
+    )
+
+    assert (await service.keep_halts(session, halts, now=clock.now)).started == 1
+
+    async def version_gate(environment: str) -> Any:
+        query = GateQuery(environment=environment, workload=WORKLOAD, version="1.1.0")
+        return await gate_service.promotion_gate(
+            session, query, now=clock.now, stale_after=timedelta(hours=1), halting=halting
+        )
+
+    dev, stage, prod = [await version_gate(name) for name in ("dev", "stage", "prod")]
+    assert dev.halt is None
+    assert dev.verdict is not Verdict.FAILED
+    for later in (stage, prod):
+        assert later.verdict is Verdict.FAILED
+        assert later.halt is not None
+        assert (later.halt.environment, later.halt.revision) == ("stage", "1.1.0")
+        assert later.reasons[0].startswith(f"halted: {WORKLOAD} 1.1.0 is a suspect in stage")
