@@ -575,9 +575,7 @@ class Record:
     )
     # When each decommissioning was asked for and answered (time.time()).
     decommissioned_at: dict[str, tuple[float, float]] = field(default_factory=dict)
-    # bad-commit: the clusters that applied the bad commit, and those of them that broke, with
-    # when each turned not Ready (time.time()).
-    exposed: set[str] = field(default_factory=set)
+    # bad-commit: the clusters that broke, with when each turned not Ready (time.time()).
     broken: dict[str, float] = field(default_factory=dict)
 
     def possible(self, name: str) -> set[State | None]:
@@ -981,8 +979,6 @@ class Fleet:
             if self.stopping or cluster.name in self.record.decommissioned:
                 return
             cluster.attempted, cluster.ready = sha, None
-            if breaks:
-                self.record.exposed.add(cluster.name)
             cluster.changed.set()
             await asyncio.sleep(self.seconds(PROGRESSING))
             if cluster.attempted != sha:
@@ -1907,6 +1903,15 @@ class Run:
             self.findings.mismatch("bad-commit: the broken clusters' reports not answered")
         what = f"bad-commit {environment}@{bad[:8]}"
 
+        def exposed() -> set[str]:
+            """The clusters whose acknowledged reports ran or attempted the bad commit: the
+            canary, and clusters that joined on it."""
+            return {
+                name
+                for name, reports in record.acked.items()
+                if any(bad in (sha_of(s.root[0]), sha_of(s.root[1])) for s in reports.values())
+            }
+
         def suspected(body: dict[str, Any]) -> list[str]:
             """What the suspects answer says otherwise than the record."""
             items = body["items"]
@@ -1919,12 +1924,13 @@ class Run:
                 for item in items[1:]
                 if item["verdict"] != "not_suspect"
             ]
+            ran = len(exposed())
             said = (first["verdict"], counts["exposed_regressed"], counts["exposed"])
-            if said != ("suspect", len(broken), len(record.exposed)) or counts["control_regressed"]:
+            if said != ("suspect", len(broken), ran) or counts["control_regressed"]:
                 problems.append(
                     f"{first['verdict']}, {counts['exposed_regressed']} of {counts['exposed']} "
                     f"exposed regressed, {counts['control_regressed']} of {counts['control']} "
-                    f"control; record: {len(broken)} of {len(record.exposed)} broke"
+                    f"control; record: {len(broken)} of {ran} broke"
                 )
             if named != broken:
                 problems.append(f"named {sorted(named ^ broken)[:5]} otherwise than the record")
@@ -1972,9 +1978,10 @@ class Run:
         if gate.get("halt") or reason in gate.get("reasons", []):
             self.findings.mismatch(f"{what}: superseded, the gate says {gate.get('reasons')}")
         self.findings.faults.append(
-            f"bad-commit: {environment} {bad[:8]} applied by {len(record.exposed)} clusters of "
-            f"{BAD_REGION}, {len(broken)} broke; named the suspect (score "
-            f"{first['score']:.1f}, p {first['p_value']:.1e}) {suspect_at:.1f} s after the "
+            f"bad-commit: {environment} {bad[:8]} run by {first['counts']['exposed']} clusters "
+            f"({BAD_REGION}'s and any that joined on it), {len(broken)} broke; named the "
+            f"suspect (score {first['score']:.1f}, p {first['p_value']:.1e}) {suspect_at:.1f} s "
+            f"after the "
             f"commit, halted at {halt_at:.1f} s, unhalted {unhalted:.1f} s after the fix "
             f"{fix[:8]}"
         )
@@ -2029,11 +2036,15 @@ class Run:
 
     async def readiness(self) -> list[int]:
         """The status of GET /readyz on each replica (not counted with the traffic: its 503
-        has no Retry-After, as a readiness probe needs none)."""
+        has no Retry-After, as a readiness probe needs none); 0 where no answer came (a replica
+        another fault stopped meanwhile)."""
         statuses = []
         async with httpx.AsyncClient(timeout=30.0) as client:
             for base_url in self.base_urls:
-                statuses.append((await client.get(f"{base_url}/readyz")).status_code)
+                try:
+                    statuses.append((await client.get(f"{base_url}/readyz")).status_code)
+                except httpx.TransportError:
+                    statuses.append(0)
         return statuses
 
     async def force_push(self, environment: str, release: str, spread: float) -> None:
@@ -2587,7 +2598,8 @@ class Run:
 
     def reconcile_halts(self, events: list[Received]) -> None:
         """bad-commit: fleetmark.suspect.found and .rollout.halted / .unhalted once each, about
-        the bad commit, the halt ended by the fix; without it, none of them."""
+        the bad commit, the halt ended by the fix (by a later commit of the run, if the fault
+        did not get as far as the fix); without it, none of them."""
         checked = self.event_figures.checked
         found: Counter[tuple[str, str]] = Counter()
         for event in events:
@@ -2596,15 +2608,17 @@ class Run:
             elif event.type in HALT_EVENTS:
                 data = event.body["data"]
                 found[(event.type, data["revision"])] += 1
-                if event.type == HALT_EVENTS[1] and (data["ended_how"], data["superseded_by"]) != (
-                    "superseded",
-                    self.fix,
+                later = self.repo.heads[BAD_ENVIRONMENT]
+                later = later[later.index(self.bad) + 1 :] if self.bad in later else []
+                ended_by = data["superseded_by"] in ([self.fix] if self.fix else later)
+                if event.type == HALT_EVENTS[1] and (
+                    data["ended_how"] != "superseded" or not ended_by
                 ):
                     self.findings.mismatch(
                         f"{event.type} {data['revision'][:8]}: {data['ended_how']} by "
-                        f"{data['superseded_by']}, not by the fix {self.fix}"
+                        f"{data['superseded_by']}, not by the fix or a later commit"
                     )
-        expected = Counter({(t, self.bad): 1 for t in (SUSPECT_EVENT, *HALT_EVENTS) if self.fix})
+        expected = Counter({(t, self.bad): 1 for t in (SUSPECT_EVENT, *HALT_EVENTS) if self.bad})
         for type_, revision in sorted(found.keys() | expected.keys()):
             if found[(type_, revision)] != expected[(type_, revision)]:
                 self.findings.mismatch(
