@@ -136,8 +136,26 @@ TARGETS = ("functional-test", "performance-test")
 # cluster runs its branch's head): stage and prod await dev's, stage gets it in the hour.
 APP_VERSIONS = {"dev": "1.1.0", "stage": "1.0.0", "prod": "1.0.0"}
 FAILING_TYPE = "small"
+# bad-commit: a platform commit on prod's branch (the environment with clusters enough for both
+# groups) applied by a canary, prod's clusters of one region, within BAD_SPREAD simulated
+# minutes; BREAKS of them turn not Ready (BAD_REASON) within the hub's suspect window after
+# applying it, which is SUSPECT_WINDOW simulated minutes. The other region is the control
+# group. Then a fix supersedes it. The halts job runs every HALTS_EVERY simulated minutes.
+BAD_ENVIRONMENT = "prod"
+BAD_REGION = "east-us"
+BAD_SPREAD = 2.0
+BREAKS = 0.1
+BREAK_AFTER = (1.0, 5.0)  # simulated minutes from applying it to turning not Ready
+BAD_REASON = "HealthCheckFailed"
+FAILURE_MESSAGES = {"BuildFailed": "kustomize build failed", BAD_REASON: "health check failed"}
+SUSPECT_WINDOW = 15.0
+HALTS_EVERY = 1.0
+FIX_SPREAD = 3.0
+SUSPECT_EVENT = "fleetmark.suspect.found"
+HALT_EVENTS = ("fleetmark.rollout.halted", "fleetmark.rollout.unhalted")
 # Where in the hour each fault strikes.
 FAULTS = {
+    "bad-commit": 0.05,
     "postgres-restart": 0.15,
     "kill": 0.35,
     "remote-gone": 0.5,
@@ -145,7 +163,7 @@ FAULTS = {
     "template-fails": 0.75,
     "force-push": 0.85,
 }
-SHORT_FAULTS = "postgres-restart,kill,outage"  # --short's
+SHORT_FAULTS = "postgres-restart,kill,outage,bad-commit"  # --short's
 # The faults that need a PostgreSQL the run starts (not --database-url's).
 OWN_SERVER_FAULTS = {"postgres-restart"}
 # The dashboards' heaviest panel (the dashboard benchmark's slowest), run as Grafana would
@@ -287,6 +305,8 @@ class PlatformRepo:
         # Every commit's parent, rewritten ones too: the commit graph the hub harvests.
         self.parents: dict[str, str | None] = {}
         self.rewritten: set[str] = set()  # heads a force-push rewrote away
+        # One commit at a time from the working copy: the script's steps run in threads.
+        self.lock = threading.Lock()
         self._git("init", "-q", "--bare", "-b", "main", str(self.bare), cwd=workdir)
         self._git("clone", "-q", str(self.bare), str(self.work), cwd=workdir)
         for environment in ENVIRONMENTS:
@@ -317,6 +337,12 @@ class PlatformRepo:
     ) -> str:
         """A commit on the environment's branch that sets its release (and writes `files`);
         pushed, its sha."""
+        with self.lock:
+            return self._commit(environment, release, switch, files)
+
+    def _commit(
+        self, environment: str, release: str, switch: bool, files: dict[str, str] | None
+    ) -> str:
         if switch:
             self._git("checkout", "-q", environment)
         files = (files or {}) | {
@@ -337,6 +363,10 @@ class PlatformRepo:
     def force_push(self, environment: str, release: str) -> tuple[str, str]:
         """The environment's head replaced by a commit of `release` on the same parent, pushed
         with --force: the old head is rewritten away. The old head and the new one."""
+        with self.lock:
+            return self._force_push(environment, release)
+
+    def _force_push(self, environment: str, release: str) -> tuple[str, str]:
         self._git("checkout", "-q", environment)
         history = self.heads[environment]
         self._git("reset", "-q", "--hard", history[-2])
@@ -404,6 +434,7 @@ def endpoint_of(path: str) -> str:
         ("/api/v1/gates/", "gate"),
         ("/api/v1/drift", "drift"),
         ("/api/v1/diff", "diff"),
+        ("/api/v1/suspects", "suspects"),
     ):
         if path.startswith(prefix):
             return label
@@ -544,6 +575,8 @@ class Record:
     )
     # When each decommissioning was asked for and answered (time.time()).
     decommissioned_at: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # bad-commit: the clusters that broke, with when each turned not Ready (time.time()).
+    broken: dict[str, float] = field(default_factory=dict)
 
     def possible(self, name: str) -> set[State | None]:
         """The root states the hub may hold for the cluster now (None: no report)."""
@@ -721,9 +754,10 @@ class Cluster:
     app: str  # the app repository's commit its workload's reconcilers run
     attempted: str = ""
     ready: bool | None = True
+    failure: str = "BuildFailed"  # the reason it gives when not Ready
     reporter: Reporter | None = None
     task: asyncio.Task[None] | None = None
-    built: tuple[tuple[str, str, bool | None, str], list[ObjectRecord]] | None = None
+    built: tuple[tuple[str, str, bool | None, str, str], list[ObjectRecord]] | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -742,7 +776,7 @@ class Cluster:
         """The platform root and the workload's reconcilers as the script moves them on.
         Built again only when one moved: the simulator's CPU bounds how big a fleet it
         drives."""
-        state = (self.applied, self.attempted, self.ready, self.app)
+        state = (self.applied, self.attempted, self.ready, self.app, self.failure)
         if self.built is None or self.built[0] != state:
             self.built = (state, self._objects(platform_url, app_url))
         return self.built[1]
@@ -757,8 +791,8 @@ class Cluster:
                 "applied": self.applied,
                 "attempted": self.attempted or self.applied,
                 "ready": ready,
-                "reason": {None: "Progressing", True: "Succeeded", False: "BuildFailed"}[ready],
-                "message": "kustomize build failed" if ready is False else None,
+                "reason": {None: "Progressing", True: "Succeeded", False: self.failure}[ready],
+                "message": FAILURE_MESSAGES[self.failure] if ready is False else None,
             }
         }
         for target in TARGETS:
@@ -919,9 +953,26 @@ class Fleet:
             else:
                 await cluster.reporter.flush(datetime.now(UTC))
 
-    async def roll_out(self, environment: str, sha: str, spread: float, fails: bool) -> None:
-        """Each cluster of the environment picks `sha` up within `spread` simulated minutes,
-        Progressing for a minute, then Ready (or failed, on the failing cluster type)."""
+    async def roll_out(
+        self,
+        environment: str,
+        sha: str,
+        spread: float,
+        fails: bool,
+        region: str | None = None,
+        breaks: float = 0.0,
+    ) -> None:
+        """Each cluster of the environment (of `region` only, if given) picks `sha` up within
+        `spread` simulated minutes, Progressing for a minute, then Ready (or failed, on the
+        failing cluster type); with `breaks`, that share of them (three at least) turns not
+        Ready BREAK_AFTER after, as the record keeps."""
+        clusters = [
+            cluster
+            for cluster in list(self.clusters.values())
+            if cluster.environment == environment and region in (None, cluster.region)
+        ]
+        count = min(len(clusters), max(3, round(breaks * len(clusters)))) if breaks else 0
+        breaking = {cluster.name for cluster in self.random.sample(clusters, count)}
 
         async def one(cluster: Cluster, delay: float) -> None:
             await asyncio.sleep(delay)
@@ -933,16 +984,21 @@ class Fleet:
             if cluster.attempted != sha:
                 return
             cluster.ready = not (fails and cluster.cluster_type == FAILING_TYPE)
+            cluster.failure = "BuildFailed"
             if cluster.ready:
                 cluster.applied = sha
             cluster.changed.set()
+            if cluster.name not in breaking:
+                return
+            await asyncio.sleep(self.seconds(self.random.uniform(*BREAK_AFTER)))
+            if self.stopping or cluster.attempted != sha:
+                return
+            cluster.ready, cluster.failure = False, BAD_REASON
+            self.record.broken[cluster.name] = time.time()
+            cluster.changed.set()
 
         await asyncio.gather(
-            *(
-                one(cluster, self.random.uniform(0, self.seconds(spread)))
-                for cluster in list(self.clusters.values())
-                if cluster.environment == environment
-            )
+            *(one(cluster, self.random.uniform(0, self.seconds(spread))) for cluster in clusters)
         )
 
     async def roll_out_app(self, environment: str, sha: str, spread: float) -> None:
@@ -1573,6 +1629,14 @@ class Run:
             "FLEETMARK_GATE_ANSWERS_INTERVAL": str(max(1, round(GATE_ANSWERS_EVERY * per_minute))),
             "FLEETMARK_GATE_ANSWERS_SOAK": "0",
         }
+        # bad-commit: prod halts on a clear suspect; the suspect window and the halts job's
+        # interval in simulated minutes (the hub's clock is real time).
+        if "bad-commit" in args.faults:
+            env |= {
+                "FLEETMARK_HALT_ON_REGRESSION": json.dumps([BAD_ENVIRONMENT]),
+                "FLEETMARK_SUSPECT_WINDOW": str(max(1, round(SUSPECT_WINDOW * per_minute))),
+                "FLEETMARK_HALTS_INTERVAL": str(max(1, round(HALTS_EVERY * per_minute))),
+            }
         # template-fails: the hub's scheduler follows the reference scenario's control plane
         # into a platform repository of its own, which the hub does not harvest: the fleet's
         # platform repository stays the run's alone.
@@ -1619,6 +1683,9 @@ class Run:
         # head: the gate is asked about it too, and counts the clusters still on the rewritten
         # commit as having it.
         self.below_rewrite: dict[str, str] = {}
+        # bad-commit: the bad commit and its fix, once made.
+        self.bad: str | None = None
+        self.fix: str | None = None
 
     # -- the hub and its faults
 
@@ -1656,6 +1723,8 @@ class Run:
             await self.force_push("dev", "r2-rewritten", 3)
         elif fault == "template-fails":
             await self.template_fails()
+        elif fault == "bad-commit":
+            await self.bad_commit()
         else:
             await self.restart(fault, self.fleet.seconds(OUTAGE) if fault == "outage" else 1.0)
 
@@ -1818,6 +1887,133 @@ class Run:
             + ("cleared after the fix" if cleared else "not cleared")
         )
 
+    async def bad_commit(self) -> None:
+        """A platform commit that breaks a tenth of the canary that applies it: the hub must
+        name it the one suspect, with exactly the clusters that broke, halt its promotion and
+        end the halt once a fix supersedes it (docs/suspects.md)."""
+        environment, record = BAD_ENVIRONMENT, self.record
+        struck = time.monotonic()
+        self.bad = bad = await asyncio.to_thread(self.repo.commit, environment, "r1-bad")
+        await self.harvest_seen(environment, bad)
+        await self.fleet.roll_out(
+            environment, bad, BAD_SPREAD, fails=False, region=BAD_REGION, breaks=BREAKS
+        )
+        broken = set(record.broken)
+        if await self.caught_up(time.monotonic()) is None:
+            self.findings.mismatch("bad-commit: the broken clusters' reports not answered")
+        what = f"bad-commit {environment}@{bad[:8]}"
+
+        def exposed() -> set[str]:
+            """The clusters whose acknowledged reports ran or attempted the bad commit: the
+            canary, and clusters that joined on it."""
+            return {
+                name
+                for name, reports in record.acked.items()
+                if any(bad in (sha_of(s.root[0]), sha_of(s.root[1])) for s in reports.values())
+            }
+
+        def suspected(body: dict[str, Any]) -> list[str]:
+            """What the suspects answer says otherwise than the record."""
+            items = body["items"]
+            if not items or items[0]["revision"] != bad:
+                return [f"ranked first: {items[0]['revision'][:8] if items else 'nothing'}"]
+            first, counts = items[0], items[0]["counts"]
+            named = {cluster["cluster"] for cluster in first["clusters"]}
+            problems = [
+                f"{item['revision'][:8]} also {item['verdict']}"
+                for item in items[1:]
+                if item["verdict"] != "not_suspect"
+            ]
+            ran = len(exposed())
+            said = (first["verdict"], counts["exposed_regressed"], counts["exposed"])
+            if said != ("suspect", len(broken), ran) or counts["control_regressed"]:
+                problems.append(
+                    f"{first['verdict']}, {counts['exposed_regressed']} of {counts['exposed']} "
+                    f"exposed regressed, {counts['control_regressed']} of {counts['control']} "
+                    f"control; record: {len(broken)} of {ran} broke"
+                )
+            if named != broken:
+                problems.append(f"named {sorted(named ^ broken)[:5]} otherwise than the record")
+            if body["verdict"] != "suspects":
+                problems.append(f"verdict {body['verdict']}")
+            return problems
+
+        answer = await self.polled(
+            "/api/v1/suspects", {"environment": environment}, lambda body: not suspected(body)
+        )
+        if answer is None:
+            self.findings.mismatch(f"{what}: no suspects answer")
+            return
+        for problem in suspected(answer):
+            self.findings.mismatch(f"{what}: suspects: {problem}")
+        suspect_at = time.monotonic() - struck
+        first = answer["items"][0]
+
+        def halted(body: dict[str, Any]) -> bool:
+            return any(halt["revision"] == bad for halt in body["halts"])
+
+        halts = await self.polled("/api/v1/recommendations", {}, halted)
+        if halts is None or not halted(halts):
+            self.findings.mismatch(f"{what}: not halted")
+            return
+        halt_at = time.monotonic() - struck
+        for halt in halts["halts"]:
+            if halt["revision"] != bad:
+                self.findings.mismatch(f"{what}: {halt['revision'][:8]} halted too")
+        reason = next(halt["reason"] for halt in halts["halts"] if halt["revision"] == bad)
+        gate = await self.promotion(environment, bad)
+        if gate.get("verdict") != "failed" or (gate.get("reasons") or [None])[0] != reason:
+            self.findings.mismatch(f"{what}: halted, the gate says {gate.get('reasons')}")
+        # The fix: every cluster of the environment applies a newer commit.
+        self.fix = fix = await asyncio.to_thread(self.repo.commit, environment, "r1-fixed")
+        fixed = time.monotonic()
+        await self.harvest_seen(environment, fix)
+        await self.fleet.roll_out(environment, fix, FIX_SPREAD, fails=False)
+        ended = await self.polled("/api/v1/recommendations", {}, lambda body: not halted(body))
+        if ended is None or halted(ended):
+            self.findings.mismatch(f"{what}: still halted after the fix {fix[:8]}")
+            return
+        unhalted = time.monotonic() - fixed
+        gate = await self.promotion(environment, bad)
+        if gate.get("halt") or reason in gate.get("reasons", []):
+            self.findings.mismatch(f"{what}: superseded, the gate says {gate.get('reasons')}")
+        self.findings.faults.append(
+            f"bad-commit: {environment} {bad[:8]} run by {first['counts']['exposed']} clusters "
+            f"({BAD_REGION}'s and any that joined on it), {len(broken)} broke; named the "
+            f"suspect (score {first['score']:.1f}, p {first['p_value']:.1e}) {suspect_at:.1f} s "
+            f"after the "
+            f"commit, halted at {halt_at:.1f} s, unhalted {unhalted:.1f} s after the fix "
+            f"{fix[:8]}"
+        )
+
+    async def polled(
+        self, path: str, params: dict[str, str], done: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any] | None:
+        """GET `path` until `done` says so of its answer, for two suspect windows at most
+        (a fault may hold the store meanwhile); the last answer (None: none)."""
+        deadline = time.monotonic() + max(60.0, self.fleet.seconds(2 * SUSPECT_WINDOW))
+        body = None
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                response = await self.admin.get(path, params=params)
+                if response.status_code == 200:
+                    body = response.json()
+                    if done(body):
+                        return body
+            await asyncio.sleep(0.5)
+        return body
+
+    async def promotion(self, environment: str, commit: str) -> dict[str, Any]:
+        """The gate's answer for promoting `commit` out of the environment ({}: none)."""
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            response = await self.admin.get(
+                "/api/v1/gates/promotion",
+                params={"environment": environment, "commit": commit} | SAMPLED,
+            )
+            if response.status_code == 200:
+                return dict(response.json())
+        return {}
+
     async def scheduled(
         self, done: Callable[[list[Any], list[Any]], Any]
     ) -> tuple[list[Any], list[Any]] | None:
@@ -1840,11 +2036,15 @@ class Run:
 
     async def readiness(self) -> list[int]:
         """The status of GET /readyz on each replica (not counted with the traffic: its 503
-        has no Retry-After, as a readiness probe needs none)."""
+        has no Retry-After, as a readiness probe needs none); 0 where no answer came (a replica
+        another fault stopped meanwhile)."""
         statuses = []
         async with httpx.AsyncClient(timeout=30.0) as client:
             for base_url in self.base_urls:
-                statuses.append((await client.get(f"{base_url}/readyz")).status_code)
+                try:
+                    statuses.append((await client.get(f"{base_url}/readyz")).status_code)
+                except httpx.TransportError:
+                    statuses.append(0)
         return statuses
 
     async def force_push(self, environment: str, release: str, spread: float) -> None:
@@ -2088,11 +2288,15 @@ class Run:
         failed_high = sum(1 for s in possible.values() if "failed" in s)
         all_compliant = all(s == {"compliant"} for s in possible.values()) and possible
         verdict = body["verdict"]
+        # A halt (bad-commit) fails the gate of the bad commit, whatever its clusters.
+        halted = body.get("halt") is not None
+        if halted and target != self.bad:
+            self.findings.mismatch(f"{what}: halted, not the bad commit")
         states = ", ".join(f"{s} {n}" for s, n in by_state.items() if n)
         self.findings.last_gate[label or environment] = f"{target[:8]} {verdict} ({states})"
         if (
             (failed_low and verdict != "failed")
-            or (not failed_high and verdict == "failed")
+            or (not failed_high and verdict == "failed" and not halted)
             or (all_compliant and verdict != "passed")
         ):
             self.findings.mismatch(f"{what}: verdict {verdict}, record says otherwise")
@@ -2390,6 +2594,38 @@ class Run:
         figures.latencies.sort()
         self.reconcile_stale(events, end)
         self.reconcile_gate(events, end)
+        self.reconcile_halts(events)
+
+    def reconcile_halts(self, events: list[Received]) -> None:
+        """bad-commit: fleetmark.suspect.found and .rollout.halted / .unhalted once each, about
+        the bad commit, the halt ended by the fix (by a later commit of the run, if the fault
+        did not get as far as the fix); without it, none of them."""
+        checked = self.event_figures.checked
+        found: Counter[tuple[str, str]] = Counter()
+        for event in events:
+            if event.type == SUSPECT_EVENT:
+                found[(event.type, event.body["data"]["suspect"]["revision"])] += 1
+            elif event.type in HALT_EVENTS:
+                data = event.body["data"]
+                found[(event.type, data["revision"])] += 1
+                later = self.repo.heads[BAD_ENVIRONMENT]
+                later = later[later.index(self.bad) + 1 :] if self.bad in later else []
+                ended_by = data["superseded_by"] in ([self.fix] if self.fix else later)
+                if event.type == HALT_EVENTS[1] and (
+                    data["ended_how"] != "superseded" or not ended_by
+                ):
+                    self.findings.mismatch(
+                        f"{event.type} {data['revision'][:8]}: {data['ended_how']} by "
+                        f"{data['superseded_by']}, not by the fix or a later commit"
+                    )
+        expected = Counter({(t, self.bad): 1 for t in (SUSPECT_EVENT, *HALT_EVENTS) if self.bad})
+        for type_, revision in sorted(found.keys() | expected.keys()):
+            if found[(type_, revision)] != expected[(type_, revision)]:
+                self.findings.mismatch(
+                    f"{type_} {revision[:8]}: received {found[(type_, revision)]} times, "
+                    f"expected {expected[(type_, revision)]}"
+                )
+        checked["suspect and halt events"] += sum(found.values())
 
     def reconcile_stale(self, events: list[Received], end: float) -> None:
         """fleetmark.cluster.stale and .recovered against the clusters' receipts: a cluster
@@ -2765,8 +3001,9 @@ class Run:
             f"{record.duplicates:,} answered duplicate)",
         )
         line("reports/s in the hour", f"{(acked - self.acked_before) / self.wall:,.1f}")
-        for endpoint in ("ingest", "gate", "drift", "diff"):
-            self.latency_lines(f"{endpoint} latency", traffic.latencies.get(endpoint, []))
+        for endpoint in ("ingest", "gate", "drift", "diff", "suspects"):
+            if endpoint in traffic.latencies or endpoint != "suspects":  # asked by bad-commit
+                self.latency_lines(f"{endpoint} latency", traffic.latencies.get(endpoint, []))
         self.slowest("slowest gate answers", traffic.latencies.get("gate", []))
         assert self.probe is not None
         self.latency_lines("gate latency, asked apart", self.probe.latencies)

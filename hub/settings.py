@@ -424,6 +424,14 @@ class HubSettings(BaseSettings):
             "a regression after it (seconds or ISO 8601)."
         ),
     )
+    halts_interval: Interval = Field(
+        default=timedelta(minutes=1),
+        gt=timedelta(0),
+        description=(
+            "How often the halts job judges the suspects of the halting environments "
+            "(seconds or ISO 8601)."
+        ),
+    )
     suspect_min_regressions: int = Field(
         default=3,
         ge=1,

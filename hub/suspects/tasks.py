@@ -1,7 +1,5 @@
 """The halts of the environments in FLEETMARK_HALT_ON_REGRESSION, judged from their suspects
-every HALTS_INTERVAL and kept with their events, by one replica at a time."""
-
-from datetime import timedelta
+every `halts_interval` and kept with their events, by one replica at a time."""
 
 import structlog
 
@@ -14,7 +12,6 @@ from hub.suspects.service import HaltOptions, KeptHalts, keep_halts
 from hub.types import Clock, Sessions
 
 HALTS_JOB = "halts"
-HALTS_INTERVAL = timedelta(minutes=1)
 log = structlog.get_logger("fleetmark.suspects")
 
 
@@ -35,7 +32,7 @@ async def scheduled_halts(sessions: Sessions, settings: HubSettings, clock: Cloc
 HALTS = Task(
     name=HALTS_JOB,
     run=scheduled_halts,
-    interval=lambda settings: HALTS_INTERVAL,
+    interval=lambda settings: settings.halts_interval,
     lock=repository.HALTS_LOCK,
     skipped="halts skipped: another replica is judging them",
     enabled=lambda settings: bool(settings.halt_on_regression),
