@@ -11,7 +11,16 @@ from typing import Annotated
 import typer
 
 from hub.cli.output import Output, OutputOption, Rows, console, rows_table, show, when
-from hub.cli.remote import HubOption, TokenFileOption, TokenOption, ago, api_token, ask, moment
+from hub.cli.remote import (
+    HubOption,
+    TokenFileOption,
+    TokenOption,
+    UntilOption,
+    ago,
+    api_token,
+    ask,
+    moment,
+)
 from hub.client import DEFAULT_HUB
 from hub.client.schemas.dora import DoraReport, EnvironmentDora, Spread
 from hub.client.text import format_duration
@@ -114,9 +123,7 @@ def dora(
             "(default: 30 days before --until)."
         ),
     ] = None,
-    until: Annotated[
-        str | None, typer.Option(help="Before this time, as --since takes it (default: now).")
-    ] = None,
+    until: UntilOption = None,
     hub: HubOption = DEFAULT_HUB,
     token: TokenOption = None,
     token_file: TokenFileOption = None,

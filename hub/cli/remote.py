@@ -115,7 +115,9 @@ SinceOption = Annotated[
         "or a duration back from now (7d, 90m)."
     ),
 ]
-UntilOption = Annotated[str | None, typer.Option(help="Before this time, as --since takes it.")]
+UntilOption = Annotated[
+    str | None, typer.Option(help="Before this time, as --since takes it (default: now).")
+]
 # The API's bounds, so a bad value is refused before anything is asked.
 LimitOption = Annotated[int, typer.Option(min=1, max=1000, help="Rows per page (1 to 1000).")]
 OffsetOption = Annotated[int, typer.Option(min=0, help="Rows to skip: where the page starts.")]

@@ -11,7 +11,15 @@ from typing import Annotated
 import typer
 
 from hub.cli.output import Output, OutputOption, Rows, console, rows_table, show, when
-from hub.cli.remote import HubOption, TokenFileOption, TokenOption, api_token, ask, moment
+from hub.cli.remote import (
+    HubOption,
+    TokenFileOption,
+    TokenOption,
+    UntilOption,
+    api_token,
+    ask,
+    moment,
+)
 from hub.client import DEFAULT_HUB
 from hub.client.schemas.suspects import SuspectsAnswer
 
@@ -58,9 +66,7 @@ def suspect(
         str | None,
         typer.Option(help="From this time on: 2026-11-22T12:00:00Z or 2h ago (default: 2h)."),
     ] = None,
-    until: Annotated[
-        str | None, typer.Option(help="Before this time, as --since takes it (default: now).")
-    ] = None,
+    until: UntilOption = None,
     hub: HubOption = DEFAULT_HUB,
     token: TokenOption = None,
     token_file: TokenFileOption = None,
