@@ -40,7 +40,12 @@ def _after(cursor: str) -> After:
         after = After(datetime.fromisoformat(at), key)
     except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
         after = None
-    if after is None or after.at.tzinfo is None or not isinstance(after.key, str):
+    if (
+        after is None
+        or after.at.tzinfo is None
+        or not isinstance(after.key, str)
+        or "\x00" in after.key
+    ):
         problem = Problem(
             location="query",
             field="cursor",

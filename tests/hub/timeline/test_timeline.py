@@ -3,6 +3,7 @@ the commits c1-c3 of dev, their rollouts as the rollouts job kept them, drone-02
 and its recovery, the fleet gone stale at B+180 and drone-01 back at B+190, large-01
 decommissioned at B+195."""
 
+import base64
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -244,10 +245,15 @@ async def test_filters_keep_the_rows_about_what_they_name(
     assert ranged == [row for row in every if 60 <= row[0] < 100]
 
 
+FORGED_NUL = base64.urlsafe_b64encode(b'["2026-11-22T12:00:00+00:00", "a\\u0000b"]').decode()
+
+
 @pytest.mark.parametrize(
     ("params", "status", "said"),
     [
         ({"cursor": "not-a-cursor"}, 422, "cursor: not a cursor the hub gave"),
+        # Read as a cursor is read, but with a NUL in its key no text column can hold.
+        ({"cursor": FORGED_NUL}, 422, "cursor: not a cursor the hub gave"),
         ({"selector": "tier in gold"}, 422, "selector: cannot read"),
         (
             {"since": "2026-11-22T12:00:00Z", "until": "2026-11-22T11:00:00Z"},
