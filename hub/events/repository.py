@@ -52,6 +52,23 @@ async def add_events(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> l
     return list((await session.scalars(statement)).all())
 
 
+async def published_kinds(
+    session: AsyncSession, subjects: Collection[str], types: Collection[str]
+) -> set[tuple[str, str]]:
+    """Of these types of event, those the outbox holds about these subjects: (type, subject)."""
+    if not subjects:
+        return set()
+    found = await session.execute(
+        select(OutboxEvent.type, OutboxEvent.subject)
+        .where(
+            OutboxEvent.subject == any_(literal(list(set(subjects)), ARRAY(Text))),
+            OutboxEvent.type == any_(literal(list(types), ARRAY(String))),
+        )
+        .distinct()
+    )
+    return {(type_, subject) for type_, subject in found}
+
+
 async def fan_out(session: AsyncSession, event_ids: Sequence[int]) -> int:
     """A pending delivery of each of the events to each subscription it matches, due at the
     event's time: how many."""

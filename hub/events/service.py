@@ -169,6 +169,14 @@ async def publish(session: AsyncSession, events: Sequence[Event], *, source: str
     return made
 
 
+async def published_kinds(
+    session: AsyncSession, subjects: Collection[str], types: Collection[str]
+) -> set[tuple[str, str]]:
+    """Of these types of event, those the outbox still holds about these subjects, as (type,
+    subject): what a job announced, for as long as `event_retention` keeps it."""
+    return await repository.published_kinds(session, subjects, types)
+
+
 # --- the states that open events -------------------------------------------------------------
 
 

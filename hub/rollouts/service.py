@@ -23,13 +23,13 @@ from hub.client.schemas.rollouts import (
     RolloutHealthQuery,
     TimeToConverge,
 )
-from hub.events.service import Event, Held, held, hold, publish, release
+from hub.events.service import Event, Held, held, hold, publish, published_kinds, release
 from hub.gate import service as gate_service
 from hub.placement import repository as placement_repository
 from hub.placement import service as placement_service
 from hub.rollouts import repository
 from hub.rollouts.policy import Facts, Judged, RolloutState, judge
-from hub.rollouts.schemas import RolloutEventData
+from hub.rollouts.schemas import ROLLOUT_EVENTS, RolloutEventData
 
 __all__ = ["Kept", "current_health", "keep_rollouts", "rollout_health"]
 
@@ -176,6 +176,11 @@ async def keep_rollouts(session: AsyncSession, *, stall_after: timedelta, source
     await hold(session, STALL_ANNOUNCED, stalled)
     open_ids = await repository.unconverged(session, [int(key) for key in stalls])
     await release(session, STALL_ANNOUNCED, [key for key in stalls if int(key) not in open_ids])
+    # A rollout the DORA job found again (a row made anew, as when a force-push takes the
+    # commit its clusters run off the branch until they move on) is not announced again: each
+    # kind of event goes out once a rollout, as the outbox keeps them (event_retention).
+    said = await published_kinds(session, [event.subject for event in events], ROLLOUT_EVENTS)
+    events = [event for event in events if (event.type, event.subject) not in said]
     await publish(session, events, source=source)
     return Kept(len(rows), written, len(events), time.perf_counter() - started)
 

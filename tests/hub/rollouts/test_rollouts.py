@@ -353,6 +353,29 @@ async def test_rollouts_are_judged_again_only_when_something_changed(
         assert [list(periods) for periods in stalls] == [[]] * len(states)
 
 
+async def test_a_rollout_the_dora_job_finds_again_is_not_announced_again(
+    played: Played, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    kept = await kept_as_of(played, sessions, 180)
+    async with sessions() as session:
+        before = await published(session, "fleetmark.rollout.")
+    # As a force-push does while the clusters run the commit it took off the branch: the DORA
+    # job finds no rollout of the environment, then each again, as rows made anew.
+    async with write_session(sessions) as session:
+        await session.execute(text("DELETE FROM dora_rollup"))
+        await session.execute(text("DELETE FROM dora_refresh"))
+    again = await kept_as_of(played, sessions, 181)
+
+    async with sessions() as session:
+        assert await published(session, "fleetmark.rollout.") == before
+    assert {name: row["state"] for name, row in again.items()} == {
+        name: row["state"] for name, row in kept.items()
+    }
+    assert {row["dora_rollup_id"] for row in again.values()}.isdisjoint(
+        row["dora_rollup_id"] for row in kept.values()
+    )
+
+
 async def test_a_rollout_the_dora_job_drops_is_dropped(
     played: Played, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
