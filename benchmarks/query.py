@@ -63,6 +63,7 @@ from hub.drift.tasks import scheduled_drift
 from hub.envdiff.tasks import refresh_deployed
 from hub.rollouts.tasks import scheduled_rollouts
 from hub.settings import HubSettings
+from hub.timeline.tasks import READINESS_INTERVAL, keep_readiness
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/fleetmark_bench_query"
 # What a kept store was generated with, in its database's comment: reused only when equal
@@ -1136,13 +1137,17 @@ class Jobs:
     # The DORA rollup built from an empty one, then brought up to date once more.
     dora_full: float
     dora_incremental: float
+    # The readiness turns of the whole history kept (the hub's first round), then one more round.
+    readiness_full: float
+    readiness_incremental: float
 
 
 def run_jobs(url: str) -> Jobs:
     """One run of the hub's drift job and one of its deployed-summary refresh, as a hub runs
     them every --drift-interval and --env-diff-interval, and two of its DORA refresh: from an
     empty rollup (as a hub's first), then again (as every later one, each --dora-interval), and
-    one of its rollouts job on that rollup.
+    one of its rollouts job on that rollup; two rounds of its readiness job: the whole history's
+    turns kept (as a hub's first), then one more (as every later one, each minute).
     Their tables are what GET /api/v1/drift, /api/v1/diff and /api/v1/dora read. The agents'
     last reports are caught up first, as for every measurement: the job would otherwise find every
     cluster stale and open a drift period for each of the fleet's objects."""
@@ -1155,6 +1160,11 @@ def run_jobs(url: str) -> Jobs:
                 now=datetime.now(UTC),
                 settle=HubSettings.model_fields["dora_settle_after"].default,
             )
+        return time.perf_counter() - started
+
+    async def keep_turns(sessions: Any) -> float:
+        started = time.perf_counter()
+        await keep_readiness(sessions, datetime.now(UTC))
         return time.perf_counter() - started
 
     async def run() -> Jobs:
@@ -1177,10 +1187,29 @@ def run_jobs(url: str) -> Jobs:
             dora_incremental = await refresh_dora(sessions)
             # The rollouts the timeline reads, judged from the rollup as the hub's job does.
             await scheduled_rollouts(sessions, HubSettings())
+            # The readiness turns the timeline's health rows read. A kept store holds those of
+            # an earlier run.
+            async with write_session(sessions) as session:
+                await session.execute(text("DELETE FROM readiness_turn"))
+                await session.execute(
+                    text(
+                        "UPDATE rollup_watermark SET materialized_until = NULL "
+                        "WHERE name = 'readiness_turn'"
+                    )
+                )
+            readiness_full = await keep_turns(sessions)
+            readiness_incremental = await keep_turns(sessions)
         finally:
             await engine.dispose()
         assert evaluation is not None, "another hub is evaluating drift on this store"
-        return Jobs(evaluation.seconds, refreshed, dora_full, dora_incremental)
+        return Jobs(
+            evaluation.seconds,
+            refreshed,
+            dora_full,
+            dora_incremental,
+            readiness_full,
+            readiness_incremental,
+        )
 
     return asyncio.run(run())
 
@@ -1611,6 +1640,12 @@ def print_backend(args: argparse.Namespace, backend: Backend) -> None:
         "DORA job, one refresh",
         f"{jobs.dora_full:,.1f} s from scratch, {jobs.dora_incremental:,.1f} s then "
         f"(a hub runs it every {every})",
+    )
+    every = format_duration(READINESS_INTERVAL)
+    row(
+        "readiness job, one round",
+        f"{jobs.readiness_full:,.1f} s for the whole history, {jobs.readiness_incremental:,.1f} s "
+        f"then (a hub runs it every {every})",
     )
     per_env = ", ".join(f"{env} {count:,}" for env, count in store.clusters.items())
     row(

@@ -20,6 +20,7 @@ from sqlalchemy import (
     func,
     literal_column,
     select,
+    sql,
     text,
 )
 from sqlalchemy.exc import DBAPIError
@@ -28,7 +29,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from hub.database import write_session
 from hub.errors import UnknownRole
 from hub.migrate import HYPERTABLES
-from hub.models import Base
 from hub.models.observed import SNAPSHOT_PARTS_KEPT
 from hub.settings import HubSettings
 from hub.types import Sessions
@@ -220,19 +220,19 @@ async def _drop_expired_rollups(
     return dropped
 
 
-def _delete_batch(table: str, column: str, before: datetime) -> Delete:
+def _delete_batch(name: str, time: str, before: datetime) -> Delete:
     """DELETE of the first DELETE_BATCH rows older than `before`, found by their ctid."""
-    rows = Base.metadata.tables[table]
+    rows = sql.table(name, sql.column(time))
     ctid: ColumnElement[Any] = literal_column("ctid")
-    batch = select(ctid).select_from(rows).where(rows.c[column] < before).limit(DELETE_BATCH)
+    batch = select(ctid).select_from(rows).where(rows.c[time] < before).limit(DELETE_BATCH)
     return delete(rows).where(ctid == any_(func.array(batch.scalar_subquery())))
 
 
 async def keep_history(sessions: Sessions, settings: HubSettings, now: datetime) -> None:
     """The retention job's run: policies on TimescaleDB (and the dropping of the placement
     rollups' hours, which no policy keeps), the dropping itself elsewhere; the drift periods
-    that ended before the history's retention, and the parts of snapshots that never
-    completed, on every backend."""
+    that ended and the readiness turns of buckets that started before the history's retention,
+    and the parts of snapshots that never completed, on every backend."""
     async with write_session(sessions) as session:
         found = await backend(session)
         changed = await apply_policies(session, settings) if found.licensed else {}
@@ -242,6 +242,9 @@ async def keep_history(sessions: Sessions, settings: HubSettings, now: datetime)
         ),
         "snapshot_part": await _delete_expired(
             sessions, "snapshot_part", "received_at", now - SNAPSHOT_PARTS_KEPT
+        ),
+        "readiness_turn": await _delete_expired(
+            sessions, "readiness_turn", "bucket", now - settings.history_retention
         ),
     }
     if found.licensed:

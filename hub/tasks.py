@@ -26,6 +26,7 @@ from hub.statuses.tasks import COMMIT_STATUSES
 from hub.store import RETENTION_LOCK, ROLLUP_LOCK, keep_history, refresh_rollups
 from hub.suspects.schemas import SUSPECT_EVENTS
 from hub.suspects.tasks import HALTS
+from hub.timeline.tasks import READINESS
 from hub.types import Clock, Sessions
 
 __all__ = [
@@ -79,6 +80,7 @@ TASKS = (
     EVENT_DELIVERY,
     COMMIT_STATUSES,
     HALTS,
+    READINESS,
 )
 
 # The events the tasks publish, each type with the model of its `data` (docs/events.md shows

@@ -1,13 +1,16 @@
 """SQL of the timeline: a page of `timeline(...)` (migration 0052_timeline), the union of its
-sources, newest first, after a cursor."""
+sources, newest first, after a cursor; and the readiness turns its health rows read, kept by
+the `readiness` job (migration 0053_readiness_turn)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Row, text
+from sqlalchemy import CursorResult, Row, text
 from sqlalchemy.ext.asyncio import AsyncSession
+
+READINESS_LOCK = 0x7265616479
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,3 +75,38 @@ async def page(
         },
     )
     return result.all()
+
+
+# Where the kept turns end (NULL: none kept yet), or the first bucket of the history.
+_KEPT_UNTIL = text("""
+SELECT COALESCE(
+    (SELECT materialized_until FROM rollup_watermark WHERE name = 'readiness_turn'),
+    (SELECT date_bin('5 minutes', min(observed_at), TIMESTAMPTZ '2000-01-01')
+     FROM status_transition))
+""")
+
+
+async def readiness_kept_until(session: AsyncSession) -> datetime | None:
+    """The end of the buckets whose readiness turns are kept; with none kept yet, the start of
+    the history's first bucket (None: there is no history)."""
+    kept_until: datetime | None = await session.scalar(_KEPT_UNTIL)
+    return kept_until
+
+
+async def keep_readiness_turns(session: AsyncSession, since: datetime, until: datetime) -> int:
+    """Judge the buckets in [since, until) again into readiness_turn, replacing what it kept of
+    them (a turn a late report undid goes), and move its watermark to `until`: the turns kept."""
+    bounds = {"since": since, "until": until}
+    await session.execute(
+        text("DELETE FROM readiness_turn WHERE bucket >= :since AND bucket < :until"), bounds
+    )
+    kept = await session.execute(
+        text("INSERT INTO readiness_turn SELECT * FROM readiness_turns(:since, :until)"), bounds
+    )
+    await session.execute(
+        text(
+            "UPDATE rollup_watermark SET materialized_until = :until WHERE name = 'readiness_turn'"
+        ),
+        bounds,
+    )
+    return cast(CursorResult[Any], kept).rowcount

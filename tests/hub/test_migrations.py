@@ -30,6 +30,7 @@ ROLLUP_TABLES = {
     "deployment_hourly_rollup",
     "drift_period_hourly_rollup",
     "fleet_health_hourly",
+    "readiness_turn",
 }
 
 

@@ -47,7 +47,8 @@ async def connected(url: str) -> AsyncIterator[AsyncConnection]:
 
 async def fill(admin: AsyncConnection) -> None:
     """One cluster with one object, a transition (a version applied), a heartbeat, ten minutes
-    of drift and a sample of the fleet's health at each of AGES ago."""
+    of drift, a readiness turn (kept by the readiness job) and a sample of the fleet's health
+    at each of AGES ago."""
     await cluster_service.register(
         AsyncSession(bind=admin),
         ClusterRegistration(name="drone-01", environment="dev", cluster_type="drone"),
@@ -82,6 +83,13 @@ async def fill(admin: AsyncConnection) -> None:
                 "INSERT INTO drift_period (cluster_id, started_at, ended_at) "
                 "SELECT id, h.hour, h.hour + INTERVAL '10 minutes' "
                 "FROM cluster, date_trunc('hour', CAST(:at AS timestamptz)) AS h (hour)"
+            ),
+            {"at": NOW - age},
+        )
+        await admin.execute(
+            text(
+                "INSERT INTO readiness_turn (bucket, cluster_id, regressed, failing, reasons) "
+                "SELECT :at, id, true, true, ARRAY['HealthCheckFailed'] FROM cluster"
             ),
             {"at": NOW - age},
         )
@@ -126,8 +134,9 @@ async def test_history_older_than_its_retention_is_dropped(own_database: str) ->
         # Chunks are dropped whole: a 7-day chunk goes once all of it is past the retention.
         assert await ages(admin, "status_transition", "observed_at") == [1, 40]
         assert await ages(admin, "cluster_heartbeat", "bucket_at") == [1]
-        # Drift periods go with the history, by the row, once ended.
+        # Drift periods go with the history, by the row, once ended; so do readiness turns.
         assert await ages(admin, "drift_period", "started_at") == [1, 40]
+        assert await ages(admin, "readiness_turn", "bucket") == [1, 40]
 
 
 async def test_rollups_outlive_the_history_for_their_own_retention(own_database: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import update
+from sqlalchemy import text, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from hub.clusters import service as clusters
@@ -17,6 +17,7 @@ from hub.database import write_session
 from hub.drift.service import Announcing, evaluate_drift
 from hub.models import Cluster
 from hub.rollouts.service import keep_rollouts
+from hub.timeline.tasks import REREAD, bucket_of, keep_readiness
 from tests.hub.dora.test_dora_rollup import Played, play
 from tests.hub.dora_history import FAILURE, Timeline, commit_at, refresh_dora
 from tests.hub.harvest import scenario
@@ -243,6 +244,69 @@ async def test_filters_keep_the_rows_about_what_they_name(
         since=played.timeline.at(60).isoformat(), until=played.timeline.at(100).isoformat()
     )
     assert ranged == [row for row in every if 60 <= row[0] < 100]
+
+
+async def test_health_rows_are_the_same_from_the_kept_readiness_turns(
+    client: httpx.AsyncClient,
+    played: Played,
+    sessions: async_sessionmaker[AsyncSession],
+    session: AsyncSession,
+) -> None:
+    asked: list[dict[str, Any]] = [
+        {},
+        {"cluster": "drone-02"},
+        {"cluster_type": "large"},
+        {"selector": "tier=gold"},
+        {"environment": "dev"},
+        # Bounds inside buckets: a bucket is in the range when its start is.
+        {"since": played.timeline.at(68).isoformat(), "until": played.timeline.at(102).isoformat()},
+    ]
+    live = [await page(client, played, **params) for params in asked]
+
+    # Kept up to between drone-02's regression (B+70) and its recovery (B+100): the timeline
+    # reads the one kept and judges the other; then both kept.
+    kept = []
+    for now in (played.timeline.at(90), played.timeline.at(205)):
+        await keep_readiness(sessions, now)
+        kept.append([await page(client, played, **params) for params in asked])
+
+    assert kept == [live, live]
+    assert kinds_of(seen(played, live[0]["items"]), "health.") == [
+        (bucket(played, 100), "health.recovered", 1),
+        (bucket(played, 70), "health.regressed", 1),
+    ]
+    turns = await session.scalars(text("SELECT regressed FROM readiness_turn ORDER BY bucket"))
+    assert list(turns) == [True, False]
+
+
+async def test_a_report_come_in_late_is_counted_when_its_bucket_is_judged_again(
+    client: httpx.AsyncClient,
+    played: Played,
+    fleet: Fleet,
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    # The job's round at B+215 keeps the buckets before B+215's; drone-01's report of turning
+    # not ready at B+203 comes in after it, less than REREAD before the watermark.
+    await keep_readiness(sessions, played.timeline.at(215))
+    played.timeline.go(203)
+    drone1 = fleet.clusters["drone-01"]
+    drone1.run_platform(None, ready=False, reason="HealthCheckFailed")
+    await drone1.report()
+    assert bucket_of(played.timeline.at(203)) >= bucket_of(played.timeline.at(215)) - REREAD
+    until = {"until": played.timeline.at(215).isoformat()}
+    before = (await page(client, played, **until))["items"]
+
+    await keep_readiness(sessions, played.timeline.at(216))
+    after = (await page(client, played, **until))["items"]
+
+    late = (bucket(played, 203), "health.regressed", 1)
+    assert late not in seen(played, before)
+    assert seen(played, after)[0] == late
+    assert after[0]["detail"] == {
+        "clusters": 1,
+        "failing": 1,
+        "reasons": [{"reason": "HealthCheckFailed", "clusters": 1}],
+    }
 
 
 FORGED_NUL = base64.urlsafe_b64encode(b'["2026-11-22T12:00:00+00:00", "a\\u0000b"]').decode()
