@@ -18,7 +18,7 @@ HALTS_LOCK = 0x68616C7473
 # The members of a scope as the DORA figures take them (migration 0008_dora): the platform
 # branch's objects when workload is NULL, else the objects of the workload's assignments.
 _MEMBERS = text("""
-SELECT m.object_id, m.branch_id, m.path, c.name AS cluster
+SELECT m.object_id, m.branch_id, m.path, m.cluster_id, c.name AS cluster
 FROM dora_member(CAST(:environments AS text[]), CAST(:workload AS text)) m
 JOIN cluster c ON c.id = m.cluster_id
 """)
@@ -53,10 +53,18 @@ SELECT s.object_id, s.observed_at, s.applied_sha, s.attempted_sha, s.ready, s.re
        s.reason,
        lag(s.applied_sha) OVER by_time AS previous_sha,
        lag(s.ready) OVER by_time AS previous_ready,
-       lag(s.removed) OVER by_time AS previous_removed
+       lag(s.removed) OVER by_time AS previous_removed,
+       lag(s.observed_at) OVER by_time AS previous_at
 FROM seen s
 WINDOW by_time AS (PARTITION BY s.object_id ORDER BY s.observed_at, s.received_at)
 ORDER BY s.observed_at, s.received_at
+""")
+
+# When each cluster first reported: its objects' first report.
+_FIRST_REPORTED = text("""
+SELECT o.cluster_id, min(o.first_seen_at) AS first_seen_at
+FROM object_state o WHERE o.cluster_id = ANY(CAST(:cluster_ids AS integer[]))
+GROUP BY o.cluster_id
 """)
 
 # The workload version each (app branch, folder, commit) carries: the harvested manifests'
@@ -88,6 +96,7 @@ class Member:
     branch_id: int
     # None: the platform branch (any folder).
     path: str | None
+    cluster_id: int
     cluster: str
 
 
@@ -95,20 +104,30 @@ async def members(session: AsyncSession, environment: str, workload: str | None)
     """The live objects of the scope (the platform branch, or the workload) in the environment,
     with their clusters."""
     rows = await session.execute(_MEMBERS, {"environments": [environment], "workload": workload})
-    return [Member(row.object_id, row.branch_id, row.path, row.cluster) for row in rows]
+    return [
+        Member(row.object_id, row.branch_id, row.path, row.cluster_id, row.cluster) for row in rows
+    ]
 
 
 async def transitions(
     session: AsyncSession, object_ids: Sequence[int], since: datetime, until: datetime
 ) -> Sequence[Row[Any]]:
     """The objects' transitions in [since, until) with the last one before, in time order,
-    each with the applied sha and readiness of the one before it."""
+    each with the applied sha, readiness and time of the one before it (None: its first)."""
     if not object_ids:
         return []
     result = await session.execute(
         _TRANSITIONS, {"object_ids": list(object_ids), "since": since, "until": until}
     )
     return result.all()
+
+
+async def first_reported(session: AsyncSession, cluster_ids: Sequence[int]) -> dict[int, datetime]:
+    """When each of these clusters first reported (the first observation of its objects)."""
+    if not cluster_ids:
+        return {}
+    rows = await session.execute(_FIRST_REPORTED, {"cluster_ids": list(cluster_ids)})
+    return {row.cluster_id: row.first_seen_at for row in rows}
 
 
 async def versions(

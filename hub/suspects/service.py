@@ -80,11 +80,18 @@ async def _facts(
     window: timedelta,
 ) -> ScopeFacts:
     """Who of the scope applied what in [since, until), and when each turned not Ready until
-    `until` + W: a report Ready false after one that was not (or none)."""
+    `until` + W: a report Ready false after one that was not (or none). A cluster's first
+    report says what it ran and whether it was Ready when it came, not that it changed: the
+    objects it brings neither apply nor regress by it (one that comes later, as a new
+    assignment does, does)."""
     members = {
         item.object_id: item for item in await repository.members(session, environment, workload)
     }
     rows = await repository.transitions(session, list(members), since, until + window)
+    first_reported = await repository.first_reported(
+        session,
+        sorted({members[row.object_id].cluster_id for row in rows if row.previous_at is None}),
+    )
     carried: dict[tuple[int, str, str], str] = {}
     if workload is not None:
         commits = {
@@ -104,9 +111,13 @@ async def _facts(
     applied: dict[str, dict[str, datetime]] = defaultdict(dict)
     regressions: dict[str, list[Regression]] = defaultdict(list)
     for row in rows:
-        if row.observed_at < since:
+        member = members[row.object_id]
+        came = first_reported.get(member.cluster_id)
+        if row.observed_at < since or (
+            row.previous_at is None and came is not None and row.observed_at <= came
+        ):
             continue
-        cluster = members[row.object_id].cluster
+        cluster = member.cluster
         before = revision(row.object_id, row.previous_sha)
         if row.observed_at < until:
             for changed in (

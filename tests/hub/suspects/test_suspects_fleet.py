@@ -120,6 +120,32 @@ async def test_a_fleet_wide_failure_across_commits_is_inconclusive(
     assert all(item.reasons[0].reason == "NodeNotReady" for item in answer.items)
 
 
+async def test_what_a_cluster_ran_when_it_first_reported_is_no_change(
+    rings: Rings, session: AsyncSession, clock: FakeClock
+) -> None:
+    first, second, third = rings.commits
+    # From before the drones first reported, running the branch's earlier head: that says
+    # what they ran, not that they applied it. One more comes late, not Ready on the second
+    # commit from its first report on: neither applied nor regressed.
+    came = rings.start - timedelta(minutes=31)
+    broken = await commit_breaking_a_tenth(rings, clock)
+    late = await rings.fleet.add("drone-late", "drone")
+    late.run_platform(second, ready=False, reason="HealthCheckFailed", message="pods not ready")
+    await rings.fleet.report("drone-late")
+    clock.advance(minutes=1)
+
+    answer = await ask(session, clock, came)
+
+    assert [item.revision for item in answer.items] == [second, third, first]
+    assert answer.items[0].counts.model_dump() == {
+        "exposed": 30,
+        "exposed_regressed": 3,
+        "control": 121,
+        "control_regressed": 0,
+    }
+    assert [cluster.cluster for cluster in answer.items[0].clusters] == broken
+
+
 async def gate(session: AsyncSession, clock: FakeClock, commit: str, **more: Any) -> Any:
     query = GateQuery(environment="dev", commit=commit, allow_stale=True)
     return await gate_service.promotion_gate(
