@@ -2,11 +2,10 @@
 not Ready (from the status transitions), and the halts kept in `rollout_halt`."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import Row, select, text, update
+from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -49,15 +48,24 @@ seen AS (
         LIMIT 1
     ) p
 )
-SELECT s.object_id, s.observed_at, s.applied_sha, s.attempted_sha, s.ready, s.removed,
-       s.reason,
-       lag(s.applied_sha) OVER by_time AS previous_sha,
-       lag(s.ready) OVER by_time AS previous_ready,
-       lag(s.removed) OVER by_time AS previous_removed,
-       lag(s.observed_at) OVER by_time AS previous_at
-FROM seen s
-WINDOW by_time AS (PARTITION BY s.object_id ORDER BY s.observed_at, s.received_at)
-ORDER BY s.observed_at, s.received_at
+SELECT * FROM (
+    SELECT s.object_id, s.observed_at, s.received_at, s.applied_sha, s.attempted_sha, s.ready,
+           s.removed, s.reason,
+           lag(s.applied_sha) OVER by_time AS previous_sha,
+           lag(s.ready) OVER by_time AS previous_ready,
+           lag(s.removed) OVER by_time AS previous_removed,
+           lag(s.observed_at) OVER by_time AS previous_at
+    FROM seen s
+    WINDOW by_time AS (PARTITION BY s.object_id ORDER BY s.observed_at, s.received_at)
+) AS t
+-- Only what can apply a change or regress (the rest tells the caller nothing).
+WHERE t.observed_at >= :since
+  AND (t.previous_at IS NULL
+       OR t.applied_sha IS DISTINCT FROM t.previous_sha
+       OR t.attempted_sha IS DISTINCT FROM t.previous_sha
+       OR t.ready IS FALSE AND NOT t.removed
+          AND (t.previous_ready IS NOT FALSE OR t.previous_removed))
+ORDER BY t.observed_at, t.received_at
 """)
 
 # When each cluster first reported: its objects' first report.
@@ -90,8 +98,9 @@ GROUP BY c.sha
 """)
 
 
-@dataclass(frozen=True, slots=True)
-class Member:
+class Member(NamedTuple):
+    """A row of _MEMBERS, in its order."""
+
     object_id: int
     branch_id: int
     # None: the platform branch (any folder).
@@ -104,22 +113,38 @@ async def members(session: AsyncSession, environment: str, workload: str | None)
     """The live objects of the scope (the platform branch, or the workload) in the environment,
     with their clusters."""
     rows = await session.execute(_MEMBERS, {"environments": [environment], "workload": workload})
-    return [
-        Member(row.object_id, row.branch_id, row.path, row.cluster_id, row.cluster) for row in rows
-    ]
+    return [Member._make(row) for row in rows]
+
+
+class Transition(NamedTuple):
+    """A row of _TRANSITIONS, in its order."""
+
+    object_id: int
+    observed_at: datetime
+    received_at: datetime
+    applied_sha: str | None
+    attempted_sha: str | None
+    ready: bool | None
+    removed: bool
+    reason: str | None
+    previous_sha: str | None
+    previous_ready: bool | None
+    previous_removed: bool | None
+    previous_at: datetime | None
 
 
 async def transitions(
     session: AsyncSession, object_ids: Sequence[int], since: datetime, until: datetime
-) -> Sequence[Row[Any]]:
-    """The objects' transitions in [since, until) with the last one before, in time order,
-    each with the applied sha, readiness and time of the one before it (None: its first)."""
+) -> list[Transition]:
+    """The objects' transitions in [since, until) that may apply a change or regress, in time
+    order, each with the applied sha, readiness and time of the one before it (None: its
+    first)."""
     if not object_ids:
         return []
     result = await session.execute(
         _TRANSITIONS, {"object_ids": list(object_ids), "since": since, "until": until}
     )
-    return result.all()
+    return [Transition._make(row) for row in result]
 
 
 async def first_reported(session: AsyncSession, cluster_ids: Sequence[int]) -> dict[int, datetime]:
