@@ -75,6 +75,7 @@ from agent.client import HubClient, HubUnavailable, Reply
 from agent.delivery import Reporter
 from agent.report import ClusterIdentity, ObjectRecord, Report
 from agent.spool import Spool
+from hub.client.schemas.timeline import TimelineKind
 from hub.demo import scenario
 from hub.demo.story import DemoRepositories
 from hub.drift.tasks import DRIFT_JOB
@@ -578,6 +579,15 @@ class Record:
     decommissioned_at: dict[str, tuple[float, float]] = field(default_factory=dict)
     # bad-commit: the clusters that broke, with when each turned not Ready (time.time()).
     broken: dict[str, float] = field(default_factory=dict)
+
+    def broke_from_ready(self, name: str, sha: str) -> bool:
+        """Whether the cluster's acknowledged reports have it Ready on `sha`, then not."""
+        ready = False
+        for sent in sorted(self.acked[name].values(), key=lambda sent: sent.observed_at):
+            if sent.root[2] is False and ready:
+                return True
+            ready = sent.root[2] is True and sha_of(sent.root[0]) == sha
+        return False
 
     def possible(self, name: str) -> set[State | None]:
         """The root states the hub may hold for the cluster now (None: no report)."""
@@ -1141,6 +1151,20 @@ GATE_ANSWERS_EVERY = 1.0
 # (rollout.* events): the default, 5 minutes.
 DORA_EVERY = 5.0
 ROLLOUT_EVENT = "fleetmark.rollout."
+# The events the timeline shows (docs/concepts.md, "Timeline"), by their kind there.
+TIMELINE_EVENTS = tuple(
+    kind.value
+    for kind in (
+        TimelineKind.DRIFT_STARTED,
+        TimelineKind.DRIFT_RESOLVED,
+        TimelineKind.CLUSTER_STALE,
+        TimelineKind.CLUSTER_RECOVERED,
+        TimelineKind.HARVEST_FAILING,
+        TimelineKind.HARVEST_RECOVERED,
+        TimelineKind.SCHEDULE_FAILED,
+        TimelineKind.SCHEDULE_RECOVERED,
+    )
+)
 OUTBOX_DRAIN = 120.0  # seconds the run waits at most for the outbox to deliver what it holds
 SIGNATURE_TOLERANCE = 300  # seconds: a receiver refuses older signatures (docs/events.md)
 SUBSCRIPTION = "fleet-run"
@@ -1425,6 +1449,9 @@ class EventFigures:
     repeated: int = 0  # events that arrived more than once
     by_type: Counter[str] = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
+    # Of the rollout events, whose time is the milestone's as the DORA rollup has it (not the
+    # judging): from it, after a DORA refresh and a rollouts round.
+    milestones: list[float] = field(default_factory=list)
     checked: Counter[str] = field(default_factory=Counter)  # what each check covered
 
 
@@ -1693,6 +1720,7 @@ class Run:
         # Each commit rolled out to all of an environment's clusters: whether it fails on
         # some, and when the last of them finished applying it (time.time()).
         self.rolled_out: dict[tuple[str, str], tuple[bool, float]] = {}
+        self.received: list[Received] = []  # the events received, in time order
         # bad-commit: the bad commit and its fix, once made.
         self.bad: str | None = None
         self.fix: str | None = None
@@ -1914,13 +1942,19 @@ class Run:
         what = f"bad-commit {environment}@{bad[:8]}"
 
         def exposed() -> set[str]:
-            """The clusters whose acknowledged reports ran or attempted the bad commit: the
-            canary, and clusters that joined on it."""
-            return {
-                name
-                for name, reports in record.acked.items()
-                if any(bad in (sha_of(s.root[0]), sha_of(s.root[1])) for s in reports.values())
-            }
+            """The clusters whose acknowledged reports moved to the bad commit (ran or
+            attempted it, their first report not): the canary. One that joined on it ran it
+            from its first report, which changes nothing (docs/suspects.md)."""
+
+            def runs(sent: Sent) -> bool:
+                return bad in (sha_of(sent.root[0]), sha_of(sent.root[1]))
+
+            found = set()
+            for name, reports in record.acked.items():
+                first, *later = sorted(reports.values(), key=lambda sent: sent.observed_at)
+                if not runs(first) and any(runs(sent) for sent in later):
+                    found.add(name)
+            return found
 
         def suspected(body: dict[str, Any]) -> list[str]:
             """What the suspects answer says otherwise than the record."""
@@ -1988,10 +2022,9 @@ class Run:
         if gate.get("halt") or reason in gate.get("reasons", []):
             self.findings.mismatch(f"{what}: superseded, the gate says {gate.get('reasons')}")
         self.findings.faults.append(
-            f"bad-commit: {environment} {bad[:8]} run by {first['counts']['exposed']} clusters "
-            f"({BAD_REGION}'s and any that joined on it), {len(broken)} broke; named the "
-            f"suspect (score {first['score']:.1f}, p {first['p_value']:.1e}) {suspect_at:.1f} s "
-            f"after the "
+            f"bad-commit: {environment} {bad[:8]} applied by {first['counts']['exposed']} "
+            f"clusters of {BAD_REGION}, {len(broken)} broke; named the suspect (score "
+            f"{first['score']:.1f}, p {first['p_value']:.1e}) {suspect_at:.1f} s after the "
             f"commit, halted at {halt_at:.1f} s, unhalted {unhalted:.1f} s after the fix "
             f"{fix[:8]}"
         )
@@ -2599,11 +2632,16 @@ class Run:
             if event_id not in published:
                 mismatch(f"event {event.type} {event_id}: received, not in the outbox")
         events = sorted((e for e in received.values() if e.time <= end), key=lambda e: e.time)
+        self.received = events
         for event in events:
             figures.by_type[event.type] += 1
-            figures.latencies.append(event.first - event.time)
+            milestone = event.type.startswith(ROLLOUT_EVENT) and event.type not in HALT_EVENTS
+            (figures.milestones if milestone else figures.latencies).append(
+                event.first - event.time
+            )
             figures.repeated += event.times > 1
         figures.latencies.sort()
+        figures.milestones.sort()
         self.reconcile_stale(events, end)
         self.reconcile_gate(events, end)
         self.reconcile_halts(events)
@@ -2640,6 +2678,17 @@ class Run:
                 )
         checked["suspect and halt events"] += sum(found.values())
 
+    def completed_rollouts(self, end: float) -> list[tuple[str, str, bool, float]]:
+        """The commits the run rolled out to every cluster of an environment long enough before
+        `end` for the hub to have judged them (two DORA refreshes and a rollouts round): their
+        environment, commit, whether they fail on some clusters and when the last applied."""
+        settled = end - 2 * self.dora_every - ROLLOUTS_INTERVAL.total_seconds()
+        return [
+            (environment, sha, fails, applied)
+            for (environment, sha), (fails, applied) in sorted(self.rolled_out.items())
+            if applied <= settled
+        ]
+
     def reconcile_rollouts(self, events: list[Received], end: float) -> None:
         """fleetmark.rollout.* (but halts) about the run's commits and versions: per rollout
         started once, first, then each of converged, failed and stalled at most once; and
@@ -2661,10 +2710,7 @@ class Run:
             checked["rollout events"] += len(chain)
             if chain[0] != "started" or Counter(chain).most_common(1)[0][1] > 1:
                 mismatch(f"{subject}: rollout events {', '.join(chain)}")
-        settled = end - 2 * self.dora_every - ROLLOUTS_INTERVAL.total_seconds()
-        for (environment, sha), (fails, applied) in sorted(self.rolled_out.items()):
-            if applied > settled:
-                continue
+        for environment, sha, fails, applied in self.completed_rollouts(end):
             checked["rollouts the run completed"] += 1
             chain = chains.get(f"rollouts/{environment}/{sha}", [])
             closing = "failed" if fails else "converged"
@@ -2876,6 +2922,128 @@ class Run:
             if parts[1] not in ENVIRONMENTS or not target_known:
                 mismatch(f"{subject}: {chain[0].type} about a target the run never made")
 
+    # -- the timeline
+
+    async def check_timeline(self, cutoff: datetime) -> None:
+        """The timeline up to `cutoff`, every page, against the record: each event received
+        that the timeline shows, one row with its data, and no such row the events did not
+        say; each commit on an environment's branch (none a force-push rewrote away), each
+        rollout the run completed and each decommissioned cluster, one row; and the faults:
+        remote-gone's failing and recovered harvest, and bad-commit's broken clusters, each
+        turning not ready in prod for its reason. (template-fails is not shown once fixed: the
+        scheduling errors kept are the last run's alone.)"""
+        mismatch, checked = self.findings.mismatch, self.event_figures.checked
+        rows: list[dict[str, Any]] = []
+        params: dict[str, Any] = {
+            "since": (cutoff - timedelta(days=1)).isoformat(),
+            "until": cutoff.isoformat(),
+            "limit": 1000,
+        }
+        while True:
+            response = await call(self.admin, "GET", "/api/v1/timeline", params=params)
+            if response.status_code != 200:
+                mismatch(f"timeline: HTTP {response.status_code}")
+                return
+            page = response.json()
+            rows += page["items"]
+            if not page["next"]:
+                break
+            params["cursor"] = page["next"]
+        by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in rows:
+            by_kind[row["kind"]].append(row)
+
+        def once(what: str, kind: str, found: list[dict[str, Any]]) -> None:
+            checked[f"timeline {kind} rows"] += 1
+            if len(found) != 1:
+                mismatch(f"timeline: {what}, {len(found)} {kind} rows")
+
+        said: Counter[str] = Counter()
+        for event in self.received:
+            kind = event.type.removeprefix("fleetmark.")
+            if kind not in TIMELINE_EVENTS:
+                continue
+            data = {k: v for k, v in event.body["data"].items() if k != "evidence_url"}
+            said[kind] += 1
+            once(
+                f"{event.type} at {event.body['time']}",
+                kind,
+                [
+                    row
+                    for row in by_kind[kind]
+                    if abs(datetime.fromisoformat(row["at"]).timestamp() - event.time) < 1e-3
+                    and row["detail"] == data
+                ],
+            )
+        for kind in TIMELINE_EVENTS:
+            if len(by_kind[kind]) != said[kind]:
+                mismatch(f"timeline: {len(by_kind[kind])} {kind} rows, {said[kind]} events")
+        for role, repo in (("platform", self.repo), ("app", self.app)):
+            for environment, heads in repo.heads.items():
+                for sha in heads:
+                    once(
+                        f"{role} commit {sha[:8]} on {environment}",
+                        "commit",
+                        [
+                            row
+                            for row in by_kind["commit"]
+                            if (
+                                row["detail"]["sha"],
+                                row["detail"]["branch"],
+                                row["detail"]["role"],
+                            )
+                            == (sha, environment, role)
+                        ],
+                    )
+        for row in by_kind["commit"]:
+            if row["detail"]["sha"] in self.repo.rewritten:
+                mismatch(f"timeline: commit {row['detail']['sha'][:8]}, rewritten away, shown")
+        for environment, sha, fails, _ in self.completed_rollouts(cutoff.timestamp()):
+            if sha in self.repo.rewritten:
+                continue  # off the branch, with its rollout
+            for milestone in ("started", "failed" if fails else "converged"):
+                once(
+                    f"rollout {environment}@{sha[:8]}",
+                    f"rollout.{milestone}",
+                    [
+                        row
+                        for row in by_kind[f"rollout.{milestone}"]
+                        if row["environment"] == environment
+                        and row["workload"] is None
+                        and row["detail"]["commit_sha"] == sha
+                    ],
+                )
+        for name in sorted(self.record.decommissioned):
+            once(
+                f"{name} decommissioned",
+                "cluster.decommissioned",
+                [r for r in by_kind["cluster.decommissioned"] if r["detail"]["cluster"] == name],
+            )
+        faults = self.args.faults
+        if "remote-gone" in faults:
+            for kind in ("harvest.failing", "harvest.recovered"):
+                once("remote-gone", kind, by_kind[kind])
+        if self.bad:
+            broke = sum(
+                reason["clusters"]
+                for row in by_kind["health.regressed"]
+                if row["environment"] == BAD_ENVIRONMENT
+                for reason in row["detail"].get("reasons") or []
+                if reason["reason"] == BAD_REASON
+            )
+            checked["timeline health.regressed rows"] += len(by_kind["health.regressed"])
+            # A cluster turns not ready from Ready: one whose Ready report the hub never got
+            # (the break came before the agent sent it) may not count.
+            seen_ready = sum(
+                1 for name in self.record.broken if self.record.broke_from_ready(name, self.bad)
+            )
+            if not seen_ready <= broke <= len(self.record.broken):
+                mismatch(
+                    f"timeline: {broke} clusters turned not ready for {BAD_REASON} in "
+                    f"{BAD_ENVIRONMENT}, the record broke {len(self.record.broken)} "
+                    f"({seen_ready} after a Ready report)"
+                )
+
     # -- all of it
 
     async def main(self) -> None:
@@ -2946,6 +3114,7 @@ class Run:
             await self.check_drift()
             await self.check_diff()
             await self.check_panel()
+            await self.check_timeline(cutoff)
             await asyncio.to_thread(self.reconcile)
             await asyncio.to_thread(self.jobs.collect)
             for overlap in self.jobs.overlapping():
@@ -3006,10 +3175,11 @@ class Run:
         """The events received, their latency, the outbox's largest backlog, what was
         reconciled."""
         figures = self.event_figures
-        latencies = figures.latencies
+        latencies, milestones = figures.latencies, figures.milestones
         line(
             "events received",
-            f"{len(latencies):,} judged by the end, in {figures.received:,} requests "
+            f"{len(latencies) + len(milestones):,} judged by the end, in "
+            f"{figures.received:,} requests "
             f"({figures.repeated:,} arrived again; stale after {self.stale_after} s)",
         )
         line(
@@ -3020,11 +3190,15 @@ class Run:
             )
             or "none",
         )
-        line(
-            "  receipt - event time",
-            f"p50 {ms(percentile(latencies, 0.5))}, p99 {ms(percentile(latencies, 0.99))}, "
-            f"max {ms(latencies[-1] if latencies else float('nan'))}",
-        )
+        for what, found in (
+            ("  receipt - event time", latencies),
+            ("  receipt - rollout milestone", milestones),
+        ):
+            line(
+                what,
+                f"p50 {ms(percentile(found, 0.5))}, p99 {ms(percentile(found, 0.99))}, "
+                f"max {ms(found[-1] if found else float('nan'))} (n={len(found):,})",
+            )
         largest = max(self.events.backlog, key=lambda sample: sample[1], default=None)
         if largest is None:
             backlog = "not sampled"
