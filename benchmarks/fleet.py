@@ -580,6 +580,23 @@ class Record:
     # bad-commit: the clusters that broke, with when each turned not Ready (time.time()).
     broken: dict[str, float] = field(default_factory=dict)
 
+    def held_everywhere(self, environment: str, sha: str, attempted: bool) -> float | None:
+        """When the hub had acknowledged, of each cluster of the environment, a report running
+        `sha` (or, with `attempted`, attempting it) (None: not of each)."""
+        last = 0.0
+        for name, env in self.registered.items():
+            if env != environment or name in self.decommissioned:
+                continue
+            acked = [
+                self.timeline[name][key].answered
+                for key, sent in self.acked[name].items()
+                if sha == sha_of(sent.root[0]) or (attempted and sha == sha_of(sent.root[1]))
+            ]
+            if not acked:
+                return None
+            last = max(last, min(acked))
+        return last
+
     def broke_from_ready(self, name: str, sha: str) -> bool:
         """Whether the cluster's acknowledged reports have it Ready on `sha`, then not."""
         ready = False
@@ -2687,7 +2704,8 @@ class Run:
                 found[(event.type, data["revision"])] += 1
                 later = self.repo.heads[BAD_ENVIRONMENT]
                 later = later[later.index(self.bad) + 1 :] if self.bad in later else []
-                ended_by = data["superseded_by"] in ([self.fix] if self.fix else later)
+                # The fix, or a later commit of the script when the fault ran slow.
+                ended_by = data["superseded_by"] in later
                 if event.type == HALT_EVENTS[1] and (
                     data["ended_how"] != "superseded" or not ended_by
                 ):
@@ -2705,16 +2723,18 @@ class Run:
         checked["suspect and halt events"] += sum(found.values())
 
     def completed_rollouts(self, end: float) -> list[tuple[str, str, bool, float]]:
-        """The commits the run rolled out to every cluster of an environment long enough before
-        `end` for the hub to have judged them (two DORA refreshes and a rollouts round): their
-        environment, commit, whether they fail on some clusters and when the last applied. A
-        commit a force-push rewrote away is left out: its rollout left the branch with it."""
+        """The commits the run rolled out to every cluster of an environment, whose reports of
+        them the hub acknowledged long enough before `end` to have judged them (two DORA
+        refreshes and a rollouts round): their environment, commit, whether they fail on some
+        clusters and when the last such report was acknowledged. A commit a force-push
+        rewrote away is left out: its rollout left the branch with it."""
         settled = end - 2 * self.dora_every - ROLLOUTS_INTERVAL.total_seconds()
-        return [
-            (environment, sha, fails, applied)
-            for (environment, sha), (fails, applied) in sorted(self.rolled_out.items())
-            if applied <= settled and sha not in self.repo.rewritten
-        ]
+        found = []
+        for (environment, sha), (fails, _) in sorted(self.rolled_out.items()):
+            held = self.record.held_everywhere(environment, sha, attempted=fails)
+            if held is not None and held <= settled and sha not in self.repo.rewritten:
+                found.append((environment, sha, fails, held))
+        return found
 
     def reconcile_rollouts(self, events: list[Received], end: float) -> None:
         """fleetmark.rollout.* (but halts) about the run's commits and versions: per rollout
@@ -2743,7 +2763,7 @@ class Run:
             closing = "failed" if fails else "converged"
             if chain[:1] != ["started"] or closing not in chain:
                 mismatch(
-                    f"rollout {environment}@{sha[:8]}: applied by every cluster at "
+                    f"rollout {environment}@{sha[:8]}: held of every cluster at "
                     f"{applied:.3f}, announced {', '.join(chain) or 'nothing'}, not {closing}"
                 )
 
