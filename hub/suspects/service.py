@@ -113,9 +113,7 @@ async def _facts(
     for row in rows:
         member = members[row.object_id]
         came = first_reported.get(member.cluster_id)
-        if row.observed_at < since or (
-            row.previous_at is None and came is not None and row.observed_at <= came
-        ):
+        if row.previous_at is None and came is not None and row.observed_at <= came:
             continue
         cluster = member.cluster
         before = revision(row.object_id, row.previous_sha)
