@@ -165,7 +165,7 @@ FAULTS = {
     "template-fails": 0.75,
     "force-push": 0.85,
 }
-SHORT_FAULTS = "postgres-restart,kill,outage"  # --short's
+SHORT_FAULTS = "bad-commit,postgres-restart,kill,outage"  # --short's
 # The faults that need a PostgreSQL the run starts (not --database-url's).
 OWN_SERVER_FAULTS = {"postgres-restart"}
 # The dashboards' heaviest panel (the dashboard benchmark's slowest), run as Grafana would
