@@ -1168,6 +1168,7 @@ GATE_ANSWERS_EVERY = 1.0
 # (rollout.* events): the default, 5 minutes.
 DORA_EVERY = 5.0
 ROLLOUT_EVENT = "fleetmark.rollout."
+SCHEDULE_EVENTS = ("fleetmark.schedule.failed", "fleetmark.schedule.recovered")
 # The events the timeline shows (docs/concepts.md, "Timeline"), by their kind there.
 TIMELINE_EVENTS = tuple(
     kind.value
@@ -1886,7 +1887,8 @@ class Run:
         """A Template that fails to render for one cluster type, promoted to dev in the control
         plane the hub's scheduler follows: its next run must report the error for that cluster
         type's assignments only (they keep their output) and write the others' as usual; once
-        the Template is fixed, the error clears."""
+        the Template is fixed, the error clears. (The failure and the recovery it announces
+        are checked by reconcile_schedule and check_timeline.)"""
         scheduling = self.scheduling
         assert scheduling is not None
         rendered = await self.scheduled(lambda errors, assignments: not errors and assignments)
@@ -2689,6 +2691,7 @@ class Run:
         self.reconcile_gate(events, end)
         self.reconcile_halts(events)
         self.reconcile_rollouts(events, end)
+        self.reconcile_schedule(events)
 
     def reconcile_halts(self, events: list[Received]) -> None:
         """bad-commit: fleetmark.suspect.found and .rollout.halted / .unhalted once each, about
@@ -2721,6 +2724,33 @@ class Run:
                     f"expected {expected[(type_, revision)]}"
                 )
         checked["suspect and halt events"] += sum(found.values())
+
+    def reconcile_schedule(self, events: list[Received]) -> None:
+        """template-fails: fleetmark.schedule.failed and .recovered once each, about dev, the
+        failure naming the cluster type whose Template broke; without it (the hub schedules
+        nothing), none."""
+        found: Counter[tuple[str, str | None]] = Counter()
+        for event in events:
+            if event.type not in SCHEDULE_EVENTS:
+                continue
+            data = event.body["data"]
+            found[(event.type, data["environment"])] += 1
+            failing = data["failing_cluster_types"]
+            if event.type == SCHEDULE_EVENTS[0] and failing != [FAILING_CLUSTER_TYPE]:
+                self.findings.mismatch(
+                    f"{event.type} {data['environment']}: failing cluster types {failing}, "
+                    f"not [{FAILING_CLUSTER_TYPE!r}] ({data['failure']})"
+                )
+        expected = Counter(
+            {(t, "dev"): 1 for t in SCHEDULE_EVENTS if "template-fails" in self.args.faults}
+        )
+        for type_, environment in sorted(found.keys() | expected.keys(), key=str):
+            if found[(type_, environment)] != expected[(type_, environment)]:
+                self.findings.mismatch(
+                    f"{type_} {environment}: received {found[(type_, environment)]} times, "
+                    f"expected {expected[(type_, environment)]}"
+                )
+        self.event_figures.checked["schedule events"] += sum(found.values())
 
     def completed_rollouts(self, end: float) -> list[tuple[str, str, bool, float]]:
         """The commits the run rolled out to every cluster of an environment, whose reports of
@@ -2976,9 +3006,9 @@ class Run:
         that the timeline shows, one row with its data, and no such row the events did not
         say; each commit on an environment's branch (none a force-push rewrote away), each
         rollout the run completed and each decommissioned cluster, one row; and the faults:
-        remote-gone's failing and recovered harvest, and bad-commit's broken clusters, each
-        turning not ready in prod for its reason. (template-fails is not shown once fixed: the
-        scheduling errors kept are the last run's alone.)"""
+        remote-gone's failing and recovered harvest, template-fails' failed and recovered
+        scheduling of dev (the failure naming the broken cluster type), and bad-commit's broken
+        clusters, each turning not ready in prod for its reason."""
         mismatch, checked = self.findings.mismatch, self.event_figures.checked
         rows: list[dict[str, Any]] = []
         params: dict[str, Any] = {
@@ -3068,6 +3098,19 @@ class Run:
         if "remote-gone" in faults:
             for kind in ("harvest.failing", "harvest.recovered"):
                 once("remote-gone", kind, by_kind[kind])
+        if "template-fails" in faults:
+            for kind in ("schedule.failed", "schedule.recovered"):
+                once(
+                    "template-fails",
+                    kind,
+                    [
+                        row
+                        for row in by_kind[kind]
+                        if row["environment"] == "dev"
+                        and row["detail"]["failing_cluster_types"]
+                        == ([FAILING_CLUSTER_TYPE] if kind == "schedule.failed" else [])
+                    ],
+                )
         if self.bad:
             broke = sum(
                 reason["clusters"]

@@ -181,7 +181,8 @@ class SchedulingErrorPage(BaseModel):
 
 class ScheduleEventData(BaseModel):
     """`data` of fleetmark.schedule.failed and .recovered: nothing could be written for an
-    environment (or the control plane could not be read), or its scheduling succeeded again."""
+    environment (or the control plane could not be read), or some of its assignments fail to
+    render; or its scheduling writes everything again."""
 
     environment: str | None = Field(
         description="null: the control plane could not be read, and no environment it "
@@ -189,7 +190,19 @@ class ScheduleEventData(BaseModel):
     )
     control_plane: RedactedUrl
     gitops_url: RedactedUrl
-    failure: RedactedText | None = Field(description="Why it fails; null once recovered.")
+    failure: RedactedText | None = Field(
+        description="Why it fails (assignments failing to render: their cluster types and the "
+        "first error); null once recovered."
+    )
+    failing_cluster_types: list[str] = Field(
+        description="The cluster types whose assignments fail to render, each keeping its old "
+        "output while the others are written; empty when nothing could be written, and once "
+        "recovered."
+    )
+    failed_assignments: int = Field(
+        description="How many assignments fail to render; 0 when nothing could be written, "
+        "and once recovered."
+    )
     failing_since: datetime = Field(description="The run that first failed.")
     declared: bool = Field(
         description="false: the control plane no longer declares the environment (removed, "

@@ -192,14 +192,14 @@ async def _schedule_environment(units: Units, job: _Job, name: str) -> Environme
             failure += "; see the load errors"
         outcome = _Written.failed(job, name, failure, _load_problems(name, job.loaded.errors))
         async with units() as session:
-            await _announce(session, job, outcome.outcome)
+            await _announce(session, job, outcome)
         return outcome.outcome
     async with units() as session:
         stored = await repository.stored_target(session, job.gitops_url, name)
     written = await asyncio.to_thread(_write_environment, job, snapshot, stored)
     async with units() as session:
         await _record(session, job, written, stored, sorted(snapshot.cluster_types))
-        await _announce(session, job, written.outcome)
+        await _announce(session, job, written)
     return written.outcome
 
 
@@ -224,22 +224,54 @@ async def _known_environments(session: AsyncSession, job: _Job) -> list[str]:
     return sorted({*known, *(await held(session, FAILING))})
 
 
+@dataclass(frozen=True, slots=True)
+class _Failing:
+    """Why an environment's run fails: nothing could be written, or the assignments of some
+    cluster types failed to render (they keep their old output, the others are written)."""
+
+    failure: str
+    cluster_types: list[str] = field(default_factory=list)
+    assignments: int = 0
+
+
+def _failing(written: "_Written") -> _Failing | None:
+    """What fails in an environment's run; None: everything was written."""
+    outcome = written.outcome
+    if outcome.failure is not None:
+        return _Failing(outcome.failure)
+    if written.state is None or not outcome.failed:
+        return None
+    records = [record for record in written.state.records() if record.status == "failed"]
+    cluster_types = sorted({record.inputs.cluster_type for record in records})
+    first = next((error.message for record in records for error in record.errors), None)
+    assignments = "1 assignment" if len(records) == 1 else f"{len(records)} assignments"
+    of = "cluster type" if len(cluster_types) == 1 else "cluster types"
+    fail = "fails" if len(records) == 1 else "fail"
+    failure = (
+        f"{assignments} of {of} {', '.join(cluster_types)} {fail} to render "
+        f"(old output kept){f': {first}' if first else ''}"
+    )
+    return _Failing(failure, cluster_types, len(records))
+
+
 def _schedule_event(
     job: _Job,
     environment: str | None,
-    failure: str | None,
+    failing: _Failing | None,
     since: datetime,
     *,
     declared: bool = True,
 ) -> Event:
-    """fleetmark.schedule.failed (with a `failure`) or .recovered, of an environment or (None)
+    """fleetmark.schedule.failed (`failing`) or .recovered (None), of an environment or (None)
     of the control plane."""
     control_plane = normalise_repository_url(job.request.control_plane)
     data = ScheduleEventData(
         environment=environment,
         control_plane=control_plane,
         gitops_url=job.gitops_url,
-        failure=failure,
+        failure=failing.failure if failing else None,
+        failing_cluster_types=failing.cluster_types if failing else [],
+        failed_assignments=failing.assignments if failing else 0,
         failing_since=since,
         declared=declared,
         evidence_url=page_url(job.source, ERRORS_ANSWER, {"environment": environment}),
@@ -250,7 +282,7 @@ def _schedule_event(
         else f"control-planes/{redact_url(control_plane)}"
     )
     return Event(
-        type="fleetmark.schedule.failed" if failure else "fleetmark.schedule.recovered",
+        type="fleetmark.schedule.failed" if failing else "fleetmark.schedule.recovered",
         subject=f"{about}/schedule",
         time=job.now,
         data=data.model_dump(mode="json"),
@@ -258,20 +290,22 @@ def _schedule_event(
     )
 
 
-async def _announce(session: AsyncSession, job: _Job, outcome: EnvironmentOutcome) -> None:
-    """fleetmark.schedule.failed when an environment's run fails and the one before did not,
-    .recovered when it succeeds after failing."""
-    name = outcome.environment
-    failing = (await held(session, FAILING)).get(name)
-    if (outcome.failure is None) == (failing is None):
+async def _announce(session: AsyncSession, job: _Job, written: "_Written") -> None:
+    """fleetmark.schedule.failed when an environment's run fails, wholly or in part (some
+    assignments fail to render), and the one before did not; .recovered when it writes
+    everything after failing."""
+    name = written.outcome.environment
+    failing = _failing(written)
+    was_failing = (await held(session, FAILING)).get(name)
+    if (failing is None) == (was_failing is None):
         return
-    if failing is None:
+    if was_failing is None:
         since = job.now
         await hold(session, FAILING, {name: Held(since, announced=True)})
     else:
-        since = failing.since
+        since = was_failing.since
         await release(session, FAILING, [name])
-    await publish(session, [_schedule_event(job, name, outcome.failure, since)], source=job.source)
+    await publish(session, [_schedule_event(job, name, failing, since)], source=job.source)
 
 
 async def _announce_control_plane(
@@ -287,8 +321,8 @@ async def _announce_control_plane(
     if _unread(job.loaded):
         if unread is None and not scheduled:
             await hold(session, UNREAD, {control_plane: Held(job.now, announced=True)})
-            failure = "the control plane could not be read; see the load errors"
-            events.append(_schedule_event(job, None, failure, job.now))
+            unreadable = _Failing("the control plane could not be read; see the load errors")
+            events.append(_schedule_event(job, None, unreadable, job.now))
     else:
         if unread is not None:
             await release(session, UNREAD, [control_plane])

@@ -367,6 +367,62 @@ async def test_a_failing_environment_is_announced_once_and_its_recovery_too(
     assert recovered["failing_since"] == failed["failing_since"]
 
 
+async def test_a_template_failing_for_one_cluster_type_is_announced_and_its_fix_too(
+    schedule: Schedule,
+    control_plane: ControlPlane,
+    platform: Platform,
+    sessions: async_sessionmaker[AsyncSession],
+    clock: FakeClock,
+    client: httpx.AsyncClient,
+    read_token: str,
+) -> None:
+    """The failure stays in the timeline once the Template is fixed and its error is gone."""
+    started = clock.now
+    _, broken, error = await fail_large_with(schedule, control_plane, platform, BROKEN_ARGOCD)
+    control_plane.commit("dev", {DEV_CONFIG: dev_config("Dev")})
+    still = await schedule("dev")
+    control_plane.promote(
+        "dev", control_plane.commit("main", {"templates/argocd.yaml": scenario.ARGOCD_TEMPLATE})
+    )
+    await schedule("dev")
+    await schedule("dev")
+
+    async with sessions() as session:
+        events = await published(session, "fleetmark.schedule.")
+    timeline = await client.get(
+        "/api/v1/timeline",
+        params={"since": started.isoformat(), "until": clock.advance(minutes=1).isoformat()},
+        headers=bearer(read_token),
+    )
+
+    assert (broken.failure, still.failed) == (None, 1)
+    assert [(e["type"], e["subject"]) for e in events] == [
+        ("fleetmark.schedule.failed", "environments/dev/schedule"),
+        ("fleetmark.schedule.recovered", "environments/dev/schedule"),
+    ]
+    failed, recovered = (e["data"] for e in events)
+    failure = (
+        f"1 assignment of cluster type large fails to render (old output kept): {error.message}"
+    )
+    assert (failed["failure"], failed["failing_cluster_types"], failed["failed_assignments"]) == (
+        failure,
+        ["large"],
+        1,
+    )
+    assert (recovered["failure"], recovered["failing_cluster_types"]) == (None, [])
+    assert recovered["failing_since"] == failed["failing_since"]
+    assert timeline.status_code == 200, timeline.text
+    rows = [
+        (row["kind"], row["environment"], row["summary"])
+        for row in timeline.json()["items"]
+        if row["kind"].startswith("schedule.")
+    ]
+    assert rows == [
+        ("schedule.recovered", "dev", "scheduling dev works again"),
+        ("schedule.failed", "dev", f"scheduling dev fails: {failure}"),
+    ]
+
+
 async def schedule_all(
     sessions: async_sessionmaker[AsyncSession],
     settings: HubSettings,
