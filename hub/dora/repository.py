@@ -54,13 +54,23 @@ def _judged(row: str) -> str:
 
 
 def _settled(row: str) -> str:
-    """A rollout whose outcome can no longer change: completed, restored if it failed, and
-    both long enough ago (:settled_before) for late reports to be ruled out."""
-    return (
-        f"({row}.completed_at IS NOT NULL AND ({row}.failed_at IS NULL OR {row}.restored_at IS "
+    """A rollout not judged again: completed, restored if it failed, and both long enough ago
+    (:settled_before) for late reports to be ruled out; or one that a later rollout of its
+    subject in the environment completed over. Judged again, it would be judged from clusters
+    and a branch that moved on since (a force-push takes commits off the branch, and the
+    clusters running them out of the rollouts), not from what happened."""
+    done = (
+        f"{row}.completed_at IS NOT NULL AND ({row}.failed_at IS NULL OR {row}.restored_at IS "
         f"NOT NULL) AND greatest({row}.completed_at, {row}.restored_at) "
-        "< CAST(:settled_before AS timestamptz))"
+        "< CAST(:settled_before AS timestamptz)"
     )
+    completed_over = f"""EXISTS (
+        SELECT FROM dora_rollup later
+        WHERE later.workload = {row}.workload AND later.environment = {row}.environment
+          AND later.repository IS NOT DISTINCT FROM {row}.repository
+          AND later.branch IS NOT DISTINCT FROM {row}.branch
+          AND later.started_at > {row}.started_at AND later.completed_at IS NOT NULL)"""  # noqa: S608 - constants only
+    return f"(({done}) OR {completed_over})"
 
 
 _WINDOW_START = "coalesce(CAST(:window_start AS timestamptz), '-infinity')"
@@ -70,25 +80,15 @@ _UNSETTLED_FROM = text(
     f"WHERE r.workload = :subject AND NOT {_settled('r')}"
 )
 
-# The rollouts of a subject judged again, from the window's start on: an unsettled row the
-# judgement no longer finds goes, a new rollout comes in, an unsettled one takes its new
-# verdict if it changed; a settled row stays as it is.
+# The rollouts of a subject judged again, from the window's start on: a new rollout comes in,
+# an unsettled one takes its new verdict if it changed; a settled row stays as it is, and so
+# does one the judgement no longer finds (a force-push took its commit off the branch, or its
+# clusters off the membership): a rollout that happened stays.
 _REFRESH = text(f"""
-WITH judged AS MATERIALIZED (
-    SELECT {_JUDGED}
-    FROM dora_judgement(NULL, NULLIF(CAST(:subject AS text), ''), {_WINDOW_START},
-                        CAST(:as_of AS timestamptz))
-),
-gone AS (
-    DELETE FROM dora_rollup r
-    WHERE r.workload = :subject AND r.committed_at >= {_WINDOW_START} AND NOT {_settled("r")}
-      AND NOT EXISTS (
-          SELECT FROM judged j
-          WHERE j.environment = r.environment AND j.repository IS NOT DISTINCT FROM r.repository
-            AND j.branch IS NOT DISTINCT FROM r.branch AND j.revision = r.revision)
-)
 INSERT INTO dora_rollup (workload, {_JUDGED})
-SELECT :subject, {_JUDGED} FROM judged
+SELECT :subject, {_JUDGED}
+FROM dora_judgement(NULL, NULLIF(CAST(:subject AS text), ''), {_WINDOW_START},
+                    CAST(:as_of AS timestamptz))
 ON CONFLICT (workload, environment, repository, branch, revision) DO UPDATE
 SET ({_JUDGED}) = ROW({_judged("excluded")})
 WHERE NOT {_settled("dora_rollup")}

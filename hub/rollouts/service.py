@@ -176,9 +176,9 @@ async def keep_rollouts(session: AsyncSession, *, stall_after: timedelta, source
     await hold(session, STALL_ANNOUNCED, stalled)
     open_ids = await repository.unconverged(session, [int(key) for key in stalls])
     await release(session, STALL_ANNOUNCED, [key for key in stalls if int(key) not in open_ids])
-    # A rollout the DORA job found again (a row made anew, as when a force-push takes the
-    # commit its clusters run off the branch until they move on) is not announced again: each
-    # kind of event goes out once a rollout, as the outbox keeps them (event_retention).
+    # A rollout the DORA job found again (a row made anew, as after the rollup was emptied
+    # by hand) is not announced again: each kind of event goes out once a rollout, as the
+    # outbox keeps them (event_retention).
     said = await published_kinds(session, [event.subject for event in events], ROLLOUT_EVENTS)
     events = [event for event in events if (event.type, event.subject) not in said]
     await publish(session, events, source=source)

@@ -17,6 +17,7 @@ from tests.hub.dora_history import (
     PLATFORM_CLUSTERS,
     WORKLOAD_CLUSTERS,
     Timeline,
+    commit_at,
     commit_platform,
     commit_releases,
     play_platform,
@@ -188,3 +189,51 @@ async def test_a_rollout_in_progress_at_one_refresh_is_judged_again_by_the_next(
     assert c1_now == c1
     assert (c2_now["completed_at"], c2_now["restored_at"]) == (iso(at(100)), iso(at(100)))
     assert c3["completed_at"] == iso(at(130))
+
+
+async def verdicts(sessions: async_sessionmaker[AsyncSession]) -> dict[str, tuple[Any, ...]]:
+    """The rollup's platform rollouts by commit: expected and reached clusters, completion,
+    failure (when, on how many clusters) and restoration."""
+    async with sessions() as session:
+        found = await session.execute(
+            text(
+                "SELECT revision, expected_clusters, reached_clusters, completed_at, failed_at, "
+                "failed_clusters, restored_at FROM dora_rollup WHERE workload = ''"
+            )
+        )
+    return {revision: tuple(row) for revision, *row in found}
+
+
+async def test_a_force_push_does_not_rewrite_the_rollouts_that_happened(
+    fleet: Fleet, clock: FakeClock, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    """At B+185 c3 is rewritten away as c3' on c2; drone-01 runs c3' at B+188, the others at
+    B+200. Until they do they run c3, off the branch, and only drone-01 takes part: c3' is
+    judged so (complete as soon as drone-01 runs it), but judged so again, c2 would expect
+    drone-01 alone and have no failure, and c3 would not be found."""
+    timeline = (await play(fleet, Timeline(clock, clock.now), None)).timeline
+    await refresh_dora(sessions, timeline.at(180))
+    before = await verdicts(sessions)
+    c2, c3 = fleet.platform.head("dev~1"), fleet.platform.head("dev")
+    fleet.platform.reset(c2)
+    rewritten = commit_at(
+        fleet.platform, "dev", "Promote dev: c3'", {"drone/README.md": "c3'\n"}, timeline.at(185)
+    )
+    await fleet.harvest()
+    timeline.go(188)
+    fleet.clusters["drone-01"].run_platform(rewritten)
+    await fleet.report("drone-01")
+    await refresh_dora(sessions, timeline.at(190))
+    during = await verdicts(sessions)
+    timeline.go(200)
+    for cluster in fleet.clusters.values():
+        cluster.run_platform(rewritten)
+    await fleet.report()
+    await refresh_dora(sessions, timeline.at(230))
+    after = await verdicts(sessions)
+
+    at = timeline.at
+    assert before[c2] == (3, 3, at(100), at(70), 1, at(100))
+    assert before[c3] == (4, 4, at(130), None, 0, None)
+    assert during == before | {rewritten: (1, 1, at(188), None, 0, None)}
+    assert after == before | {rewritten: (4, 4, at(200), None, 0, None)}

@@ -359,8 +359,8 @@ async def test_a_rollout_the_dora_job_finds_again_is_not_announced_again(
     kept = await kept_as_of(played, sessions, 180)
     async with sessions() as session:
         before = await published(session, "fleetmark.rollout.")
-    # As a force-push does while the clusters run the commit it took off the branch: the DORA
-    # job finds no rollout of the environment, then each again, as rows made anew.
+    # As after the rollup was emptied by hand: the DORA job finds each rollout again, as rows
+    # made anew.
     async with write_session(sessions) as session:
         await session.execute(text("DELETE FROM dora_rollup"))
         await session.execute(text("DELETE FROM dora_refresh"))
