@@ -1736,6 +1736,8 @@ class Run:
         # head: the gate is asked about it too, and counts the clusters still on the rewritten
         # commit as having it.
         self.below_rewrite: dict[str, str] = {}
+        # Each head a force-push rewrote away: when the push began (time.time()).
+        self.rewritten_at: dict[str, float] = {}
         # Each commit rolled out to all of an environment's clusters: whether it fails on
         # some, and when the last of them finished applying it (time.time()).
         self.rolled_out: dict[tuple[str, str], tuple[bool, float]] = {}
@@ -2140,7 +2142,9 @@ class Run:
         new head. Until they do, the gate judges them not_applied for the new head, saying the
         commit they run was rewritten away; asked about the commit below (which both heads
         descend from), it counts them as having it (checked with every sample from then on)."""
+        pushed = time.time()
         old, new = await asyncio.to_thread(self.repo.force_push, environment, release)
+        self.rewritten_at[old] = pushed
         await self.harvest_seen(environment, new)
         parent = self.repo.parents[new]
         assert parent is not None
@@ -2757,12 +2761,14 @@ class Run:
         them the hub acknowledged long enough before `end` to have judged them (two DORA
         refreshes and a rollouts round): their environment, commit, whether they fail on some
         clusters and when the last such report was acknowledged. A commit a force-push
-        rewrote away is left out: its rollout left the branch with it."""
+        rewrote away, if acknowledged two refreshes before the push: its rollout stays as
+        the DORA job judged it then."""
         settled = end - 2 * self.dora_every - ROLLOUTS_INTERVAL.total_seconds()
         found = []
         for (environment, sha), (fails, _) in sorted(self.rolled_out.items()):
             held = self.record.held_everywhere(environment, sha, attempted=fails)
-            if held is not None and held <= settled and sha not in self.repo.rewritten:
+            judged = min(settled, self.rewritten_at.get(sha, end) - 2 * self.dora_every)
+            if held is not None and held <= judged:
                 found.append((environment, sha, fails, held))
         return found
 
