@@ -107,6 +107,8 @@ class ObjectState(Base):
                 "removed_at",
             ],
         ),
+        # The objects that apply a branch's commits, as dora_member finds them (migration 0054).
+        Index("ix_object_state_applied_sha", "applied_sha"),
         # Migration 0026 adds ix_object_state_name_c, (name COLLATE "C", id), for deployment
         # history by object name: a collation of its own, which models cannot state.
     )

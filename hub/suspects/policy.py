@@ -98,8 +98,8 @@ class ScopeFacts:
     environment: str
     # None: the platform branch.
     workload: str | None
-    # Every cluster of the scope.
-    clusters: frozenset[str]
+    # How many clusters the scope has (those named below among them).
+    clusters: int
     # Each cluster's regressions, in time order.
     regressions: Mapping[str, Sequence[Regression]]
     # Per revision applied in the period: when each cluster that did first applied (or
@@ -187,15 +187,16 @@ def count(facts: ScopeFacts, revision: str, window: timedelta) -> Counted:
         if found is not None:
             regressed.append(Regressed(cluster, applied_at, found.at, found.reason))
     first, last = min(exposed.values()), max(exposed.values())
-    control = facts.clusters - exposed.keys()
     control_regressed = sum(
         1
-        for cluster in control
-        if _first(facts.regressions.get(cluster, ()), first, last + window) is not None
+        for cluster, regressions in facts.regressions.items()
+        if cluster not in exposed and _first(regressions, first, last + window) is not None
     )
     return Counted(
         target=Target(facts.environment, facts.workload, revision),
-        counts=Counts(len(exposed), len(regressed), len(control), control_regressed),
+        counts=Counts(
+            len(exposed), len(regressed), facts.clusters - len(exposed), control_regressed
+        ),
         regressed=tuple(regressed),
         first_applied_at=first,
         last_applied_at=last,

@@ -14,24 +14,28 @@ from hub.models import Rollout, RolloutHalt
 # Held while the halts are judged and written ("halts" in ASCII): one replica at a time.
 HALTS_LOCK = 0x68616C7473
 
-# The members of a scope as the DORA figures take them (migration 0008_dora): the platform
-# branch's objects when workload is NULL, else the objects of the workload's assignments.
-_MEMBERS = text("""
-SELECT m.object_id, m.branch_id, m.path, m.cluster_id, c.name AS cluster
-FROM dora_member(CAST(:environments AS text[]), CAST(:workload AS text)) m
-JOIN cluster c ON c.id = m.cluster_id
-""")
-
-# Each member's transitions from `since` to `until` and, for the members that have one, the one
-# before `since` that tells what it ran and whether it was Ready then; each with the one before
-# it. A member without a transition in the period applied nothing and regressed not: it is not
-# looked up further.
+# What each scope of an environment (the platform branch when workload is NULL, else the
+# workload) applied and when its members turned not Ready, read at once for all its scopes. The
+# members are as the DORA figures take them (migration 0008_dora): the platform branch's
+# objects, or the objects of the workload's assignments. Their transitions come from the
+# fleet's in the period (a time range: a few rows per cluster and hour) rather than from an
+# index look-up per member (tens of thousands in a large environment). Each member with one
+# gets the one before `since` too, which tells what it ran and whether it was Ready then; each
+# transition gets the one before it. Only what can apply a change or regress comes back (the
+# rest tells the caller nothing), and nothing that a cluster's first report (its objects' first
+# one) brought: that says what the cluster ran, not that it changed. Each row carries how many
+# clusters its scope has.
 _TRANSITIONS = text("""
-WITH recent AS MATERIALIZED (
+WITH member AS MATERIALIZED (
+    SELECT w.scope, w.workload, m.object_id, m.branch_id, m.path, m.cluster_id
+    FROM unnest(CAST(:workloads AS text[])) WITH ORDINALITY AS w(workload, scope)
+    CROSS JOIN LATERAL dora_member(CAST(:environments AS text[]), w.workload) m
+),
+recent AS MATERIALIZED (
     SELECT t.object_id, t.observed_at, t.received_at, t.applied_sha, t.attempted_sha, t.ready,
            t.removed, t.reason
     FROM status_transition t
-    WHERE t.object_id = ANY(CAST(:object_ids AS bigint[]))
+    WHERE t.object_id IN (SELECT m.object_id FROM member m)
       AND t.observed_at >= :since AND t.observed_at < :until
 ),
 seen AS (
@@ -47,32 +51,39 @@ seen AS (
         ORDER BY t.observed_at DESC, t.received_at DESC
         LIMIT 1
     ) p
+),
+changed AS (
+    SELECT * FROM (
+        SELECT s.object_id, s.observed_at, s.received_at, s.applied_sha, s.attempted_sha,
+               s.ready, s.removed, s.reason,
+               lag(s.applied_sha) OVER by_time AS previous_sha,
+               lag(s.ready) OVER by_time AS previous_ready,
+               lag(s.removed) OVER by_time AS previous_removed,
+               lag(s.observed_at) OVER by_time AS previous_at
+        FROM seen s
+        WINDOW by_time AS (PARTITION BY s.object_id ORDER BY s.observed_at, s.received_at)
+    ) AS t
+    WHERE t.observed_at >= :since
+      AND (t.previous_at IS NULL
+           OR t.applied_sha IS DISTINCT FROM t.previous_sha
+           OR t.attempted_sha IS DISTINCT FROM t.previous_sha
+           OR t.ready IS FALSE AND NOT t.removed
+              AND (t.previous_ready IS NOT FALSE OR t.previous_removed))
+),
+scope AS (
+    SELECT m.scope, count(DISTINCT m.cluster_id) AS clusters FROM member m GROUP BY m.scope
 )
-SELECT * FROM (
-    SELECT s.object_id, s.observed_at, s.received_at, s.applied_sha, s.attempted_sha, s.ready,
-           s.removed, s.reason,
-           lag(s.applied_sha) OVER by_time AS previous_sha,
-           lag(s.ready) OVER by_time AS previous_ready,
-           lag(s.removed) OVER by_time AS previous_removed,
-           lag(s.observed_at) OVER by_time AS previous_at
-    FROM seen s
-    WINDOW by_time AS (PARTITION BY s.object_id ORDER BY s.observed_at, s.received_at)
-) AS t
--- Only what can apply a change or regress (the rest tells the caller nothing).
-WHERE t.observed_at >= :since
-  AND (t.previous_at IS NULL
-       OR t.applied_sha IS DISTINCT FROM t.previous_sha
-       OR t.attempted_sha IS DISTINCT FROM t.previous_sha
-       OR t.ready IS FALSE AND NOT t.removed
-          AND (t.previous_ready IS NOT FALSE OR t.previous_removed))
-ORDER BY t.observed_at, t.received_at
-""")
-
-# When each cluster first reported: its objects' first report.
-_FIRST_REPORTED = text("""
-SELECT o.cluster_id, min(o.first_seen_at) AS first_seen_at
-FROM object_state o WHERE o.cluster_id = ANY(CAST(:cluster_ids AS integer[]))
-GROUP BY o.cluster_id
+SELECT m.workload, s.clusters AS scope_clusters, m.branch_id, m.path, c.name AS cluster,
+       x.observed_at, x.applied_sha, x.attempted_sha, x.ready, x.removed, x.reason,
+       x.previous_sha, x.previous_ready, x.previous_removed
+FROM changed x
+JOIN member m ON m.object_id = x.object_id
+JOIN scope s ON s.scope = m.scope
+JOIN cluster c ON c.id = m.cluster_id
+WHERE x.previous_at IS NOT NULL
+   OR (x.observed_at <= (SELECT min(o.first_seen_at) FROM object_state o
+                         WHERE o.cluster_id = m.cluster_id)) IS NOT TRUE
+ORDER BY x.observed_at, x.received_at, x.object_id, m.scope
 """)
 
 # The workload version each (app branch, folder, commit) carries: the harvested manifests'
@@ -98,61 +109,49 @@ GROUP BY c.sha
 """)
 
 
-class Member(NamedTuple):
-    """A row of _MEMBERS, in its order."""
-
-    object_id: int
-    branch_id: int
-    # None: the platform branch (any folder).
-    path: str | None
-    cluster_id: int
-    cluster: str
-
-
-async def members(session: AsyncSession, environment: str, workload: str | None) -> list[Member]:
-    """The live objects of the scope (the platform branch, or the workload) in the environment,
-    with their clusters."""
-    rows = await session.execute(_MEMBERS, {"environments": [environment], "workload": workload})
-    return [Member._make(row) for row in rows]
-
-
 class Transition(NamedTuple):
     """A row of _TRANSITIONS, in its order."""
 
-    object_id: int
+    # The scope: None for the platform branch, else the workload.
+    workload: str | None
+    # How many clusters the scope has.
+    scope_clusters: int
+    branch_id: int
+    # None: the platform branch (any folder).
+    path: str | None
+    cluster: str
     observed_at: datetime
-    received_at: datetime
     applied_sha: str | None
     attempted_sha: str | None
     ready: bool | None
     removed: bool
     reason: str | None
+    # The one before it (None: its first).
     previous_sha: str | None
     previous_ready: bool | None
     previous_removed: bool | None
-    previous_at: datetime | None
 
 
 async def transitions(
-    session: AsyncSession, object_ids: Sequence[int], since: datetime, until: datetime
+    session: AsyncSession,
+    environment: str,
+    workloads: Sequence[str | None],
+    since: datetime,
+    until: datetime,
 ) -> list[Transition]:
-    """The objects' transitions in [since, until) that may apply a change or regress, in time
-    order, each with the applied sha, readiness and time of the one before it (None: its
-    first)."""
-    if not object_ids:
-        return []
+    """The transitions in [since, until) of the members of these scopes of the environment that
+    may apply a change or regress, in time order, each with its scope and member and the
+    applied sha and readiness of the one before it."""
     result = await session.execute(
-        _TRANSITIONS, {"object_ids": list(object_ids), "since": since, "until": until}
+        _TRANSITIONS,
+        {
+            "environments": [environment],
+            "workloads": list(workloads),
+            "since": since,
+            "until": until,
+        },
     )
     return [Transition._make(row) for row in result]
-
-
-async def first_reported(session: AsyncSession, cluster_ids: Sequence[int]) -> dict[int, datetime]:
-    """When each of these clusters first reported (the first observation of its objects)."""
-    if not cluster_ids:
-        return {}
-    rows = await session.execute(_FIRST_REPORTED, {"cluster_ids": list(cluster_ids)})
-    return {row.cluster_id: row.first_seen_at for row in rows}
 
 
 async def versions(

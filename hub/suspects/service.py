@@ -2,10 +2,11 @@
 turned not Ready, gathered from the store and judged by the pure policy (hub/suspects/policy.py);
 the halts that the halts job keeps from those judgements; what to roll back to.
 
-Data flow: environment -> its scopes (the platform branch, each assigned workload) -> each
-scope's members and their transitions (hub/suspects/repository.py) -> who applied what, when,
-and who regressed -> counted and judged -> the wire answer. The halts job runs the same for the
-environments in FLEETMARK_HALT_ON_REGRESSION and keeps the suspects as halts, with their events.
+Data flow: environment -> its scopes (the platform branch, each assigned workload) -> their
+members' transitions, read at once (hub/suspects/repository.py) -> per scope, who applied what,
+when, and who regressed -> counted and judged -> the wire answer. The halts job runs the same
+for the environments in FLEETMARK_HALT_ON_REGRESSION and keeps the suspects as halts, with their
+events.
 """
 
 from collections import defaultdict
@@ -74,66 +75,59 @@ def _kind(workload: str | None) -> str:
 async def _facts(
     session: AsyncSession,
     environment: str,
-    workload: str | None,
+    workloads: Sequence[str | None],
     since: datetime,
     until: datetime,
     window: timedelta,
-) -> ScopeFacts:
-    """Who of the scope applied what in [since, until), and when each turned not Ready until
+) -> list[ScopeFacts]:
+    """Per scope, who applied what in [since, until), and when each turned not Ready until
     `until` + W: a report Ready false after one that was not (or none). A cluster's first
     report says what it ran and whether it was Ready when it came, not that it changed: the
     objects it brings neither apply nor regress by it (one that comes later, as a new
-    assignment does, does)."""
-    members = {
-        item.object_id: item for item in await repository.members(session, environment, workload)
+    assignment does, does). A scope without such a report has nothing to judge."""
+    rows = await repository.transitions(session, environment, workloads, since, until + window)
+    commits = {
+        (row.branch_id, row.path or "", sha)
+        for row in rows
+        if row.workload is not None
+        for sha in (row.applied_sha, row.attempted_sha, row.previous_sha)
+        if sha is not None
     }
-    rows = await repository.transitions(session, list(members), since, until + window)
-    first_reported = await repository.first_reported(
-        session,
-        sorted({members[row.object_id].cluster_id for row in rows if row.previous_at is None}),
-    )
-    carried: dict[tuple[int, str, str], str] = {}
-    if workload is not None:
-        commits = {
-            (members[row.object_id].branch_id, members[row.object_id].path or "", sha)
-            for row in rows
-            for sha in (row.applied_sha, row.attempted_sha, row.previous_sha)
-            if sha is not None
-        }
-        carried = await repository.versions(session, sorted(commits))
+    carried = await repository.versions(session, sorted(commits))
 
-    def revision(object_id: int, sha: str | None) -> str | None:
-        if sha is None or workload is None:
+    def revision(row: repository.Transition, sha: str | None) -> str | None:
+        if sha is None or row.workload is None:
             return sha
-        member = members[object_id]
-        return carried.get((member.branch_id, member.path or "", sha))
+        return carried.get((row.branch_id, row.path or "", sha))
 
-    applied: dict[str, dict[str, datetime]] = defaultdict(dict)
-    regressions: dict[str, list[Regression]] = defaultdict(list)
+    clusters: dict[str | None, int] = {}
+    applied: dict[str | None, dict[str, dict[str, datetime]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
+    regressions: dict[str | None, dict[str, list[Regression]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     for row in rows:
-        member = members[row.object_id]
-        came = first_reported.get(member.cluster_id)
-        if row.previous_at is None and came is not None and row.observed_at <= came:
-            continue
-        cluster = member.cluster
-        before = revision(row.object_id, row.previous_sha)
+        clusters[row.workload] = row.scope_clusters
+        before = revision(row, row.previous_sha)
         if row.observed_at < until:
-            for changed in (
-                revision(row.object_id, row.applied_sha),
-                revision(row.object_id, row.attempted_sha),
-            ):
+            for changed in (revision(row, row.applied_sha), revision(row, row.attempted_sha)):
                 if changed is not None and changed != before:
-                    applied[changed].setdefault(cluster, row.observed_at)
+                    applied[row.workload][changed].setdefault(row.cluster, row.observed_at)
         was_ready = row.previous_ready is not False or row.previous_removed
         if row.ready is False and not row.removed and was_ready:
-            regressions[cluster].append(Regression(row.observed_at, row.reason))
-    return ScopeFacts(
-        environment=environment,
-        workload=workload,
-        clusters=frozenset(item.cluster for item in members.values()),
-        regressions=regressions,
-        applied=applied,
-    )
+            regressions[row.workload][row.cluster].append(Regression(row.observed_at, row.reason))
+    return [
+        ScopeFacts(
+            environment=environment,
+            workload=workload,
+            clusters=clusters[workload],
+            regressions=regressions[workload],
+            applied=applied[workload],
+        )
+        for workload in workloads
+        if workload in clusters
+    ]
 
 
 def _wire(judged: Judged) -> Suspect:
@@ -185,10 +179,11 @@ async def _judge(
     window: timedelta,
     min_regressions: int,
 ) -> Judgement:
-    counted = []
-    for workload in workloads:
-        facts = await _facts(session, environment, workload, since, until, window)
-        counted += [count(facts, revision, window) for revision in sorted(facts.applied)]
+    counted = [
+        count(facts, revision, window)
+        for facts in await _facts(session, environment, workloads, since, until, window)
+        for revision in sorted(facts.applied)
+    ]
     try:
         verdict, judged = judge(counted, min_regressions=min_regressions, window=window)
     except ValueError as exc:

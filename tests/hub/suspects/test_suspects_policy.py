@@ -103,7 +103,7 @@ def test_counting_exposed_and_control_clusters_within_the_window() -> None:
     facts = ScopeFacts(
         environment="prod",
         workload=None,
-        clusters=frozenset({"a", "b", "c", "d", "e"}),
+        clusters=5,
         regressions={
             # Within W of applying: counts.
             "a": [Regression(T0 + timedelta(minutes=14), "HealthCheckFailed")],
