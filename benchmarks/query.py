@@ -453,6 +453,9 @@ def add_assignments(
             config=json.dumps(config),
             config_hash=hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest(),
             reconciler_kind="Application" if spec.reconciler == "argocd" else "Kustomization",
+            # The Namespace's `workload` label, as Kalypso's namespace template sets it: what
+            # names the assignment's workload in the gate, the DORA figures and the suspects.
+            workload=w,
             app_repository_id=app_repos[w],
             app_branch=env,
             app_path=target,
