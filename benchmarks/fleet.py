@@ -2702,7 +2702,7 @@ class Run:
         the bad commit, the halt ended by the fix (by a later commit of the run, if the fault
         did not get as far as the fix); without it, none of them."""
         checked = self.event_figures.checked
-        found: Counter[tuple[str, str]] = Counter()
+        found: Counter[tuple[str, str | None]] = Counter()
         for event in events:
             if event.type == SUSPECT_EVENT:
                 found[(event.type, event.body["data"]["suspect"]["revision"])] += 1
@@ -2721,13 +2721,19 @@ class Run:
                         f"{data['superseded_by']}, not by the fix or a later commit"
                     )
         expected = Counter({(t, self.bad): 1 for t in (SUSPECT_EVENT, *HALT_EVENTS) if self.bad})
-        for type_, revision in sorted(found.keys() | expected.keys()):
-            if found[(type_, revision)] != expected[(type_, revision)]:
-                self.findings.mismatch(
-                    f"{type_} {revision[:8]}: received {found[(type_, revision)]} times, "
-                    f"expected {expected[(type_, revision)]}"
-                )
+        self.received_as_expected(found, expected)
         checked["suspect and halt events"] += sum(found.values())
+
+    def received_as_expected(
+        self, found: Counter[tuple[str, str | None]], expected: Counter[tuple[str, str | None]]
+    ) -> None:
+        """Each (event type, what it is about) received as often as expected."""
+        for type_, about in sorted(found.keys() | expected.keys(), key=str):
+            if found[(type_, about)] != expected[(type_, about)]:
+                self.findings.mismatch(
+                    f"{type_} {about}: received {found[(type_, about)]} times, "
+                    f"expected {expected[(type_, about)]}"
+                )
 
     def reconcile_schedule(self, events: list[Received]) -> None:
         """template-fails: fleetmark.schedule.failed and .recovered once each, about dev, the
@@ -2748,12 +2754,7 @@ class Run:
         expected = Counter(
             {(t, "dev"): 1 for t in SCHEDULE_EVENTS if "template-fails" in self.args.faults}
         )
-        for type_, environment in sorted(found.keys() | expected.keys(), key=str):
-            if found[(type_, environment)] != expected[(type_, environment)]:
-                self.findings.mismatch(
-                    f"{type_} {environment}: received {found[(type_, environment)]} times, "
-                    f"expected {expected[(type_, environment)]}"
-                )
+        self.received_as_expected(found, expected)
         self.event_figures.checked["schedule events"] += sum(found.values())
 
     def completed_rollouts(self, end: float) -> list[tuple[str, str, bool, float]]:

@@ -266,3 +266,10 @@ async def read_session(
             await session.rollback()
             raise
         await session.commit()
+
+
+async def plan_for_values(session: AsyncSession) -> None:
+    """The rest of the transaction's statements planned for their own values: once psycopg has
+    prepared a statement, the server may run a generic plan, made for any values, which keeps
+    every optional filter and cannot leave TimescaleDB's chunks outside a range unread."""
+    await session.execute(select(func.set_config("plan_cache_mode", "force_custom_plan", True)))

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import RowMapping, TextClause, delete, insert, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.database import plan_for_values
 from hub.models import EnvironmentDiffCell, EnvironmentDiffConfig
 from hub.sorting import Order
 
@@ -189,9 +190,8 @@ async def diff_page(
     """A page of rows in `order`; `repositories` maps each reported URL spelling to its
     repository's normalised URL."""
     spellings = sorted(repositories)
-    # Planned for the filters and environments asked: once the driver has prepared the
-    # statement, a generic plan would keep every optional filter and take twice as long.
-    await session.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+    # Planned for the filters and environments asked: a generic plan took twice as long.
+    await plan_for_values(session)
     result = await session.execute(
         _diff_page(order),
         {

@@ -33,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.database import plan_for_values
 from hub.models import Cluster, ClusterDrift, ClusterType, Environment, ObjectState
 from hub.sorting import Order
 
@@ -385,7 +386,7 @@ async def history_page(
     """
     view = deployment_history
     filters = await _history_filters(session, criteria)
-    await session.execute(select(func.set_config("plan_cache_mode", "force_custom_plan", True)))
+    await plan_for_values(session)
     statement = (
         select(*(view.c[name] for name in HISTORY_COLUMNS))
         .where(and_(True, *filters))
