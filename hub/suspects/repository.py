@@ -15,31 +15,70 @@ from hub.models import Rollout, RolloutHalt
 HALTS_LOCK = 0x68616C7473
 
 # What each scope of an environment (the platform branch when workload is NULL, else the
-# workload) applied and when its members turned not Ready, read at once for all its scopes. The
-# members are as the DORA figures take them (migration 0008_dora): the platform branch's
-# objects, or the objects of the workload's assignments. Their transitions are the fleet's in
-# the period, read by time (a few rows per cluster and hour; on TimescaleDB from the period's
-# chunks), and kept where their object is a member: an index probe per member would cost as
-# many probes as the environment has objects (some 90,000 in prod at 10,000 clusters), whatever
-# changed. Each member with a transition in the period gets the one before `since` too, which
-# tells what it ran and whether it was Ready then; each transition gets the one before it. Only
-# what can apply a change or regress comes back (the rest tells the caller nothing), and nothing
-# that a cluster's first report (its objects' first one) brought: that says what the cluster
-# ran, not that it changed. Each row carries how many clusters its scope has.
+# workload) applied and when its objects turned not Ready, read at once for all its scopes.
+# The transitions are the environment's in the period, read by time (a few rows per cluster
+# and hour; on TimescaleDB from the period's chunks). Their objects are kept where they are
+# members of a scope as the DORA figures take them (migration 0008_dora): live objects of live
+# clusters applying a commit of the scope's branch (`dora_source`, migration 0055), in its
+# folder and on a cluster type that carries it for a workload. Only the objects that changed
+# are looked up, never every member: some 90,000 in prod at 10,000 clusters. Each member with
+# a transition in the period gets the one before `since` too, which tells what it ran and
+# whether it was Ready then; each transition gets the one before it. Only what can apply a
+# change or regress comes back (the rest tells the caller nothing), and nothing that a
+# cluster's first report (its objects' first one) brought: that says what the cluster ran, not
+# that it changed. Each row carries how many clusters its scope has: the environment's live
+# clusters that have reported, of the cluster types that carry a workload (counted per cluster
+# type, not per object).
 _TRANSITIONS = text("""
-WITH member AS MATERIALIZED (
-    SELECT w.scope, w.workload, m.object_id, m.branch_id, m.path, m.cluster_id
+WITH source AS MATERIALIZED (
+    SELECT w.scope, w.workload, s.environment_id, s.branch_id, s.path, s.cluster_types
     FROM unnest(CAST(:workloads AS text[])) WITH ORDINALITY AS w(workload, scope)
-    CROSS JOIN LATERAL dora_member(CAST(:environments AS text[]), w.workload) m
+    CROSS JOIN LATERAL dora_source(CAST(:environments AS text[]), w.workload) s
 ),
-period AS MATERIALIZED (
-    SELECT t.object_id, t.observed_at, t.received_at, t.applied_sha, t.attempted_sha, t.ready,
-           t.removed, t.reason
+live AS MATERIALIZED (
+    SELECT c.id, c.environment_id, t.name AS cluster_type
+    FROM cluster c
+    LEFT JOIN cluster_type t ON t.id = c.cluster_type_id
+    WHERE c.environment_id IN (SELECT s.environment_id FROM source s)
+      AND c.decommissioned_at IS NULL AND c.first_seen_at IS NOT NULL
+),
+placed AS (
+    SELECT s.scope, CAST(sum(n.clusters) AS integer) AS clusters
+    FROM source s
+    JOIN (SELECT l.environment_id, l.cluster_type, count(*) AS clusters
+          FROM live l GROUP BY l.environment_id, l.cluster_type) n
+      ON n.environment_id = s.environment_id
+     AND (s.path IS NULL OR n.cluster_type = ANY(s.cluster_types))
+    GROUP BY s.scope
+),
+chain AS MATERIALIZED (
+    SELECT s.scope, s.workload, s.environment_id, s.branch_id, s.path, s.cluster_types, c.sha
+    FROM source s
+    JOIN branch_commit bc ON bc.branch_id = s.branch_id AND bc.mainline
+    JOIN git_commit c ON c.id = bc.commit_id
+),
+fleet_period AS MATERIALIZED (
+    SELECT t.object_id, t.cluster_id, t.observed_at, t.received_at, t.applied_sha,
+           t.attempted_sha, t.ready, t.removed, t.reason
     FROM status_transition t
     WHERE t.observed_at >= :since AND t.observed_at < :until
 ),
+period AS MATERIALIZED (
+    SELECT p.* FROM fleet_period p WHERE p.cluster_id IN (SELECT l.id FROM live l)
+),
+member AS MATERIALIZED (
+    SELECT ch.scope, ch.workload, ch.branch_id, ch.path, o.id AS object_id, o.cluster_id
+    FROM (SELECT DISTINCT p.object_id, p.cluster_id FROM period p) p
+    JOIN live l ON l.id = p.cluster_id
+    JOIN object_state o ON o.id = p.object_id AND o.removed_at IS NULL
+    JOIN chain ch ON ch.sha = o.applied_sha AND ch.environment_id = l.environment_id
+    WHERE ch.path IS NULL
+       OR l.cluster_type = ANY(ch.cluster_types) AND ch.path = folder_path(o.source_path)
+),
 recent AS MATERIALIZED (
-    SELECT p.* FROM period p WHERE p.object_id IN (SELECT m.object_id FROM member m)
+    SELECT p.object_id, p.observed_at, p.received_at, p.applied_sha, p.attempted_sha, p.ready,
+           p.removed, p.reason
+    FROM period p WHERE p.object_id IN (SELECT m.object_id FROM member m)
 ),
 seen AS (
     SELECT * FROM recent
@@ -72,16 +111,13 @@ changed AS (
            OR t.attempted_sha IS DISTINCT FROM t.previous_sha
            OR t.ready IS FALSE AND NOT t.removed
               AND (t.previous_ready IS NOT FALSE OR t.previous_removed))
-),
-scope AS (
-    SELECT m.scope, count(DISTINCT m.cluster_id) AS clusters FROM member m GROUP BY m.scope
 )
 SELECT m.workload, s.clusters AS scope_clusters, m.branch_id, m.path, c.name AS cluster,
        x.observed_at, x.applied_sha, x.attempted_sha, x.ready, x.removed, x.reason,
        x.previous_sha, x.previous_ready, x.previous_removed
 FROM changed x
 JOIN member m ON m.object_id = x.object_id
-JOIN scope s ON s.scope = m.scope
+JOIN placed s ON s.scope = m.scope
 JOIN cluster c ON c.id = m.cluster_id
 WHERE x.previous_at IS NOT NULL
    OR (x.observed_at <= (SELECT min(o.first_seen_at) FROM object_state o
@@ -117,7 +153,8 @@ class Transition(NamedTuple):
 
     # The scope: None for the platform branch, else the workload.
     workload: str | None
-    # How many clusters the scope has.
+    # How many clusters the scope has: its live clusters that have reported (those of the
+    # cluster types that carry a workload).
     scope_clusters: int
     branch_id: int
     # None: the platform branch (any folder).

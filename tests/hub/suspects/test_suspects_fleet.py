@@ -348,6 +348,9 @@ async def test_a_workload_version_is_judged_by_the_version_its_commits_carry(
         cluster = await fleet.add(f"drone-{n:03}", "drone")
         cluster.run_platform(fleet.platform_heads["dev"])
         cluster.run_app("functional-test", old)
+    # The workload is placed on this one too, which has yet to run it: a control cluster.
+    placed = await fleet.add("drone-006", "drone")
+    placed.run_platform(fleet.platform_heads["dev"])
     await fleet.report()
     new = fleet.release("1.1.0")
     await fleet.harvest()
@@ -377,7 +380,7 @@ async def test_a_workload_version_is_judged_by_the_version_its_commits_carry(
     assert item.counts.model_dump() == {
         "exposed": 3,
         "exposed_regressed": 2,
-        "control": 3,
+        "control": 4,
         "control_regressed": 0,
     }
     assert [c.cluster for c in item.clusters] == exposed[:2]
