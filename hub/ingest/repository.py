@@ -19,7 +19,7 @@ from psycopg import AsyncRawCursor
 from psycopg.types.json import Jsonb
 from psycopg_pool import PoolTimeout
 
-from hub.clusters.repository import CLUSTER_IDENTITY_SQL, ClusterIdentity
+from hub.clusters.repository import ClusterIdentity, cluster_identity_sql
 from hub.database import Statements
 from hub.ingest.schemas import MAX_SNAPSHOT_PARTS
 from hub.models.observed import HEARTBEAT_BUCKET, REPLAY_WINDOW, SNAPSHOT_PARTS_KEPT
@@ -217,7 +217,7 @@ WITH report AS (
 me AS (
     SELECT r.ord, c.id, c.name, c.environment, c.cluster_type
     FROM report r
-    CROSS JOIN LATERAL ({CLUSTER_IDENTITY_SQL.replace("$1", "r.token_hash")} OFFSET 0) AS c
+    CROSS JOIN LATERAL ({cluster_identity_sql("r.token_hash")} OFFSET 0) AS c
 ),
 target AS (
     SELECT r.*, me.id, me.environment, me.cluster_type
