@@ -1,23 +1,14 @@
 """SQL of the ingest path: reports that arrive together are applied by one set-based statement.
 
-Each request hands its report to the batcher of its Statements source and waits; what has
-queued up meanwhile goes out as one batch, so per-statement costs are paid once per batch.
+hub/ingest/batcher.py sends the reports that queue up meanwhile in one statement.
 """
 
-import asyncio
-import math
-from collections import deque
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
-from weakref import WeakKeyDictionary
 
 import orjson
-import psycopg
 from psycopg import AsyncRawCursor
 from psycopg.types.json import Jsonb
-from psycopg_pool import PoolTimeout
 
 from hub.clusters.repository import ClusterIdentity, cluster_identity_sql
 from hub.database import Statements
@@ -410,251 +401,40 @@ APPLY_REPORTS = _apply_reports(parts=False)
 APPLY_SNAPSHOT_PARTS = _apply_reports(parts=True)
 
 
-# Statements one process keeps running on one source at a time; reports arriving meanwhile
-# wait and go out together. Two keeps the store busy while the hub reads the previous
-# results, without handing it more concurrent work than its cores take.
-CONCURRENT_BATCHES = 2
-# Seconds from the start of one statement of a source to the next while reports keep coming
-# (unless a full batch is waiting). A statement costs about as much CPU as two reports in it,
-# so at a few hundred reports a second batches of one would spend most of the ingest CPU on
-# statements. This pause, small next to what an agent waits anyway, lets a batch collect.
-BATCH_PACE = 0.01
-# A batch's bounds: its reports are answered together, so one batch must not grow so large
-# that the first of them waits long for the last.
-MAX_BATCH_REPORTS = 64
-MAX_BATCH_BYTES = 1024 * 1024
-
-
 @dataclass(frozen=True, slots=True)
 class AppliedReport:
     cluster: ClusterIdentity | None  # None: the token is unknown, revoked or decommissioned
     fresh: bool
-    accepted: int
     changed: int
 
 
-@dataclass(eq=False, slots=True)
-class _Pending:
-    """A report waiting for its batch, and the caller's answer."""
-
-    cluster_name: str
-    statement: bytes  # APPLY_REPORTS, or APPLY_SNAPSHOT_PARTS for a part of a snapshot
-    document: bytes  # the report as the statement takes it: its values in REPORT_TYPES order
-    record_count: int
-    result: asyncio.Future[AppliedReport]
-    taken: bool = False
+def encode(report: tuple[object, ...], part: tuple[str, int, int] | None) -> tuple[bytes, bytes]:
+    """The statement that applies `report` (its values in REPORT_TYPES order), one of a
+    snapshot's parts when `part` is given (PART_TYPES), and the report as an element of its
+    JSON array."""
+    if part is None:
+        return APPLY_REPORTS, orjson.dumps(report)
+    return APPLY_SNAPSHOT_PARTS, orjson.dumps(report + part)
 
 
 def _json_array(documents: list[bytes]) -> bytes:
     return b"[" + b",".join(documents) + b"]"
 
 
-async def _execute(statements: Statements, batch: list[_Pending]) -> list[AppliedReport]:
+async def apply_reports(
+    statements: Statements, statement: bytes, documents: list[bytes]
+) -> list[AppliedReport]:
+    """Apply reports encoded for the same statement in one run of it; their results in order."""
     async with statements.connection() as connection:
         cursor = AsyncRawCursor(connection)
-        await cursor.execute(
-            batch[0].statement,
-            (Jsonb([pending.document for pending in batch], dumps=_json_array),),
-            prepare=True,
-        )
+        await cursor.execute(statement, (Jsonb(documents, dumps=_json_array),), prepare=True)
         rows = await cursor.fetchall()
-    return [_applied(row, pending.record_count) for row, pending in zip(rows, batch, strict=True)]
+    return [_applied(row) for row in rows]
 
 
-def _applied(row: tuple[Any, ...], record_count: int) -> AppliedReport:
+def _applied(row: tuple[Any, ...]) -> AppliedReport:
     cluster_id, name, environment, cluster_type, fresh, changed = row
     cluster = (
         None if cluster_id is None else ClusterIdentity(cluster_id, name, environment, cluster_type)
     )
-    return AppliedReport(
-        cluster=cluster, fresh=fresh, accepted=record_count if fresh else 0, changed=changed
-    )
-
-
-async def _apply_batch(statements: Statements, batch: list[_Pending]) -> None:
-    """Run one batch and answer each of its callers; never raises but for cancellation."""
-    try:
-        results = await _execute(statements, batch)
-    except psycopg.Error as error:
-        if error.sqlstate is None or len(batch) == 1:
-            # Not the store refusing the reports (no connection, a broken one): it would
-            # refuse each of them alone just the same.
-            _fail(batch, error)
-            return
-        # The store refused the batch, maybe for one report in it: apply each on its own, so
-        # that one fails alone.
-        for pending in batch:
-            if not pending.result.done():
-                await _apply_batch(statements, [pending])
-    except Exception as error:
-        _fail(batch, error)
-    except BaseException:
-        for pending in batch:
-            pending.result.cancel()
-        raise
-    else:
-        for pending, result in zip(batch, results, strict=True):
-            if not pending.result.done():  # its caller may have been cancelled meanwhile
-                pending.result.set_result(result)
-
-
-def _fail(batch: list[_Pending], error: Exception) -> None:
-    for pending in batch:
-        if not pending.result.done():
-            pending.result.set_exception(error)
-
-
-class _ReportBatcher:
-    """The reports waiting on one Statements source, and the batches running on it."""
-
-    def __init__(self) -> None:
-        self._queue: deque[_Pending] = deque()
-        self._running = 0  # batches running, counted down by each as it ends (not later)
-        self._started = -math.inf  # loop time the newest statement went out
-        self._pausing = False  # a flush waits for BATCH_PACE to pass (one at a time)
-        self._flushes: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
-
-    async def apply(
-        self, statements: Statements, pending: _Pending, busy_timeout: float
-    ) -> AppliedReport:
-        self._queue.append(pending)
-        if self._running < CONCURRENT_BATCHES:
-            # A task of its own, so that cancelling the caller that started it cannot cut
-            # short a statement that carries other callers' reports.
-            self._running += 1
-            flush = asyncio.create_task(self._flush(statements))
-            self._flushes.add(flush)
-            flush.add_done_callback(self._flushes.discard)
-        # A report no statement has taken after busy_timeout gets the answer a request
-        # gets when every connection stays busy that long: 503, retry later.
-        expiry = asyncio.get_running_loop().call_later(busy_timeout, self._expire, pending)
-        try:
-            # Cancelling the caller cancels its result: a batch not yet built leaves the report
-            # out; one already sent applies it all the same.
-            return await pending.result
-        finally:
-            expiry.cancel()
-
-    def _expire(self, pending: _Pending) -> None:
-        if not pending.taken and not pending.result.done():
-            pending.result.set_exception(
-                PoolTimeout("no database connection was free for the report in time")
-            )
-
-    async def _flush(self, statements: Statements) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            while self._queue:
-                started = self._started
-                pause = started + BATCH_PACE - loop.time()
-                if pause > 0 and len(self._queue) < MAX_BATCH_REPORTS:
-                    if self._pausing:
-                        break  # the flush already pausing sends the next batch
-                    self._pausing = True
-                    try:
-                        await asyncio.sleep(pause)
-                    finally:
-                        self._pausing = False
-                    if self._started != started:
-                        continue  # another flush sent a batch meanwhile: pause after it
-                batch = self._take()
-                if not batch:
-                    break
-                self._started = loop.time()
-                await _apply_batch(statements, batch)
-        finally:
-            self._running -= 1
-
-    def _take(self) -> list[_Pending]:
-        """The next batch: queued reports in arrival order, one per cluster, within bounds,
-        all for the same statement (a part of a snapshot ends a batch of other reports).
-
-        A later report of a cluster already in the batch stays queued, ahead of any report
-        that arrives after it, so no report of a cluster goes out before an earlier one.
-        """
-        batch: list[_Pending] = []
-        clusters: set[str] = set()
-        size = 0
-        deferred: list[_Pending] = []
-        while self._queue and len(batch) < MAX_BATCH_REPORTS:
-            pending = self._queue.popleft()
-            if pending.result.done():  # its caller gave up waiting
-                continue
-            if pending.cluster_name in clusters:
-                deferred.append(pending)
-                continue
-            size += len(pending.document)
-            if batch and (size > MAX_BATCH_BYTES or pending.statement is not batch[0].statement):
-                self._queue.appendleft(pending)
-                break
-            pending.taken = True
-            clusters.add(pending.cluster_name)
-            batch.append(pending)
-        self._queue.extendleft(reversed(deferred))
-        return batch
-
-
-# One batcher per Statements source (the app's statement pool), dropped with it.
-_batchers: WeakKeyDictionary[Statements, _ReportBatcher] = WeakKeyDictionary()
-
-
-async def apply_report(
-    statements: Statements,
-    *,
-    token_hash: str,
-    cluster_name: str,
-    boot_id: str,
-    agent_version: str,
-    instance: str,
-    sequence: int,
-    observed_at: datetime,
-    received_at: datetime,
-    not_after: datetime,
-    not_before: datetime,
-    full_snapshot: bool,
-    records: Sequence[Record],
-    claimed_environment: str | None,
-    claimed_cluster_type: str | None,
-    agent_placement: bool,
-    skipped_kinds: Sequence[Mapping[str, str]],
-    snapshot_part: tuple[str, int, int] | None,
-    busy_timeout: float,
-) -> AppliedReport:
-    """Apply one report in the next batch of its Statements source; `snapshot_part` is the
-    snapshot id, part index and part count of a part of a snapshot.
-
-    Raises PoolTimeout when no batch takes the report within `busy_timeout` seconds.
-    """
-    values: tuple[object, ...] = (
-        token_hash,
-        cluster_name,
-        boot_id,
-        agent_version,
-        instance,
-        sequence,
-        observed_at,
-        received_at,
-        not_after,
-        not_before,
-        full_snapshot,
-        claimed_environment,
-        claimed_cluster_type,
-        agent_placement,
-        records,
-        skipped_kinds,
-    )
-    statement = APPLY_REPORTS
-    if snapshot_part is not None:
-        statement = APPLY_SNAPSHOT_PARTS
-        values += snapshot_part
-    pending = _Pending(
-        cluster_name,
-        statement,
-        orjson.dumps(values),
-        len(records),
-        asyncio.get_running_loop().create_future(),
-    )
-    batcher = _batchers.get(statements)
-    if batcher is None:
-        batcher = _batchers[statements] = _ReportBatcher()
-    return await batcher.apply(statements, pending, busy_timeout)
+    return AppliedReport(cluster=cluster, fresh=fresh, changed=changed)

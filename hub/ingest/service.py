@@ -2,7 +2,7 @@
 
 The statement authenticates the token and checks it belongs to the reported cluster before
 it writes anything, so a report costs no round trip of its own: it rides in the next batch
-of reports the repository sends.
+of reports the batcher sends.
 """
 
 from datetime import datetime, timedelta
@@ -15,6 +15,7 @@ from hub.database import Statements
 from hub.errors import ClusterMismatch, NotAuthenticated
 from hub.git.urls import has_credentials, redact_url
 from hub.ingest import repository
+from hub.ingest.batcher import ReportBatcher
 from hub.ingest.schemas import ObjectRecord, Report, ReportReply
 from hub.models.observed import FLUX_SOURCE_KINDS
 from hub.revisions import UNKNOWN_FORM, Revision, parse_revision
@@ -195,7 +196,7 @@ def _placement_warning(
 
 
 async def ingest(
-    statements: Statements,
+    batcher: ReportBatcher,
     token: str | None,
     report: Report,
     *,
@@ -203,13 +204,12 @@ async def ingest(
     max_clock_skew: timedelta,
     max_backdate: timedelta,
     token_secret: str,
-    busy_timeout: float,
     agent_placement: bool,
 ) -> ReportReply:
     """Authenticate, check the token is this cluster's, and apply the report, in one statement.
 
     With `agent_placement` (FLEETMARK_AGENT_PLACEMENT=first-report) a claim may place a cluster
-    left open. A report that waits `busy_timeout` seconds for the store gets PoolTimeout (503).
+    left open. A report that waits too long for the store gets PoolTimeout (503).
     """
     if not token:
         raise NotAuthenticated(_NO_CREDENTIALS)
@@ -218,26 +218,26 @@ async def ingest(
     observed_at = min(report.observed_at, received_at)
     part = report.snapshot_part
     environment, cluster_type, claim_warnings = _valid_claims(report)
-    applied = await repository.apply_report(
-        statements,
-        token_hash=hash_token(token_secret, token),
-        cluster_name=report.cluster.name,
-        boot_id=report.agent.boot_id,
-        agent_version=report.agent.version,
-        instance=report.agent.instance,
-        sequence=report.sequence,
-        observed_at=observed_at,
-        received_at=received_at,
-        not_after=received_at + max_clock_skew,
-        not_before=observed_at - max_backdate,
-        full_snapshot=report.full_snapshot,
-        records=[_row(record) for record in report.objects],
-        claimed_environment=environment,
-        claimed_cluster_type=cluster_type,
-        agent_placement=agent_placement,
-        skipped_kinds=[skipped.model_dump() for skipped in report.skipped_kinds],
-        snapshot_part=None if part is None else (part.id, part.index, part.count),
-        busy_timeout=busy_timeout,
+    values: tuple[object, ...] = (
+        hash_token(token_secret, token),
+        report.cluster.name,
+        report.agent.boot_id,
+        report.agent.version,
+        report.agent.instance,
+        report.sequence,
+        observed_at,
+        received_at,
+        received_at + max_clock_skew,
+        observed_at - max_backdate,
+        report.full_snapshot,
+        environment,
+        cluster_type,
+        agent_placement,
+        [_row(record) for record in report.objects],
+        [skipped.model_dump() for skipped in report.skipped_kinds],
+    )
+    applied = await batcher.apply(
+        report.cluster.name, values, None if part is None else (part.id, part.index, part.count)
     )
     cluster = applied.cluster
     if cluster is None:
@@ -251,7 +251,7 @@ async def ingest(
     if not applied.fresh:
         return ReportReply(accepted=0, changed=0, duplicate=True)
     return ReportReply(
-        accepted=applied.accepted,
+        accepted=len(report.objects),
         changed=applied.changed,
         duplicate=False,
         warnings=[
