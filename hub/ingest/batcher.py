@@ -13,7 +13,7 @@ from psycopg_pool import PoolTimeout
 
 from hub.database import Statements
 from hub.ingest import repository
-from hub.ingest.repository import AppliedReport
+from hub.ingest.repository import AppliedReport, ReportRow, SnapshotPartRow
 
 # Statements one process keeps running on one source at a time; reports arriving meanwhile
 # wait and go out together. Two keeps the store busy while the hub reads the previous
@@ -91,17 +91,14 @@ class ReportBatcher:
         self._pausing = False  # a flush waits for BATCH_PACE to pass (one at a time)
         self._flushes: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
 
-    async def apply(
-        self, cluster_name: str, report: tuple[object, ...], part: tuple[str, int, int] | None
-    ) -> AppliedReport:
-        """Apply one report (repository.encode), with `part` one of a snapshot's parts, in the
-        next batch.
+    async def apply(self, report: ReportRow, part: SnapshotPartRow | None) -> AppliedReport:
+        """Apply one report, with `part` one of a snapshot's parts, in the next batch.
 
         Raises PoolTimeout when no batch takes the report within busy_timeout seconds.
         """
         statement, document = repository.encode(report, part)
         loop = asyncio.get_running_loop()
-        pending = _Pending(cluster_name, statement, document, loop.create_future())
+        pending = _Pending(report.cluster_name, statement, document, loop.create_future())
         self._queue.append(pending)
         if self._running < CONCURRENT_BATCHES:
             # A task of its own, so that cancelling the caller that started it cannot cut

@@ -1,10 +1,16 @@
 """SQL of the ingest path: reports that arrive together are applied by one set-based statement.
 
-hub/ingest/batcher.py sends the reports that queue up meanwhile in one statement.
+A report travels to the statement as a JSON array of its values in ReportRow order (a part of a
+snapshot adds SnapshotPartRow's), its records nested in it as arrays in RecordRow order: no keys
+to send and parse. Those rows are the one ordered definition of each: the statement's column
+lists and casts are made from their fields. hub/ingest/batcher.py sends the reports that queue
+up meanwhile in one statement.
 """
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Annotated, Any, NamedTuple, get_args, get_origin, get_type_hints
 
 import orjson
 from psycopg import AsyncRawCursor
@@ -15,85 +21,102 @@ from hub.database import Statements
 from hub.ingest.schemas import MAX_SNAPSHOT_PARTS
 from hub.models.observed import HEARTBEAT_BUCKET, REPLAY_WINDOW, SNAPSHOT_PARTS_KEPT
 
-STATE_COLUMNS = (
-    "source_url",
-    "source_ref",
-    "source_path",
-    "url_ref",
-    "applied_revision",
-    "applied_sha",
-    "applied_version",
-    "attempted_revision",
-    "attempted_sha",
-    "ready",
-    "reason",
-    "message",
-    "health",
-    "drifted",
-    "suspended",
-)
-# A record travels as a JSON array of its values in this order: no keys to send and parse.
-RECORD_TYPES = {
-    "reconciler": "text",
-    "kind": "text",
-    "namespace": "text",
-    "name": "text",
-    "source_url": "text",
-    "source_ref": "text",
-    "source_path": "text",
-    "url_ref": "text",
-    "applied_revision": "text",
-    "applied_sha": "text",
-    "applied_version": "text",
-    "attempted_revision": "text",
-    "attempted_sha": "text",
-    "ready": "boolean",
-    "reason": "text",
-    "message": "text",
-    "health": "text",
-    "drifted": "boolean",
-    "suspended": "boolean",
-    "last_transition_at": "timestamptz",
-}
+# The PostgreSQL type the statement casts a row's value to as it reads it from the array;
+# jsonb values (a report's records, its skipped kinds) are kept as they are.
+Text = Annotated[str, "text"]
+Boolean = Annotated[bool, "boolean"]
+Integer = Annotated[int, "integer"]
+Bigint = Annotated[int, "bigint"]
+Timestamptz = Annotated[datetime, "timestamptz"]
+
+
+class RecordRow(NamedTuple):
+    """One record of a report as the ingest statement takes it."""
+
+    reconciler: Text
+    kind: Text
+    namespace: Text
+    name: Text
+    source_url: Text | None
+    source_ref: Text | None
+    source_path: Text | None
+    url_ref: Text | None
+    applied_revision: Text | None
+    applied_sha: Text | None
+    applied_version: Text | None
+    attempted_revision: Text | None
+    attempted_sha: Text | None
+    ready: Boolean | None
+    reason: Text | None
+    message: Text | None
+    health: Text | None
+    drifted: Boolean
+    suspended: Boolean
+    last_transition_at: Timestamptz | None
+
+
+class ReportRow(NamedTuple):
+    """One report as the ingest statement takes it: who sent it, when, and its records."""
+
+    token_hash: Text
+    cluster_name: Text
+    boot_id: Text
+    agent_version: Text
+    instance: Text
+    sequence: Bigint
+    observed_at: Timestamptz
+    received_at: Timestamptz
+    not_after: Timestamptz
+    not_before: Timestamptz
+    full_snapshot: Boolean
+    claimed_environment: Text | None
+    claimed_cluster_type: Text | None
+    agent_placement: Boolean
+    records: Annotated[Sequence[RecordRow], "jsonb"]
+    skipped_kinds: Annotated[Sequence[Mapping[str, str]], "jsonb"]
+
+
+class SnapshotPartRow(NamedTuple):
+    """Where a part of a snapshot sent in several reports stands: values that follow the
+    report's, read by APPLY_SNAPSHOT_PARTS only."""
+
+    snapshot_id: Text
+    part_index: Integer
+    part_count: Integer
+
+
+def _sql_type(hint: object) -> str:
+    for annotated in (hint, *get_args(hint)):  # Text, or Text | None
+        if get_origin(annotated) is Annotated:
+            kind: str = annotated.__metadata__[0]
+            return kind
+    raise TypeError(f"{hint} names no PostgreSQL type")
+
+
+def _select(row: type[NamedTuple], start: int = 0) -> str:
+    """The columns of `row`, read from its values in the JSON array r from place `start`."""
+    hints = get_type_hints(row, include_extras=True)
+    casts = []
+    for index, column in enumerate(row._fields, start=start):
+        kind = _sql_type(hints[column])
+        casts.append(
+            f"r -> {index} AS {column}"
+            if kind == "jsonb"
+            else f"(r ->> {index})::{kind} AS {column}"
+        )
+    return ", ".join(casts)
+
+
 _KEY = ("reconciler", "kind", "namespace", "name")
-_RECORD = ", ".join(
-    f"(r ->> {index})::{kind} AS {column}"
-    for index, (column, kind) in enumerate(RECORD_TYPES.items())
+# An object's state: what a record holds but its key and its own time.
+STATE_COLUMNS = tuple(
+    column for column in RecordRow._fields if column not in {*_KEY, "last_transition_at"}
 )
-# One record: its values in RECORD_TYPES order.
-Record = tuple[object, ...]
+_RECORD = _select(RecordRow)
 _STATE = ", ".join(STATE_COLUMNS)
 _KEY_COLUMNS = ", ".join(_KEY)
-# A report travels as a JSON array of its values in this order, its records nested in it.
-REPORT_TYPES = {
-    "token_hash": "text",
-    "cluster_name": "text",
-    "boot_id": "text",
-    "agent_version": "text",
-    "instance": "text",
-    "sequence": "bigint",
-    "observed_at": "timestamptz",
-    "received_at": "timestamptz",
-    "not_after": "timestamptz",
-    "not_before": "timestamptz",
-    "full_snapshot": "boolean",
-    "claimed_environment": "text",
-    "claimed_cluster_type": "text",
-    "agent_placement": "boolean",
-    "records": "jsonb",
-    "skipped_kinds": "jsonb",
-}
-_REPORT = ", ".join(
-    f"r -> {index} AS {column}" if kind == "jsonb" else f"(r ->> {index})::{kind} AS {column}"
-    for index, (column, kind) in enumerate(REPORT_TYPES.items())
-)
-# A part of a snapshot sent in several reports adds these values after REPORT_TYPES'; other
-# reports leave them out, and APPLY_REPORTS never reads them.
-PART_TYPES = {"snapshot_id": "text", "part_index": "integer", "part_count": "integer"}
-_PART = ", ".join(
-    f"(r ->> {index})::{kind} AS {column}"
-    for index, (column, kind) in enumerate(PART_TYPES.items(), start=len(REPORT_TYPES))
-)
+_REPORT = _select(ReportRow)
+_PART = _select(SnapshotPartRow, start=len(ReportRow._fields))
 
 
 def _columns(alias: str) -> str:
@@ -408,13 +431,13 @@ class AppliedReport:
     changed: int
 
 
-def encode(report: tuple[object, ...], part: tuple[str, int, int] | None) -> tuple[bytes, bytes]:
-    """The statement that applies `report` (its values in REPORT_TYPES order), one of a
-    snapshot's parts when `part` is given (PART_TYPES), and the report as an element of its
-    JSON array."""
+def encode(report: ReportRow, part: SnapshotPartRow | None) -> tuple[bytes, bytes]:
+    """The statement that applies `report`, one of a snapshot's parts when `part` is given, and
+    the report as an element of its JSON array."""
+    # orjson takes plain tuples only: tuple() makes one of each row.
     if part is None:
-        return APPLY_REPORTS, orjson.dumps(report)
-    return APPLY_SNAPSHOT_PARTS, orjson.dumps(report + part)
+        return APPLY_REPORTS, orjson.dumps(report, default=tuple)
+    return APPLY_SNAPSHOT_PARTS, orjson.dumps(report + part, default=tuple)
 
 
 def _json_array(documents: list[bytes]) -> bytes:
