@@ -33,6 +33,7 @@ from hub.gate.router import router as gate_router
 from hub.harvest.config import load_repositories_file
 from hub.harvest.router import router as repositories_router
 from hub.health.router import router as health_router
+from hub.ingest.batcher import ReportBatcher
 from hub.ingest.router import REPORT_COMPONENTS
 from hub.ingest.router import router as ingest_router
 from hub.metrics import HubMetrics, MetricsPortMiddleware, RequestMetricsMiddleware
@@ -84,6 +85,9 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         await statements.open(wait=False)
         app.state.sessionmaker = create_sessionmaker(engine)
         app.state.statements = statements
+        app.state.report_batcher = ReportBatcher(
+            statements, busy_timeout=settings.database_pool_timeout
+        )
         app.state.jobs = start_jobs(database_url, settings, clock, TASKS)
         # What start-up built lives as long as the process: out of the collector's way, so
         # that the full collections requests set off now and then do not walk it each time.

@@ -44,6 +44,8 @@ from hub.clusters.schemas import ClusterRegistration
 from hub.database import ReadSession, StatementConnection, Statements, normalise_database_url
 from hub.deps import get_read_session, get_session, get_statements
 from hub.embedded import TIMESCALEDB_SETTINGS, start_embedded_postgres, timescaledb_installed
+from hub.ingest.batcher import ReportBatcher
+from hub.ingest.router import get_report_batcher
 from hub.settings import HubSettings
 from hub.tokens import service as token_service
 from hub.tokens.schemas import Scope, TokenRequest
@@ -343,9 +345,18 @@ def use_test_session(app: FastAPI, session: AsyncSession) -> None:
     async def statements() -> Statements:
         return SessionStatements(session)
 
+    settings: HubSettings = app.state.settings
+
+    async def report_batcher() -> ReportBatcher:
+        # Each request's statements are its own here, and so its batcher.
+        return ReportBatcher(
+            SessionStatements(session), busy_timeout=settings.database_pool_timeout
+        )
+
     app.dependency_overrides[get_session] = write_session
     app.dependency_overrides[get_read_session] = read_session
     app.dependency_overrides[get_statements] = statements
+    app.dependency_overrides[get_report_batcher] = report_batcher
 
 
 MakeClient = Callable[..., Awaitable[httpx.AsyncClient]]

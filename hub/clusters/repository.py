@@ -47,16 +47,20 @@ async def find_by_token_hash(session: AsyncSession, token_hash: str) -> ClusterI
     return None if row is None else ClusterIdentity(**row._mapping)
 
 
-# The identity a cluster token ($1, its hash) stands for, in plain SQL; the ingest statement
-# runs it once for every report of a batch.
-CLUSTER_IDENTITY_SQL = """
+def cluster_identity_sql(token_hash: str) -> str:
+    """The identity a cluster token stands for, in plain SQL, its hash given by the SQL
+    expression `token_hash` (a parameter, or a column where the ingest statement runs it
+    once for every report of a batch)."""
+    return f"""
 SELECT c.id, c.name, e.name AS environment, ct.name AS cluster_type
 FROM cluster c
 LEFT JOIN environment e ON e.id = c.environment_id
 LEFT JOIN cluster_type ct ON ct.id = c.cluster_type_id
-WHERE c.token_hash = $1 AND c.decommissioned_at IS NULL
-"""
-_IDENTIFY = CLUSTER_IDENTITY_SQL.encode()
+WHERE c.token_hash = {token_hash} AND c.decommissioned_at IS NULL
+"""  # noqa: S608 - the caller's expression names a parameter or a column, never input
+
+
+_IDENTIFY = cluster_identity_sql("$1").encode()
 
 
 async def identify_token_hash(statements: Statements, token_hash: str) -> ClusterIdentity | None:

@@ -1,108 +1,122 @@
 """SQL of the ingest path: reports that arrive together are applied by one set-based statement.
 
-Each request hands its report to the batcher of its Statements source and waits; what has
-queued up meanwhile goes out as one batch, so per-statement costs are paid once per batch.
+A report travels to the statement as a JSON array of its values in ReportRow order (a part of a
+snapshot adds SnapshotPartRow's), its records nested in it as arrays in RecordRow order: no keys
+to send and parse. Those rows are the one ordered definition of each: the statement's column
+lists and casts are made from their fields. hub/ingest/batcher.py sends the reports that queue
+up meanwhile in one statement.
 """
 
-import asyncio
-import math
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
-from weakref import WeakKeyDictionary
+from typing import Annotated, Any, NamedTuple, get_args, get_origin, get_type_hints
 
 import orjson
-import psycopg
 from psycopg import AsyncRawCursor
 from psycopg.types.json import Jsonb
-from psycopg_pool import PoolTimeout
 
-from hub.clusters.repository import CLUSTER_IDENTITY_SQL, ClusterIdentity
+from hub.clusters.repository import ClusterIdentity, cluster_identity_sql
 from hub.database import Statements
 from hub.ingest.schemas import MAX_SNAPSHOT_PARTS
 from hub.models.observed import HEARTBEAT_BUCKET, REPLAY_WINDOW, SNAPSHOT_PARTS_KEPT
 
-STATE_COLUMNS = (
-    "source_url",
-    "source_ref",
-    "source_path",
-    "url_ref",
-    "applied_revision",
-    "applied_sha",
-    "applied_version",
-    "attempted_revision",
-    "attempted_sha",
-    "ready",
-    "reason",
-    "message",
-    "health",
-    "drifted",
-    "suspended",
-)
-# A record travels as a JSON array of its values in this order: no keys to send and parse.
-RECORD_TYPES = {
-    "reconciler": "text",
-    "kind": "text",
-    "namespace": "text",
-    "name": "text",
-    "source_url": "text",
-    "source_ref": "text",
-    "source_path": "text",
-    "url_ref": "text",
-    "applied_revision": "text",
-    "applied_sha": "text",
-    "applied_version": "text",
-    "attempted_revision": "text",
-    "attempted_sha": "text",
-    "ready": "boolean",
-    "reason": "text",
-    "message": "text",
-    "health": "text",
-    "drifted": "boolean",
-    "suspended": "boolean",
-    "last_transition_at": "timestamptz",
-}
+# The PostgreSQL type the statement casts a row's value to as it reads it from the array;
+# jsonb values (a report's records, its skipped kinds) are kept as they are.
+Text = Annotated[str, "text"]
+Boolean = Annotated[bool, "boolean"]
+Integer = Annotated[int, "integer"]
+Bigint = Annotated[int, "bigint"]
+Timestamptz = Annotated[datetime, "timestamptz"]
+
+
+class RecordRow(NamedTuple):
+    """One record of a report as the ingest statement takes it."""
+
+    reconciler: Text
+    kind: Text
+    namespace: Text
+    name: Text
+    source_url: Text | None
+    source_ref: Text | None
+    source_path: Text | None
+    url_ref: Text | None
+    applied_revision: Text | None
+    applied_sha: Text | None
+    applied_version: Text | None
+    attempted_revision: Text | None
+    attempted_sha: Text | None
+    ready: Boolean | None
+    reason: Text | None
+    message: Text | None
+    health: Text | None
+    drifted: Boolean
+    suspended: Boolean
+    last_transition_at: Timestamptz | None
+
+
+class ReportRow(NamedTuple):
+    """One report as the ingest statement takes it: who sent it, when, and its records."""
+
+    token_hash: Text
+    cluster_name: Text
+    boot_id: Text
+    agent_version: Text
+    instance: Text
+    sequence: Bigint
+    observed_at: Timestamptz
+    received_at: Timestamptz
+    not_after: Timestamptz
+    not_before: Timestamptz
+    full_snapshot: Boolean
+    claimed_environment: Text | None
+    claimed_cluster_type: Text | None
+    agent_placement: Boolean
+    records: Annotated[Sequence[RecordRow], "jsonb"]
+    skipped_kinds: Annotated[Sequence[Mapping[str, str]], "jsonb"]
+
+
+class SnapshotPartRow(NamedTuple):
+    """Where a part of a snapshot sent in several reports stands: values that follow the
+    report's, read by APPLY_SNAPSHOT_PARTS only."""
+
+    snapshot_id: Text
+    part_index: Integer
+    part_count: Integer
+
+
+def _sql_type(hint: object) -> str:
+    for annotated in (hint, *get_args(hint)):  # Text, or Text | None
+        if get_origin(annotated) is Annotated:
+            kind: str = annotated.__metadata__[0]
+            return kind
+    raise TypeError(f"{hint} names no PostgreSQL type")
+
+
+def _select(row: type[NamedTuple], start: int = 0) -> str:
+    """The columns of `row`, read from its values in the JSON array r from place `start`."""
+    hints = get_type_hints(row, include_extras=True)
+    casts = []
+    for index, column in enumerate(row._fields, start=start):
+        kind = _sql_type(hints[column])
+        casts.append(
+            f"r -> {index} AS {column}"
+            if kind == "jsonb"
+            else f"(r ->> {index})::{kind} AS {column}"
+        )
+    return ", ".join(casts)
+
+
 _KEY = ("reconciler", "kind", "namespace", "name")
-_RECORD = ", ".join(
-    f"(r ->> {index})::{kind} AS {column}"
-    for index, (column, kind) in enumerate(RECORD_TYPES.items())
+# An object's state: what a record holds but its key and its own time.
+STATE_COLUMNS = tuple(
+    column for column in RecordRow._fields if column not in {*_KEY, "last_transition_at"}
 )
-# One record: its values in RECORD_TYPES order.
-Record = tuple[object, ...]
+_RECORD = _select(RecordRow)
 _STATE = ", ".join(STATE_COLUMNS)
 _KEY_COLUMNS = ", ".join(_KEY)
-# A report travels as a JSON array of its values in this order, its records nested in it.
-REPORT_TYPES = {
-    "token_hash": "text",
-    "cluster_name": "text",
-    "boot_id": "text",
-    "agent_version": "text",
-    "instance": "text",
-    "sequence": "bigint",
-    "observed_at": "timestamptz",
-    "received_at": "timestamptz",
-    "not_after": "timestamptz",
-    "not_before": "timestamptz",
-    "full_snapshot": "boolean",
-    "claimed_environment": "text",
-    "claimed_cluster_type": "text",
-    "agent_placement": "boolean",
-    "records": "jsonb",
-    "skipped_kinds": "jsonb",
-}
-_REPORT = ", ".join(
-    f"r -> {index} AS {column}" if kind == "jsonb" else f"(r ->> {index})::{kind} AS {column}"
-    for index, (column, kind) in enumerate(REPORT_TYPES.items())
-)
-# A part of a snapshot sent in several reports adds these values after REPORT_TYPES'; other
-# reports leave them out, and APPLY_REPORTS never reads them.
-PART_TYPES = {"snapshot_id": "text", "part_index": "integer", "part_count": "integer"}
-_PART = ", ".join(
-    f"(r ->> {index})::{kind} AS {column}"
-    for index, (column, kind) in enumerate(PART_TYPES.items(), start=len(REPORT_TYPES))
-)
+_REPORT = _select(ReportRow)
+_PART = _select(SnapshotPartRow, start=len(ReportRow._fields))
 
 
 def _columns(alias: str) -> str:
@@ -217,7 +231,7 @@ WITH report AS (
 me AS (
     SELECT r.ord, c.id, c.name, c.environment, c.cluster_type
     FROM report r
-    CROSS JOIN LATERAL ({CLUSTER_IDENTITY_SQL.replace("$1", "r.token_hash")} OFFSET 0) AS c
+    CROSS JOIN LATERAL ({cluster_identity_sql("r.token_hash")} OFFSET 0) AS c
 ),
 target AS (
     SELECT r.*, me.id, me.environment, me.cluster_type
@@ -410,251 +424,40 @@ APPLY_REPORTS = _apply_reports(parts=False)
 APPLY_SNAPSHOT_PARTS = _apply_reports(parts=True)
 
 
-# Statements one process keeps running on one source at a time; reports arriving meanwhile
-# wait and go out together. Two keeps the store busy while the hub reads the previous
-# results, without handing it more concurrent work than its cores take.
-CONCURRENT_BATCHES = 2
-# Seconds from the start of one statement of a source to the next while reports keep coming
-# (unless a full batch is waiting). A statement costs about as much CPU as two reports in it,
-# so at a few hundred reports a second batches of one would spend most of the ingest CPU on
-# statements. This pause, small next to what an agent waits anyway, lets a batch collect.
-BATCH_PACE = 0.01
-# A batch's bounds: its reports are answered together, so one batch must not grow so large
-# that the first of them waits long for the last.
-MAX_BATCH_REPORTS = 64
-MAX_BATCH_BYTES = 1024 * 1024
-
-
 @dataclass(frozen=True, slots=True)
 class AppliedReport:
     cluster: ClusterIdentity | None  # None: the token is unknown, revoked or decommissioned
     fresh: bool
-    accepted: int
     changed: int
 
 
-@dataclass(eq=False, slots=True)
-class _Pending:
-    """A report waiting for its batch, and the caller's answer."""
-
-    cluster_name: str
-    statement: bytes  # APPLY_REPORTS, or APPLY_SNAPSHOT_PARTS for a part of a snapshot
-    document: bytes  # the report as the statement takes it: its values in REPORT_TYPES order
-    record_count: int
-    result: asyncio.Future[AppliedReport]
-    taken: bool = False
+def encode(report: ReportRow, part: SnapshotPartRow | None) -> tuple[bytes, bytes]:
+    """The statement that applies `report`, one of a snapshot's parts when `part` is given, and
+    the report as an element of its JSON array."""
+    # orjson takes plain tuples only: tuple() makes one of each row.
+    if part is None:
+        return APPLY_REPORTS, orjson.dumps(report, default=tuple)
+    return APPLY_SNAPSHOT_PARTS, orjson.dumps(report + part, default=tuple)
 
 
 def _json_array(documents: list[bytes]) -> bytes:
     return b"[" + b",".join(documents) + b"]"
 
 
-async def _execute(statements: Statements, batch: list[_Pending]) -> list[AppliedReport]:
+async def apply_reports(
+    statements: Statements, statement: bytes, documents: list[bytes]
+) -> list[AppliedReport]:
+    """Apply reports encoded for the same statement in one run of it; their results in order."""
     async with statements.connection() as connection:
         cursor = AsyncRawCursor(connection)
-        await cursor.execute(
-            batch[0].statement,
-            (Jsonb([pending.document for pending in batch], dumps=_json_array),),
-            prepare=True,
-        )
+        await cursor.execute(statement, (Jsonb(documents, dumps=_json_array),), prepare=True)
         rows = await cursor.fetchall()
-    return [_applied(row, pending.record_count) for row, pending in zip(rows, batch, strict=True)]
+    return [_applied(row) for row in rows]
 
 
-def _applied(row: tuple[Any, ...], record_count: int) -> AppliedReport:
+def _applied(row: tuple[Any, ...]) -> AppliedReport:
     cluster_id, name, environment, cluster_type, fresh, changed = row
     cluster = (
         None if cluster_id is None else ClusterIdentity(cluster_id, name, environment, cluster_type)
     )
-    return AppliedReport(
-        cluster=cluster, fresh=fresh, accepted=record_count if fresh else 0, changed=changed
-    )
-
-
-async def _apply_batch(statements: Statements, batch: list[_Pending]) -> None:
-    """Run one batch and answer each of its callers; never raises but for cancellation."""
-    try:
-        results = await _execute(statements, batch)
-    except psycopg.Error as error:
-        if error.sqlstate is None or len(batch) == 1:
-            # Not the store refusing the reports (no connection, a broken one): it would
-            # refuse each of them alone just the same.
-            _fail(batch, error)
-            return
-        # The store refused the batch, maybe for one report in it: apply each on its own, so
-        # that one fails alone.
-        for pending in batch:
-            if not pending.result.done():
-                await _apply_batch(statements, [pending])
-    except Exception as error:
-        _fail(batch, error)
-    except BaseException:
-        for pending in batch:
-            pending.result.cancel()
-        raise
-    else:
-        for pending, result in zip(batch, results, strict=True):
-            if not pending.result.done():  # its caller may have been cancelled meanwhile
-                pending.result.set_result(result)
-
-
-def _fail(batch: list[_Pending], error: Exception) -> None:
-    for pending in batch:
-        if not pending.result.done():
-            pending.result.set_exception(error)
-
-
-class _ReportBatcher:
-    """The reports waiting on one Statements source, and the batches running on it."""
-
-    def __init__(self) -> None:
-        self._queue: deque[_Pending] = deque()
-        self._running = 0  # batches running, counted down by each as it ends (not later)
-        self._started = -math.inf  # loop time the newest statement went out
-        self._pausing = False  # a flush waits for BATCH_PACE to pass (one at a time)
-        self._flushes: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
-
-    async def apply(
-        self, statements: Statements, pending: _Pending, busy_timeout: float
-    ) -> AppliedReport:
-        self._queue.append(pending)
-        if self._running < CONCURRENT_BATCHES:
-            # A task of its own, so that cancelling the caller that started it cannot cut
-            # short a statement that carries other callers' reports.
-            self._running += 1
-            flush = asyncio.create_task(self._flush(statements))
-            self._flushes.add(flush)
-            flush.add_done_callback(self._flushes.discard)
-        # A report no statement has taken after busy_timeout gets the answer a request
-        # gets when every connection stays busy that long: 503, retry later.
-        expiry = asyncio.get_running_loop().call_later(busy_timeout, self._expire, pending)
-        try:
-            # Cancelling the caller cancels its result: a batch not yet built leaves the report
-            # out; one already sent applies it all the same.
-            return await pending.result
-        finally:
-            expiry.cancel()
-
-    def _expire(self, pending: _Pending) -> None:
-        if not pending.taken and not pending.result.done():
-            pending.result.set_exception(
-                PoolTimeout("no database connection was free for the report in time")
-            )
-
-    async def _flush(self, statements: Statements) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            while self._queue:
-                started = self._started
-                pause = started + BATCH_PACE - loop.time()
-                if pause > 0 and len(self._queue) < MAX_BATCH_REPORTS:
-                    if self._pausing:
-                        break  # the flush already pausing sends the next batch
-                    self._pausing = True
-                    try:
-                        await asyncio.sleep(pause)
-                    finally:
-                        self._pausing = False
-                    if self._started != started:
-                        continue  # another flush sent a batch meanwhile: pause after it
-                batch = self._take()
-                if not batch:
-                    break
-                self._started = loop.time()
-                await _apply_batch(statements, batch)
-        finally:
-            self._running -= 1
-
-    def _take(self) -> list[_Pending]:
-        """The next batch: queued reports in arrival order, one per cluster, within bounds,
-        all for the same statement (a part of a snapshot ends a batch of other reports).
-
-        A later report of a cluster already in the batch stays queued, ahead of any report
-        that arrives after it, so no report of a cluster goes out before an earlier one.
-        """
-        batch: list[_Pending] = []
-        clusters: set[str] = set()
-        size = 0
-        deferred: list[_Pending] = []
-        while self._queue and len(batch) < MAX_BATCH_REPORTS:
-            pending = self._queue.popleft()
-            if pending.result.done():  # its caller gave up waiting
-                continue
-            if pending.cluster_name in clusters:
-                deferred.append(pending)
-                continue
-            size += len(pending.document)
-            if batch and (size > MAX_BATCH_BYTES or pending.statement is not batch[0].statement):
-                self._queue.appendleft(pending)
-                break
-            pending.taken = True
-            clusters.add(pending.cluster_name)
-            batch.append(pending)
-        self._queue.extendleft(reversed(deferred))
-        return batch
-
-
-# One batcher per Statements source (the app's statement pool), dropped with it.
-_batchers: WeakKeyDictionary[Statements, _ReportBatcher] = WeakKeyDictionary()
-
-
-async def apply_report(
-    statements: Statements,
-    *,
-    token_hash: str,
-    cluster_name: str,
-    boot_id: str,
-    agent_version: str,
-    instance: str,
-    sequence: int,
-    observed_at: datetime,
-    received_at: datetime,
-    not_after: datetime,
-    not_before: datetime,
-    full_snapshot: bool,
-    records: Sequence[Record],
-    claimed_environment: str | None,
-    claimed_cluster_type: str | None,
-    agent_placement: bool,
-    skipped_kinds: Sequence[Mapping[str, str]],
-    snapshot_part: tuple[str, int, int] | None,
-    busy_timeout: float,
-) -> AppliedReport:
-    """Apply one report in the next batch of its Statements source; `snapshot_part` is the
-    snapshot id, part index and part count of a part of a snapshot.
-
-    Raises PoolTimeout when no batch takes the report within `busy_timeout` seconds.
-    """
-    values: tuple[object, ...] = (
-        token_hash,
-        cluster_name,
-        boot_id,
-        agent_version,
-        instance,
-        sequence,
-        observed_at,
-        received_at,
-        not_after,
-        not_before,
-        full_snapshot,
-        claimed_environment,
-        claimed_cluster_type,
-        agent_placement,
-        records,
-        skipped_kinds,
-    )
-    statement = APPLY_REPORTS
-    if snapshot_part is not None:
-        statement = APPLY_SNAPSHOT_PARTS
-        values += snapshot_part
-    pending = _Pending(
-        cluster_name,
-        statement,
-        orjson.dumps(values),
-        len(records),
-        asyncio.get_running_loop().create_future(),
-    )
-    batcher = _batchers.get(statements)
-    if batcher is None:
-        batcher = _batchers[statements] = _ReportBatcher()
-    return await batcher.apply(statements, pending, busy_timeout)
+    return AppliedReport(cluster=cluster, fresh=fresh, changed=changed)

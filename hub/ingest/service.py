@@ -2,7 +2,7 @@
 
 The statement authenticates the token and checks it belongs to the reported cluster before
 it writes anything, so a report costs no round trip of its own: it rides in the next batch
-of reports the repository sends.
+of reports the batcher sends.
 """
 
 from datetime import datetime, timedelta
@@ -14,7 +14,8 @@ from hub.clusters.schemas import DIMENSION_NAME_RULE, is_dimension_name
 from hub.database import Statements
 from hub.errors import ClusterMismatch, NotAuthenticated
 from hub.git.urls import has_credentials, redact_url
-from hub.ingest import repository
+from hub.ingest.batcher import ReportBatcher
+from hub.ingest.repository import RecordRow, ReportRow, SnapshotPartRow
 from hub.ingest.schemas import ObjectRecord, Report, ReportReply
 from hub.models.observed import FLUX_SOURCE_KINDS
 from hub.revisions import UNKNOWN_FORM, Revision, parse_revision
@@ -38,8 +39,7 @@ def _url_ref(record: ObjectRecord) -> str | None:
     return source.ref if source.url_ref is None else source.url_ref
 
 
-def _row(record: ObjectRecord) -> repository.Record:
-    """One record as the ingest statement takes it: its values in RECORD_TYPES order."""
+def _row(record: ObjectRecord) -> RecordRow:
     applied = _revision(record.applied_revision)
     source = record.source
     if source is None:
@@ -48,28 +48,28 @@ def _row(record: ObjectRecord) -> repository.Record:
         # Stored without credentials (`_url_warnings` says so); cached per distinct URL.
         source_url = None if source.url is None else redact_url(source.url)
         source_ref, source_path = source.ref, source.path
-    return (
-        record.reconciler,
-        record.kind,
-        record.namespace,
-        record.name,
-        source_url,
-        source_ref,
-        source_path,
-        _url_ref(record),
-        record.applied_revision,
-        applied.sha,
+    return RecordRow(
+        reconciler=record.reconciler,
+        kind=record.kind,
+        namespace=record.namespace,
+        name=record.name,
+        source_url=source_url,
+        source_ref=source_ref,
+        source_path=source_path,
+        url_ref=_url_ref(record),
+        applied_revision=record.applied_revision,
+        applied_sha=applied.sha,
         # No version for a revision of no known form: what it names is unknown.
-        (applied.version if applied.known else None) or applied.digest,
-        record.attempted_revision,
-        _revision(record.attempted_revision).sha,
-        record.ready,
-        record.reason,
-        record.message,
-        record.health,
-        record.drifted,
-        record.suspended,
-        record.last_transition_at,
+        applied_version=(applied.version if applied.known else None) or applied.digest,
+        attempted_revision=record.attempted_revision,
+        attempted_sha=_revision(record.attempted_revision).sha,
+        ready=record.ready,
+        reason=record.reason,
+        message=record.message,
+        health=record.health,
+        drifted=record.drifted,
+        suspended=record.suspended,
+        last_transition_at=record.last_transition_at,
     )
 
 
@@ -195,7 +195,7 @@ def _placement_warning(
 
 
 async def ingest(
-    statements: Statements,
+    batcher: ReportBatcher,
     token: str | None,
     report: Report,
     *,
@@ -203,13 +203,12 @@ async def ingest(
     max_clock_skew: timedelta,
     max_backdate: timedelta,
     token_secret: str,
-    busy_timeout: float,
     agent_placement: bool,
 ) -> ReportReply:
     """Authenticate, check the token is this cluster's, and apply the report, in one statement.
 
     With `agent_placement` (FLEETMARK_AGENT_PLACEMENT=first-report) a claim may place a cluster
-    left open. A report that waits `busy_timeout` seconds for the store gets PoolTimeout (503).
+    left open. A report that waits too long for the store gets PoolTimeout (503).
     """
     if not token:
         raise NotAuthenticated(_NO_CREDENTIALS)
@@ -218,26 +217,28 @@ async def ingest(
     observed_at = min(report.observed_at, received_at)
     part = report.snapshot_part
     environment, cluster_type, claim_warnings = _valid_claims(report)
-    applied = await repository.apply_report(
-        statements,
-        token_hash=hash_token(token_secret, token),
-        cluster_name=report.cluster.name,
-        boot_id=report.agent.boot_id,
-        agent_version=report.agent.version,
-        instance=report.agent.instance,
-        sequence=report.sequence,
-        observed_at=observed_at,
-        received_at=received_at,
-        not_after=received_at + max_clock_skew,
-        not_before=observed_at - max_backdate,
-        full_snapshot=report.full_snapshot,
-        records=[_row(record) for record in report.objects],
-        claimed_environment=environment,
-        claimed_cluster_type=cluster_type,
-        agent_placement=agent_placement,
-        skipped_kinds=[skipped.model_dump() for skipped in report.skipped_kinds],
-        snapshot_part=None if part is None else (part.id, part.index, part.count),
-        busy_timeout=busy_timeout,
+    applied = await batcher.apply(
+        ReportRow(
+            token_hash=hash_token(token_secret, token),
+            cluster_name=report.cluster.name,
+            boot_id=report.agent.boot_id,
+            agent_version=report.agent.version,
+            instance=report.agent.instance,
+            sequence=report.sequence,
+            observed_at=observed_at,
+            received_at=received_at,
+            not_after=received_at + max_clock_skew,
+            not_before=observed_at - max_backdate,
+            full_snapshot=report.full_snapshot,
+            claimed_environment=environment,
+            claimed_cluster_type=cluster_type,
+            agent_placement=agent_placement,
+            records=[_row(record) for record in report.objects],
+            skipped_kinds=[skipped.model_dump() for skipped in report.skipped_kinds],
+        ),
+        None
+        if part is None
+        else SnapshotPartRow(snapshot_id=part.id, part_index=part.index, part_count=part.count),
     )
     cluster = applied.cluster
     if cluster is None:
@@ -251,7 +252,7 @@ async def ingest(
     if not applied.fresh:
         return ReportReply(accepted=0, changed=0, duplicate=True)
     return ReportReply(
-        accepted=applied.accepted,
+        accepted=len(report.objects),
         changed=applied.changed,
         duplicate=False,
         warnings=[

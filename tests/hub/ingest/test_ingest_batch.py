@@ -22,7 +22,9 @@ from hub.database import StatementConnection, Statements
 from hub.deps import get_statements
 from hub.harvest.schemas import RepositoriesFile
 from hub.harvest.service import sync_repositories_file
-from hub.ingest import repository, service
+from hub.ingest import batcher, service
+from hub.ingest.batcher import ReportBatcher
+from hub.ingest.router import get_report_batcher
 from hub.ingest.schemas import Report, ReportReply
 from tests.conftest import (
     TOKEN_SECRET,
@@ -77,8 +79,19 @@ def statements(session: AsyncSession) -> OneConnection:
 
 
 @pytest.fixture
+def reports(statements: OneConnection) -> ReportBatcher:
+    """The batcher the app builds, on the shared connection (FLEETMARK_DATABASE_POOL_TIMEOUT
+    as by default)."""
+    return ReportBatcher(statements, busy_timeout=10)
+
+
+@pytest.fixture
 async def client(
-    session: AsyncSession, clock: FakeClock, database_url: str, statements: OneConnection
+    session: AsyncSession,
+    clock: FakeClock,
+    database_url: str,
+    statements: OneConnection,
+    reports: ReportBatcher,
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The app on the test session, every request's statements on one shared connection; an
     unexpected error is answered with 500 as a server would, not raised into the test. First
@@ -89,7 +102,11 @@ async def client(
     async def shared() -> Statements:
         return statements
 
+    async def shared_reports() -> ReportBatcher:
+        return reports
+
     app.dependency_overrides[get_statements] = shared
+    app.dependency_overrides[get_report_batcher] = shared_reports
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url="http://hub.test") as client:
@@ -257,34 +274,31 @@ def parsed(agent: Agent, name: str) -> Report:
     return Report.model_validate(body)
 
 
-async def ingest(
-    statements: Statements, agent: Agent, name: str, busy_timeout: float = 10
-) -> ReportReply:
+async def ingest(reports: ReportBatcher, agent: Agent, name: str) -> ReportReply:
     return await service.ingest(
-        statements,
+        reports,
         agent.token,
         parsed(agent, name),
         received_at=agent.clock.now,
         max_clock_skew=timedelta(minutes=5),
         max_backdate=timedelta(days=1),
         token_secret=TOKEN_SECRET,
-        busy_timeout=busy_timeout,
         agent_placement=False,
     )
 
 
 async def test_a_caller_that_gives_up_while_queued_takes_nothing_from_the_others(
-    make_agent: MakeAgent, store: Store, statements: OneConnection
+    make_agent: MakeAgent, store: Store, statements: OneConnection, reports: ReportBatcher
 ) -> None:
     agents = await make_agents(make_agent, 4)
     running: list[asyncio.Task[Any]] = []
     async with statements.turn:
         # The first two reports each go out in a statement of their own that waits...
         for waiting, agent in enumerate(agents[:2], start=1):
-            running.append(asyncio.create_task(ingest(statements, agent, "app")))
+            running.append(asyncio.create_task(ingest(reports, agent, "app")))
             await statements.until_waiting(waiting)
         # ...so the next two queue, and the caller of one of them gives up.
-        running += [asyncio.create_task(ingest(statements, agent, "app")) for agent in agents[2:]]
+        running += [asyncio.create_task(ingest(reports, agent, "app")) for agent in agents[2:]]
         await asyncio.sleep(0)
         running[2].cancel()
 
@@ -301,39 +315,44 @@ async def test_a_report_no_statement_takes_in_time_is_told_the_store_is_busy(
     make_agent: MakeAgent, store: Store, statements: OneConnection
 ) -> None:
     agents = await make_agents(make_agent, 3)
+    # The first two reports are taken by a statement at once, before their time is up.
+    reports = ReportBatcher(statements, busy_timeout=0.05)
     async with statements.turn:
         running = []
         for waiting, agent in enumerate(agents[:2], start=1):
-            running.append(asyncio.create_task(ingest(statements, agent, "app")))
+            running.append(asyncio.create_task(ingest(reports, agent, "app")))
             await statements.until_waiting(waiting)
         with pytest.raises(PoolTimeout):
             async with asyncio.timeout(5):
-                await ingest(statements, agents[2], "app", busy_timeout=0.05)
+                await ingest(reports, agents[2], "app")
 
     assert [reply.accepted for reply in await asyncio.gather(*running)] == [1, 1]
     assert await store.agent_sessions(agents[2].cluster) == {}
 
 
 async def test_reports_arriving_while_the_hub_is_busy_wait_for_the_pace_and_go_together(
-    make_agent: MakeAgent, statements: OneConnection, monkeypatch: pytest.MonkeyPatch
+    make_agent: MakeAgent,
+    statements: OneConnection,
+    reports: ReportBatcher,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A pause that only a full batch ends, so that the test does not depend on timing.
-    monkeypatch.setattr(repository, "BATCH_PACE", 3600.0)
-    monkeypatch.setattr(repository, "MAX_BATCH_REPORTS", 3)
+    monkeypatch.setattr(batcher, "BATCH_PACE", 3600.0)
+    monkeypatch.setattr(batcher, "MAX_BATCH_REPORTS", 3)
     agents = await make_agents(make_agent, 4)
 
     # After a quiet spell, a report goes out at once...
-    assert (await ingest(statements, agents[0], "app")).accepted == 1
+    assert (await ingest(reports, agents[0], "app")).accepted == 1
     assert statements.statements == 1
     # ...the next one waits for the pace...
-    second = asyncio.create_task(ingest(statements, agents[1], "app"))
+    second = asyncio.create_task(ingest(reports, agents[1], "app"))
     for _ in range(10):
         await asyncio.sleep(0)
     assert statements.statements == 1
     # ...and goes with those that arrive meanwhile, as soon as they make a full batch.
     async with asyncio.timeout(5):
         replies = await asyncio.gather(
-            second, *(ingest(statements, agent, "app") for agent in agents[2:])
+            second, *(ingest(reports, agent, "app") for agent in agents[2:])
         )
 
     assert [reply.accepted for reply in replies] == [1, 1, 1]
