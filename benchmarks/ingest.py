@@ -1,8 +1,8 @@
 """Ingest benchmark: simulated clusters post report contract v1 to a running hub.
 
-Paced open-loop (or closed with `--find-max`), beside a bare COPY of the same rows; the set-up,
-the figures and how the load generator keeps off the hub's cores are in docs/benchmarks.md
-("Ingest").
+Paced open-loop (or closed with `--find-max`), beside a bare COPY of the same rows, optionally
+against another checkout's hub on the same server; the set-up, the figures and how the load
+generator keeps off the hub's cores are in docs/benchmarks.md ("Ingest").
 """
 
 from __future__ import annotations
@@ -156,6 +156,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--fleetmark",
         default=None,
         help="The fleetmark executable [default: the one next to this Python, else on PATH].",
+    )
+    hub.add_argument(
+        "--baseline-fleetmark",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="Another checkout of fleetmark, installed in its own PATH/.venv: measure its hub "
+        "first, then this one, on the same database server, and print both side by side with "
+        "their commits.",
     )
     database = parser.add_argument_group("database")
     where = database.add_mutually_exclusive_group()
@@ -753,6 +762,40 @@ class Hub:
             self.process.wait(timeout=10)
 
 
+def checkout_commit(path: Path) -> str:
+    """A checkout's short commit, with `+` when its tracked files differ from it."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(path), *args], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"{path} is not a git checkout: {done.stderr.strip()}")
+        return done.stdout.strip()
+
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    return git("rev-parse", "--short", "HEAD") + ("+" if changed else "")
+
+
+def hubs_under_test(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(label, fleetmark executable) of each hub to measure: the baseline's first, if any."""
+    executable = fleetmark_executable(args.fleetmark)
+    if args.baseline_fleetmark is None:
+        return [("", executable)]
+    baseline = args.baseline_fleetmark.resolve()
+    theirs = baseline / ".venv" / "bin" / "fleetmark"
+    if not theirs.exists():
+        raise SystemExit(
+            f"{theirs} does not exist: install the baseline checkout in its own .venv "
+            "(python3 -m venv .venv && .venv/bin/pip install -e .)"
+        )
+    this = Path(__file__).resolve().parent.parent
+    return [
+        (f"baseline {checkout_commit(baseline)}", str(theirs)),
+        (f"this tree {checkout_commit(this)}", executable),
+    ]
+
+
 def _is_postgres(process: psutil.Process) -> bool:
     try:
         return process.name().startswith("postgres")
@@ -1083,7 +1126,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.objects < 1 or args.duration <= 0 or args.rate <= 0:
         raise SystemExit("--objects, --duration and --rate must be positive")
 
-    executable = fleetmark_executable(args.fleetmark)
+    hubs = hubs_under_test(args)
     hub_env = {}
     for pair in args.hub_env:
         key, separator, value = pair.partition("=")
@@ -1102,12 +1145,13 @@ def main(argv: list[str] | None = None) -> None:
             )
         for backend, database_url in backends:
             for mode, mode_env in modes:
-                label = ", ".join(part for part in (backend, mode) if part)
-                if label:
-                    print(f"… {label}", file=sys.stderr, flush=True)
-                runs.append(measure(args, executable, label, hub_env | mode_env, database_url))
+                for code, executable in hubs:
+                    label = ", ".join(part for part in (backend, mode, code) if part)
+                    if label:
+                        print(f"… {label}", file=sys.stderr, flush=True)
+                    runs.append(measure(args, executable, label, hub_env | mode_env, database_url))
     for run in runs:
-        report(args, run, executable)
+        report(args, run)
     if len(runs) > 1:
         compare(args, runs)
 
@@ -1117,6 +1161,7 @@ class Run:
     """One measured run of the hub, as `report` prints it."""
 
     label: str
+    executable: str
     facts: ServerFacts
     results: list[LoadResult]
     resources: Resources
@@ -1241,7 +1286,7 @@ def measure(
         hub.stop()
 
     shutil.rmtree(workdir, ignore_errors=True)
-    return Run(label, facts, results, resources, baseline, database_url, embedded)
+    return Run(label, executable, facts, results, resources, baseline, database_url, embedded)
 
 
 def sorted_latencies(results: list[LoadResult]) -> list[float]:
@@ -1251,7 +1296,26 @@ def sorted_latencies(results: list[LoadResult]) -> list[float]:
     return sorted(latencies)
 
 
-def report(args: argparse.Namespace, run: Run, executable: str) -> None:
+def completed_reports(run: Run) -> int:
+    return sum(r.completed_ok for r in run.results)
+
+
+def capacity(run: Run) -> str:
+    """Reports/s the machine's cores would carry at the hub's and PostgreSQL's CPU per report."""
+    spent = run.resources.hub_cpu + (run.resources.pg_cpu or 0.0)
+    if run.resources.pg_cpu is None or not spent:
+        return "n/a"
+    return f"{(os.cpu_count() or 1) * completed_reports(run) / spent:,.0f} reports/s"
+
+
+def copy_ratio(run: Run, duration: float) -> str:
+    """How many times longer the hub took for its rows than a bare COPY of them."""
+    if run.baseline is None:
+        return "n/a"
+    return f"{duration / run.baseline[1]:,.0f}x"
+
+
+def report(args: argparse.Namespace, run: Run) -> None:
     facts, results, resources, baseline = run.facts, run.results, run.resources, run.baseline
     statuses: Counter[str] = Counter()
     snapshot_errors: Counter[str] = Counter()
@@ -1259,7 +1323,7 @@ def report(args: argparse.Namespace, run: Run, executable: str) -> None:
         statuses.update(result.statuses)
         snapshot_errors.update(result.snapshot_errors)
     ordered = sorted_latencies(results)
-    completed = sum(r.completed_ok for r in results)
+    completed = completed_reports(run)
     accepted = sum(r.accepted for r in results)
     changed = sum(r.changed for r in results)
     offered = len(ordered) + statuses.get("unfinished", 0)
@@ -1285,7 +1349,7 @@ def report(args: argparse.Namespace, run: Run, executable: str) -> None:
         if run.embedded
         else re.sub(r"//[^@/]*@", "//…@", run.database_url),
     )
-    line("hub", f"{Path(executable).name} serve --workers {args.workers}")
+    line("hub", f"{run.executable} serve --workers {args.workers}")
     line("machine", f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     line(
         "load",
@@ -1343,6 +1407,7 @@ def report(args: argparse.Namespace, run: Run, executable: str) -> None:
     else:
         line("PostgreSQL CPU, all processes", cores(res.pg_cpu) + per_report(res.pg_cpu))
         line("  of which hub backends", f"{res.backend_cpu:,.1f} s")
+    line(f"capacity ({os.cpu_count()} cores ÷ CPU/report)", capacity(run))
     line("load generator CPU", cores(load_cpu))
     others = res.machine_cpu - res.hub_cpu - (res.pg_cpu or 0.0) - load_cpu
     line(
@@ -1358,19 +1423,20 @@ def report(args: argparse.Namespace, run: Run, executable: str) -> None:
         line("rows (transitions + object states)", f"{rows:,}")
         line("hub", f"{duration:,.1f} s, {rows / duration:,.0f} rows/s")
         line("COPY", f"{copy_seconds:,.3f} s, {rows / copy_seconds:,.0f} rows/s")
-        line("ratio hub time / COPY time", f"{duration / copy_seconds:,.0f}x")
+        line("ratio hub time / COPY time", copy_ratio(run, duration))
 
 
 def compare(args: argparse.Namespace, runs: list[Run]) -> None:
-    """The runs side by side: what a commit mode or a backend costs and what it buys."""
+    """The runs side by side: what a commit mode, a backend or a commit costs and buys."""
+    width = max(22, *(len(run.label) for run in runs))
     print()
     print(f"side by side ({args.duration:g} s measured each)")
-    print(f"  {'':<34} " + " ".join(f"{run.label:>22}" for run in runs))
+    print(f"  {'':<34} " + " ".join(f"{run.label:>{width}}" for run in runs))
 
     def row(label: str, values: list[str]) -> None:
-        print(f"  {label:<34} " + " ".join(f"{value:>22}" for value in values))
+        print(f"  {label:<34} " + " ".join(f"{value:>{width}}" for value in values))
 
-    completed = [sum(r.completed_ok for r in run.results) for run in runs]
+    completed = [completed_reports(run) for run in runs]
     latencies = [sorted_latencies(run.results) for run in runs]
     row("reports/s (2xx completed)", [f"{count / args.duration:,.1f}" for count in completed])
     for label, fraction in (("p50", 0.50), ("p99", 0.99)):
@@ -1387,12 +1453,21 @@ def compare(args: argparse.Namespace, runs: list[Run]) -> None:
         ],
     )
     row(
+        "  of which hub backends",
+        [
+            per_report(run.resources.backend_cpu, count)
+            for run, count in zip(runs, completed, strict=True)
+        ],
+    )
+    row(
         "hub CPU per report",
         [
             per_report(run.resources.hub_cpu, count)
             for run, count in zip(runs, completed, strict=True)
         ],
     )
+    row(f"capacity, {os.cpu_count()} cores", [capacity(run) for run in runs])
+    row("hub time / COPY time", [copy_ratio(run, args.duration) for run in runs])
     row(
         "errors",
         [
