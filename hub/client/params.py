@@ -54,7 +54,7 @@ _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 _LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 
 
-def _within_reach(moment: datetime) -> datetime:
+def within_reach(moment: datetime) -> datetime:
     if not _EARLIEST <= moment < _LATEST:
         raise PydanticCustomError(
             "datetime_out_of_range", "must be from 1970-01-01T00:00:00Z to before 9999-01-01"
@@ -75,7 +75,7 @@ Id = Annotated[int, Field(ge=1, le=INTEGER_MAX)]
 Count = Annotated[int, Field(ge=1, le=INTEGER_MAX)]
 # A moment within the years the hub's date arithmetic (a range of days or weeks around it)
 # can reach.
-WithinReach = AfterValidator(_within_reach)
+WithinReach = AfterValidator(within_reach)
 # A moment a query is asked about.
 Timestamp = Annotated[AwareDatetime, BeforeValidator(_not_a_number), WithinReach]
 # Paging: rows skipped and rows returned. SQL's OFFSET reads every row it skips, so no page

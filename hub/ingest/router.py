@@ -8,11 +8,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import ValidationError
 
-from hub.deps import BearerDep, ClockDep, SettingsDep, StatementsDep
+from hub.database import Statements
+from hub.deps import BearerDep, StatementsDep
 from hub.errors import FleetmarkError, InvalidInput, PayloadTooLarge, error_responses
 from hub.ingest import service
 from hub.ingest.batcher import ReportBatcher
 from hub.ingest.schemas import MAX_REPORT_BYTES_HEADER, Report, ReportReply
+from hub.settings import HubSettings
 
 router = APIRouter(prefix="/api/v1", tags=["ingest"])
 
@@ -42,22 +44,11 @@ def _refusals_counted(request: Request) -> Iterator[None]:
         raise
 
 
-async def _token(credentials: BearerDep) -> str | None:
-    return None if credentials is None else credentials.credentials
-
-
-async def _received_at(clock: ClockDep) -> datetime:
-    """The hub's time a report arrived at: read once per request, before its body."""
-    return clock()
-
-
 async def get_report_batcher(request: Request) -> ReportBatcher:
     batcher: ReportBatcher = request.app.state.report_batcher
     return batcher
 
 
-TokenDep = Annotated[str | None, Depends(_token)]
-ReceivedAtDep = Annotated[datetime, Depends(_received_at)]
 ReportBatcherDep = Annotated[ReportBatcher, Depends(get_report_batcher)]
 
 
@@ -78,35 +69,32 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 async def read_report(
     request: Request,
-    token: TokenDep,
-    statements: StatementsDep,
-    settings: SettingsDep,
-    received_at: ReceivedAtDep,
+    token: str | None,
+    statements: Statements,
+    settings: HubSettings,
+    received_at: datetime,
 ) -> Report:
     """The report the body holds, its times no later than the hub's clock allows: the size
     limit is checked first, then pydantic's JSON parser validates it."""
-    with _refusals_counted(request):
-        token_secret = settings.token_secret.get_secret_value()
-        if not token:
-            await service.authenticate(statements, token, token_secret=token_secret)
+    token_secret = settings.token_secret.get_secret_value()
+    if not token:
+        await service.authenticate(statements, token, token_secret=token_secret)
+    try:
+        body = await _read_body(request, settings.max_report_bytes)
         try:
-            body = await _read_body(request, settings.max_report_bytes)
-            try:
-                return Report.from_body(
-                    body, not_after=received_at + settings.ingest_max_clock_skew
-                )
-            except ValidationError as exc:
-                raise InvalidInput.from_validation_error(exc) from exc
-        except FleetmarkError:
-            # The token is checked before anything is said about the body; a valid report has
-            # it checked inside the ingest statement instead, saving a round trip.
-            await service.authenticate(statements, token, token_secret=token_secret)
-            raise
+            return Report.from_body(body, not_after=received_at + settings.ingest_max_clock_skew)
+        except ValidationError as exc:
+            raise InvalidInput.from_validation_error(exc) from exc
+    except FleetmarkError:
+        # The token is checked before anything is said about the body; a valid report has
+        # it checked inside the ingest statement instead, saving a round trip.
+        await service.authenticate(statements, token, token_secret=token_secret)
+        raise
 
 
-ReportDep = Annotated[Report, Depends(read_report)]
-
-
+# Every report passes here, so only the statements and the batcher are dependencies (the ones
+# an app's dependency_overrides replace); the rest is read from the app's state, and the reply
+# is answered as its JSON: no further dependencies to solve, no reply to validate again.
 @router.post(
     "/reports",
     response_model=ReportReply,
@@ -120,14 +108,17 @@ ReportDep = Annotated[Report, Depends(read_report)]
 )
 async def post_report(
     request: Request,
-    response: Response,
-    report: ReportDep,
-    token: TokenDep,
+    credentials: BearerDep,
+    statements: StatementsDep,
     batcher: ReportBatcherDep,
-    settings: SettingsDep,
-    received_at: ReceivedAtDep,
-) -> ReportReply:
+) -> Response:
+    state = request.app.state
+    settings: HubSettings = state.settings
+    token = None if credentials is None else credentials.credentials
+    # The hub's time the report arrived at: read once, before its body.
+    received_at = state.clock()
     with _refusals_counted(request):
+        report = await read_report(request, token, statements, settings, received_at)
         reply = await service.ingest(
             batcher,
             token,
@@ -138,6 +129,7 @@ async def post_report(
             token_secret=settings.token_secret.get_secret_value(),
             agent_placement=settings.agent_placement == "first-report",
         )
-    request.app.state.metrics.record_report(reply)
+    state.metrics.record_report(reply)
+    response = Response(reply.model_dump_json(), media_type="application/json")
     response.headers[MAX_REPORT_BYTES_HEADER] = str(settings.max_report_bytes)
-    return reply
+    return response

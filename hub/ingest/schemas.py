@@ -11,12 +11,13 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationError,
     ValidationInfo,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from hub.client.params import WithinReach
+from hub.client.params import WithinReach, within_reach
 
 REPORT_SCHEMA = "fleetmark.report/v1"
 MAX_MESSAGE_CHARS = 16_384
@@ -56,11 +57,10 @@ def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def _not_ahead_of_the_hub(value: datetime, info: ValidationInfo) -> datetime:
+def _not_after(value: datetime, not_after: datetime | None) -> datetime:
     """A time far ahead of the hub's clock would make whatever it stamps newer than every
     report to come, so it is refused rather than stored (a late time is fine: spooled
     reports arrive hours late)."""
-    not_after = info.context.get(NOT_AFTER) if info.context else None
     if not_after is not None and value > not_after:
         raise PydanticCustomError(
             "ahead_of_hub_clock",
@@ -69,6 +69,10 @@ def _not_ahead_of_the_hub(value: datetime, info: ValidationInfo) -> datetime:
             {"value": value.isoformat(), "not_after": not_after.isoformat()},
         )
     return value
+
+
+def _not_ahead_of_the_hub(value: datetime, info: ValidationInfo) -> datetime:
+    return _not_after(value, info.context.get(NOT_AFTER) if info.context else None)
 
 
 def _truncate_message(value: str) -> str:
@@ -83,6 +87,8 @@ Message = Annotated[str, AfterValidator(_truncate_message)]
 # A time before 1970 is refused, naming the field: nothing a cluster observed is that old, and
 # the hub's arithmetic on it (observed_at less FLEETMARK_INGEST_MAX_BACKDATE) must stay in range.
 ReportedTime = Annotated[AwareDatetime, AfterValidator(_not_ahead_of_the_hub), WithinReach]
+# A record's time is held to the same bounds, checked once per report over all its records
+# (Report.from_body) rather than by a Python call per record.
 # What an agent claims about its placement: never refused (an agent drops a refused report for
 # good), only recorded when it is a name registration would take (hub.ingest.service).
 Claim = Annotated[
@@ -132,7 +138,7 @@ class ObjectRecord(Strict):
     health: Annotated[str, StringConstraints(max_length=32)] | None = None
     drifted: bool = False
     suspended: bool = False
-    last_transition_at: ReportedTime | None = None
+    last_transition_at: AwareDatetime | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -187,9 +193,37 @@ class Report(Strict):
     def from_body(cls, body: bytes, *, not_after: datetime | None = None) -> "Report":
         """The report a request body holds, its times no later than `not_after` when given;
         raises pydantic's ValidationError."""
-        return cls.model_validate_json(
+        report = cls.model_validate_json(
             body, context={MAY_HOLD_NUL: b"\\u0000" in body, NOT_AFTER: not_after}
         )
+        report._check_record_times(not_after)
+        return report
+
+    def _check_record_times(self, not_after: datetime | None) -> None:
+        """The records' times within ReportedTime's bounds: only the newest and the oldest are
+        compared, and only when one is out are the records gone through, naming each refused."""
+        times = [
+            record.last_transition_at
+            for record in self.objects
+            if record.last_transition_at is not None
+        ]
+        if not times:
+            return
+        try:
+            within_reach(_not_after(max(times), not_after))
+            within_reach(min(times))
+        except PydanticCustomError:
+            errors = []
+            for index, record in enumerate(self.objects):
+                moment = record.last_transition_at
+                if moment is None:
+                    continue
+                try:
+                    within_reach(_not_after(moment, not_after))
+                except PydanticCustomError as error:
+                    loc = ("objects", index, "last_transition_at")
+                    errors.append(InitErrorDetails(type=error, loc=loc, input=moment))
+            raise ValidationError.from_exception_data(type(self).__name__, errors) from None
 
     @model_validator(mode="after")
     def _storable(self, info: ValidationInfo) -> "Report":
