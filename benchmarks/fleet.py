@@ -2094,15 +2094,10 @@ class Run:
         return body
 
     async def promotion(self, environment: str, commit: str) -> dict[str, Any]:
-        """The gate's answer for promoting `commit` out of the environment ({}: none)."""
-        with contextlib.suppress(httpx.HTTPError, ValueError):
-            response = await self.admin.get(
-                "/api/v1/gates/promotion",
-                params={"environment": environment, "commit": commit} | SAMPLED,
-            )
-            if response.status_code == 200:
-                return dict(response.json())
-        return {}
+        """The gate's answer for promoting `commit` out of the environment, asked again while
+        a fault holds the hub or the store ({}: none)."""
+        params = {"environment": environment, "commit": commit} | SAMPLED
+        return await self.polled("/api/v1/gates/promotion", params, lambda body: True) or {}
 
     async def scheduled(
         self, done: Callable[[list[Any], list[Any]], Any]
