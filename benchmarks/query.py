@@ -74,6 +74,9 @@ TARGET_MS = 50.0
 TIMELINE_TARGET_MS = 200.0
 # The built-in pages: loaded in a second.
 PAGE_TARGET_MS = 1000.0
+# The suspects judge every change and regression of an environment's period, asked during an
+# incident or by the halts job each minute: within a second, as a page.
+SUSPECTS_TARGET_MS = 1000.0
 TARGET_RSS = 300 * 2**20
 SEED = 20261123
 
@@ -1072,7 +1075,8 @@ def endpoints(f: Facts) -> list[Endpoint]:
         ask(f"dora, workload {f.workloads['prod'][0]}", DORA, TARGET_MS,
             workload=f.workloads["prod"][0]),
         ask("dora deployments, first page", f"{DORA}/deployments", TARGET_MS),
-        *(ask(f"suspects, {env}, 2 hours", "/api/v1/suspects", TARGET_MS, environment=env,
+        *(ask(f"suspects, {env}, 2 hours", "/api/v1/suspects", SUSPECTS_TARGET_MS,
+              environment=env,
               since=(f.latest - timedelta(hours=2)).isoformat(), until=f.latest.isoformat())
           for env in ("dev", "prod")),
         ask("dora deployments, CSV", f"{DORA}/deployments.csv", TARGET_MS),
