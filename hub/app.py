@@ -25,7 +25,7 @@ from hub.database import (
 from hub.dora.router import router as dora_router
 from hub.drift.router import router as drift_router
 from hub.envdiff.router import router as envdiff_router
-from hub.errors import install_error_handlers
+from hub.errors import ErrorAnswers
 from hub.events.router import router as events_router
 from hub.fleet.router import router as fleet_router
 from hub.gate.router import document_decision_examples
@@ -34,7 +34,7 @@ from hub.harvest.config import load_repositories_file
 from hub.harvest.router import router as repositories_router
 from hub.health.router import router as health_router
 from hub.ingest.batcher import ReportBatcher
-from hub.ingest.router import REPORT_COMPONENTS
+from hub.ingest.router import REPORT_COMPONENTS, ReportShortcut
 from hub.ingest.router import router as ingest_router
 from hub.metrics import HubMetrics, MetricsPortMiddleware, RequestMetricsMiddleware
 from hub.pages.headers import SecurityHeaders
@@ -121,9 +121,8 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
     app.state.metrics = HubMetrics(
         fleet_max_age=settings.metrics_refresh_interval, clock=clock, gate=gate
     )
-    install_error_handlers(
-        app, gate=gate, busy=STORE_BUSY_ERRORS, unavailable=STORE_UNAVAILABLE_ERRORS
-    )
+    errors = ErrorAnswers(gate=gate, busy=STORE_BUSY_ERRORS, unavailable=STORE_UNAVAILABLE_ERRORS)
+    errors.install(app)
     for router in (
         health_router,
         ingest_router,
@@ -145,6 +144,8 @@ def create_app(settings: HubSettings, database_url: str, *, clock: Clock = utc_n
         pages_router,
     ):
         app.include_router(router)
+    # Innermost: reports are answered inside the middlewares below, ahead of the app's routing.
+    app.add_middleware(ReportShortcut, errors=errors)
     app.add_middleware(RequestMetricsMiddleware, metrics=app.state.metrics)
     app.add_middleware(SecurityHeaders, docs_paths=DOCS_PATHS)
     if settings.metrics_port is not None:

@@ -20,13 +20,13 @@ from hub.background.runner import Jobs
 from hub.client.params import Text
 from hub.clusters import service as clusters
 from hub.clusters.repository import ClusterIdentity
-from hub.database import ReadSession, Statements, StoreGate, read_session, write_session
+from hub.database import ReadSession, StoreGate, read_session, write_session
 from hub.settings import HubSettings
 from hub.sorting import OWN_ORDER, Order
 from hub.tokens import service as tokens
 from hub.types import Clock
 
-_bearer = HTTPBearer(auto_error=False)
+bearer = HTTPBearer(auto_error=False)
 
 
 # Plain dependencies are async: FastAPI runs sync ones in a thread pool, a thread hop per call.
@@ -54,12 +54,6 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
     await _store_reachable(request)
     async with write_session(request.app.state.sessionmaker) as session:
         yield session
-
-
-async def get_statements(request: Request) -> Statements:
-    await _store_reachable(request)
-    statements: Statements = request.app.state.statements
-    return statements
 
 
 async def get_read_session(request: Request) -> AsyncIterator[ReadSession]:
@@ -101,9 +95,7 @@ PublicUrlDep = Annotated[str, Depends(get_public_url)]
 JobsDep = Annotated[Jobs, Depends(get_jobs)]
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 ReadSessionDep = Annotated[ReadSession, Depends(get_read_session, scope="function")]
-# Single-statement units of work (report ingest): no session, the statement commits itself.
-StatementsDep = Annotated[Statements, Depends(get_statements)]
-BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
 def _token(credentials: HTTPAuthorizationCredentials | None) -> str | None:

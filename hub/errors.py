@@ -2,7 +2,7 @@
 the OpenAPI document declares that shape (`error_responses`) for every status an operation
 can answer with."""
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from http import HTTPStatus
 from typing import Any, Literal
 
@@ -289,19 +289,48 @@ RETRY_AFTER_BUSY = 5
 STORE_UNAVAILABLE_DETAIL = "the database cannot be reached; retry later"
 
 
-def install_error_handlers(
-    app: FastAPI,
-    *,
-    gate: StoreGate,
-    busy: tuple[type[Exception], ...] = (),
-    unavailable: tuple[type[Exception], ...] = (),
-) -> None:
+Handler = Callable[[Request, Exception], Awaitable[JSONResponse]]
+
+
+class ErrorAnswers:
     """Domain errors as {"error", "detail"}; `busy` names the errors of an overloaded store,
     `unavailable` those of a store that is down or dropped the connection: both are 503 with
     Retry-After, which clients (the agent among them) take as "try later", not as a failure.
-    An unavailable store makes `gate` check whether the database can still be reached."""
+    An unavailable store makes `gate` check whether the database can still be reached.
 
-    async def domain_error(_: Request, exc: Exception) -> JSONResponse:
+    `install` makes these the app's exception handlers; a request answered ahead of the app's
+    routing (POST /api/v1/reports) gets the same answers from `answer`."""
+
+    def __init__(
+        self,
+        *,
+        gate: StoreGate,
+        busy: tuple[type[Exception], ...] = (),
+        unavailable: tuple[type[Exception], ...] = (),
+    ) -> None:
+        self._gate = gate
+        self._handlers: dict[type[Exception], Handler] = {
+            FleetmarkError: self._domain_error,
+            **dict.fromkeys(busy, self._store_busy),
+            **dict.fromkeys(unavailable, self._store_unavailable),
+            RequestValidationError: self._request_validation_error,
+            HTTPException: self._http_error,
+        }
+
+    def install(self, app: FastAPI) -> None:
+        for error, handler in self._handlers.items():
+            app.add_exception_handler(error, handler)
+
+    async def answer(self, request: Request, exc: Exception) -> JSONResponse:
+        """The answer the app's handlers give `exc`: that of its nearest class that has one,
+        as the framework picks it. An error none answers is raised again (a 500)."""
+        for cls in type(exc).__mro__:
+            handler = self._handlers.get(cls)
+            if handler is not None:
+                return await handler(request, exc)
+        raise exc
+
+    async def _domain_error(self, _: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, FleetmarkError)
         headers = exc.headers
         if exc.status_code == 401:
@@ -310,11 +339,11 @@ def install_error_handlers(
             exc.body().model_dump(mode="json"), status_code=exc.status_code, headers=headers
         )
 
-    async def request_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    async def _request_validation_error(self, request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return await domain_error(request, InvalidInput.from_validation_error(exc))
+        return await self._domain_error(request, InvalidInput.from_validation_error(exc))
 
-    async def http_error(_: Request, exc: Exception) -> JSONResponse:
+    async def _http_error(self, _: Request, exc: Exception) -> JSONResponse:
         """The framework's own answers (no such route, method not allowed), in the same shape."""
         assert isinstance(exc, HTTPException)
         error = HTTPStatus(exc.status_code).phrase.lower().replace(" ", "_").replace("-", "_")
@@ -324,20 +353,13 @@ def install_error_handlers(
             headers=exc.headers,
         )
 
-    def try_later(error: str, detail: str) -> JSONResponse:
-        return JSONResponse(
-            {"error": error, "detail": detail},
-            status_code=503,
-            headers={"Retry-After": str(RETRY_AFTER_BUSY)},
-        )
-
-    async def store_busy(_: Request, exc: Exception) -> JSONResponse:
-        if gate.unreachable:
+    async def _store_busy(self, _: Request, exc: Exception) -> JSONResponse:
+        if self._gate.unreachable:
             # The request waited for a connection while the database went away.
-            return try_later("store_unavailable", STORE_UNAVAILABLE_DETAIL)
-        return try_later("store_busy", "every database connection is busy; retry later")
+            return _try_later("store_unavailable", STORE_UNAVAILABLE_DETAIL)
+        return _try_later("store_busy", "every database connection is busy; retry later")
 
-    async def store_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    async def _store_unavailable(self, request: Request, exc: Exception) -> JSONResponse:
         if not isinstance(exc, StoreUnreachable):  # the gate has said so once already
             log.warning(
                 "database unavailable",
@@ -345,13 +367,13 @@ def install_error_handlers(
                 error=type(exc).__name__,
                 detail=str(exc),
             )
-            gate.doubt()
-        return try_later("store_unavailable", STORE_UNAVAILABLE_DETAIL)
+            self._gate.doubt()
+        return _try_later("store_unavailable", STORE_UNAVAILABLE_DETAIL)
 
-    app.add_exception_handler(FleetmarkError, domain_error)
-    for error in busy:
-        app.add_exception_handler(error, store_busy)
-    for error in unavailable:
-        app.add_exception_handler(error, store_unavailable)
-    app.add_exception_handler(RequestValidationError, request_validation_error)
-    app.add_exception_handler(HTTPException, http_error)
+
+def _try_later(error: str, detail: str) -> JSONResponse:
+    return JSONResponse(
+        {"error": error, "detail": detail},
+        status_code=503,
+        headers={"Retry-After": str(RETRY_AFTER_BUSY)},
+    )

@@ -9,9 +9,10 @@ upgrade head`, makes every other database at head a copy of that one, and drops 
 the end.
 
 Every test runs inside one outer transaction that is rolled back afterwards. The app gets
-that connection's session through `dependency_overrides`; the session joins the
-transaction with savepoints, so the hub's own commit and rollback at the request boundary
-behave as in production without ever committing the outer transaction.
+that connection's session through `dependency_overrides`, and its report statements through
+its state; the session joins the transaction with savepoints, so the hub's own commit and
+rollback at the request boundary behave as in production without ever committing the outer
+transaction.
 """
 
 import atexit
@@ -41,11 +42,10 @@ from hub import migrate
 from hub.app import create_app
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
-from hub.database import ReadSession, StatementConnection, Statements, normalise_database_url
-from hub.deps import get_read_session, get_session, get_statements
+from hub.database import ReadSession, StatementConnection, normalise_database_url
+from hub.deps import get_read_session, get_session
 from hub.embedded import TIMESCALEDB_SETTINGS, start_embedded_postgres, timescaledb_installed
 from hub.ingest.batcher import ReportBatcher
-from hub.ingest.router import get_report_batcher
 from hub.settings import HubSettings
 from hub.tokens import service as token_service
 from hub.tokens.schemas import Scope, TokenRequest
@@ -323,7 +323,8 @@ class SessionStatements:
 
 
 def use_test_session(app: FastAPI, session: AsyncSession) -> None:
-    """Route the app's sessions and statements to the test's, each request a unit of work."""
+    """Route the app's sessions and statements to the test's, each request a unit of work.
+    Called once the app has started, whose start-up sets statements of its own."""
 
     async def write_session() -> AsyncIterator[AsyncSession]:
         try:
@@ -342,21 +343,15 @@ def use_test_session(app: FastAPI, session: AsyncSession) -> None:
         finally:
             await session.rollback()
 
-    async def statements() -> Statements:
-        return SessionStatements(session)
-
-    settings: HubSettings = app.state.settings
-
-    async def report_batcher() -> ReportBatcher:
-        # Each request's statements are its own here, and so its batcher.
-        return ReportBatcher(
-            SessionStatements(session), busy_timeout=settings.database_pool_timeout
-        )
-
     app.dependency_overrides[get_session] = write_session
     app.dependency_overrides[get_read_session] = read_session
-    app.dependency_overrides[get_statements] = statements
-    app.dependency_overrides[get_report_batcher] = report_batcher
+    # Reports are answered ahead of the app's dependencies (hub/ingest/router.py): their
+    # statements and batcher are the app's state, which start-up sets.
+    settings: HubSettings = app.state.settings
+    app.state.statements = statements = SessionStatements(session)
+    app.state.report_batcher = ReportBatcher(
+        statements, busy_timeout=settings.database_pool_timeout
+    )
 
 
 MakeClient = Callable[..., Awaitable[httpx.AsyncClient]]
@@ -371,8 +366,8 @@ async def make_client(
 
         async def make(**overrides: Any) -> httpx.AsyncClient:
             app = create_app(hub_settings(**overrides), database_url, clock=clock)
-            use_test_session(app, session)
             await stack.enter_async_context(app.router.lifespan_context(app))
+            use_test_session(app, session)
             transport = httpx.ASGITransport(app=app)
             return await stack.enter_async_context(
                 httpx.AsyncClient(transport=transport, base_url="http://hub.test")

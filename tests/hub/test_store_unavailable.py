@@ -13,7 +13,9 @@ import signal
 import tempfile
 import warnings
 from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +31,10 @@ from hub import migrate
 from hub.app import create_app
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterRegistration
-from hub.deps import get_read_session, get_session, get_statements
+from hub.database import StatementConnection
+from hub.deps import get_read_session, get_session
 from hub.embedded import sqlalchemy_url
+from hub.ingest.batcher import ReportBatcher
 from hub.tokens import service as token_service
 from hub.tokens.schemas import TokenRequest
 from tests.conftest import TOKEN_SECRET, hub_settings
@@ -368,6 +372,16 @@ async def test_a_connection_the_server_ends_costs_one_request_and_no_outage(
     assert "fleetmark_store_reachable 1.0" in metrics.splitlines()
 
 
+class GoneStatements:
+    """Statements on a database that is gone: every connection fails with `error`."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def connection(self) -> AbstractAsyncContextManager[StatementConnection]:
+        raise self.error
+
+
 @pytest.mark.parametrize(
     "error",
     [
@@ -389,16 +403,25 @@ async def test_a_request_that_finds_the_database_gone_is_told_to_retry(
     error: Exception, session: str
 ) -> None:
     app = create_app(hub_settings(), "postgresql+psycopg://postgres@/unused")
+    if session == "statements":
+        # The report path takes its statements from the app's state.
+        app.state.statements = gone = GoneStatements(error)
+        app.state.report_batcher = ReportBatcher(gone, busy_timeout=5)
+    else:
 
-    async def unavailable() -> Any:
-        raise error
+        async def unavailable() -> Any:
+            raise error
 
-    dependency = {"read": get_read_session, "write": get_session, "statements": get_statements}
-    app.dependency_overrides[dependency[session]] = unavailable
+        dependency = {"read": get_read_session, "write": get_session}[session]
+        app.dependency_overrides[dependency] = unavailable
     request = {
         "read": ("GET", "/api/v1/clusters", None),
         "write": ("POST", "/api/v1/clusters", {"name": "drone-99"}),
-        "statements": ("POST", "/api/v1/reports", {}),
+        "statements": (
+            "POST",
+            "/api/v1/reports",
+            report("drone-99", sequence=1, observed_at=datetime.now(UTC)),
+        ),
     }[session]
 
     method, path, body = request

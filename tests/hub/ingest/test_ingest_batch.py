@@ -18,13 +18,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.app import create_app
 from hub.clusters import repository as clusters
-from hub.database import StatementConnection, Statements
-from hub.deps import get_statements
+from hub.database import StatementConnection
 from hub.harvest.schemas import RepositoriesFile
 from hub.harvest.service import sync_repositories_file
 from hub.ingest import batcher, service
 from hub.ingest.batcher import ReportBatcher
-from hub.ingest.router import get_report_batcher
 from hub.ingest.schemas import Report, ReportReply
 from tests.conftest import (
     TOKEN_SECRET,
@@ -97,17 +95,10 @@ async def client(
     unexpected error is answered with 500 as a server would, not raised into the test. First
     reports place clusters (FLEETMARK_AGENT_PLACEMENT=first-report), so that batches place."""
     app = create_app(hub_settings(agent_placement="first-report"), database_url, clock=clock)
-    use_test_session(app, session)
-
-    async def shared() -> Statements:
-        return statements
-
-    async def shared_reports() -> ReportBatcher:
-        return reports
-
-    app.dependency_overrides[get_statements] = shared
-    app.dependency_overrides[get_report_batcher] = shared_reports
     async with app.router.lifespan_context(app):
+        use_test_session(app, session)
+        app.state.statements = statements
+        app.state.report_batcher = reports
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url="http://hub.test") as client:
             yield client

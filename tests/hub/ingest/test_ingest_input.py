@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from hub.ingest.schemas import MAX_MESSAGE_CHARS, TRUNCATION_MARK
+from hub.ingest.schemas import MAX_MESSAGE_CHARS, MAX_REPORT_BYTES_HEADER, TRUNCATION_MARK
+from hub.pages.headers import PAGES_POLICY
 from tests.conftest import MakeAgent, MakeClient, RegisterCluster
 from tests.support import DIGEST, SHA_A, SHA_B, Agent, Store, bearer, kustomization
 from tests.support import report as report_body
@@ -48,6 +49,26 @@ async def test_report_without_a_valid_token_is_unauthenticated(
     assert response.json()["error"] == "not_authenticated"
     assert response.headers["www-authenticate"] == "Bearer"
     assert await store.agent_sessions(agent.cluster) == {}
+
+
+async def test_report_answers_carry_the_hubs_headers_and_other_methods_are_refused(
+    agent: Agent,
+) -> None:
+    accepted = await agent.send([kustomization("app")])
+    refused = await agent.client.post("/api/v1/reports", json={}, headers=bearer("fmc_unknown"))
+    listed = await agent.client.get("/api/v1/reports", headers=bearer(agent.token))
+
+    assert (accepted.status_code, refused.status_code) == (200, 401)
+    for answer in (accepted, refused):
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.headers["x-content-type-options"] == "nosniff"
+        assert answer.headers["x-frame-options"] == "DENY"
+        assert answer.headers["referrer-policy"] == "no-referrer"
+        assert answer.headers["content-security-policy"] == PAGES_POLICY
+    assert accepted.headers[MAX_REPORT_BYTES_HEADER] == str(4 * 1024 * 1024)
+    assert listed.status_code == 405
+    assert listed.json() == {"error": "method_not_allowed", "detail": "Method Not Allowed"}
+    assert listed.headers["allow"] == "POST"
 
 
 async def test_report_of_a_time_before_1970_without_a_valid_token_is_unauthenticated(
