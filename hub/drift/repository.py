@@ -18,6 +18,7 @@ from sqlalchemy import (
     Integer,
     Row,
     String,
+    TextClause,
     and_,
     any_,
     case,
@@ -145,6 +146,17 @@ _AHEAD = reaches(
                 WHERE d.commit_id = walk.id AND d.mainline), false)""",
 )
 
+
+@dataclass(frozen=True, slots=True)
+class _Selection:
+    """Which objects an evaluation judges: a condition on object_state `o` and one on the
+    verdicts `d` it may drop, with the common table expressions they read."""
+
+    objects: str
+    verdicts: str
+    ctes: str = ""
+
+
 # How an object's applied revision compares with the head of the branch it follows. Commits are
 # placed by their positions on the branch's first-parent chain (hub/git/ancestry.py): a
 # member at position p that is not on the chain is an ancestor of chain commit p only, so the
@@ -153,12 +165,14 @@ _AHEAD = reaches(
 # lead there (a commit rewritten away by a force-push, as the gate reads it; _AHEAD). Platform
 # config is compared, per assignment of the object's cluster type on the branch, between the
 # revision valid at the applied position and the open one, for the (branch, cluster type,
-# position) triples behind objects share rather than per object.
-_EVALUATE = text(f"""
+# position) triples behind objects share rather than per object. `selection`: which objects
+# are judged (_Selection).
+def _evaluate(selection: _Selection) -> TextClause:
+    return text(f"""
 WITH spelling AS (
     SELECT * FROM unnest(CAST(:spellings AS text[]), CAST(:repository_ids AS int[]))
         AS s(url, repository_id)
-),
+),{selection.ctes}
 tracking AS (
     SELECT o.id AS object_id, o.cluster_id, c.cluster_type_id, o.reconciler, o.kind,
            o.namespace, o.name, o.source_url, o.url_ref AS source_ref, o.source_path,
@@ -166,7 +180,7 @@ tracking AS (
            o.drifted AS live_drift, o.suspended
     FROM object_state o
     JOIN cluster c ON c.id = o.cluster_id AND c.decommissioned_at IS NULL
-    WHERE o.cluster_id >= :first AND o.cluster_id < :end
+    WHERE {selection.objects}
       AND o.removed_at IS NULL AND NOT (o.reconciler = 'flux' AND o.kind = ANY(:source_kinds))
 ),
 judged AS MATERIALIZED (
@@ -274,61 +288,114 @@ written AS (
 ),
 dropped AS (
     DELETE FROM object_drift d
-    WHERE d.cluster_id >= :first AND d.cluster_id < :end
+    WHERE {selection.verdicts}
       AND NOT EXISTS (SELECT 1 FROM evaluated e WHERE e.object_id = d.object_id)
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM evaluated) AS objects,
-       (SELECT count(*) FROM evaluated WHERE reasons <> '{{}}') AS drifted,
        (SELECT count(*) FROM written) AS changed,
        (SELECT count(*) FROM dropped) AS dropped
 """)  # noqa: S608 - composed from constants, never from input
 
 
+# Every object of the clusters with :first <= id < :end, a part of the fleet.
+_PART = _Selection(
+    objects="o.cluster_id >= :first AND o.cluster_id < :end",
+    verdicts="d.cluster_id >= :first AND d.cluster_id < :end",
+)
+# The objects whose verdict may have changed since :since: written by a report (their state,
+# or their removal); following a repository whose branches the harvest moved, deleted or found
+# again; of a live cluster the last count did not see as it is now (registered, registered
+# again, or placed in another cluster type since, which decides its platform config); and the
+# verdicts of decommissioned clusters, to drop. What only time changes (staleness) is not in a
+# verdict: the periods and events read it anew every round.
+_CHANGED = _Selection(
+    objects="o.id IN (SELECT object_id FROM touched)",
+    verdicts="d.object_id IN (SELECT object_id FROM touched)",
+    ctes="""
+touched AS MATERIALIZED (
+    SELECT o.id AS object_id FROM object_state o WHERE o.written_at >= :since
+    UNION
+    SELECT o.id FROM git_branch b
+    JOIN spelling sp ON sp.repository_id = b.repository_id
+    JOIN object_state o ON o.source_url = sp.url
+    WHERE b.changed_at >= :since
+    UNION
+    SELECT o.id FROM cluster c
+    LEFT JOIN cluster_drift n ON n.cluster_id = c.id
+    JOIN object_state o ON o.cluster_id = c.id
+    WHERE c.decommissioned_at IS NULL
+      AND (n.cluster_id IS NULL OR n.cluster_type_id IS DISTINCT FROM c.cluster_type_id)
+    UNION
+    SELECT d.object_id FROM cluster c JOIN object_drift d ON d.cluster_id = c.id
+    WHERE c.decommissioned_at IS NOT NULL
+),""",
+)
+_EVALUATE_PART = _evaluate(_PART)
+_EVALUATE_CHANGED = _evaluate(_CHANGED)
+
+
 @dataclass(frozen=True, slots=True)
 class Evaluated:
+    # Objects judged, verdicts written anew, verdicts dropped.
     objects: int
-    drifted: int
     changed: int
     dropped: int
 
     def __add__(self, other: "Evaluated") -> "Evaluated":
         return Evaluated(
             self.objects + other.objects,
-            self.drifted + other.drifted,
             self.changed + other.changed,
             self.dropped + other.dropped,
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Part:
+    """Every object of the clusters with first <= id < end."""
+
+    first: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedSince:
+    """The objects whose verdict may have changed since `at` (_CHANGED)."""
+
+    at: datetime
+
+
 async def evaluate(
-    session: AsyncSession, *, repositories: dict[str, int], now: datetime, first: int, end: int
+    session: AsyncSession,
+    *,
+    repositories: dict[str, int],
+    now: datetime,
+    selection: Part | ChangedSince,
 ) -> Evaluated:
-    """Judge every live object of the registered clusters with first <= id < end (a part of
-    the fleet); `repositories`: the harvested repository each reported URL spelling stands
-    for."""
+    """Judge the live objects of the registered clusters that `selection` names;
+    `repositories`: the harvested repository each reported URL spelling stands for."""
     # A plan of its own for this statement: it reads the fleet once, and JIT compilation
     # would cost more than it saves.
     await session.execute(text("SET LOCAL jit = off"))
-    row = (
-        await session.execute(
-            _EVALUATE,
-            {
-                "spellings": list(repositories),
-                "repository_ids": list(repositories.values()),
-                "source_kinds": list(FLUX_SOURCE_KINDS),
-                "now": now,
-                "first": first,
-                "end": end,
-            },
-        )
-    ).one()
+    values: dict[str, Any] = {
+        "spellings": list(repositories),
+        "repository_ids": list(repositories.values()),
+        "source_kinds": list(FLUX_SOURCE_KINDS),
+        "now": now,
+    }
+    if isinstance(selection, Part):
+        statement = _EVALUATE_PART
+        values |= {"first": selection.first, "end": selection.end}
+    else:
+        statement = _EVALUATE_CHANGED
+        values["since"] = selection.at
+    row = (await session.execute(statement, values)).one()
     return Evaluated(**row._asdict())
 
 
 # Reasons the evaluation stores; staleness is the reader's.
 STORED_REASONS = tuple(reason.value for reason in Reason if reason is not Reason.STALE)
-_TOTALS = ("rank", "objects", "drifted", "untracked", *STORED_REASONS)
+_TOTALS = ("rank", "cluster_type_id", "objects", "drifted", "untracked", *STORED_REASONS)
 
 # Per registered cluster its objects counted and its place in a listing: by promotion order,
 # cluster type and name, compared byte by byte (names are Kubernetes-style ASCII) since that
@@ -339,6 +406,7 @@ WITH counted AS MATERIALIZED (
            (row_number() OVER (
                ORDER BY e.position NULLS LAST, e.name COLLATE "C" NULLS LAST,
                         ct.name COLLATE "C" NULLS LAST, c.name COLLATE "C"))::int AS rank,
+           c.cluster_type_id,
            count(d.object_id)::int AS objects,
            (count(d.object_id) FILTER (WHERE d.reasons <> '{{}}'))::int AS drifted,
            (count(d.object_id) FILTER (WHERE d.revision = 'untracked'))::int AS untracked,
@@ -353,7 +421,7 @@ WITH counted AS MATERIALIZED (
     LEFT JOIN cluster_type ct ON ct.id = c.cluster_type_id
     LEFT JOIN object_drift d ON d.cluster_id = c.id
     WHERE c.decommissioned_at IS NULL
-    GROUP BY c.id, e.position, e.name, ct.name
+    GROUP BY c.id, c.cluster_type_id, e.position, e.name, ct.name
 ),
 written AS (
     INSERT INTO cluster_drift AS t (cluster_id, {", ".join(_TOTALS)})
@@ -514,12 +582,36 @@ async def end_open_periods(session: AsyncSession, cluster_id: int, now: datetime
     )
 
 
-async def set_evaluated(session: AsyncSession, now: datetime) -> None:
-    statement = insert(DriftEvaluation).values(id=1, evaluated_at=now)
-    await session.execute(
-        statement.on_conflict_do_update(
-            index_elements=[DriftEvaluation.id], set_={"evaluated_at": now}
+async def judged_totals(session: AsyncSession) -> tuple[int, int]:
+    """The registered clusters' judged objects, and how many of them are drifted, as
+    `count_per_cluster` counted them."""
+    row = (
+        await session.execute(
+            select(
+                func.coalesce(func.sum(ClusterDrift.objects), 0),
+                func.coalesce(func.sum(ClusterDrift.drifted), 0),
+            )
         )
+    ).one()
+    return int(row[0]), int(row[1])
+
+
+async def last_evaluation(session: AsyncSession) -> DriftEvaluation | None:
+    """The last run: when, and when it last judged every object."""
+    found: DriftEvaluation | None = await session.scalar(
+        select(DriftEvaluation).where(DriftEvaluation.id == 1)
+    )
+    return found
+
+
+async def set_evaluated(session: AsyncSession, now: datetime, *, full: bool) -> None:
+    """Record a run at `now`; with `full`, one that judged every object."""
+    values: dict[str, Any] = {"evaluated_at": now}
+    if full:
+        values["full_at"] = now
+    statement = insert(DriftEvaluation).values(id=1, **values)
+    await session.execute(
+        statement.on_conflict_do_update(index_elements=[DriftEvaluation.id], set_=values)
     )
 
 

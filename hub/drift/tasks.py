@@ -1,5 +1,5 @@
-"""The drift evaluation, every `drift_interval`: every live object judged and the drift
-periods brought up to date, by one replica at a time."""
+"""The drift evaluation, every `drift_interval`: the live objects whose inputs changed judged
+(every one now and then) and the drift periods brought up to date, by one replica at a time."""
 
 import structlog
 
@@ -16,7 +16,7 @@ log = structlog.get_logger("fleetmark.drift")
 
 
 async def scheduled_drift(sessions: Sessions, settings: HubSettings, clock: Clock) -> Evaluation:
-    """A round of the periodic job: every live object judged."""
+    """A round of the periodic job (hub.drift.service.evaluate_drift)."""
     async with write_session(sessions) as session:
         evaluation = await evaluate_drift(
             session,
@@ -26,6 +26,8 @@ async def scheduled_drift(sessions: Sessions, settings: HubSettings, clock: Cloc
         )
     log.info(
         "drift evaluated",
+        full=evaluation.full,
+        judged=evaluation.judged,
         objects=evaluation.objects,
         drifted=evaluation.drifted,
         changed=evaluation.changed,

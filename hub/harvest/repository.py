@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, and_, delete, func, select, text, update
+from sqlalchemy import Row, and_, case, delete, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -219,16 +219,25 @@ async def live_branches(session: AsyncSession, repository_id: int) -> dict[str, 
     return {name: branch_id for name, branch_id in rows}
 
 
-async def set_branch_deleted(session: AsyncSession, branch_id: int, at: datetime | None) -> None:
-    await session.execute(update(GitBranch).where(GitBranch.id == branch_id).values(deleted_at=at))
+async def set_branch_deleted(session: AsyncSession, branch_id: int, at: datetime) -> None:
+    await session.execute(
+        update(GitBranch).where(GitBranch.id == branch_id).values(deleted_at=at, changed_at=at)
+    )
 
 
 async def set_branch_head(
     session: AsyncSession, branch_id: int, head_commit_id: int | None, now: datetime
 ) -> None:
-    values: dict[str, Any] = {"harvested_at": now, "deleted_at": None}
+    """The branch read at `now`: at `head_commit_id` (None: where it was), and not deleted.
+    Changed then (`changed_at`, what the drift job re-judges by) if it moved or was deleted."""
+    values: dict[str, Any] = {
+        "harvested_at": now,
+        "deleted_at": None,
+        "changed_at": case((GitBranch.deleted_at.is_not(None), now), else_=GitBranch.changed_at),
+    }
     if head_commit_id is not None:
         values["head_commit_id"] = head_commit_id
+        values["changed_at"] = now
     await session.execute(update(GitBranch).where(GitBranch.id == branch_id).values(**values))
 
 

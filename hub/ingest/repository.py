@@ -130,7 +130,8 @@ SNAPSHOT_PARTS_PER_CLUSTER = MAX_SNAPSHOT_PARTS
 
 _VANISHED_FROM_SNAPSHOT = f"""
 vanished AS (
-    UPDATE object_state t SET removed_at = f.observed_at, changed_at = f.observed_at
+    UPDATE object_state t
+    SET removed_at = f.observed_at, changed_at = f.observed_at, written_at = f.received_at
     FROM fresh f
     WHERE f.full_snapshot
       AND t.cluster_id = f.id AND t.removed_at IS NULL
@@ -170,11 +171,12 @@ crowded_out AS (
           > {SNAPSHOT_PARTS_PER_CLUSTER}
 ),
 completed AS (
-    SELECT p.cluster_id, p.snapshot_id, p.not_after,
+    SELECT p.cluster_id, p.snapshot_id, p.not_after, p.received_at,
            LEAST(p.observed_at, min(e.observed_at)) AS observed_at
     FROM part p
     LEFT JOIN earlier_part e USING (cluster_id, snapshot_id)
-    GROUP BY p.cluster_id, p.snapshot_id, p.part_count, p.observed_at, p.not_after
+    GROUP BY p.cluster_id, p.snapshot_id, p.part_count, p.observed_at, p.not_after,
+             p.received_at
     HAVING count(DISTINCT e.part_index) = p.part_count - 1
        AND bool_and(e.part_count = p.part_count) IS NOT FALSE
 ),
@@ -207,7 +209,8 @@ named AS (
     SELECT cluster_id, {_KEY_COLUMNS} FROM incoming
 ),
 vanished AS (
-    UPDATE object_state t SET removed_at = c.observed_at, changed_at = c.observed_at
+    UPDATE object_state t
+    SET removed_at = c.observed_at, changed_at = c.observed_at, written_at = c.received_at
     FROM completed c
     WHERE t.cluster_id = c.cluster_id AND t.removed_at IS NULL
       AND (t.changed_at < c.observed_at OR t.changed_at > c.not_after)
@@ -273,12 +276,13 @@ fresh AS (
     LEFT JOIN agent_session prior ON prior.cluster_id = t.id AND prior.boot_id = t.boot_id
 ),
 incoming AS (
-    SELECT f.id AS cluster_id, f.observed_at, f.not_before, f.snapshot_current, {_RECORD}
+    SELECT f.id AS cluster_id, f.observed_at, f.received_at, f.not_before, f.snapshot_current,
+           {_RECORD}
     FROM fresh f CROSS JOIN LATERAL jsonb_array_elements(f.records) AS r
 ),
 changing AS (
     SELECT i.cluster_id, i.reconciler, i.kind, i.namespace, i.name, {_columns("i")},
-           i.last_transition_at, i.observed_at, b.began_at, p.id AS previous_of,
+           i.last_transition_at, i.observed_at, i.received_at, b.began_at, p.id AS previous_of,
            p.applied_revision AS previous_revision, p.applied_sha AS previous_sha,
            p.applied_version AS previous_version
     FROM incoming i
@@ -305,16 +309,17 @@ changing AS (
 upserted AS (
     INSERT INTO object_state AS t (
         cluster_id, reconciler, kind, namespace, name, {_STATE}, last_transition_at,
-        changed_at, first_seen_at, removed_at, applied_since, ready_since)
+        changed_at, first_seen_at, removed_at, applied_since, ready_since, written_at)
     SELECT c.cluster_id, c.reconciler, c.kind, c.namespace, c.name, {_columns("c")},
            c.last_transition_at, c.observed_at, c.observed_at, NULL, c.began_at,
-           CASE WHEN c.ready THEN c.began_at END
+           CASE WHEN c.ready THEN c.began_at END, c.received_at
     FROM changing c
     ON CONFLICT (cluster_id, reconciler, kind, namespace, name) DO UPDATE SET
         {", ".join(f"{column} = EXCLUDED.{column}" for column in STATE_COLUMNS)},
         last_transition_at = EXCLUDED.last_transition_at,
         changed_at = EXCLUDED.changed_at,
         removed_at = NULL,
+        written_at = EXCLUDED.written_at,
         applied_since = CASE
             WHEN t.removed_at IS NOT NULL THEN EXCLUDED.applied_since
             WHEN t.applied_revision IS NOT DISTINCT FROM EXCLUDED.applied_revision

@@ -88,6 +88,9 @@ class ClusterDrift(ReasonCounts, Base):
     rank: Mapped[int]
     objects: Mapped[int]
     drifted: Mapped[int]
+    # The cluster type it had when counted: a cluster placed since has its objects judged
+    # anew (their platform config depends on it).
+    cluster_type_id: Mapped[int | None]
 
 
 class DriftTotal(ReasonCounts, Base):
@@ -170,3 +173,5 @@ class DriftEvaluation(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     evaluated_at: Mapped[datetime]
+    # When it last judged every object, not only those whose inputs changed.
+    full_at: Mapped[datetime | None]

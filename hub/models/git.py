@@ -51,6 +51,9 @@ class GitBranch(Base):
     head_commit_id: Mapped[int | None] = mapped_column(ForeignKey("git_commit.id"))
     harvested_at: Mapped[datetime | None]
     deleted_at: Mapped[datetime | None]
+    # When the harvest last moved the head (or deleted the branch, or found it again): the
+    # objects following its repository are judged anew (hub/drift/repository.py).
+    changed_at: Mapped[datetime | None]
 
 
 class GitCommit(Base):

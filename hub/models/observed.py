@@ -109,6 +109,9 @@ class ObjectState(Base):
         ),
         # The objects that apply a branch's commits, as dora_member finds them (migration 0054).
         Index("ix_object_state_applied_sha", "applied_sha"),
+        # The objects written since the drift job's last round, as it re-judges them
+        # (migration 0058).
+        Index("ix_object_state_written_at", "written_at"),
         # Migration 0026 adds ix_object_state_name_c, (name COLLATE "C", id), for deployment
         # history by object name: a collation of its own, which models cannot state.
     )
@@ -145,6 +148,9 @@ class ObjectState(Base):
     # is Ready, its current Ready period (ingest keeps both; migration 0011).
     applied_since: Mapped[datetime]
     ready_since: Mapped[datetime | None]
+    # The hub's time of the report that last wrote the row (its state, or its removal): what
+    # the drift job re-judges (hub/drift/repository.py). None: not written since 0058.
+    written_at: Mapped[datetime | None]
 
 
 APPLIED_REVISION = "applied_sha IS NOT NULL OR applied_version IS NOT NULL"

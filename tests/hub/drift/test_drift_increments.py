@@ -1,0 +1,171 @@
+"""The drift job's rounds judge what changed since the last one: what reports wrote, what the
+harvest moved, clusters decommissioned or placed elsewhere; staleness, which only time changes,
+is read anew every round. Each test ends with a full pass at the same time, which finds nothing
+the round had not found: the verdicts, the counts, the periods and the events stay as they
+were."""
+
+import json
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from hub.clusters import service as cluster_service
+from hub.clusters.schemas import ClusterPlacement
+from hub.drift import service
+from hub.simulation import ROOT
+from tests.hub.drifting import STALE_AFTER, drift, evaluate, reasons, rows
+from tests.hub.simulated_fleet import Fleet
+from tests.support import FakeClock
+
+# What the drift job keeps; drift_total is written anew each round, its ids with it.
+KEPT = ("object_drift", "cluster_drift", "cluster_drift_reasons", "drift_total", "drift_period")
+
+
+async def kept(session: AsyncSession) -> dict[str, list[str]]:
+    found = {}
+    for table in KEPT:
+        result = await session.execute(text(f"SELECT to_jsonb(t) - 'id' FROM {table} t"))
+        found[table] = sorted(json.dumps(row, sort_keys=True) for row in result.scalars())
+    return found
+
+
+async def full_pass_finds_nothing(
+    session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = await kept(session)
+    with monkeypatch.context() as patch:
+        patch.setattr(service, "FULL_PASS_EVERY", timedelta(0))
+        evaluation = await evaluate(session, clock)
+    assert evaluation.full
+    assert evaluation.judged == evaluation.objects
+    assert (evaluation.changed, evaluation.periods_opened, evaluation.periods_closed) == (0, 0, 0)
+    assert evaluation.events == 0
+    assert await kept(session) == before
+
+
+@pytest.fixture
+async def steady(dev: Fleet, session: AsyncSession, clock: FakeClock) -> Fleet:
+    """dev (conftest) a while later: its agents reported again, with nothing new, and a round
+    judged them, so that what the first reports wrote lies before the next round's overlap."""
+    clock.advance(seconds=(service.REJUDGED_OVERLAP + timedelta(minutes=1)).total_seconds())
+    await dev.report()
+    evaluation = await evaluate(session, clock)
+    assert not evaluation.full
+    return dev
+
+
+async def test_a_round_judges_the_objects_reports_changed(
+    steady: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock.advance(minutes=1)
+    steady.clusters["drone-02"].run_platform(steady.platform_heads["dev"], ready=False)
+    await steady.report()
+
+    evaluation = await evaluate(session, clock)
+    report = await drift(session, clock)
+
+    assert (evaluation.full, evaluation.judged, evaluation.changed) == (False, 1, 1)
+    assert (evaluation.objects, evaluation.drifted) == (2, 1)
+    assert reasons(report) == {("drone-02", f"Kustomization/{ROOT}"): ["failing"]}
+    await full_pass_finds_nothing(session, clock, monkeypatch)
+
+
+async def test_a_cluster_gone_silent_is_stale_though_nothing_was_written(
+    dev: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # drone-02 reports no more; drone-01 reports what it reported before.
+    last_report = clock.now
+    clock.advance(seconds=(service.REJUDGED_OVERLAP + timedelta(minutes=1)).total_seconds())
+    await dev.report("drone-01")
+    await evaluate(session, clock)
+    clock.advance(minutes=5)
+    await dev.report("drone-01")
+    assert STALE_AFTER < clock.now - last_report < service.FULL_PASS_EVERY
+
+    evaluation = await evaluate(session, clock)
+    report = await drift(session, clock)
+
+    assert (evaluation.full, evaluation.judged, evaluation.changed) == (False, 0, 0)
+    # A period for the cluster and one for its object; fleetmark.cluster.stale.
+    assert (evaluation.periods_opened, evaluation.events) == (2, 1)
+    assert reasons(report) == {("drone-02", f"Kustomization/{ROOT}"): ["stale"]}
+    await full_pass_finds_nothing(session, clock, monkeypatch)
+
+
+async def test_a_round_judges_the_objects_following_a_branch_the_harvest_moved(
+    steady: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steady.promote("Promote dev: drone config", {"drone/README.md": "edge\n"})
+    await steady.harvest()
+
+    evaluation = await evaluate(session, clock)
+    report = await drift(session, clock)
+
+    assert (evaluation.full, evaluation.judged, evaluation.changed) == (False, 2, 2)
+    assert reasons(report) == {
+        ("drone-01", f"Kustomization/{ROOT}"): ["behind"],
+        ("drone-02", f"Kustomization/{ROOT}"): ["behind"],
+    }
+    await full_pass_finds_nothing(session, clock, monkeypatch)
+
+
+async def test_a_round_drops_the_verdicts_of_a_decommissioned_cluster(
+    steady: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steady.clusters["drone-02"].run_platform(steady.platform_heads["dev"], ready=False)
+    await steady.report()
+    await evaluate(session, clock)
+    clock.advance(seconds=(service.REJUDGED_OVERLAP + timedelta(minutes=1)).total_seconds())
+    await steady.report()
+    await evaluate(session, clock)
+    clock.advance(minutes=1)
+    await cluster_service.decommission(session, "drone-02", now=clock.now, stale_after=STALE_AFTER)
+
+    evaluation = await evaluate(session, clock)
+    report = await drift(session, clock, include_in_sync=True)
+
+    assert (evaluation.full, evaluation.judged, evaluation.changed) == (False, 0, 1)
+    assert (evaluation.objects, evaluation.drifted) == (1, 0)
+    # Its drift ends: its period closes, and dev's drift is resolved.
+    assert evaluation.periods_closed == 2
+    assert set(rows(report)) == {("drone-01", f"Kustomization/{ROOT}")}
+    await full_pass_finds_nothing(session, clock, monkeypatch)
+
+
+async def test_a_round_judges_the_objects_of_a_cluster_placed_elsewhere(
+    steady: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock.advance(minutes=1)
+    await steady.report()
+    await cluster_service.place(
+        session,
+        "drone-02",
+        ClusterPlacement(environment="dev", cluster_type="large"),
+        now=clock.now,
+        stale_after=STALE_AFTER,
+    )
+
+    evaluation = await evaluate(session, clock)
+
+    assert (evaluation.full, evaluation.judged) == (False, 1)
+    await full_pass_finds_nothing(session, clock, monkeypatch)
+
+
+async def test_every_object_is_judged_again_once_the_last_full_pass_is_old(
+    steady: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    clock.advance(minutes=1)
+    await steady.report()
+    meanwhile = await evaluate(session, clock)
+    # The fixture's first round was the last full pass.
+    clock.advance(seconds=service.FULL_PASS_EVERY.total_seconds())
+    await steady.report()
+
+    again = await evaluate(session, clock)
+    after = await evaluate(session, clock)
+
+    assert (meanwhile.full, meanwhile.judged) == (False, 0)
+    assert (again.full, again.judged, again.changed) == (True, 2, 0)
+    assert (after.full, after.judged) == (False, 0)
