@@ -5,7 +5,7 @@ statements however large the fleet (`object_drift`'s changed rows, `cluster_drif
 rows for the clusters on the page only.
 """
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -284,17 +284,18 @@ written AS (
     ON CONFLICT (object_id) DO UPDATE SET
         {", ".join(f"{name} = EXCLUDED.{name}" for name in _JUDGED_COLUMNS)},
         changed_at = EXCLUDED.changed_at
-    RETURNING 1
+    RETURNING d.cluster_id
 ),
 dropped AS (
     DELETE FROM object_drift d
     WHERE {selection.verdicts}
       AND NOT EXISTS (SELECT 1 FROM evaluated e WHERE e.object_id = d.object_id)
-    RETURNING 1
+    RETURNING d.cluster_id
 )
 SELECT (SELECT count(*) FROM evaluated) AS objects,
        (SELECT count(*) FROM written) AS changed,
-       (SELECT count(*) FROM dropped) AS dropped
+       (SELECT count(*) FROM dropped) AS dropped,
+       ARRAY(SELECT cluster_id FROM written UNION SELECT cluster_id FROM dropped) AS clusters
 """)  # noqa: S608 - composed from constants, never from input
 
 
@@ -337,16 +338,18 @@ _EVALUATE_CHANGED = _evaluate(_CHANGED)
 
 @dataclass(frozen=True, slots=True)
 class Evaluated:
-    # Objects judged, verdicts written anew, verdicts dropped.
+    # Objects judged, verdicts written anew, verdicts dropped, and the clusters of those.
     objects: int
     changed: int
     dropped: int
+    clusters: frozenset[int]
 
     def __add__(self, other: "Evaluated") -> "Evaluated":
         return Evaluated(
             self.objects + other.objects,
             self.changed + other.changed,
             self.dropped + other.dropped,
+            self.clusters | other.clusters,
         )
 
 
@@ -390,38 +393,53 @@ async def evaluate(
         statement = _EVALUATE_CHANGED
         values["since"] = selection.at
     row = (await session.execute(statement, values)).one()
-    return Evaluated(**row._asdict())
+    return Evaluated(row.objects, row.changed, row.dropped, frozenset(row.clusters))
 
 
 # Reasons the evaluation stores; staleness is the reader's.
 STORED_REASONS = tuple(reason.value for reason in Reason if reason is not Reason.STALE)
-_TOTALS = ("rank", "cluster_type_id", "objects", "drifted", "untracked", *STORED_REASONS)
+_COUNTS = ("objects", "drifted", "untracked", *STORED_REASONS)
+_TOTALS = ("rank", "cluster_type_id", *_COUNTS)
 
-# Per registered cluster its objects counted and its place in a listing: by promotion order,
-# cluster type and name, compared byte by byte (names are Kubernetes-style ASCII) since that
-# is cheaper than a locale's rules. Rows that did not change are left as they are.
-_COUNT_CLUSTERS = text(f"""
-WITH counted AS MATERIALIZED (
+
+# Per registered cluster its place in a listing: by promotion order, cluster type and name,
+# compared byte by byte (names are Kubernetes-style ASCII) since that is cheaper than a
+# locale's rules; and its objects counted, anew for the clusters `recounted` names (the
+# condition on a cluster id column) and those not counted yet, as they were for the others.
+# Rows that did not change are left as they are.
+def _count_clusters(recounted: Callable[[str], str]) -> TextClause:
+    counts = ", ".join(
+        f"CASE WHEN {recounted('c.id')} OR stored.cluster_id IS NULL "
+        f"THEN COALESCE(r.{name}, 0) ELSE stored.{name} END AS {name}"
+        for name in _COUNTS
+    )
+    return text(f"""
+WITH recount AS MATERIALIZED (
+    SELECT d.cluster_id, count(*)::int AS objects,
+           (count(*) FILTER (WHERE d.reasons <> '{{}}'))::int AS drifted,
+           (count(*) FILTER (WHERE d.revision = 'untracked'))::int AS untracked,
+           {
+        ", ".join(
+            f"(count(*) FILTER (WHERE '{reason}' = ANY(d.reasons)))::int AS {reason}"
+            for reason in STORED_REASONS
+        )
+    }
+    FROM object_drift d
+    WHERE {recounted("d.cluster_id")}
+    GROUP BY d.cluster_id
+),
+counted AS MATERIALIZED (
     SELECT c.id AS cluster_id,
            (row_number() OVER (
                ORDER BY e.position NULLS LAST, e.name COLLATE "C" NULLS LAST,
                         ct.name COLLATE "C" NULLS LAST, c.name COLLATE "C"))::int AS rank,
-           c.cluster_type_id,
-           count(d.object_id)::int AS objects,
-           (count(d.object_id) FILTER (WHERE d.reasons <> '{{}}'))::int AS drifted,
-           (count(d.object_id) FILTER (WHERE d.revision = 'untracked'))::int AS untracked,
-           {
-    ", ".join(
-        f"(count(d.object_id) FILTER (WHERE '{reason}' = ANY(d.reasons)))::int AS {reason}"
-        for reason in STORED_REASONS
-    )
-}
+           c.cluster_type_id, {counts}
     FROM cluster c
     LEFT JOIN environment e ON e.id = c.environment_id
     LEFT JOIN cluster_type ct ON ct.id = c.cluster_type_id
-    LEFT JOIN object_drift d ON d.cluster_id = c.id
+    LEFT JOIN recount r ON r.cluster_id = c.id
+    LEFT JOIN cluster_drift stored ON stored.cluster_id = c.id
     WHERE c.decommissioned_at IS NULL
-    GROUP BY c.id, c.cluster_type_id, e.position, e.name, ct.name
 ),
 written AS (
     INSERT INTO cluster_drift AS t (cluster_id, {", ".join(_TOTALS)})
@@ -439,11 +457,15 @@ DELETE FROM cluster_drift t
 WHERE NOT EXISTS (SELECT 1 FROM counted c WHERE c.cluster_id = t.cluster_id)
 """)  # noqa: S608 - composed from constants, never from input
 
-_COUNT_REASONS = text("""
+
+# Per cluster `recounted` names, its objects counted per set of reasons.
+def _count_reasons(recounted: Callable[[str], str]) -> TextClause:
+    return text(f"""
 WITH counted AS MATERIALIZED (
-    SELECT cluster_id, reasons, count(*)::int AS objects
-    FROM object_drift
-    GROUP BY cluster_id, reasons
+    SELECT d.cluster_id, d.reasons, count(*)::int AS objects
+    FROM object_drift d
+    WHERE {recounted("d.cluster_id")}
+    GROUP BY d.cluster_id, d.reasons
 ),
 written AS (
     INSERT INTO cluster_drift_reasons AS t (cluster_id, reasons, objects)
@@ -456,10 +478,22 @@ written AS (
     RETURNING 1
 )
 DELETE FROM cluster_drift_reasons t
-WHERE NOT EXISTS (
+WHERE {recounted("t.cluster_id")} AND NOT EXISTS (
     SELECT 1 FROM counted c WHERE c.cluster_id = t.cluster_id AND c.reasons = t.reasons
 )
-""")
+""")  # noqa: S608 - composed from constants, never from input
+
+
+def _every(column: str) -> str:
+    return "true"
+
+
+def _listed(column: str) -> str:
+    return f"{column} = ANY(CAST(:clusters AS int[]))"
+
+
+_COUNT_EVERY = (_count_clusters(_every), _count_reasons(_every))
+_COUNT_LISTED = (_count_clusters(_listed), _count_reasons(_listed))
 
 
 # `cluster_drift` summed per environment and cluster type, anew (a row per cluster type).
@@ -476,11 +510,15 @@ GROUP BY c.environment_id, c.cluster_type_id
 """)  # noqa: S608 - composed from constants, never from input
 
 
-async def count_per_cluster(session: AsyncSession) -> None:
+async def count_per_cluster(session: AsyncSession, clusters: Collection[int] | None) -> None:
     """Bring `cluster_drift`, `cluster_drift_reasons` and `drift_total` in line with
-    `object_drift`."""
-    await session.execute(_COUNT_CLUSTERS)
-    await session.execute(_COUNT_REASONS)
+    `object_drift`, whose rows changed for `clusters` only (None: any)."""
+    if clusters is None:
+        statements, values = _COUNT_EVERY, {}
+    else:
+        statements, values = _COUNT_LISTED, {"clusters": sorted(clusters)}
+    for statement in statements:
+        await session.execute(statement, values)
     await session.execute(_TOTALS_SQL)
 
 

@@ -352,7 +352,7 @@ async def evaluate_drift(
         await gate_service.source_spellings(session), await repository.repository_ids(session)
     )
     last = await repository.last_evaluation(session)
-    evaluated = Evaluated(objects=0, changed=0, dropped=0)
+    evaluated = Evaluated(objects=0, changed=0, dropped=0, clusters=frozenset())
     if (
         last is not None
         and last.full_at is not None
@@ -371,7 +371,7 @@ async def evaluate_drift(
             evaluated += await repository.evaluate(
                 session, repositories=repositories, now=now, selection=Part(first, end)
             )
-    await repository.count_per_cluster(session)
+    await repository.count_per_cluster(session, None if full else evaluated.clusters)
     objects, drifted = await repository.judged_totals(session)
     periods = await repository.record_periods(
         session, now=now, stale_before=now - stale_after, order=REASONS
