@@ -39,6 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, array, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.database import plan_for_values
 from hub.drift.schemas import Reason
 from hub.git.ancestry import reaches
 from hub.models import (
@@ -390,6 +391,9 @@ async def evaluate(
         statement = _EVALUATE_PART
         values |= {"first": selection.first, "end": selection.end}
     else:
+        # Planned for its `since`: a prepared statement's generic plan, made for any, would
+        # read every object rather than those written since.
+        await plan_for_values(session)
         statement = _EVALUATE_CHANGED
         values["since"] = selection.at
     row = (await session.execute(statement, values)).one()
