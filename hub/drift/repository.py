@@ -310,24 +310,31 @@ _PART = _Selection(
 # again; of a live cluster the last count did not see as it is now (registered, registered
 # again, or placed in another cluster type since, which decides its platform config); and the
 # verdicts of decommissioned clusters, to drop. What only time changes (staleness) is not in a
-# verdict: the periods and events read it anew every round.
+# verdict: the periods and events read it anew every round. The clusters are found first, then
+# their objects (OFFSET 0): planned as a join, every object was read and then filtered.
 _CHANGED = _Selection(
     objects="o.id IN (SELECT object_id FROM touched)",
     verdicts="d.object_id IN (SELECT object_id FROM touched)",
     ctes="""
+placed AS MATERIALIZED (
+    SELECT c.id FROM cluster c
+    LEFT JOIN cluster_drift n ON n.cluster_id = c.id
+    WHERE c.decommissioned_at IS NULL
+      AND (n.cluster_id IS NULL OR n.cluster_type_id IS DISTINCT FROM c.cluster_type_id)
+),
 touched AS MATERIALIZED (
     SELECT o.id AS object_id FROM object_state o WHERE o.written_at >= :since
     UNION
-    SELECT o.id FROM git_branch b
-    JOIN spelling sp ON sp.repository_id = b.repository_id
-    JOIN object_state o ON o.source_url = sp.url
-    WHERE b.changed_at >= :since
+    SELECT o.id FROM spelling sp
+    CROSS JOIN LATERAL (
+        SELECT o.id FROM object_state o WHERE o.source_url = sp.url OFFSET 0
+    ) AS o
+    WHERE sp.repository_id IN (SELECT repository_id FROM git_branch WHERE changed_at >= :since)
     UNION
-    SELECT o.id FROM cluster c
-    LEFT JOIN cluster_drift n ON n.cluster_id = c.id
-    JOIN object_state o ON o.cluster_id = c.id
-    WHERE c.decommissioned_at IS NULL
-      AND (n.cluster_id IS NULL OR n.cluster_type_id IS DISTINCT FROM c.cluster_type_id)
+    SELECT o.id FROM placed p
+    CROSS JOIN LATERAL (
+        SELECT o.id FROM object_state o WHERE o.cluster_id = p.id OFFSET 0
+    ) AS o
     UNION
     SELECT d.object_id FROM cluster c JOIN object_drift d ON d.cluster_id = c.id
     WHERE c.decommissioned_at IS NOT NULL
