@@ -45,11 +45,16 @@ async def full_pass_finds_nothing(
     assert await kept(session) == before
 
 
+def past_the_overlap(clock: FakeClock) -> None:
+    """Move past a round's overlap: what was written before lies outside the next round's."""
+    clock.advance(seconds=(service.REJUDGED_OVERLAP + timedelta(minutes=1)).total_seconds())
+
+
 @pytest.fixture
 async def steady(dev: Fleet, session: AsyncSession, clock: FakeClock) -> Fleet:
     """dev (conftest) a while later: its agents reported again, with nothing new, and a round
     judged them, so that what the first reports wrote lies before the next round's overlap."""
-    clock.advance(seconds=(service.REJUDGED_OVERLAP + timedelta(minutes=1)).total_seconds())
+    past_the_overlap(clock)
     await dev.report()
     evaluation = await evaluate(session, clock)
     assert not evaluation.full
@@ -77,7 +82,7 @@ async def test_a_cluster_gone_silent_is_stale_though_nothing_was_written(
 ) -> None:
     # drone-02 reports no more; drone-01 reports what it reported before.
     last_report = clock.now
-    clock.advance(seconds=(service.REJUDGED_OVERLAP + timedelta(minutes=1)).total_seconds())
+    past_the_overlap(clock)
     await dev.report("drone-01")
     await evaluate(session, clock)
     clock.advance(minutes=5)
@@ -117,7 +122,7 @@ async def test_a_round_drops_the_verdicts_of_a_decommissioned_cluster(
     steady.clusters["drone-02"].run_platform(steady.platform_heads["dev"], ready=False)
     await steady.report()
     await evaluate(session, clock)
-    clock.advance(seconds=(service.REJUDGED_OVERLAP + timedelta(minutes=1)).total_seconds())
+    past_the_overlap(clock)
     await steady.report()
     await evaluate(session, clock)
     clock.advance(minutes=1)
