@@ -1,19 +1,23 @@
 """SQL of the environment diff, over the desired_version view and the deployed_version summary.
 
 The diff itself only reads, in one statement whose cost follows the assignments compared
-(docs/contributing.md, "The environment diff"); `refresh_part` and `replace_kept` are the job's.
+(docs/contributing.md, "The environment diff"); the refresh of the summary (what each cluster
+runs, `deployed_cluster`, summed up per part of the fleet, `deployed_part`) and `replace_kept`
+are the job's.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import RowMapping, TextClause, delete, insert, text
+from sqlalchemy import RowMapping, TextClause, delete, select, text
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.database import plan_for_values
-from hub.models import EnvironmentDiffCell, EnvironmentDiffConfig
+from hub.models import DeployedRefresh, EnvironmentDiffCell, EnvironmentDiffConfig
+from hub.models.observed import FLUX_SOURCE_KINDS
 from hub.sorting import Order
 
 # Held while refreshing the summary ("envdiff" in ASCII): one replica at a time.
@@ -217,21 +221,215 @@ async def diff_page(
     return DiffPage(total=total, deployed_at=deployed_at, rows=list(rows.values()))
 
 
-async def refresh_part(session: AsyncSession, part: int, first: int, end: int) -> None:
-    """Replace one part of the deployed summary by what its clusters (first <= id < end) run
-    now."""
-    # Room to group the part's objects in memory rather than in sort files on disk.
+# What the chosen clusters run (a selection's `clusters`: a condition on `c`, the cluster):
+# their live objects summed up per source (URL as reported, ref, path normalised), applied
+# commit and condition, a cluster with two objects in one group counted once, each row with the
+# version its applied commit carries on that branch and path (looked up once per ref, path and
+# commit); and a `member` row per live cluster with its placement. A Flux source object applies
+# nothing itself.
+_CLUSTER_ROWS = r"""
+WITH chosen AS MATERIALIZED (
+    SELECT c.id, c.environment_id, t.name AS cluster_type
+    FROM cluster c
+    JOIN cluster_type t ON t.id = c.cluster_type_id
+    WHERE {clusters} AND c.decommissioned_at IS NULL
+),
+per_cluster AS (
+    SELECT c.environment_id, c.cluster_type, o.source_url, o.url_ref AS source_ref,
+           btrim(regexp_replace('/' || COALESCE(o.source_path, '') || '/', '/(\.?/)+', '/', 'g'),
+                 '/') AS source_path,
+           o.applied_sha, o.applied_version,
+           CASE
+               WHEN o.ready IS FALSE AND NOT o.suspended THEN 'failing'
+               WHEN o.suspended THEN 'suspended'
+               WHEN o.drifted THEN 'live_drift'
+               ELSE 'applied'
+           END AS condition,
+           o.cluster_id, min(COALESCE(o.message, o.reason)) AS message
+    FROM chosen c
+    CROSS JOIN LATERAL (
+        SELECT * FROM object_state o WHERE o.cluster_id = c.id OFFSET 0
+    ) AS o
+    WHERE o.removed_at IS NULL
+      AND NOT (o.reconciler = 'flux' AND o.kind = ANY(CAST(:source_kinds AS text[])))
+    GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9
+),
+resolved AS (
+    SELECT k.source_ref, k.source_path, k.applied_sha, v.version
+    FROM (
+        SELECT DISTINCT source_ref, source_path, applied_sha FROM per_cluster
+        WHERE applied_sha IS NOT NULL
+    ) k
+    CROSS JOIN LATERAL (
+        SELECT m.workload_version AS version
+        FROM git_branch b
+        JOIN git_commit gc ON gc.repository_id = b.repository_id AND gc.sha = k.applied_sha
+        JOIN branch_commit p ON p.branch_id = b.id AND p.commit_id = gc.id AND p.mainline
+        JOIN manifest_revision m ON m.branch_id = b.id AND m.path = k.source_path
+        JOIN branch_commit f ON f.branch_id = b.id AND f.commit_id = m.valid_from_commit_id
+        LEFT JOIN branch_commit u
+          ON u.branch_id = b.id AND u.commit_id = m.valid_until_commit_id
+        WHERE b.name = regexp_replace(k.source_ref, '^refs/heads/', '')
+          AND b.deleted_at IS NULL
+          AND f.position <= p.position AND (u.position IS NULL OR p.position < u.position)
+        LIMIT 1
+    ) v
+)
+INSERT INTO deployed_cluster (
+    cluster_id, environment_id, cluster_type, source_url, source_ref, source_path,
+    applied_sha, applied_version, condition, version, message
+)
+SELECT g.cluster_id, g.environment_id, g.cluster_type, g.source_url, g.source_ref,
+       g.source_path, g.applied_sha, g.applied_version, g.condition,
+       COALESCE(r.version, g.applied_version), g.message
+FROM per_cluster g
+LEFT JOIN resolved r
+  ON r.source_ref = g.source_ref AND r.source_path = g.source_path
+ AND r.applied_sha = g.applied_sha
+UNION ALL
+SELECT id, environment_id, cluster_type, NULL, NULL, NULL, NULL, NULL, 'member', NULL, NULL
+FROM chosen
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """The clusters with first <= id < end."""
+
+    first: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Clusters:
+    """The clusters with these ids."""
+
+    ids: Sequence[int]
+
+
+_CLUSTER_ROWS_OF_PART = text(_CLUSTER_ROWS.replace("{clusters}", "c.id >= :first AND c.id < :end"))
+_CLUSTER_ROWS_OF = text(_CLUSTER_ROWS.replace("{clusters}", "c.id = ANY(CAST(:ids AS integer[]))"))
+
+
+async def read_clusters(session: AsyncSession, selection: Part | Clusters) -> None:
+    """Replace the deployed_cluster rows of the clusters `selection` names by what they run
+    now: none for a cluster decommissioned, or not placed."""
+    # Room to group a part's objects in memory rather than in sort files on disk.
     await session.execute(text("SET LOCAL work_mem = '64MB'"))
-    await session.execute(text("DELETE FROM deployed_part WHERE part = :part"), {"part": part})
+    values: dict[str, Any] = {"source_kinds": list(FLUX_SOURCE_KINDS)}
+    if isinstance(selection, Part):
+        await session.execute(
+            text("DELETE FROM deployed_cluster WHERE cluster_id >= :first AND cluster_id < :end"),
+            {"first": selection.first, "end": selection.end},
+        )
+        statement = _CLUSTER_ROWS_OF_PART
+        values |= {"first": selection.first, "end": selection.end}
+    else:
+        ids = list(selection.ids)
+        await session.execute(
+            text("DELETE FROM deployed_cluster WHERE cluster_id = ANY(CAST(:ids AS integer[]))"),
+            {"ids": ids},
+        )
+        statement = _CLUSTER_ROWS_OF
+        values["ids"] = ids
+    await session.execute(statement, values)
+
+
+# The parts asked for summed up anew from deployed_cluster: per part, its clusters' rows
+# counted per group.
+_SUM_PARTS = """
+INSERT INTO deployed_part (
+    part, environment_id, cluster_type, source_url, source_ref, source_path, applied_sha,
+    applied_version, condition, version, clusters, message
+)
+SELECT p.part, d.environment_id, d.cluster_type, d.source_url, d.source_ref, d.source_path,
+       d.applied_sha, d.applied_version, d.condition, d.version, count(*), min(d.message)
+FROM unnest(CAST(:parts AS integer[])) AS p(part)
+JOIN deployed_cluster d
+  ON d.cluster_id >= p.part * :size AND d.cluster_id < (p.part + 1) * :size
+GROUP BY p.part, d.environment_id, d.cluster_type, d.source_url, d.source_ref, d.source_path,
+         d.applied_sha, d.applied_version, d.condition, d.version
+"""
+
+
+async def sum_parts(session: AsyncSession, parts: Collection[int], size: int) -> None:
+    """Replace the deployed_part rows of `parts` (of `size` cluster ids each) by their
+    clusters' deployed_cluster rows summed up."""
+    values = {"parts": sorted(parts), "size": size}
     await session.execute(
-        text("INSERT INTO deployed_part SELECT :part, * FROM deployed_summary(:first, :end)"),
-        {"part": part, "first": first, "end": end},
+        text("DELETE FROM deployed_part WHERE part = ANY(CAST(:parts AS integer[]))"), values
+    )
+    await session.execute(text(_SUM_PARTS), values)
+
+
+# The clusters whose deployed_cluster rows may be out of date since :since: those with objects
+# a report wrote since (their state, or their removal); and those whose member row does not
+# place them as the cluster table does: registered, registered again, placed elsewhere,
+# decommissioned (its rows to drop). Each side read once, joined by hash.
+_CHANGED = """
+WITH placed AS (
+    SELECT c.id, c.environment_id, t.name AS cluster_type
+    FROM cluster c
+    JOIN cluster_type t ON t.id = c.cluster_type_id
+    WHERE c.decommissioned_at IS NULL
+),
+member AS (
+    SELECT cluster_id, environment_id, cluster_type FROM deployed_cluster
+    WHERE condition = 'member'
+)
+SELECT DISTINCT cluster_id FROM object_state WHERE written_at >= :since
+UNION
+SELECT COALESCE(p.id, m.cluster_id)
+FROM placed p
+FULL JOIN member m ON m.cluster_id = p.id
+WHERE p.id IS NULL OR m.cluster_id IS NULL
+   OR m.environment_id IS DISTINCT FROM p.environment_id
+   OR m.cluster_type IS DISTINCT FROM p.cluster_type
+"""
+
+
+async def changed_clusters(session: AsyncSession, since: datetime) -> list[int]:
+    # Planned for its `since`: a generic plan, made for any, would read every object.
+    await plan_for_values(session)
+    rows = await session.scalars(text(_CHANGED), {"since": since})
+    return sorted(rows)
+
+
+async def harvested_since(session: AsyncSession, since: datetime) -> bool:
+    """Whether the harvest moved, deleted or found again a branch since `since`: the versions
+    the summary resolved may have changed."""
+    found = await session.scalar(
+        text("SELECT EXISTS (SELECT FROM git_branch WHERE changed_at >= :since)"),
+        {"since": since},
+    )
+    return bool(found)
+
+
+async def drop_parts_from(session: AsyncSession, parts: int, size: int) -> None:
+    """Forget parts (of `size` cluster ids) beyond the fleet's last cluster id."""
+    await session.execute(text("DELETE FROM deployed_part WHERE part >= :parts"), {"parts": parts})
+    await session.execute(
+        text("DELETE FROM deployed_cluster WHERE cluster_id >= :end"), {"end": parts * size}
     )
 
 
-async def drop_parts_from(session: AsyncSession, parts: int) -> None:
-    """Forget parts beyond the fleet's last cluster id."""
-    await session.execute(text("DELETE FROM deployed_part WHERE part >= :parts"), {"parts": parts})
+async def last_refresh(session: AsyncSession) -> DeployedRefresh | None:
+    """The last refresh: when, and when it last read every cluster."""
+    found: DeployedRefresh | None = await session.scalar(
+        select(DeployedRefresh).where(DeployedRefresh.id == 1)
+    )
+    return found
+
+
+async def set_refreshed(session: AsyncSession, now: datetime, *, full: bool) -> None:
+    """Record a refresh as of `now`; with `full`, one that read every cluster."""
+    values: dict[str, Any] = {"refreshed_at": now}
+    if full:
+        values["full_at"] = now
+    statement = insert(DeployedRefresh).values(id=1, **values)
+    await session.execute(
+        statement.on_conflict_do_update(index_elements=[DeployedRefresh.id], set_=values)
+    )
 
 
 async def replace_kept(

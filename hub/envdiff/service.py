@@ -7,7 +7,8 @@ Data flow: environment names -> ids and promotion order -> URL spellings mapped 
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
@@ -15,6 +16,7 @@ from sqlalchemy import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.client.schemas.diff import DiffOptions
+from hub.drift.service import REJUDGED_OVERLAP
 from hub.envdiff import compare, repository
 from hub.envdiff.compare import DifferenceKind, Side
 from hub.envdiff.repository import Filters
@@ -39,10 +41,15 @@ from hub.text import short_sha
 
 __all__ = [
     "COLUMNS",
+    "FULL_PASS_EVERY",
+    "Refresh",
+    "changed_since_last",
     "deployed_parts",
     "environment_diff",
     "keep_diff",
+    "refresh_clusters",
     "refresh_deployed_part",
+    "set_refreshed",
 ]
 
 log = structlog.get_logger("fleetmark.envdiff")
@@ -289,16 +296,72 @@ async def environment_diff(
     )
 
 
+# A refresh reads again the objects of the clusters that changed since the last one (a report
+# wrote them, the cluster was placed, registered or decommissioned: hub/envdiff/repository.py)
+# and sums up the parts of the fleet they lie in; it reads every cluster's when the harvest
+# moved a branch since (the versions the summary resolved may have changed), or when the last
+# refresh that did is FULL_PASS_EVERY old, or there is none: the safety net for what the
+# increments cannot see, which finds nothing when they saw it all.
+FULL_PASS_EVERY = timedelta(minutes=15)
+
+
+@dataclass(frozen=True, slots=True)
+class Refresh:
+    refreshed_at: datetime
+    # Whether the refresh read every cluster, or those that changed (`clusters` of them).
+    full: bool
+    clusters: int | None
+    # The parts of the fleet summed up anew.
+    parts: int
+
+
+async def changed_since_last(session: AsyncSession, *, now: datetime) -> list[int] | None:
+    """The clusters a refresh at `now` reads again; None: every one (a full pass)."""
+    last = await repository.last_refresh(session)
+    if (
+        last is None
+        or last.full_at is None
+        or not timedelta(0) <= now - last.full_at < FULL_PASS_EVERY
+    ):
+        return None
+    # As the drift job does: a report is stamped with the hub's time when it arrives and
+    # commits a little later.
+    since = last.refreshed_at - REJUDGED_OVERLAP
+    if await repository.harvested_since(session, since):
+        return None
+    return await repository.changed_clusters(session, since)
+
+
+async def refresh_clusters(
+    session: AsyncSession, clusters: Sequence[int], *, now: datetime
+) -> Refresh:
+    """Read again what `clusters` run, sum up the parts they lie in, and record the refresh:
+    the summary holds as of `now`."""
+    size = placement_repository.PART_CLUSTERS
+    parts = {cluster // size for cluster in clusters}
+    if clusters:
+        await repository.read_clusters(session, repository.Clusters(clusters))
+        await repository.sum_parts(session, parts, size)
+    await repository.set_refreshed(session, now, full=False)
+    return Refresh(refreshed_at=now, full=False, clusters=len(clusters), parts=len(parts))
+
+
 async def deployed_parts(session: AsyncSession) -> list[tuple[int, int]]:
-    """The parts of the fleet the summary of what clusters run is refreshed by, one unit of
-    work each; the summary's rows of parts beyond them are dropped."""
+    """The parts of the fleet a full pass reads, one unit of work each; the summary's rows of
+    parts beyond them are dropped."""
     parts = await placement_repository.fleet_parts(session)
-    await repository.drop_parts_from(session, len(parts))
+    await repository.drop_parts_from(session, len(parts), placement_repository.PART_CLUSTERS)
     return parts
 
 
 async def refresh_deployed_part(session: AsyncSession, part: int, first: int, end: int) -> None:
-    await repository.refresh_part(session, part, first, end)
+    """Read again what the clusters with first <= id < end run, and sum up their part."""
+    await repository.read_clusters(session, repository.Part(first, end))
+    await repository.sum_parts(session, [part], end - first)
+
+
+async def set_refreshed(session: AsyncSession, *, now: datetime, full: bool) -> None:
+    await repository.set_refreshed(session, now, full=full)
 
 
 def _kept_cells(row: DiffRow, now: datetime) -> list[dict[str, Any]]:

@@ -1,14 +1,16 @@
 """The environment diff's summary of what clusters run (deployed_version), refreshed every
-`env_diff_interval` a part of the fleet at a time, and the diff of every environment kept after
-it, by one replica at a time."""
+`env_diff_interval` for the clusters that changed (now and then for every cluster, a part of the
+fleet at a time), and the diff of every environment kept after it, by one replica at a time."""
 
 import asyncio
+from datetime import datetime
 
 import structlog
 
 from hub.background.task import Task
 from hub.database import write_session
 from hub.envdiff import repository, service
+from hub.envdiff.service import Refresh
 from hub.placement.repository import PART_PACE
 from hub.types import Clock, Sessions
 
@@ -16,23 +18,38 @@ ENV_DIFF_JOB = "env_diff"
 log = structlog.get_logger("fleetmark.envdiff")
 
 
-async def refresh_deployed(sessions: Sessions) -> None:
-    """Sum up what the fleet's clusters run now (deployed_version): a part of the fleet per
-    unit of work, with a pause between, so that the work never holds a core for long."""
+async def refresh_deployed(sessions: Sessions, *, now: datetime) -> Refresh:
+    """Sum up what the fleet's clusters run as of `now` (deployed_version): those that changed
+    since the last refresh in one unit of work; in a full pass (service.changed_since_last),
+    a part of the fleet per unit of work, with a pause between, so that the work never holds a
+    core for long."""
     async with write_session(sessions) as session:
+        changed = await service.changed_since_last(session, now=now)
+        if changed is not None:
+            return await service.refresh_clusters(session, changed, now=now)
         parts = await service.deployed_parts(session)
     for part, (first, end) in enumerate(parts):
         if part:
             await asyncio.sleep(PART_PACE)
         async with write_session(sessions) as session:
             await service.refresh_deployed_part(session, part, first, end)
+    async with write_session(sessions) as session:
+        await service.set_refreshed(session, now=now, full=True)
+    return Refresh(refreshed_at=now, full=True, clusters=None, parts=len(parts))
 
 
 async def scheduled_refresh(sessions: Sessions, *, clock: Clock) -> None:
     """A round of the job: a refresh, then the diff of every environment kept."""
-    await refresh_deployed(sessions)
+    now = clock()
+    refresh = await refresh_deployed(sessions, now=now)
+    log.info(
+        "deployed summary refreshed",
+        full=refresh.full,
+        clusters=refresh.clusters,
+        parts=refresh.parts,
+    )
     async with write_session(sessions) as session:
-        await service.keep_diff(session, now=clock())
+        await service.keep_diff(session, now=now)
 
 
 ENV_DIFF = Task(

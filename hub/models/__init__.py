@@ -30,8 +30,10 @@ from hub.models.observed import (
     AgentSession,
     ClusterHeartbeat,
     ClusterObjectCount,
+    DeployedRefresh,
     ObjectState,
     SnapshotPart,
+    deployed_cluster,
     deployed_part,
     status_transition,
 )
@@ -53,6 +55,7 @@ __all__ = [
     "ClusterObjectCount",
     "ClusterType",
     "CommitStatus",
+    "DeployedRefresh",
     "DeploymentTarget",
     "DoraRefresh",
     "DoraRollup",
@@ -84,6 +87,7 @@ __all__ = [
     "SnapshotPart",
     "Workload",
     "Workspace",
+    "deployed_cluster",
     "deployed_part",
     "status_transition",
 ]

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    CheckConstraint,
     Column,
     DateTime,
     ForeignKey,
@@ -241,9 +242,35 @@ class ClusterHeartbeat(Base):
     object_count: Mapped[int] = mapped_column(Integer)
 
 
-# What the clusters of one part of the fleet (a range of cluster ids) run, summed up by the
-# env diff job; the deployed_version view adds the parts up (migration 0010). No key: a part
-# is replaced as a whole.
+# What each cluster runs, as the env diff job last read its objects (migration 0059): its
+# objects summed up per source, applied commit and condition, each with the version the
+# applied commit carries, plus a `member` row placing it. The job reads the objects again only
+# for the clusters that changed, and sums up their parts from here. No key: a cluster's rows
+# are replaced as a whole.
+deployed_cluster = Table(
+    "deployed_cluster",
+    Base.metadata,
+    Column("cluster_id", Integer, nullable=False, index=True),
+    Column("environment_id", Integer),
+    Column("cluster_type", String(63)),
+    Column("source_url", String),
+    Column("source_ref", String),
+    Column("source_path", Text),
+    Column("applied_sha", String),
+    Column("applied_version", String),
+    Column("condition", Text, nullable=False),
+    Column("version", String),
+    Column("message", Text),
+    comment=(
+        "What one cluster runs, as the hub last read its objects: a row per source, applied "
+        "commit and condition (as deployed_version), and a member row with its placement."
+    ),
+)
+
+
+# What the clusters of one part of the fleet (a range of cluster ids) run, summed up from
+# deployed_cluster by the env diff job; the deployed_version view adds the parts up
+# (migrations 0010, 0059). No key: a part is replaced as a whole.
 deployed_part = Table(
     "deployed_part",
     Base.metadata,
@@ -259,9 +286,21 @@ deployed_part = Table(
     Column("version", String),
     Column("clusters", BigInteger, nullable=False),
     Column("message", Text),
-    Column("refreshed_at", DateTime(timezone=True), nullable=False),
     comment=(
         "deployed_version of the clusters of one part of the fleet (a range of cluster ids), "
-        "as the hub last refreshed that part; deployed_version adds the parts up."
+        "summed up from deployed_cluster; deployed_version adds the parts up."
     ),
 )
+
+
+class DeployedRefresh(Base):
+    """The env diff job's last refresh of the deployed summary: one row."""
+
+    __tablename__ = "deployed_refresh"
+    __table_args__ = (CheckConstraint("id = 1", name="single_row"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    # What deployed_version holds is as of then.
+    refreshed_at: Mapped[datetime]
+    # When it last read every cluster's objects, not only those of the clusters that changed.
+    full_at: Mapped[datetime | None]

@@ -35,7 +35,8 @@ async def released(seeded: Seeded, session: AsyncSession) -> Seeded:
     await sync_repositories_file(session, RepositoriesFile(environments=["dev", "stage"]))
     assert session.bind is not None
     await tasks.refresh_deployed(
-        async_sessionmaker(bind=session.bind, join_transaction_mode="create_savepoint")
+        async_sessionmaker(bind=session.bind, join_transaction_mode="create_savepoint"),
+        now=seeded.now,
     )
     await service.keep_diff(session, now=seeded.now)
     return seeded

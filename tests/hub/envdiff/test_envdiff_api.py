@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from hub.envdiff.tasks import refresh_deployed
 from tests.hub.harvest import scenario
 from tests.hub.simulated_fleet import Fleet
-from tests.support import bearer
+from tests.support import FakeClock, bearer
 
 DIFF = "/api/v1/diff"
 
@@ -20,7 +20,9 @@ async def get(client: httpx.AsyncClient, token: str, **params: Any) -> httpx.Res
 
 
 @pytest.fixture
-async def reported(fleet: Fleet, sessions: async_sessionmaker[AsyncSession]) -> Fleet:
+async def reported(
+    fleet: Fleet, sessions: async_sessionmaker[AsyncSession], clock: FakeClock
+) -> Fleet:
     """A drone in dev and one in stage, each running its environment's app head; the hub's
     job has summed up their reports."""
     for name, environment, target in [
@@ -30,7 +32,7 @@ async def reported(fleet: Fleet, sessions: async_sessionmaker[AsyncSession]) -> 
         cluster = await fleet.add(name, "drone", environment)
         cluster.run_app(target, fleet.app_heads[environment])
     await fleet.report()
-    await refresh_deployed(sessions)
+    await refresh_deployed(sessions, now=clock.now)
     return fleet
 
 

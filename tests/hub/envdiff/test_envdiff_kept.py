@@ -21,7 +21,8 @@ async def keep(session: AsyncSession, clock: FakeClock) -> int:
     """The job's run, inside the test's transaction."""
     assert session.bind is not None
     await tasks.refresh_deployed(
-        async_sessionmaker(bind=session.bind, join_transaction_mode="create_savepoint")
+        async_sessionmaker(bind=session.bind, join_transaction_mode="create_savepoint"),
+        now=clock.now,
     )
     return await service.keep_diff(session, now=clock.now)
 

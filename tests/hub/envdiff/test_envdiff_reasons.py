@@ -30,7 +30,8 @@ async def diff(
     """What GET /api/v1/diff answers once the hub's job has summed up the reports."""
     assert session.bind is not None
     await tasks.refresh_deployed(
-        async_sessionmaker(bind=session.bind, join_transaction_mode="create_savepoint")
+        async_sessionmaker(bind=session.bind, join_transaction_mode="create_savepoint"),
+        now=clock.now,
     )
     return await service.environment_diff(
         session, environments, DiffOptions(**options), now=clock.now
