@@ -61,6 +61,8 @@ from hub.database import create_sessionmaker, normalise_database_url, write_sess
 from hub.dora.service import refresh_rollup
 from hub.drift.service import FULL_PASS_EVERY
 from hub.drift.tasks import scheduled_drift
+from hub.envdiff.service import FULL_PASS_EVERY as ENV_DIFF_FULL_PASS_EVERY
+from hub.envdiff.service import keep_diff
 from hub.envdiff.tasks import refresh_deployed
 from hub.rollouts.tasks import scheduled_rollouts
 from hub.settings import HubSettings
@@ -1145,7 +1147,13 @@ class Jobs:
     drift_full: float
     drift_incremental: float
     drift_judged: int
-    env_diff: float
+    # The env diff's summary refreshed reading every cluster (as every envdiff FULL_PASS_EVERY),
+    # then reading those the minute of reports changed, and how many clusters that was; the
+    # diff of every environment kept after it.
+    env_diff_full: float
+    env_diff_incremental: float
+    env_diff_clusters: int
+    keep_diff: float
     # The DORA rollup built from an empty one, then brought up to date once more.
     dora_full: float
     dora_incremental: float
@@ -1189,6 +1197,12 @@ def run_jobs(url: str) -> Jobs:
                 # A kept store holds an earlier run's: this one judges every object.
                 await session.execute(text("UPDATE drift_evaluation SET full_at = NULL"))
             full = await scheduled_drift(sessions, HubSettings(), clock=lambda: datetime.now(UTC))
+            async with write_session(sessions) as session:
+                # A kept store holds an earlier run's: this one reads every cluster.
+                await session.execute(text("UPDATE deployed_refresh SET full_at = NULL"))
+            started = time.perf_counter()
+            summed = await refresh_deployed(sessions, now=datetime.now(UTC))
+            env_diff_full = time.perf_counter() - started
             # A minute of reports: the objects the generated history changed in its last
             # minute, written now, and the agents' reports caught up.
             with psycopg.connect(url) as connection:
@@ -1203,8 +1217,12 @@ def run_jobs(url: str) -> Jobs:
                 sessions, HubSettings(), clock=lambda: datetime.now(UTC)
             )
             started = time.perf_counter()
-            await refresh_deployed(sessions)
-            refreshed = time.perf_counter() - started
+            refreshed = await refresh_deployed(sessions, now=datetime.now(UTC))
+            env_diff_incremental = time.perf_counter() - started
+            started = time.perf_counter()
+            async with write_session(sessions) as session:
+                await keep_diff(session, now=datetime.now(UTC))
+            kept = time.perf_counter() - started
             async with write_session(sessions) as session:
                 # A kept store holds the rollup of an earlier run.
                 await session.execute(text("DELETE FROM dora_rollup"))
@@ -1229,11 +1247,16 @@ def run_jobs(url: str) -> Jobs:
             await engine.dispose()
         assert full.full, "the first drift round judges every object"
         assert not evaluation.full, "the second judges what changed since"
+        assert summed.full, "the first env diff refresh reads every cluster"
+        assert not refreshed.full, "the second reads the clusters that changed since"
         return Jobs(
             full.seconds,
             evaluation.seconds,
             evaluation.judged,
-            refreshed,
+            env_diff_full,
+            env_diff_incremental,
+            refreshed.clusters,
+            kept,
             dora_full,
             dora_incremental,
             readiness_full,
@@ -1667,7 +1690,11 @@ def print_backend(args: argparse.Namespace, backend: Backend) -> None:
     every = format_duration(HubSettings.model_fields["env_diff_interval"].default)
     row(
         "env diff job, one refresh",
-        f"{jobs.env_diff:,.1f} s, paced (a hub runs it every {every})",
+        f"{jobs.env_diff_full:,.1f} s reading every cluster, paced (every "
+        f"{format_duration(ENV_DIFF_FULL_PASS_EVERY)}), {jobs.env_diff_incremental:,.2f} s "
+        f"reading what a minute of reports changed ({jobs.env_diff_clusters:,} clusters); then "
+        f"{jobs.keep_diff:,.2f} s keeping the diff of every environment (a hub runs both every "
+        f"{every})",
     )
     every = format_duration(HubSettings.model_fields["dora_interval"].default)
     row(

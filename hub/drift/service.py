@@ -328,15 +328,12 @@ async def _announce(
 # harvest moved the branches they follow, their cluster was placed or decommissioned:
 # hub/drift/repository.py), and every object when the last round that did is FULL_PASS_EVERY
 # old, or there is none: the safety net for what the increments cannot see (a write that
-# commits more than REJUDGED_OVERLAP after the hub's clock stamped it, a release that judges
-# differently), which finds nothing when they saw it all. At 10,000 clusters a pass over every
-# object takes some 11 s, spread over parts with pauses; every 15 minutes that is about 1 % of
-# a core, where judging every object every 30 s took a third of one.
+# commits more than WRITTEN_OVERLAP, hub/placement/repository.py, after the hub's clock stamped
+# it; a release that judges differently), which finds nothing when they saw it all. At 10,000
+# clusters a pass over every object takes some 11 s, spread over parts with pauses; every 15
+# minutes that is about 1 % of a core, where judging every object every 30 s took a third of
+# one.
 FULL_PASS_EVERY = timedelta(minutes=15)
-# How far before the last round's `now` a round looks for writes: a report is stamped with the
-# hub's time when it arrives and commits a little later (queued, then written in a batch),
-# possibly by a replica whose clock is a little off.
-REJUDGED_OVERLAP = timedelta(minutes=5)
 
 
 async def evaluate_drift(
@@ -359,7 +356,7 @@ async def evaluate_drift(
         and timedelta(0) <= now - last.full_at < FULL_PASS_EVERY
     ):
         full = False
-        since = ChangedSince(last.evaluated_at - REJUDGED_OVERLAP)
+        since = ChangedSince(last.evaluated_at - placement_repository.WRITTEN_OVERLAP)
         evaluated = await repository.evaluate(
             session, repositories=repositories, now=now, selection=since
         )

@@ -226,7 +226,7 @@ async def diff_page(
 # commit and condition, a cluster with two objects in one group counted once, each row with the
 # version its applied commit carries on that branch and path (looked up once per ref, path and
 # commit); and a `member` row per live cluster with its placement. A Flux source object applies
-# nothing itself.
+# nothing itself. Counts the clusters it placed: those read that are live.
 _CLUSTER_ROWS = r"""
 WITH chosen AS MATERIALIZED (
     SELECT c.id, c.environment_id, t.name AS cluster_type
@@ -274,21 +274,25 @@ resolved AS (
           AND f.position <= p.position AND (u.position IS NULL OR p.position < u.position)
         LIMIT 1
     ) v
+),
+inserted AS (
+    INSERT INTO deployed_cluster (
+        cluster_id, environment_id, cluster_type, source_url, source_ref, source_path,
+        applied_sha, applied_version, condition, version, message
+    )
+    SELECT g.cluster_id, g.environment_id, g.cluster_type, g.source_url, g.source_ref,
+           g.source_path, g.applied_sha, g.applied_version, g.condition,
+           COALESCE(r.version, g.applied_version), g.message
+    FROM per_cluster g
+    LEFT JOIN resolved r
+      ON r.source_ref = g.source_ref AND r.source_path = g.source_path
+     AND r.applied_sha = g.applied_sha
+    UNION ALL
+    SELECT id, environment_id, cluster_type, NULL, NULL, NULL, NULL, NULL, 'member', NULL, NULL
+    FROM chosen
+    RETURNING condition
 )
-INSERT INTO deployed_cluster (
-    cluster_id, environment_id, cluster_type, source_url, source_ref, source_path,
-    applied_sha, applied_version, condition, version, message
-)
-SELECT g.cluster_id, g.environment_id, g.cluster_type, g.source_url, g.source_ref,
-       g.source_path, g.applied_sha, g.applied_version, g.condition,
-       COALESCE(r.version, g.applied_version), g.message
-FROM per_cluster g
-LEFT JOIN resolved r
-  ON r.source_ref = g.source_ref AND r.source_path = g.source_path
- AND r.applied_sha = g.applied_sha
-UNION ALL
-SELECT id, environment_id, cluster_type, NULL, NULL, NULL, NULL, NULL, 'member', NULL, NULL
-FROM chosen
+SELECT count(*) FILTER (WHERE condition = 'member') FROM inserted
 """
 
 
@@ -311,9 +315,10 @@ _CLUSTER_ROWS_OF_PART = text(_CLUSTER_ROWS.replace("{clusters}", "c.id >= :first
 _CLUSTER_ROWS_OF = text(_CLUSTER_ROWS.replace("{clusters}", "c.id = ANY(CAST(:ids AS integer[]))"))
 
 
-async def read_clusters(session: AsyncSession, selection: Part | Clusters) -> None:
+async def read_clusters(session: AsyncSession, selection: Part | Clusters) -> int:
     """Replace the deployed_cluster rows of the clusters `selection` names by what they run
-    now: none for a cluster decommissioned, or not placed."""
+    now: none for a cluster decommissioned, or not placed. Returns how many clusters have
+    rows now."""
     # Room to group a part's objects in memory rather than in sort files on disk.
     await session.execute(text("SET LOCAL work_mem = '64MB'"))
     values: dict[str, Any] = {"source_kinds": list(FLUX_SOURCE_KINDS)}
@@ -332,7 +337,7 @@ async def read_clusters(session: AsyncSession, selection: Part | Clusters) -> No
         )
         statement = _CLUSTER_ROWS_OF
         values["ids"] = ids
-    await session.execute(statement, values)
+    return int((await session.execute(statement, values)).scalar_one())
 
 
 # The parts asked for summed up anew from deployed_cluster: per part, its clusters' rows

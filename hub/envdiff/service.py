@@ -16,7 +16,6 @@ from sqlalchemy import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hub.client.schemas.diff import DiffOptions
-from hub.drift.service import REJUDGED_OVERLAP
 from hub.envdiff import compare, repository
 from hub.envdiff.compare import DifferenceKind, Side
 from hub.envdiff.repository import Filters
@@ -308,9 +307,10 @@ FULL_PASS_EVERY = timedelta(minutes=15)
 @dataclass(frozen=True, slots=True)
 class Refresh:
     refreshed_at: datetime
-    # Whether the refresh read every cluster, or those that changed (`clusters` of them).
+    # Whether the refresh read every cluster, or those that changed; the clusters it read (the
+    # live ones in a full pass).
     full: bool
-    clusters: int | None
+    clusters: int
     # The parts of the fleet summed up anew.
     parts: int
 
@@ -324,9 +324,7 @@ async def changed_since_last(session: AsyncSession, *, now: datetime) -> list[in
         or not timedelta(0) <= now - last.full_at < FULL_PASS_EVERY
     ):
         return None
-    # As the drift job does: a report is stamped with the hub's time when it arrives and
-    # commits a little later.
-    since = last.refreshed_at - REJUDGED_OVERLAP
+    since = last.refreshed_at - placement_repository.WRITTEN_OVERLAP
     if await repository.harvested_since(session, since):
         return None
     return await repository.changed_clusters(session, since)
@@ -354,10 +352,12 @@ async def deployed_parts(session: AsyncSession) -> list[tuple[int, int]]:
     return parts
 
 
-async def refresh_deployed_part(session: AsyncSession, part: int, first: int, end: int) -> None:
-    """Read again what the clusters with first <= id < end run, and sum up their part."""
-    await repository.read_clusters(session, repository.Part(first, end))
+async def refresh_deployed_part(session: AsyncSession, part: int, first: int, end: int) -> int:
+    """Read again what the clusters with first <= id < end run, and sum up their part.
+    Returns how many live clusters it read."""
+    clusters = await repository.read_clusters(session, repository.Part(first, end))
     await repository.sum_parts(session, [part], end - first)
+    return clusters
 
 
 async def set_refreshed(session: AsyncSession, *, now: datetime, full: bool) -> None:

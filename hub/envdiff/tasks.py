@@ -28,14 +28,15 @@ async def refresh_deployed(sessions: Sessions, *, now: datetime) -> Refresh:
         if changed is not None:
             return await service.refresh_clusters(session, changed, now=now)
         parts = await service.deployed_parts(session)
+    clusters = 0
     for part, (first, end) in enumerate(parts):
         if part:
             await asyncio.sleep(PART_PACE)
         async with write_session(sessions) as session:
-            await service.refresh_deployed_part(session, part, first, end)
+            clusters += await service.refresh_deployed_part(session, part, first, end)
     async with write_session(sessions) as session:
         await service.set_refreshed(session, now=now, full=True)
-    return Refresh(refreshed_at=now, full=True, clusters=None, parts=len(parts))
+    return Refresh(refreshed_at=now, full=True, clusters=clusters, parts=len(parts))
 
 
 async def scheduled_refresh(sessions: Sessions, *, clock: Clock) -> None:

@@ -1,7 +1,8 @@
 """Get-or-create of fleet dimensions, safe under concurrency; their names and ids; the fleet in
-parts."""
+parts, and how far back the jobs that read what changed look."""
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import NamedTuple
 
 from sqlalchemy import Select, func, select, update
@@ -16,6 +17,11 @@ from hub.models import AssignmentRevision, Cluster, ClusterType, Environment
 # Some 5,000 objects: a few hundredths of a second of a core each.
 PART_CLUSTERS = 250
 PART_PACE = 0.05
+# How far before its last round's `now` a job that reads what changed since (the drift
+# evaluation, the env diff summary) looks for objects written (`object_state.written_at`): a
+# report is stamped with the hub's time when it arrives and commits a little later (queued,
+# then written in a batch), possibly by a replica whose clock is a little off.
+WRITTEN_OVERLAP = timedelta(minutes=5)
 
 
 async def fleet_parts(session: AsyncSession) -> list[tuple[int, int]]:

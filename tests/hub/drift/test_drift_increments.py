@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterPlacement
 from hub.drift import service
+from hub.placement.repository import WRITTEN_OVERLAP
 from hub.simulation import ROOT
 from tests.hub.drifting import STALE_AFTER, drift, evaluate, reasons, rows
 from tests.hub.simulated_fleet import Fleet
@@ -47,7 +48,7 @@ async def full_pass_finds_nothing(
 
 def past_the_overlap(clock: FakeClock) -> None:
     """Move past a round's overlap: what was written before lies outside the next round's."""
-    clock.advance(seconds=(service.REJUDGED_OVERLAP + timedelta(minutes=1)).total_seconds())
+    clock.advance(seconds=(WRITTEN_OVERLAP + timedelta(minutes=1)).total_seconds())
 
 
 @pytest.fixture
