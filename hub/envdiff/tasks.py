@@ -3,6 +3,7 @@
 fleet at a time), and the diff of every environment kept after it, by one replica at a time."""
 
 import asyncio
+import time
 from datetime import datetime
 
 import structlog
@@ -42,12 +43,14 @@ async def refresh_deployed(sessions: Sessions, *, now: datetime) -> Refresh:
 async def scheduled_refresh(sessions: Sessions, *, clock: Clock) -> None:
     """A round of the job: a refresh, then the diff of every environment kept."""
     now = clock()
+    started = time.perf_counter()
     refresh = await refresh_deployed(sessions, now=now)
     log.info(
         "deployed summary refreshed",
         full=refresh.full,
         clusters=refresh.clusters,
         parts=refresh.parts,
+        seconds=round(time.perf_counter() - started, 3),
     )
     async with write_session(sessions) as session:
         await service.keep_diff(session, now=now)

@@ -266,3 +266,47 @@ def test_objects_are_vacuumed_after_a_thousand_odd_changes_not_a_fifth_of_the_ta
         "autovacuum_vacuum_scale_factor=0.01",
         "autovacuum_vacuum_threshold=1000",
     ]
+
+
+def test_the_deployed_summary_holds_as_it_was_refreshed_across_0059_and_back(
+    fresh_database: Callable[[], str],
+) -> None:
+    url = fresh_database()
+    migrate.upgrade(url, "0058_drift_increments")
+    engine = create_engine(url, poolclass=pool.NullPool)
+    refreshed_at = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    summary = (
+        "SELECT environment_id, cluster_type, condition, version, clusters, refreshed_at "
+        "FROM deployed_version ORDER BY condition"
+    )
+    try:
+        with engine.begin() as connection:
+            for part, condition, clusters, at in [
+                (0, "member", 3, refreshed_at + timedelta(seconds=1)),
+                (1, "member", 2, refreshed_at),
+                (1, "applied", 2, refreshed_at),
+            ]:
+                connection.execute(
+                    text(
+                        "INSERT INTO deployed_part (part, environment_id, cluster_type, "
+                        "condition, version, clusters, refreshed_at) "
+                        "VALUES (:part, 1, 'drone', :condition, '1.0.0', :clusters, :at)"
+                    ),
+                    {"part": part, "condition": condition, "clusters": clusters, "at": at},
+                )
+            before = connection.execute(text(summary)).all()
+        migrate.upgrade(url)
+        with engine.connect() as connection:
+            upgraded = connection.execute(text(summary)).all()
+            full_at = connection.execute(text("SELECT full_at FROM deployed_refresh")).scalar_one()
+        migrate.downgrade(url, "0058_drift_increments")
+        with engine.connect() as connection:
+            downgraded = connection.execute(text(summary)).all()
+    finally:
+        engine.dispose()
+
+    assert [row.refreshed_at for row in before] == [refreshed_at, refreshed_at]
+    assert upgraded == before
+    # No full pass yet: the hub's first refresh reads every cluster.
+    assert full_at is None
+    assert downgraded == before
