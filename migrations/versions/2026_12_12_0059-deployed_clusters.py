@@ -81,6 +81,13 @@ def upgrade() -> None:
         sa.Column("message", sa.Text(), nullable=True),
     )
     op.create_index("ix_deployed_cluster_cluster_id", "deployed_cluster", ["cluster_id"])
+    op.create_index(
+        "ix_deployed_cluster_member",
+        "deployed_cluster",
+        ["cluster_id"],
+        postgresql_include=["environment_id", "cluster_type"],
+        postgresql_where=sa.text("condition = 'member'"),
+    )
     op.create_table(
         "deployed_refresh",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -119,5 +126,6 @@ def downgrade() -> None:
     for target, comment in deployed_parts.COMMENTS.items():
         _comment(target, comment)
     op.drop_table("deployed_refresh")
+    op.drop_index("ix_deployed_cluster_member", table_name="deployed_cluster")
     op.drop_index("ix_deployed_cluster_cluster_id", table_name="deployed_cluster")
     op.drop_table("deployed_cluster")
