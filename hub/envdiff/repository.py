@@ -221,6 +221,27 @@ async def diff_page(
     return DiffPage(total=total, deployed_at=deployed_at, rows=list(rows.values()))
 
 
+# The version the applied commit `k.applied_sha` carries on the branch `k.source_ref` names
+# (any repository's that holds the commit) at the path `k.source_path`: the manifest revision
+# valid at the commit's position on the branch's first-parent chain. The first by branch and
+# revision when several are, so that every round resolves a commit alike.
+_VERSION = """
+        SELECT m.workload_version AS version
+        FROM git_branch b
+        JOIN git_commit gc ON gc.repository_id = b.repository_id AND gc.sha = k.applied_sha
+        JOIN branch_commit p ON p.branch_id = b.id AND p.commit_id = gc.id AND p.mainline
+        JOIN manifest_revision m ON m.branch_id = b.id AND m.path = k.source_path
+        JOIN branch_commit f ON f.branch_id = b.id AND f.commit_id = m.valid_from_commit_id
+        LEFT JOIN branch_commit u
+          ON u.branch_id = b.id AND u.commit_id = m.valid_until_commit_id
+        WHERE b.name = regexp_replace(k.source_ref, '^refs/heads/', '')
+          AND b.deleted_at IS NULL
+          AND f.position <= p.position AND (u.position IS NULL OR p.position < u.position)
+        ORDER BY b.id, m.id
+        LIMIT 1
+"""
+
+
 # What the chosen clusters run (a selection's `clusters`: a condition on `c`, the cluster):
 # their live objects summed up per source (URL as reported, ref, path normalised), applied
 # commit and condition, a cluster with two objects in one group counted once, each row with the
@@ -260,20 +281,7 @@ resolved AS (
         SELECT DISTINCT source_ref, source_path, applied_sha FROM per_cluster
         WHERE applied_sha IS NOT NULL
     ) k
-    CROSS JOIN LATERAL (
-        SELECT m.workload_version AS version
-        FROM git_branch b
-        JOIN git_commit gc ON gc.repository_id = b.repository_id AND gc.sha = k.applied_sha
-        JOIN branch_commit p ON p.branch_id = b.id AND p.commit_id = gc.id AND p.mainline
-        JOIN manifest_revision m ON m.branch_id = b.id AND m.path = k.source_path
-        JOIN branch_commit f ON f.branch_id = b.id AND f.commit_id = m.valid_from_commit_id
-        LEFT JOIN branch_commit u
-          ON u.branch_id = b.id AND u.commit_id = m.valid_until_commit_id
-        WHERE b.name = regexp_replace(k.source_ref, '^refs/heads/', '')
-          AND b.deleted_at IS NULL
-          AND f.position <= p.position AND (u.position IS NULL OR p.position < u.position)
-        LIMIT 1
-    ) v
+    CROSS JOIN LATERAL ({version}) v
 ),
 inserted AS (
     INSERT INTO deployed_cluster (
@@ -311,8 +319,12 @@ class Clusters:
     ids: Sequence[int]
 
 
-_CLUSTER_ROWS_OF_PART = text(_CLUSTER_ROWS.replace("{clusters}", "c.id >= :first AND c.id < :end"))
-_CLUSTER_ROWS_OF = text(_CLUSTER_ROWS.replace("{clusters}", "c.id = ANY(CAST(:ids AS integer[]))"))
+_CLUSTER_ROWS_OF_PART = text(
+    _CLUSTER_ROWS.format(clusters="c.id >= :first AND c.id < :end", version=_VERSION)
+)
+_CLUSTER_ROWS_OF = text(
+    _CLUSTER_ROWS.format(clusters="c.id = ANY(CAST(:ids AS integer[]))", version=_VERSION)
+)
 
 
 async def read_clusters(session: AsyncSession, selection: Part | Clusters) -> int:
@@ -408,6 +420,40 @@ async def harvested_since(session: AsyncSession, since: datetime) -> bool:
         {"since": since},
     )
     return bool(found)
+
+
+# The versions of the deployed_cluster rows that follow a branch the harvest moved, deleted or
+# found again since :since (by its name, as _VERSION looks a branch up), looked up again, and
+# the rows whose version is not that one any more given it: no object read. A branch that moves
+# rarely changes a version applied already; one found again, or a commit applied before the
+# harvest saw it, does.
+_VERSIONS_AGAIN = text(f"""
+WITH moved AS (
+    SELECT DISTINCT name FROM git_branch WHERE changed_at >= :since
+),
+resolved AS (
+    SELECT k.source_ref, k.source_path, k.applied_sha, v.version
+    FROM (
+        SELECT DISTINCT source_ref, source_path, applied_sha FROM deployed_cluster
+        WHERE applied_sha IS NOT NULL
+          AND regexp_replace(source_ref, '^refs/heads/', '') IN (SELECT name FROM moved)
+    ) k
+    LEFT JOIN LATERAL ({_VERSION}) v ON true
+)
+UPDATE deployed_cluster d SET version = COALESCE(r.version, d.applied_version)
+FROM resolved r
+WHERE (d.source_ref, d.source_path, d.applied_sha) = (r.source_ref, r.source_path, r.applied_sha)
+  AND d.version IS DISTINCT FROM COALESCE(r.version, d.applied_version)
+RETURNING d.cluster_id
+""")  # noqa: S608 - composed from constants, never from input
+
+
+async def resolve_versions_again(session: AsyncSession, since: datetime) -> set[int]:
+    """Look the versions of the rows that follow a branch the harvest changed since `since` up
+    again; the clusters whose rows it changed."""
+    if not await harvested_since(session, since):
+        return set()
+    return set(await session.scalars(_VERSIONS_AGAIN, {"since": since}))
 
 
 async def drop_parts_from(session: AsyncSession, parts: int, size: int) -> None:

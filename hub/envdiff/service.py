@@ -6,7 +6,7 @@ Data flow: environment names -> ids and promotion order -> URL spellings mapped 
 """
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -41,13 +41,15 @@ from hub.text import short_sha
 __all__ = [
     "COLUMNS",
     "FULL_PASS_EVERY",
+    "Increment",
     "Refresh",
-    "changed_since_last",
     "deployed_parts",
     "environment_diff",
+    "increment_since_last",
     "keep_diff",
-    "refresh_clusters",
+    "read_again",
     "refresh_deployed_part",
+    "resolve_versions_again",
     "set_refreshed",
 ]
 
@@ -296,11 +298,11 @@ async def environment_diff(
 
 
 # A refresh reads again the objects of the clusters that changed since the last one (a report
-# wrote them, the cluster was placed, registered or decommissioned: hub/envdiff/repository.py)
-# and sums up the parts of the fleet they lie in; it reads every cluster's when the harvest
-# moved a branch since (the versions the summary resolved may have changed), or when the last
-# refresh that did is FULL_PASS_EVERY old, or there is none: the safety net for what the
-# increments cannot see, which finds nothing when they saw it all.
+# wrote them, the cluster was placed, registered or decommissioned: hub/envdiff/repository.py),
+# looks the versions of what follows a branch the harvest changed up again, and sums up the
+# parts of the fleet those lie in; it reads every cluster's when the last refresh that did is
+# FULL_PASS_EVERY old, or there is none: the safety net for what the increments cannot see,
+# which finds nothing when they saw it all.
 FULL_PASS_EVERY = timedelta(minutes=15)
 
 
@@ -315,8 +317,16 @@ class Refresh:
     parts: int
 
 
-async def changed_since_last(session: AsyncSession, *, now: datetime) -> list[int] | None:
-    """The clusters a refresh at `now` reads again; None: every one (a full pass)."""
+@dataclass(frozen=True, slots=True)
+class Increment:
+    """A refresh that reads what changed since `since`: `clusters`, by id."""
+
+    since: datetime
+    clusters: list[int]
+
+
+async def increment_since_last(session: AsyncSession, *, now: datetime) -> Increment | None:
+    """What a refresh at `now` reads again; None: every cluster (a full pass)."""
     last = await repository.last_refresh(session)
     if (
         last is None
@@ -325,23 +335,29 @@ async def changed_since_last(session: AsyncSession, *, now: datetime) -> list[in
     ):
         return None
     since = last.refreshed_at - placement_repository.WRITTEN_OVERLAP
-    if await repository.harvested_since(session, since):
-        return None
-    return await repository.changed_clusters(session, since)
+    return Increment(since, await repository.changed_clusters(session, since))
 
 
-async def refresh_clusters(
-    session: AsyncSession, clusters: Sequence[int], *, now: datetime
-) -> Refresh:
-    """Read again what `clusters` run, sum up the parts they lie in, and record the refresh:
-    the summary holds as of `now`."""
-    size = placement_repository.PART_CLUSTERS
-    parts = {cluster // size for cluster in clusters}
+def _parts(clusters: Iterable[int]) -> set[int]:
+    return {cluster // placement_repository.PART_CLUSTERS for cluster in clusters}
+
+
+async def resolve_versions_again(session: AsyncSession, since: datetime) -> set[int]:
+    """Look the versions of what follows a branch the harvest changed since `since` up again,
+    and sum up the parts of the clusters whose versions changed; those parts."""
+    parts = _parts(await repository.resolve_versions_again(session, since))
+    if parts:
+        await repository.sum_parts(session, parts, placement_repository.PART_CLUSTERS)
+    return parts
+
+
+async def read_again(session: AsyncSession, clusters: Sequence[int]) -> set[int]:
+    """Read again what `clusters` run, and sum up the parts they lie in; those parts."""
+    parts = _parts(clusters)
     if clusters:
         await repository.read_clusters(session, repository.Clusters(clusters))
-        await repository.sum_parts(session, parts, size)
-    await repository.set_refreshed(session, now, full=False)
-    return Refresh(refreshed_at=now, full=False, clusters=len(clusters), parts=len(parts))
+        await repository.sum_parts(session, parts, placement_repository.PART_CLUSTERS)
+    return parts
 
 
 async def deployed_parts(session: AsyncSession) -> list[tuple[int, int]]:

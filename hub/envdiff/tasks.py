@@ -12,7 +12,7 @@ from hub.background.task import Task
 from hub.database import write_session
 from hub.envdiff import repository, service
 from hub.envdiff.service import Refresh
-from hub.placement.repository import PART_PACE
+from hub.placement.repository import PART_CLUSTERS, PART_PACE
 from hub.types import Clock, Sessions
 
 ENV_DIFF_JOB = "env_diff"
@@ -21,14 +21,31 @@ log = structlog.get_logger("fleetmark.envdiff")
 
 async def refresh_deployed(sessions: Sessions, *, now: datetime) -> Refresh:
     """Sum up what the fleet's clusters run as of `now` (deployed_version): those that changed
-    since the last refresh in one unit of work; in a full pass (service.changed_since_last),
-    a part of the fleet per unit of work, with a pause between, so that the work never holds a
-    core for long."""
+    since the last refresh (service.increment_since_last), else every one; a part of the fleet
+    per unit of work at most, with a pause between, so that the work never holds a core for
+    long (a rollout through an environment changes thousands of clusters at once)."""
     async with write_session(sessions) as session:
-        changed = await service.changed_since_last(session, now=now)
-        if changed is not None:
-            return await service.refresh_clusters(session, changed, now=now)
-        parts = await service.deployed_parts(session)
+        increment = await service.increment_since_last(session, now=now)
+        if increment is None:
+            parts = await service.deployed_parts(session)
+        else:
+            summed = await service.resolve_versions_again(session, increment.since)
+    if increment is None:
+        return await _full_pass(sessions, parts, now=now)
+    size = PART_CLUSTERS
+    for start in range(0, len(increment.clusters), size):
+        if start:
+            await asyncio.sleep(PART_PACE)
+        async with write_session(sessions) as session:
+            summed |= await service.read_again(session, increment.clusters[start : start + size])
+    async with write_session(sessions) as session:
+        await service.set_refreshed(session, now=now, full=False)
+    return Refresh(
+        refreshed_at=now, full=False, clusters=len(increment.clusters), parts=len(summed)
+    )
+
+
+async def _full_pass(sessions: Sessions, parts: list[tuple[int, int]], *, now: datetime) -> Refresh:
     clusters = 0
     for part, (first, end) in enumerate(parts):
         if part:

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterPlacement
 from hub.envdiff import service, tasks
+from hub.placement import repository as placement_repository
 from hub.placement.repository import WRITTEN_OVERLAP
 from tests.hub.drifting import STALE_AFTER
 from tests.hub.simulated_fleet import Fleet
@@ -195,9 +196,11 @@ async def test_a_refresh_counts_a_cluster_placed_elsewhere_there(
     await nothing_new_from_scratch(session, clock, monkeypatch)
 
 
-async def test_every_cluster_is_read_again_once_the_harvest_moved_a_branch(
+async def test_a_refresh_looks_versions_up_again_once_the_harvest_moved_a_branch(
     steady: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Rounds enough to move past two overlaps before the harvest, none of them a full pass.
+    monkeypatch.setattr(service, "FULL_PASS_EVERY", timedelta(hours=1))
     # drone-01 runs a release the hub has not harvested yet: its version is not known.
     release = steady.release("1.1.0")
     steady.clusters["drone-01"].run_app("functional-test", release)
@@ -205,19 +208,63 @@ async def test_every_cluster_is_read_again_once_the_harvest_moved_a_branch(
     before = await refresh(session, clock)
     unharvested = await deployed(session)
     past_the_overlap(clock)
+    # Its report still lies within this round's overlap; not within the next one's.
+    await refresh(session, clock)
+    past_the_overlap(clock)
     await steady.harvest()
 
     after = await refresh(session, clock)
+    clock.advance(seconds=30)
+    next_round = await refresh(session, clock)
 
     assert (before.full, before.clusters) == (False, 1)
     assert ("dev", "drone", "1.1.0") not in unharvested
-    assert (after.full, after.clusters) == (True, 3)
+    # No object is read again: the version is looked up again for what follows the branch.
+    assert (after.full, after.clusters, after.parts) == (False, 0, 1)
     assert await deployed(session) == {
         ("dev", "drone", "member"): 2,
         ("dev", "drone", "1.0.0"): 1,
         ("dev", "drone", "1.1.0"): 1,
         ("stage", "drone", "member"): 1,
         ("stage", "drone", "1.0.0"): 1,
+    }
+    # The harvest still lies within the next round's overlap: it finds nothing to change.
+    assert (next_round.full, next_round.clusters, next_round.parts) == (False, 0, 0)
+    await nothing_new_from_scratch(session, clock, monkeypatch)
+
+
+async def test_many_changed_clusters_are_read_a_part_at_a_time(
+    fleet: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rollout changes many clusters at once: an increment reads them in units of a part's
+    size, and sums up each part they lie in."""
+    monkeypatch.setattr(placement_repository, "PART_CLUSTERS", 1)
+    monkeypatch.setattr(tasks, "PART_CLUSTERS", 1)
+    monkeypatch.setattr(tasks, "PART_PACE", 0)
+    for name in ("drone-01", "drone-02", "drone-03"):
+        cluster = await fleet.add(name, "drone", "dev")
+        cluster.run_platform(fleet.platform_heads["dev"])
+        cluster.run_app("functional-test", fleet.app_heads["dev"])
+    await fleet.report()
+    first = await refresh(session, clock)
+    past_the_overlap(clock)
+    # The reports still lie within this round's overlap; not within the next one's.
+    await refresh(session, clock)
+    past_the_overlap(clock)
+    for name in ("drone-01", "drone-03"):
+        fleet.clusters[name].run_app(
+            "functional-test", fleet.app_heads["dev"], ready=False, message="image pull failed"
+        )
+    await fleet.report()
+
+    refreshed = await refresh(session, clock)
+
+    assert (first.full, first.clusters) == (True, 3)
+    assert (refreshed.full, refreshed.clusters, refreshed.parts) == (False, 2, 2)
+    assert await deployed(session) == {
+        ("dev", "drone", "member"): 3,
+        ("dev", "drone", "1.0.0"): 1,
+        ("dev", "drone", "failing"): 2,
     }
     await nothing_new_from_scratch(session, clock, monkeypatch)
 
