@@ -5,6 +5,7 @@ ingest; `snapshot_part`, the parts of a snapshot until the last.
 """
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -242,6 +243,22 @@ class ClusterHeartbeat(Base):
     object_count: Mapped[int] = mapped_column(Integer)
 
 
+def _summed() -> list[Column[Any]]:
+    """What the env diff's summary counts clusters by: placement, source, applied commit,
+    condition and version (the columns of the deployed_version view)."""
+    return [
+        Column("environment_id", Integer),
+        Column("cluster_type", String(63)),
+        Column("source_url", String),
+        Column("source_ref", String),
+        Column("source_path", Text),
+        Column("applied_sha", String),
+        Column("applied_version", String),
+        Column("condition", Text, nullable=False),
+        Column("version", String),
+    ]
+
+
 # What each cluster runs, as the env diff job last read its objects (migration 0059): its
 # objects summed up per source, applied commit and condition, each with the version the
 # applied commit carries, plus a `member` row placing it. The job reads the objects again only
@@ -251,15 +268,7 @@ deployed_cluster = Table(
     "deployed_cluster",
     Base.metadata,
     Column("cluster_id", Integer, nullable=False, index=True),
-    Column("environment_id", Integer),
-    Column("cluster_type", String(63)),
-    Column("source_url", String),
-    Column("source_ref", String),
-    Column("source_path", Text),
-    Column("applied_sha", String),
-    Column("applied_version", String),
-    Column("condition", Text, nullable=False),
-    Column("version", String),
+    *_summed(),
     Column("message", Text),
     # The clusters as the job last placed them, read whole each round to find those placed
     # since: an index-only scan, not a pass over every row.
@@ -283,15 +292,7 @@ deployed_part = Table(
     "deployed_part",
     Base.metadata,
     Column("part", Integer, nullable=False, index=True),
-    Column("environment_id", Integer),
-    Column("cluster_type", String(63)),
-    Column("source_url", String),
-    Column("source_ref", String),
-    Column("source_path", Text),
-    Column("applied_sha", String),
-    Column("applied_version", String),
-    Column("condition", Text, nullable=False),
-    Column("version", String),
+    *_summed(),
     Column("clusters", BigInteger, nullable=False),
     Column("message", Text),
     comment=(
