@@ -247,7 +247,10 @@ _VERSION = """
 # commit and condition, a cluster with two objects in one group counted once, each row with the
 # version its applied commit carries on that branch and path (looked up once per ref, path and
 # commit); and a `member` row per live cluster with its placement. A Flux source object applies
-# nothing itself. Counts the clusters it placed: those read that are live.
+# nothing itself. Counts the clusters it placed: those read that are live. `resolved` is
+# materialized so that it is looked up once: inlined, a plan that expected one row of
+# per_cluster (tables not yet analyzed) looked every version up again for each row, 24 s for
+# 1,000 clusters instead of 0.2 s.
 _CLUSTER_ROWS = r"""
 WITH chosen AS MATERIALIZED (
     SELECT c.id, c.environment_id, t.name AS cluster_type
@@ -275,7 +278,7 @@ per_cluster AS (
       AND NOT (o.reconciler = 'flux' AND o.kind = ANY(CAST(:source_kinds AS text[])))
     GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9
 ),
-resolved AS (
+resolved AS MATERIALIZED (
     SELECT k.source_ref, k.source_path, k.applied_sha, v.version
     FROM (
         SELECT DISTINCT source_ref, source_path, applied_sha FROM per_cluster
@@ -431,7 +434,7 @@ _VERSIONS_AGAIN = text(f"""
 WITH moved AS (
     SELECT DISTINCT name FROM git_branch WHERE changed_at >= :since
 ),
-resolved AS (
+resolved AS MATERIALIZED (
     SELECT k.source_ref, k.source_path, k.applied_sha, v.version
     FROM (
         SELECT DISTINCT source_ref, source_path, applied_sha FROM deployed_cluster
