@@ -301,7 +301,7 @@ changing AS (
         FROM object_state p
         WHERE p.id = o.id AND p.removed_at IS NULL AND p.changed_at < i.observed_at
           AND (p.applied_sha IS NOT NULL OR p.applied_version IS NOT NULL)
-        FOR UPDATE
+        FOR NO KEY UPDATE
     ) AS p ON true
     WHERE NOT i.snapshot_current OR o.id IS NULL OR o.removed_at IS NOT NULL
        OR ({_columns("o")}) IS DISTINCT FROM ({_columns("i")})

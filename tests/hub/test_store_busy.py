@@ -4,7 +4,8 @@ agent's reports at once leave the newest state.
 
 These tests run the app on its own pools against a database of their own (no test session),
 and make the store slow the way a real one gets slow: another transaction holds the row
-every report of the cluster must update.
+every report of the cluster must update; or, to show it does not hold reports up, a lock that
+a job takes on what ingest writes.
 """
 
 import asyncio
@@ -189,6 +190,30 @@ async def test_two_workers_applying_one_agents_reports_at_once_keep_its_newest_s
     assert [tuple(row) for row in rows] == list(zip([SHA_A, SHA_B, SHA_A], at, strict=True))
     assert tuple(state.one()) == (SHA_A, at[2])
     await admin.rollback()
+
+
+async def test_a_drift_round_writing_verdicts_does_not_hold_up_changes_to_their_objects(
+    hub: httpx.AsyncClient, admin: AsyncConnection
+) -> None:
+    token = await register(admin, "drone-01")
+
+    async def send(sequence: int, revision: str) -> httpx.Response:
+        body = report(
+            "drone-01",
+            sequence=sequence,
+            observed_at=START + timedelta(seconds=sequence),
+            objects=[kustomization("app", revision)],
+        )
+        return await hub.post("/api/v1/reports", json=body, headers=bearer(token))
+
+    assert (await send(1, f"dev@sha1:{SHA_A}")).status_code == 200
+    async with admin.begin():
+        # What a drift round holds on each object it judged until it commits: the lock the
+        # foreign key of the verdict it wrote takes.
+        await admin.execute(text("SELECT FROM object_state WHERE name = 'app' FOR KEY SHARE"))
+        changed = await asyncio.wait_for(send(2, f"dev@sha1:{SHA_B}"), timeout=10)
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["changed"] == 1
 
 
 @pytest.mark.parametrize(("configured", "expected"), [(None, "on"), (False, "off")])
