@@ -22,6 +22,7 @@ from hub.models import (
     SnapshotPart,
     status_transition,
 )
+from hub.placement.repository import WRITTEN_OVERLAP
 
 # A time well inside a heartbeat bucket (12:00-12:05), so bucket arithmetic is visible.
 START = datetime(2026, 11, 22, 12, 2, 30, tzinfo=UTC)
@@ -45,6 +46,11 @@ class FakeClock:
     def advance(self, **delta: float) -> datetime:
         self.now += timedelta(**delta)
         return self.now
+
+
+def past_the_overlap(clock: FakeClock) -> None:
+    """Move past a job round's overlap: what was written before lies outside the next round's."""
+    clock.advance(seconds=(WRITTEN_OVERLAP + timedelta(minutes=1)).total_seconds())
 
 
 # Samples of a scrape: (metric, labels) -> value.

@@ -14,11 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterPlacement
 from hub.drift import service
-from hub.placement.repository import WRITTEN_OVERLAP
 from hub.simulation import ROOT
 from tests.hub.drifting import STALE_AFTER, drift, evaluate, reasons, rows
 from tests.hub.simulated_fleet import Fleet
-from tests.support import FakeClock
+from tests.support import FakeClock, past_the_overlap
 
 # What the drift job keeps; drift_total is written anew each round, its ids with it.
 KEPT = ("object_drift", "cluster_drift", "cluster_drift_reasons", "drift_total", "drift_period")
@@ -44,11 +43,6 @@ async def full_pass_finds_nothing(
     assert (evaluation.changed, evaluation.periods_opened, evaluation.periods_closed) == (0, 0, 0)
     assert evaluation.events == 0
     assert await kept(session) == before
-
-
-def past_the_overlap(clock: FakeClock) -> None:
-    """Move past a round's overlap: what was written before lies outside the next round's."""
-    clock.advance(seconds=(WRITTEN_OVERLAP + timedelta(minutes=1)).total_seconds())
 
 
 @pytest.fixture

@@ -14,10 +14,9 @@ from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterPlacement
 from hub.envdiff import service, tasks
 from hub.placement import repository as placement_repository
-from hub.placement.repository import WRITTEN_OVERLAP
 from tests.hub.drifting import STALE_AFTER
 from tests.hub.simulated_fleet import Fleet
-from tests.support import FakeClock
+from tests.support import FakeClock, past_the_overlap
 
 # deployed_version without when it was refreshed, and what each cluster runs.
 SUMMARY = {
@@ -81,11 +80,6 @@ async def nothing_new_from_scratch(
         periodic = await refresh(session, clock)
     assert periodic.full
     assert await summary(session) == before
-
-
-def past_the_overlap(clock: FakeClock) -> None:
-    """Move past a refresh's overlap: what was written before lies outside the next one's."""
-    clock.advance(seconds=(WRITTEN_OVERLAP + timedelta(minutes=1)).total_seconds())
 
 
 @pytest.fixture
