@@ -167,7 +167,9 @@ class _Selection:
 # config is compared, per assignment of the object's cluster type on the branch, between the
 # revision valid at the applied position and the open one, for the (branch, cluster type,
 # position) triples behind objects share rather than per object. `selection`: which objects
-# are judged (_Selection).
+# are judged (_Selection). The verdicts are written in object order: the stored ones are then
+# read before (or in step with) the writes, never again for each new verdict, which a plan
+# made for an empty table did, as it filled up: 40 s instead of 1 s for 20,000 objects.
 def _evaluate(selection: _Selection) -> TextClause:
     return text(f"""
 WITH spelling AS (
@@ -282,6 +284,7 @@ written AS (
     WHERE stored.object_id IS NULL
        OR ({", ".join(f"stored.{name}" for name in _JUDGED_COLUMNS)})
           IS DISTINCT FROM ({", ".join(f"e.{name}" for name in _JUDGED_COLUMNS)})
+    ORDER BY e.object_id
     ON CONFLICT (object_id) DO UPDATE SET
         {", ".join(f"{name} = EXCLUDED.{name}" for name in _JUDGED_COLUMNS)},
         changed_at = EXCLUDED.changed_at
