@@ -9,7 +9,7 @@ a job takes on what ingest writes.
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 
@@ -143,6 +143,20 @@ async def test_api_read_gets_503_when_the_engine_pool_is_exhausted(
     assert [(await task).status_code for task in waiting] == [200, 200]
 
 
+async def send_app(
+    worker: httpx.AsyncClient, token: str, sequence: int, revision: str
+) -> httpx.Response:
+    """drone-01's report of sequence `sequence`, observed that many seconds after START: its
+    object "app" at `revision`."""
+    body = report(
+        "drone-01",
+        sequence=sequence,
+        observed_at=START + timedelta(seconds=sequence),
+        objects=[kustomization("app", revision)],
+    )
+    return await worker.post("/api/v1/reports", json=body, headers=bearer(token))
+
+
 async def test_two_workers_applying_one_agents_reports_at_once_keep_its_newest_state(
     hub: httpx.AsyncClient,
     other_worker: httpx.AsyncClient,
@@ -152,14 +166,8 @@ async def test_two_workers_applying_one_agents_reports_at_once_keep_its_newest_s
     token = await register(admin, "drone-01")
     v1, v2 = f"dev@sha1:{SHA_A}", f"dev@sha1:{SHA_B}"
 
-    async def send(worker: httpx.AsyncClient, sequence: int, revision: str) -> httpx.Response:
-        body = report(
-            "drone-01",
-            sequence=sequence,
-            observed_at=START + timedelta(seconds=sequence),
-            objects=[kustomization("app", revision)],
-        )
-        return await worker.post("/api/v1/reports", json=body, headers=bearer(token))
+    def send(worker: httpx.AsyncClient, sequence: int, revision: str) -> Awaitable[httpx.Response]:
+        return send_app(worker, token, sequence, revision)
 
     assert (await send(hub, 1, v1)).status_code == 200
     async with admin.begin():
@@ -196,22 +204,12 @@ async def test_a_drift_round_writing_verdicts_does_not_hold_up_changes_to_their_
     hub: httpx.AsyncClient, admin: AsyncConnection
 ) -> None:
     token = await register(admin, "drone-01")
-
-    async def send(sequence: int, revision: str) -> httpx.Response:
-        body = report(
-            "drone-01",
-            sequence=sequence,
-            observed_at=START + timedelta(seconds=sequence),
-            objects=[kustomization("app", revision)],
-        )
-        return await hub.post("/api/v1/reports", json=body, headers=bearer(token))
-
-    assert (await send(1, f"dev@sha1:{SHA_A}")).status_code == 200
+    assert (await send_app(hub, token, 1, f"dev@sha1:{SHA_A}")).status_code == 200
     async with admin.begin():
         # What a drift round holds on each object it judged until it commits: the lock the
         # foreign key of the verdict it wrote takes.
         await admin.execute(text("SELECT FROM object_state WHERE name = 'app' FOR KEY SHARE"))
-        changed = await asyncio.wait_for(send(2, f"dev@sha1:{SHA_B}"), timeout=10)
+        changed = await asyncio.wait_for(send_app(hub, token, 2, f"dev@sha1:{SHA_B}"), timeout=10)
     assert changed.status_code == 200, changed.text
     assert changed.json()["changed"] == 1
 
