@@ -9,7 +9,7 @@ a job takes on what ingest writes.
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 
@@ -166,18 +166,15 @@ async def test_two_workers_applying_one_agents_reports_at_once_keep_its_newest_s
     token = await register(admin, "drone-01")
     v1, v2 = f"dev@sha1:{SHA_A}", f"dev@sha1:{SHA_B}"
 
-    def send(worker: httpx.AsyncClient, sequence: int, revision: str) -> Awaitable[httpx.Response]:
-        return send_app(worker, token, sequence, revision)
-
-    assert (await send(hub, 1, v1)).status_code == 200
+    assert (await send_app(hub, token, 1, v1)).status_code == 200
     async with admin.begin():
         await admin.execute(text("SELECT 1 FROM cluster WHERE name = 'drone-01' FOR UPDATE"))
         # Sequence 2 moves "app" to v2, then waits for the cluster row, holding the agent's
         # session row; sequence 3 (back at v1) starts on the other worker, so it reads the
         # state from before sequence 2, and waits for the session row.
-        second = asyncio.create_task(send(hub, 2, v2))
+        second = asyncio.create_task(send_app(hub, token, 2, v2))
         await blocked_backends(own_database, 1)
-        third = asyncio.create_task(send(other_worker, 3, v1))
+        third = asyncio.create_task(send_app(other_worker, token, 3, v1))
         await blocked_backends(own_database, 2)
     assert (await second).json()["changed"] == 1
     assert (await third).json()["changed"] == 1
