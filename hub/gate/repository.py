@@ -3,6 +3,7 @@ stored; read-only. Within the current Ready period, `status_transition` is read 
 last revision without the target, where the soak's stretch begins.
 """
 
+import functools
 import itertools
 import json
 from collections.abc import Sequence
@@ -415,40 +416,43 @@ compared AS (
         WHERE g.repository_id = s.repository AND g.sha = c.sha LIMIT 1
     ) AS g ON true
 ),
--- The soak's stretch, for objects Ready since ready_since and running what contains the target
--- since applied_since, later, and less than the soak ago: when other revisions ran between the
--- two, it starts just after the last of them that did not contain the target (status_transition,
--- read back from applied_since as far as that one), else at ready_since. Moving on to a
--- descendant does not restart it. Any other object's starts at applied_since: one that has run
--- what it runs for the soak already is soaked either way, and is not read back.
-stretch AS MATERIALIZED (
-    SELECT k.id, COALESCE((SELECT min(n.observed_at) FROM status_transition n
-                           WHERE n.object_id = k.id AND n.observed_at > broke.observed_at),
-                          k.ready_since) AS since
-    FROM tracked k
-    JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
-    JOIN src s ON s.source = k.source
-    LEFT JOIN LATERAL (
-        SELECT b.observed_at
-        FROM status_transition b
-        LEFT JOIN LATERAL (
-            SELECT g.id FROM git_commit g
-            WHERE g.repository_id = s.repository AND g.sha = b.applied_sha LIMIT 1
-        ) AS g ON true
-        WHERE b.object_id = k.id AND b.observed_at >= k.ready_since
-          AND b.observed_at < k.applied_since
-          AND b.applied_sha IS DISTINCT FROM k.applied_sha
-          AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)
-        ORDER BY b.observed_at DESC LIMIT 1
-    ) AS broke ON true
-    WHERE applied.contains AND k.ready AND k.applied_since > k.ready_since
-      AND k.applied_since > :soaked_before
-),
 candidate AS (
     SELECT k.cluster_id, k.cluster, k.cluster_type, k.last_seen_at, k.asked, k.place,
            k.id, k.ready,
            CASE WHEN k.ready THEN k.ready_since END AS ready_since,
-           COALESCE(stretch.since, k.applied_since) AS contains_since,
+           -- The soak's stretch, for objects Ready since ready_since and running what contains
+           -- the target since applied_since, later, and less than the soak ago: when other
+           -- revisions ran between the two, it starts just after the last of them that did not
+           -- contain the target (status_transition, read back from applied_since as far as that
+           -- one), else at ready_since. Moving on to a descendant does not restart it. Any other
+           -- object's starts at applied_since: one that has run what it runs for the soak
+           -- already is soaked either way, and is not read back. Looked up under the CASE, for
+           -- those objects alone, not joined to every candidate.
+           COALESCE(CASE WHEN applied.contains AND k.ready AND k.applied_since > k.ready_since
+                              AND k.applied_since > :soaked_before THEN COALESCE((
+               -- One read of the object's transitions, newest first, each with the earliest
+               -- later than it: one reference to the table, which TimescaleDB expands into
+               -- every chunk when it plans the statement.
+               SELECT t.later
+               FROM src s
+               CROSS JOIN LATERAL (
+                   SELECT b.observed_at, b.applied_sha,
+                          min(b.observed_at) OVER (
+                              ORDER BY b.observed_at DESC
+                              RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE GROUP
+                          ) AS later
+                   FROM status_transition b
+                   WHERE b.object_id = k.id AND b.observed_at >= k.ready_since
+               ) AS t
+               LEFT JOIN LATERAL (
+                   SELECT g.id FROM git_commit g
+                   WHERE g.repository_id = s.repository AND g.sha = t.applied_sha LIMIT 1
+               ) AS g ON true
+               WHERE s.source = k.source AND t.observed_at < k.applied_since
+                 AND t.applied_sha IS DISTINCT FROM k.applied_sha
+                 AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)
+               ORDER BY t.observed_at DESC LIMIT 1), k.ready_since) END, k.applied_since)
+               AS contains_since,
            CASE WHEN k.applied_sha IS NOT NULL THEN applied.contains
                 WHEN k.applied_nothing IS NOT FALSE THEN false END AS contains,
            COALESCE(applied.rewritten, false) AS rewritten,
@@ -469,25 +473,29 @@ candidate AS (
     LEFT JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
     LEFT JOIN compared attempted
       ON attempted.source = k.source AND attempted.sha = k.attempted_sha
-    LEFT JOIN stretch ON stretch.id = k.id
+    -- OFFSET 0: the stretch's lookup is planned and run once, not again where the rank reads it.
+    OFFSET 0
 ),
 ranked AS (
-    SELECT c.*, r.rank,
-           CASE WHEN r.rank >= :on_track THEN GREATEST(c.ready_since, c.contains_since)
+    SELECT r.*,
+           CASE WHEN r.rank >= :on_track THEN GREATEST(r.ready_since, r.contains_since)
                + make_interval(secs => :soak_seconds)
            END AS soak_end
-    FROM candidate c
     -- OFFSET 0: the rank is computed once per candidate, not again wherever it is used.
-    CROSS JOIN LATERAL (SELECT (SELECT ranks FROM rules)[1
-        + c.attempted::int
-        + 2 * CASE c.ready WHEN false THEN 0 WHEN true THEN 1 ELSE 2 END
-        + 6 * (c.last_seen_at IS NOT NULL)::int
-        + 12 * COALESCE(c.last_seen_at < :stale_before, false)::int
-        + 24 * CASE c.contains WHEN false THEN 0 WHEN true THEN 1 ELSE 2 END
-        + 72 * COALESCE(c.ready_since IS NOT NULL
-                        AND GREATEST(c.ready_since, c.contains_since) <= :soaked_before,
-                        false)::int
-    ] AS rank OFFSET 0) AS r
+    FROM (
+        SELECT c.*, (SELECT ranks FROM rules)[1
+            + c.attempted::int
+            + 2 * CASE c.ready WHEN false THEN 0 WHEN true THEN 1 ELSE 2 END
+            + 6 * (c.last_seen_at IS NOT NULL)::int
+            + 12 * COALESCE(c.last_seen_at < :stale_before, false)::int
+            + 24 * CASE c.contains WHEN false THEN 0 WHEN true THEN 1 ELSE 2 END
+            + 72 * COALESCE(c.ready_since IS NOT NULL
+                            AND GREATEST(c.ready_since, c.contains_since) <= :soaked_before,
+                            false)::int
+        ] AS rank
+        FROM candidate c
+        OFFSET 0
+    ) AS r
 ),
 every_judged AS MATERIALIZED (
     SELECT DISTINCT ON (r.cluster_id) r.*
@@ -498,16 +506,28 @@ every_judged AS MATERIALIZED (
 judged AS NOT MATERIALIZED (
     SELECT * FROM every_judged WHERE asked
 ),
+-- Counted by rank first: a hash aggregate of a few counts, not a count per state per cluster.
+by_rank AS (
+    SELECT rank, count(*) AS clusters,
+           count(*) FILTER (WHERE last_seen_at IS NULL) AS never_reported,
+           count(*) FILTER (WHERE last_seen_at < :stale_before) AS stale,
+           max(soak_end) AS last_soak_end, min(last_seen_at) AS oldest_report_at
+    FROM judged
+    GROUP BY rank
+),
 tally AS (
     SELECT a.*, q.silent, q.silent_count
     FROM (
         SELECT ARRAY[{
-    ", ".join(f"count(*) FILTER (WHERE rank = {rank})" for rank in range(len(ClusterState)))
+    ", ".join(
+        f"COALESCE(max(clusters) FILTER (WHERE rank = {rank}), 0)"
+        for rank in range(len(ClusterState))
+    )
 }] AS by_rank,
-               count(*) FILTER (WHERE last_seen_at IS NULL) AS never_reported,
-               count(*) FILTER (WHERE last_seen_at < :stale_before) AS stale,
-               max(soak_end) AS last_soak_end, min(last_seen_at) AS oldest_report_at
-        FROM judged
+               CAST(COALESCE(sum(never_reported), 0) AS bigint) AS never_reported,
+               CAST(COALESCE(sum(stale), 0) AS bigint) AS stale,
+               max(last_soak_end) AS last_soak_end, min(oldest_report_at) AS oldest_report_at
+        FROM by_rank
     ) AS a
     -- Those whose newest report goes stale before the last soak end, the first :leading by it.
     CROSS JOIN LATERAL (
@@ -519,25 +539,8 @@ tally AS (
     ) AS q
 ),
 -- The first :leading furthest from compliance (`lead`: the reasons name them), and those of
--- the page in the order asked for (`position`), each by a partial sort of no more than those;
--- a cluster that is both is listed once.
-picked AS (
-    SELECT j.*, row_number() OVER (ORDER BY j.rank, j.cluster COLLATE "C") AS lead,
-           CAST(NULL AS bigint) AS position
-    FROM (SELECT * FROM judged ORDER BY rank, cluster COLLATE "C" LIMIT :leading) AS j
-    UNION ALL
-    SELECT * FROM (
-        SELECT j.*, CAST(NULL AS bigint), row_number() OVER (ORDER BY {{order}}) AS position
-        FROM (SELECT * FROM judged AS j ORDER BY {{order}} LIMIT :offset + :limit) AS j
-    ) AS p
-    WHERE p.position > :offset
-),
-listed AS (
-    SELECT DISTINCT ON (b.cluster_id) b.*,
-           max(b.lead) OVER (PARTITION BY b.cluster_id) AS leads,
-           max(b.position) OVER (PARTITION BY b.cluster_id) AS placed
-    FROM picked b
-)
+-- the page in the order asked for (`position`), each cluster once.
+{{listed}}
 SELECT t.by_rank, t.never_reported, t.stale, t.last_soak_end, t.oldest_report_at, t.silent,
        t.silent_count, l.leads AS lead, l.placed AS position, l.cluster,
        ct.name AS cluster_type, l.last_seen_at, o.reconciler, o.kind, o.namespace, o.name,
@@ -561,13 +564,49 @@ CLUSTER_SORTS = {
 }
 
 
+# `listed` in the gate's own order: the leading clusters and the page's, by one partial sort.
+_LISTED_IN_OWN_ORDER = """(
+    SELECT j.*, CASE WHEN j.n <= :leading THEN j.n END AS leads,
+           CASE WHEN j.n > :offset AND j.n <= :offset + :limit THEN j.n END AS placed
+    FROM (
+        SELECT j.*, row_number() OVER (ORDER BY j.rank, j.cluster COLLATE "C") AS n
+        FROM (SELECT * FROM judged ORDER BY rank, cluster COLLATE "C"
+              LIMIT GREATEST(:leading, :offset + :limit)) AS j
+    ) AS j
+    WHERE j.n <= :leading OR j.n > :offset
+)"""
+
+# `listed` in another order: a partial sort of no more than the leading clusters, another of no
+# more than the page's; a cluster that is both is listed once.
+_LISTED = """(
+    SELECT DISTINCT ON (b.cluster_id) b.*,
+           max(b.lead) OVER (PARTITION BY b.cluster_id) AS leads,
+           max(b.position) OVER (PARTITION BY b.cluster_id) AS placed
+    FROM (
+        SELECT j.*, row_number() OVER (ORDER BY j.rank, j.cluster COLLATE "C") AS lead,
+               CAST(NULL AS bigint) AS position
+        FROM (SELECT * FROM judged ORDER BY rank, cluster COLLATE "C" LIMIT :leading) AS j
+        UNION ALL
+        SELECT * FROM (
+            SELECT j.*, CAST(NULL AS bigint), row_number() OVER (ORDER BY {order}) AS position
+            FROM (SELECT * FROM judged AS j ORDER BY {order} LIMIT :offset + :limit) AS j
+        ) AS p
+        WHERE p.position > :offset
+    ) AS b
+)"""
+
+
+@functools.lru_cache(maxsize=len(CLUSTER_SORTS) * 2 + 1)
 def _judge(order: Order) -> TextClause:
-    """The judgement with its page in `order`."""
+    """The judgement with its page in `order`; built once per order, as finding the bound
+    parameters in a statement this long costs a third of a millisecond."""
+    if order.column is None:
+        return text(_JUDGE.replace("{listed}", f"listed AS {_LISTED_IN_OWN_ORDER}"))
     direction = "DESC" if order.descending else "ASC"
-    chosen = () if order.column is None else CLUSTER_SORTS[order.column]
-    keys = [f"{key} {direction} NULLS LAST" for key in chosen]
+    keys = [f"{key} {direction} NULLS LAST" for key in CLUSTER_SORTS[order.column]]
     keys += ["j.rank", 'j.cluster COLLATE "C"']
-    return text(_JUDGE.replace("{order}", ", ".join(keys)))
+    listed = _LISTED.replace("{order}", ", ".join(keys))
+    return text(_JUDGE.replace("{listed}", f"listed AS {listed}"))
 
 
 # Every URL spelling of live objects, by a walk of ix_object_state_source that jumps from one
@@ -652,15 +691,17 @@ def standing_code(standing: Standing) -> int:
     )
 
 
-def _ranks(options: GateOptions) -> list[int]:
-    """Per standing code, the rank (place in ClusterState) of the policy's state for it."""
+@functools.lru_cache(maxsize=64)
+def _ranks(options: GateOptions) -> tuple[int, ...]:
+    """Per standing code, the rank (place in ClusterState) of the policy's state for it; kept
+    per options, as every answer asks for them."""
     order = list(ClusterState)
     ranks = [0] * 144
     both, three = (False, True), (False, True, None)
     for values in itertools.product(both, three, both, both, three, both):
         standing = Standing(*values)
         ranks[standing_code(standing)] = order.index(rule(standing, options))
-    return ranks
+    return tuple(ranks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -785,7 +826,7 @@ async def judge(
                 "spelled_refs": [spelling[2] for spelling in spelled],
                 "urls": sorted({url for source in sources for url in source.urls}),
                 "refs": sorted({ref for source in sources for ref in _refs(source.branch)}),
-                "ranks": _ranks(options),
+                "ranks": list(_ranks(options)),
                 "on_track": state_of.index(ClusterState.SOAKING),
                 "soak_seconds": options.soak.total_seconds(),
                 "now": now,
