@@ -252,15 +252,18 @@ class Report(Strict):
 
     @model_validator(mode="after")
     def _unique_objects(self) -> "Report":
+        keys = [record.key for record in self.objects]
+        if len(set(keys)) == len(keys):
+            return self
         seen: set[tuple[str, str, str, str]] = set()
-        for index, record in enumerate(self.objects):
-            if record.key in seen:
-                reconciler, kind, namespace, name = record.key
+        for index, key in enumerate(keys):
+            if key in seen:
+                reconciler, kind, namespace, name = key
                 raise ValueError(
                     f"objects.{index}: {reconciler} {kind} {namespace}/{name} "
                     "appears more than once in this report"
                 )
-            seen.add(record.key)
+            seen.add(key)
         return self
 
 
