@@ -880,6 +880,8 @@ def recreate_database(url: str) -> None:
 class ServerFacts:
     version: str
     timescaledb: str
+    # "on", or "off" and why that matters.
+    autovacuum: str
     postmaster: psutil.Process | None
 
 
@@ -897,6 +899,13 @@ def server_facts(connection: psycopg.Connection[Any]) -> ServerFacts:
         timescaledb = f"available ({available[0]}) but not installed in the database"
     else:
         timescaledb = "no (plain PostgreSQL tables and BRIN indexes)"
+    vacuumed = connection.execute("SHOW autovacuum").fetchone()
+    autovacuum = "on"
+    if vacuumed is None or vacuumed[0] != "on":
+        autovacuum = (
+            "off: no table is analysed or vacuumed as the run writes, unlike on a production "
+            "server, so plans and bloat are not what one would see"
+        )
     backend = connection.execute("SELECT pg_backend_pid()").fetchone()
     postmaster = None
     host = connection.info.host
@@ -906,7 +915,10 @@ def server_facts(connection: psycopg.Connection[Any]) -> ServerFacts:
             if candidate is not None and _is_postgres(candidate):
                 postmaster = candidate
     return ServerFacts(
-        version=str(version[0]) if version else "?", timescaledb=timescaledb, postmaster=postmaster
+        version=str(version[0]) if version else "?",
+        timescaledb=timescaledb,
+        autovacuum=autovacuum,
+        postmaster=postmaster,
     )
 
 
@@ -1343,6 +1355,7 @@ def report(args: argparse.Namespace, run: Run) -> None:
     print("  command: " + " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]))
     line("PostgreSQL", f"{facts.version}")
     line("TimescaleDB", facts.timescaledb)
+    line("autovacuum", facts.autovacuum)
     line(
         "database",
         "embedded (temporary --data-dir)"

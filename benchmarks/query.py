@@ -1675,6 +1675,7 @@ def print_backend(args: argparse.Namespace, backend: Backend) -> None:
     print()
     print(f"{backend.label}")
     row("PostgreSQL", f"{server.version}; TimescaleDB: {server.timescaledb}")
+    row("autovacuum", server.autovacuum)
     row(
         "load average (1, 5, 15 min)", f"before measuring {run.load_before}; after {run.load_after}"
     )
