@@ -315,43 +315,52 @@ _PART = _Selection(
     ) AS o""",
     verdicts="d.cluster_id >= :first AND d.cluster_id < :end",
 )
-# The objects whose verdict may have changed since :since: written by a report (their state,
-# or their removal); following a repository whose branches the harvest moved, deleted or found
-# again; of a live cluster the last count did not see as it is now (registered, registered
-# again, or placed in another cluster type since, which decides its platform config); and the
-# verdicts of decommissioned clusters, to drop. What only time changes (staleness) is not in a
-# verdict: the periods and events read it anew every round. The clusters are found first, then
-# their objects (OFFSET 0): planned as a join, every object was read and then filtered.
-_CHANGED = _Selection(
-    objects="touched t JOIN object_state o ON o.id = t.object_id",
-    verdicts="d.object_id IN (SELECT object_id FROM touched)",
-    ctes="""
+# The objects named by :objects (ids, ascending), those a round found changed (_TOUCHED).
+_LISTED = _Selection(
+    objects="unnest(CAST(:objects AS bigint[])) AS t (object_id) "
+    "JOIN object_state o ON o.id = t.object_id",
+    verdicts="d.object_id = ANY(CAST(:objects AS bigint[]))",
+)
+
+_EVALUATE_PART = _evaluate(_PART)
+_EVALUATE_LISTED = _evaluate(_LISTED)
+
+# The objects whose verdict may have changed since :since, by id: written by a report (their
+# state, or their removal); following a repository whose branches the harvest moved, deleted or
+# found again; of a live cluster the last count did not see as it is now (registered,
+# registered again, or placed in another cluster type since, which decides its platform
+# config); and those of decommissioned clusters with a verdict, to drop. What only time changes
+# (staleness) is not in a verdict: the periods and events read it anew every round. The
+# clusters are found first, then their objects (OFFSET 0): planned as a join, every object was
+# read and then filtered.
+_TOUCHED = text("""
+WITH spelling AS (
+    SELECT * FROM unnest(CAST(:spellings AS text[]), CAST(:repository_ids AS int[]))
+        AS s(url, repository_id)
+),
 placed AS MATERIALIZED (
     SELECT c.id FROM cluster c
     LEFT JOIN cluster_drift n ON n.cluster_id = c.id
     WHERE c.decommissioned_at IS NULL
       AND (n.cluster_id IS NULL OR n.cluster_type_id IS DISTINCT FROM c.cluster_type_id)
-),
-touched AS MATERIALIZED (
-    SELECT o.id AS object_id FROM object_state o WHERE o.written_at >= :since
-    UNION
-    SELECT o.id FROM spelling sp
-    CROSS JOIN LATERAL (
-        SELECT o.id FROM object_state o WHERE o.source_url = sp.url OFFSET 0
-    ) AS o
-    WHERE sp.repository_id IN (SELECT repository_id FROM git_branch WHERE changed_at >= :since)
-    UNION
-    SELECT o.id FROM placed p
-    CROSS JOIN LATERAL (
-        SELECT o.id FROM object_state o WHERE o.cluster_id = p.id OFFSET 0
-    ) AS o
-    UNION
-    SELECT d.object_id FROM cluster c JOIN object_drift d ON d.cluster_id = c.id
-    WHERE c.decommissioned_at IS NOT NULL
-),""",
 )
-_EVALUATE_PART = _evaluate(_PART)
-_EVALUATE_CHANGED = _evaluate(_CHANGED)
+SELECT o.id FROM object_state o WHERE o.written_at >= :since
+UNION
+SELECT o.id FROM spelling sp
+CROSS JOIN LATERAL (
+    SELECT o.id FROM object_state o WHERE o.source_url = sp.url OFFSET 0
+) AS o
+WHERE sp.repository_id IN (SELECT repository_id FROM git_branch WHERE changed_at >= :since)
+UNION
+SELECT o.id FROM placed p
+CROSS JOIN LATERAL (
+    SELECT o.id FROM object_state o WHERE o.cluster_id = p.id OFFSET 0
+) AS o
+UNION
+SELECT d.object_id FROM cluster c JOIN object_drift d ON d.cluster_id = c.id
+WHERE c.decommissioned_at IS NOT NULL
+ORDER BY 1
+""")
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,10 +389,29 @@ class Part:
 
 
 @dataclass(frozen=True, slots=True)
-class ChangedSince:
-    """The objects whose verdict may have changed since `at` (_CHANGED)."""
+class Listed:
+    """The objects with these ids (ascending)."""
 
-    at: datetime
+    ids: Sequence[int]
+
+
+async def touched(
+    session: AsyncSession, *, repositories: dict[str, int], since: datetime
+) -> list[int]:
+    """The ids of the objects whose verdict may have changed since `since` (_TOUCHED),
+    ascending; `repositories` as for evaluate()."""
+    # Planned for its `since`: a prepared statement's generic plan, made for any, would read
+    # every object rather than those written since.
+    await plan_for_values(session)
+    found = await session.scalars(
+        _TOUCHED,
+        {
+            "spellings": list(repositories),
+            "repository_ids": list(repositories.values()),
+            "since": since,
+        },
+    )
+    return list(found)
 
 
 async def evaluate(
@@ -391,7 +419,7 @@ async def evaluate(
     *,
     repositories: dict[str, int],
     now: datetime,
-    selection: Part | ChangedSince,
+    selection: Part | Listed,
 ) -> Evaluated:
     """Judge the live objects of the registered clusters that `selection` names;
     `repositories`: the harvested repository each reported URL spelling stands for."""
@@ -408,11 +436,8 @@ async def evaluate(
         statement = _EVALUATE_PART
         values |= {"first": selection.first, "end": selection.end}
     else:
-        # Planned for its `since`: a prepared statement's generic plan, made for any, would
-        # read every object rather than those written since.
-        await plan_for_values(session)
-        statement = _EVALUATE_CHANGED
-        values["since"] = selection.at
+        statement = _EVALUATE_LISTED
+        values["objects"] = list(selection.ids)
     row = (await session.execute(statement, values)).one()
     return Evaluated(row.objects, row.changed, row.dropped, frozenset(row.clusters))
 

@@ -19,6 +19,8 @@ from hub.models import AssignmentRevision, Cluster, ClusterType, Environment
 # full pass (deployed_refresh.full_at NULL, by a migration).
 PART_CLUSTERS = 250
 PART_PACE = 0.05
+# Objects in one part of what changed, for a job that judges them by id (the drift evaluation).
+PART_OBJECTS = 5_000
 # How far before its last round's `now` a job that reads what changed since (the drift
 # evaluation, the env diff summary) looks for objects written (`object_state.written_at`): a
 # report is stamped with the hub's time when it arrives and commits a little later (queued,

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterPlacement
 from hub.drift import service
+from hub.placement import repository as placement_repository
 from hub.simulation import ROOT
 from tests.hub.drifting import STALE_AFTER, drift, evaluate, reasons, rows
 from tests.hub.simulated_fleet import Fleet
@@ -69,6 +70,29 @@ async def test_a_round_judges_the_objects_reports_changed(
     assert (evaluation.full, evaluation.judged, evaluation.changed) == (False, 1, 1)
     assert (evaluation.objects, evaluation.drifted) == (2, 1)
     assert reasons(report) == {("drone-02", f"Kustomization/{ROOT}"): ["failing"]}
+    await full_pass_finds_nothing(session, clock, monkeypatch)
+
+
+async def test_what_changed_judged_an_object_at_a_time_adds_up(
+    steady: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A part per object: every object that changed is judged by a statement of its own.
+    monkeypatch.setattr(placement_repository, "PART_OBJECTS", 1)
+    monkeypatch.setattr(placement_repository, "PART_PACE", 0)
+    clock.advance(minutes=1)
+    for name in ("drone-01", "drone-02"):
+        steady.clusters[name].run_platform(steady.platform_heads["dev"], ready=False)
+    await steady.report()
+
+    evaluation = await evaluate(session, clock)
+    report = await drift(session, clock)
+
+    assert (evaluation.full, evaluation.judged, evaluation.changed) == (False, 2, 2)
+    assert (evaluation.objects, evaluation.drifted) == (2, 2)
+    assert reasons(report) == {
+        ("drone-01", f"Kustomization/{ROOT}"): ["failing"],
+        ("drone-02", f"Kustomization/{ROOT}"): ["failing"],
+    }
     await full_pass_finds_nothing(session, clock, monkeypatch)
 
 
