@@ -5,7 +5,6 @@ The drift job judges into `object_drift` and keeps `drift_period`; the API reads
 staleness with the hub's clock. Why a job: docs/contributing.md ("Background jobs").
 """
 
-import asyncio
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ import structlog
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.background.pacing import Pacer
 from hub.client.operations import asked
 from hub.client.params import INTEGER_MAX
 from hub.client.schemas.drift import DriftQuery
@@ -332,7 +332,7 @@ async def _announce(
 # it; a release that judges differently), which finds nothing when they saw it all. At 10,000
 # clusters a pass over every object takes some 11 s, spread over parts with pauses; every 15
 # minutes that is about 1 % of a core, where judging every object every 30 s took a third of
-# one. The objects that changed are judged PART_OBJECTS at a time, with the same pauses.
+# one. The objects that changed are judged PART_OBJECTS at a time, paced the same way.
 FULL_PASS_EVERY = timedelta(minutes=15)
 
 
@@ -361,10 +361,9 @@ async def evaluate_drift(
             repositories=repositories,
             since=last.evaluated_at - placement_repository.WRITTEN_OVERLAP,
         )
-        size = placement_repository.PART_OBJECTS
-        for part, start in enumerate(range(0, len(changed), size)):
-            if part:
-                await asyncio.sleep(placement_repository.PART_PACE)
+        size, pacer = placement_repository.PART_OBJECTS, Pacer()
+        for start in range(0, len(changed), size):
+            await pacer.part()
             evaluated += await repository.evaluate(
                 session,
                 repositories=repositories,
@@ -373,9 +372,9 @@ async def evaluate_drift(
             )
     else:
         full = True
-        for part, (first, end) in enumerate(await placement_repository.fleet_parts(session)):
-            if part:
-                await asyncio.sleep(placement_repository.PART_PACE)
+        pacer = Pacer()
+        for first, end in await placement_repository.fleet_parts(session):
+            await pacer.part()
             evaluated += await repository.evaluate(
                 session, repositories=repositories, now=now, selection=Part(first, end)
             )

@@ -2,17 +2,17 @@
 `env_diff_interval` for the clusters that changed (now and then for every cluster, a part of the
 fleet at a time), and the diff of every environment kept after it, by one replica at a time."""
 
-import asyncio
 import time
 from datetime import datetime
 
 import structlog
 
+from hub.background.pacing import Pacer
 from hub.background.task import Task
 from hub.database import write_session
 from hub.envdiff import repository, service
 from hub.envdiff.service import Refresh
-from hub.placement.repository import PART_CLUSTERS, PART_PACE
+from hub.placement.repository import PART_CLUSTERS
 from hub.types import Clock, Sessions
 
 ENV_DIFF_JOB = "env_diff"
@@ -32,10 +32,9 @@ async def refresh_deployed(sessions: Sessions, *, now: datetime) -> Refresh:
             summed = await service.resolve_versions_again(session, increment.since)
     if increment is None:
         return await _full_pass(sessions, parts, now=now)
-    size = PART_CLUSTERS
+    size, pacer = PART_CLUSTERS, Pacer()
     for start in range(0, len(increment.clusters), size):
-        if start:
-            await asyncio.sleep(PART_PACE)
+        await pacer.part()
         async with write_session(sessions) as session:
             summed |= await service.read_again(session, increment.clusters[start : start + size])
     async with write_session(sessions) as session:
@@ -46,10 +45,9 @@ async def refresh_deployed(sessions: Sessions, *, now: datetime) -> Refresh:
 
 
 async def _full_pass(sessions: Sessions, parts: list[tuple[int, int]], *, now: datetime) -> Refresh:
-    clusters = 0
+    clusters, pacer = 0, Pacer()
     for part, (first, end) in enumerate(parts):
-        if part:
-            await asyncio.sleep(PART_PACE)
+        await pacer.part()
         async with write_session(sessions) as session:
             clusters += await service.refresh_deployed_part(session, part, first, end)
     async with write_session(sessions) as session:

@@ -12,13 +12,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.models import AssignmentRevision, Cluster, ClusterType, Environment
 
 # Clusters (by id) in one part of the fleet. Jobs that pass over every object (the drift
-# evaluation, the env diff summary) do so a part at a time, PART_PACE seconds apart. So no
-# statement holds a core for long while reports come in, and ingest catches up between parts.
-# Some 5,000 objects: a few hundredths of a second of a core each. The env diff keeps its
-# summary per part (deployed_part): a release that changes the size must make its next round a
-# full pass (deployed_refresh.full_at NULL, by a migration).
+# evaluation, the env diff summary) do so a part at a time, with pauses between
+# (hub/background/pacing.py). So no statement holds a core for long while reports come in, and
+# ingest catches up between parts. Some 5,000 objects: a few hundredths of a second of a core
+# each. The env diff keeps its summary per part (deployed_part): a release that changes the
+# size must make its next round a full pass (deployed_refresh.full_at NULL, by a migration).
 PART_CLUSTERS = 250
-PART_PACE = 0.05
 # Objects in one part of what changed, for a job that judges them by id (the drift evaluation).
 PART_OBJECTS = 5_000
 # How far before its last round's `now` a job that reads what changed since (the drift

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.background import pacing
 from hub.drift.schemas import Reason
 from hub.placement import repository as placement_repository
 from hub.simulation import ARGO_ROOT, ROOT
@@ -81,7 +82,7 @@ async def test_judged_a_cluster_at_a_time_the_fleet_adds_up(
 ) -> None:
     # A part per cluster id: every cluster is judged by a statement of its own.
     monkeypatch.setattr(placement_repository, "PART_CLUSTERS", 1)
-    monkeypatch.setattr(placement_repository, "PART_PACE", 0)
+    monkeypatch.setattr(pacing, "PART_PACE", 0)
     dev.clusters["drone-02"].run_platform(dev.platform_heads["dev"], ready=False)
     await dev.report()
     first = await evaluate(session, clock)

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hub.background import pacing
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterPlacement
 from hub.drift import service
@@ -78,7 +79,7 @@ async def test_what_changed_judged_an_object_at_a_time_adds_up(
 ) -> None:
     # A part per object: every object that changed is judged by a statement of its own.
     monkeypatch.setattr(placement_repository, "PART_OBJECTS", 1)
-    monkeypatch.setattr(placement_repository, "PART_PACE", 0)
+    monkeypatch.setattr(pacing, "PART_PACE", 0)
     clock.advance(minutes=1)
     for name in ("drone-01", "drone-02"):
         steady.clusters[name].run_platform(steady.platform_heads["dev"], ready=False)

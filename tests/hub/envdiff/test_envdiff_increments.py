@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from hub.background import pacing
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterPlacement
 from hub.envdiff import service, tasks
@@ -234,7 +235,7 @@ async def test_many_changed_clusters_are_read_a_part_at_a_time(
     size, and sums up each part they lie in."""
     monkeypatch.setattr(placement_repository, "PART_CLUSTERS", 1)
     monkeypatch.setattr(tasks, "PART_CLUSTERS", 1)
-    monkeypatch.setattr(tasks, "PART_PACE", 0)
+    monkeypatch.setattr(pacing, "PART_PACE", 0)
     for name in ("drone-01", "drone-02", "drone-03"):
         cluster = await fleet.add(name, "drone", "dev")
         cluster.run_platform(fleet.platform_heads["dev"])
