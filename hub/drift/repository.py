@@ -388,6 +388,12 @@ class Part:
     end: int
 
 
+async def _without_jit(session: AsyncSession) -> None:
+    """The round's statements read many rows once: compiling them (JIT) would cost more than it
+    saves, 0.66 s for _TOUCHED at 10,000 clusters, when it finds nothing."""
+    await session.execute(text("SET LOCAL jit = off"))
+
+
 @dataclass(frozen=True, slots=True)
 class Listed:
     """The objects with these ids (ascending)."""
@@ -403,6 +409,7 @@ async def touched(
     # Planned for its `since`: a prepared statement's generic plan, made for any, would read
     # every object rather than those written since.
     await plan_for_values(session)
+    await _without_jit(session)
     found = await session.scalars(
         _TOUCHED,
         {
@@ -423,9 +430,7 @@ async def evaluate(
 ) -> Evaluated:
     """Judge the live objects of the registered clusters that `selection` names;
     `repositories`: the harvested repository each reported URL spelling stands for."""
-    # A plan of its own for this statement: it reads the fleet once, and JIT compilation
-    # would cost more than it saves.
-    await session.execute(text("SET LOCAL jit = off"))
+    await _without_jit(session)
     values: dict[str, Any] = {
         "spellings": list(repositories),
         "repository_ids": list(repositories.values()),
