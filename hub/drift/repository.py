@@ -148,6 +148,17 @@ _AHEAD = reaches(
 )
 
 
+# The harvested repository each reported URL spelling stands for, as rows (`_spellings`).
+_SPELLING = """WITH spelling AS (
+    SELECT * FROM unnest(CAST(:spellings AS text[]), CAST(:repository_ids AS int[]))
+        AS s(url, repository_id)
+),"""
+
+
+def _spellings(repositories: dict[str, int]) -> dict[str, list[Any]]:
+    return {"spellings": list(repositories), "repository_ids": list(repositories.values())}
+
+
 @dataclass(frozen=True, slots=True)
 class _Selection:
     """Which objects an evaluation judges: the rows of object_state `o` (a FROM item) and a
@@ -175,10 +186,7 @@ class _Selection:
 # their objects: 30 s or more for 20,000 objects, with ingest at 1,000 reports/s waiting.
 def _evaluate(selection: _Selection) -> TextClause:
     return text(f"""
-WITH spelling AS (
-    SELECT * FROM unnest(CAST(:spellings AS text[]), CAST(:repository_ids AS int[]))
-        AS s(url, repository_id)
-),{selection.ctes}
+{_SPELLING}{selection.ctes}
 tracking AS (
     SELECT o.id AS object_id, o.cluster_id, c.cluster_type_id, o.reconciler, o.kind,
            o.namespace, o.name, o.source_url, o.url_ref AS source_ref, o.source_path,
@@ -333,11 +341,8 @@ _EVALUATE_LISTED = _evaluate(_LISTED)
 # (staleness) is not in a verdict: the periods and events read it anew every round. The
 # clusters are found first, then their objects (OFFSET 0): planned as a join, every object was
 # read and then filtered.
-_TOUCHED = text("""
-WITH spelling AS (
-    SELECT * FROM unnest(CAST(:spellings AS text[]), CAST(:repository_ids AS int[]))
-        AS s(url, repository_id)
-),
+_TOUCHED = text(f"""
+{_SPELLING}
 placed AS MATERIALIZED (
     SELECT c.id FROM cluster c
     LEFT JOIN cluster_drift n ON n.cluster_id = c.id
@@ -360,7 +365,7 @@ UNION
 SELECT d.object_id FROM cluster c JOIN object_drift d ON d.cluster_id = c.id
 WHERE c.decommissioned_at IS NOT NULL
 ORDER BY 1
-""")
+""")  # noqa: S608 - composed from constants, never from input
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,11 +417,7 @@ async def touched(
     await _without_jit(session)
     found = await session.scalars(
         _TOUCHED,
-        {
-            "spellings": list(repositories),
-            "repository_ids": list(repositories.values()),
-            "since": since,
-        },
+        _spellings(repositories) | {"since": since},
     )
     return list(found)
 
@@ -431,9 +432,7 @@ async def evaluate(
     """Judge the live objects of the registered clusters that `selection` names;
     `repositories`: the harvested repository each reported URL spelling stands for."""
     await _without_jit(session)
-    values: dict[str, Any] = {
-        "spellings": list(repositories),
-        "repository_ids": list(repositories.values()),
+    values: dict[str, Any] = _spellings(repositories) | {
         "source_kinds": list(FLUX_SOURCE_KINDS),
         "now": now,
     }
