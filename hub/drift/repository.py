@@ -312,7 +312,8 @@ dropped AS (
 SELECT (SELECT count(*) FROM evaluated) AS objects,
        (SELECT count(*) FROM written) AS changed,
        (SELECT count(*) FROM dropped) AS dropped,
-       ARRAY(SELECT cluster_id FROM written UNION SELECT cluster_id FROM dropped) AS clusters
+       ARRAY(SELECT cluster_id FROM written UNION SELECT cluster_id FROM dropped) AS clusters,
+       ARRAY(SELECT DISTINCT cluster_id FROM evaluated) AS judged
 """)  # noqa: S608 - composed from constants, never from input
 
 
@@ -370,11 +371,13 @@ ORDER BY 1
 
 @dataclass(frozen=True, slots=True)
 class Evaluated:
-    # Objects judged, verdicts written anew, verdicts dropped, and the clusters of those.
+    # Objects judged, verdicts written anew, verdicts dropped, the clusters of the verdicts
+    # written or dropped, and those of the objects judged.
     objects: int
     changed: int
     dropped: int
     clusters: frozenset[int]
+    judged: frozenset[int]
 
     def __add__(self, other: "Evaluated") -> "Evaluated":
         return Evaluated(
@@ -382,6 +385,7 @@ class Evaluated:
             self.changed + other.changed,
             self.dropped + other.dropped,
             self.clusters | other.clusters,
+            self.judged | other.judged,
         )
 
 
@@ -443,7 +447,9 @@ async def evaluate(
         statement = _EVALUATE_LISTED
         values["objects"] = list(selection.ids)
     row = (await session.execute(statement, values)).one()
-    return Evaluated(row.objects, row.changed, row.dropped, frozenset(row.clusters))
+    return Evaluated(
+        row.objects, row.changed, row.dropped, frozenset(row.clusters), frozenset(row.judged)
+    )
 
 
 # Reasons the evaluation stores; staleness is the reader's.
@@ -573,12 +579,15 @@ async def count_per_cluster(session: AsyncSession, clusters: Collection[int] | N
 
 
 # Drifted now: objects with a reason, every object of a stale cluster, and each cluster with a
-# drifted object or a stale agent (object_id NULL). Open periods of what is no longer drifted
-# close, new ones open, and open ones gain the reasons they had not seen yet.
-_PERIODS = text("""
+# drifted object or a stale agent (object_id NULL), of the clusters `covered` says (a condition
+# on a column naming a cluster). Open periods of what is no longer drifted close, new ones
+# open, and open ones gain the reasons they had not seen yet.
+def _periods(covered: Callable[[str], str]) -> TextClause:
+    return text(f"""
 WITH stale AS (
     SELECT id FROM cluster
-    WHERE decommissioned_at IS NULL AND (last_seen_at IS NULL OR last_seen_at < :stale_before)
+    WHERE {covered("id")} AND decommissioned_at IS NULL
+      AND (last_seen_at IS NULL OR last_seen_at < :stale_before)
 ),
 drifted_object AS (
     SELECT d.cluster_id, d.object_id,
@@ -586,7 +595,7 @@ drifted_object AS (
                 ELSE d.reasons || ARRAY['stale']::varchar[] END AS reasons
     FROM object_drift d
     LEFT JOIN stale s ON s.id = d.cluster_id
-    WHERE d.reasons <> '{}' OR s.id IS NOT NULL
+    WHERE {covered("d.cluster_id")} AND (d.reasons <> '{{}}' OR s.id IS NOT NULL)
 ),
 current AS MATERIALIZED (
     SELECT cluster_id, object_id, reasons FROM drifted_object
@@ -601,7 +610,7 @@ current AS MATERIALIZED (
 ),
 open AS MATERIALIZED (
     SELECT id, cluster_id, COALESCE(object_id, 0) AS subject, reasons
-    FROM drift_period WHERE ended_at IS NULL
+    FROM drift_period WHERE {covered("cluster_id")} AND ended_at IS NULL
 ),
 closed AS (
     UPDATE drift_period p SET ended_at = :now
@@ -637,7 +646,11 @@ opened AS (
 SELECT (SELECT count(*) FROM opened) AS opened,
        (SELECT count(*) FROM closed) AS closed,
        (SELECT count(*) FROM widened) AS widened
-""")
+""")  # noqa: S608 - composed from constants, never from input
+
+
+_PERIODS_PART = _periods(lambda column: f"{column} >= :first AND {column} < :end")
+_PERIODS_LISTED = _periods(lambda column: f"{column} = ANY(CAST(:clusters AS int[]))")
 
 
 @dataclass(frozen=True, slots=True)
@@ -646,18 +659,62 @@ class PeriodChanges:
     closed: int
     widened: int
 
+    def __add__(self, other: "PeriodChanges") -> "PeriodChanges":
+        return PeriodChanges(
+            self.opened + other.opened, self.closed + other.closed, self.widened + other.widened
+        )
+
 
 async def record_periods(
-    session: AsyncSession, *, now: datetime, stale_before: datetime, order: Sequence[str]
+    session: AsyncSession,
+    *,
+    now: datetime,
+    stale_before: datetime,
+    order: Sequence[str],
+    clusters: Part | Sequence[int],
 ) -> PeriodChanges:
-    """Bring the drift periods in line with `object_drift` and the agents' staleness at `now`;
-    `order`: the order reasons are listed in."""
-    row = (
-        await session.execute(
-            _PERIODS, {"now": now, "stale_before": stale_before, "order": list(order)}
-        )
-    ).one()
+    """Bring the drift periods of `clusters` (a part of the fleet, or cluster ids) in line
+    with `object_drift` and the agents' staleness at `now`; `order`: the order reasons are
+    listed in."""
+    values: dict[str, Any] = {"now": now, "stale_before": stale_before, "order": list(order)}
+    if isinstance(clusters, Part):
+        statement = _PERIODS_PART
+        values |= {"first": clusters.first, "end": clusters.end}
+    else:
+        statement = _PERIODS_LISTED
+        values["clusters"] = list(clusters)
+    row = (await session.execute(statement, values)).one()
     return PeriodChanges(**row._asdict())
+
+
+# The clusters whose staleness may differ from what the last round recorded, when it counted
+# those stale before :stale_before_then: those stale now that were not then (their last report
+# fell behind since, or no open period says they were stale: registered since, or their
+# periods ended as they were placed elsewhere), and those not stale now that an open period
+# says were (some were stale at an earlier round only, and stay listed until it closes).
+_RESTANDING = text("""
+WITH held AS MATERIALIZED (
+    SELECT DISTINCT cluster_id FROM drift_period
+    WHERE ended_at IS NULL AND object_id IS NULL AND 'stale' = ANY(reasons)
+)
+SELECT c.id FROM cluster c
+LEFT JOIN held h ON h.cluster_id = c.id
+WHERE CASE WHEN c.decommissioned_at IS NULL
+                AND (c.last_seen_at IS NULL OR c.last_seen_at < :stale_before)
+           THEN h.cluster_id IS NULL OR c.last_seen_at >= :stale_before_then
+           ELSE h.cluster_id IS NOT NULL END
+""")
+
+
+async def restanding(
+    session: AsyncSession, *, stale_before: datetime, stale_before_then: datetime
+) -> list[int]:
+    """The ids of the clusters whose staleness may have changed since a round that counted
+    those stale before `stale_before_then` (_RESTANDING)."""
+    found = await session.scalars(
+        _RESTANDING, {"stale_before": stale_before, "stale_before_then": stale_before_then}
+    )
+    return list(found)
 
 
 async def end_open_periods(session: AsyncSession, cluster_id: int, now: datetime) -> None:

@@ -6,7 +6,7 @@ staleness with the hub's clock. Why a job: docs/contributing.md ("Background job
 """
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -28,6 +28,7 @@ from hub.drift.repository import (
     HistoryFilter,
     Listed,
     Part,
+    PeriodChanges,
     Scope,
 )
 from hub.drift.schemas import (
@@ -332,8 +333,39 @@ async def _announce(
 # it; a release that judges differently), which finds nothing when they saw it all. At 10,000
 # clusters a pass over every object takes some 11 s, spread over parts with pauses; every 15
 # minutes that is about 1 % of a core, where judging every object every 30 s took a third of
-# one. The objects that changed are judged PART_OBJECTS at a time, paced the same way.
+# one. The objects that changed are judged PART_OBJECTS at a time, paced the same way. The
+# drift periods follow: of every cluster in a full pass, else of the clusters of the objects
+# judged and those whose staleness may have changed (repository.restanding), PART_CLUSTERS
+# at a time.
 FULL_PASS_EVERY = timedelta(minutes=15)
+
+
+def _cluster_parts(clusters: Collection[int]) -> list[list[int]]:
+    """`clusters` in ascending parts of PART_CLUSTERS."""
+    ordered, size = sorted(clusters), placement_repository.PART_CLUSTERS
+    return [ordered[start : start + size] for start in range(0, len(ordered), size)]
+
+
+async def _record_periods(
+    session: AsyncSession,
+    *,
+    now: datetime,
+    stale_before: datetime,
+    parts: Sequence[tuple[int, int]] | Sequence[list[int]],
+) -> PeriodChanges:
+    """Bring the drift periods of the clusters in `parts` (ranges [first, end) of ids, or lists
+    of ids) up to date, a part at a time with pauses between."""
+    changes, pacer = PeriodChanges(opened=0, closed=0, widened=0), Pacer()
+    for part in parts:
+        await pacer.part()
+        changes += await repository.record_periods(
+            session,
+            now=now,
+            stale_before=stale_before,
+            order=REASONS,
+            clusters=Part(*part) if isinstance(part, tuple) else part,
+        )
+    return changes
 
 
 async def evaluate_drift(
@@ -349,18 +381,16 @@ async def evaluate_drift(
         await gate_service.source_spellings(session), await repository.repository_ids(session)
     )
     last = await repository.last_evaluation(session)
-    evaluated = Evaluated(objects=0, changed=0, dropped=0, clusters=frozenset())
+    evaluated = Evaluated(objects=0, changed=0, dropped=0, clusters=frozenset(), judged=frozenset())
+    stale_before = now - stale_after
     if (
         last is not None
         and last.full_at is not None
         and timedelta(0) <= now - last.full_at < FULL_PASS_EVERY
     ):
         full = False
-        changed = await repository.touched(
-            session,
-            repositories=repositories,
-            since=last.evaluated_at - placement_repository.WRITTEN_OVERLAP,
-        )
+        since = last.evaluated_at - placement_repository.WRITTEN_OVERLAP
+        changed = await repository.touched(session, repositories=repositories, since=since)
         size, pacer = placement_repository.PART_OBJECTS, Pacer()
         for start in range(0, len(changed), size):
             await pacer.part()
@@ -370,19 +400,23 @@ async def evaluate_drift(
                 now=now,
                 selection=Listed(changed[start : start + size]),
             )
+        restanding = await repository.restanding(
+            session, stale_before=stale_before, stale_before_then=since - stale_after
+        )
+        covered: Sequence[tuple[int, int]] | Sequence[list[int]] = _cluster_parts(
+            evaluated.clusters | evaluated.judged | set(restanding)
+        )
     else:
         full = True
-        pacer = Pacer()
-        for first, end in await placement_repository.fleet_parts(session):
+        covered, pacer = await placement_repository.fleet_parts(session), Pacer()
+        for first, end in covered:
             await pacer.part()
             evaluated += await repository.evaluate(
                 session, repositories=repositories, now=now, selection=Part(first, end)
             )
     await repository.count_per_cluster(session, None if full else evaluated.clusters)
     objects, drifted = await repository.judged_totals(session)
-    periods = await repository.record_periods(
-        session, now=now, stale_before=now - stale_after, order=REASONS
-    )
+    periods = await _record_periods(session, now=now, stale_before=stale_before, parts=covered)
     await repository.set_evaluated(session, now, full=full)
     events = await _announce(session, now=now, stale_after=stale_after, announcing=announcing)
     return Evaluation(

@@ -119,6 +119,46 @@ async def test_a_cluster_gone_silent_is_stale_though_nothing_was_written(
     await full_pass_finds_nothing(session, clock, monkeypatch)
 
 
+async def test_a_cluster_back_and_silent_again_has_its_periods_follow(
+    dev: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # drone-02's root fails throughout and its app runs in sync; nothing it reports changes,
+    # so only its staleness says which of its periods open and close. A part per cluster: the
+    # rounds list each cluster alone.
+    monkeypatch.setattr(service, "FULL_PASS_EVERY", timedelta(hours=1))
+    monkeypatch.setattr(placement_repository, "PART_CLUSTERS", 1)
+    monkeypatch.setattr(pacing, "PART_PACE", 0)
+    drone = dev.clusters["drone-02"]
+    drone.run_platform(dev.platform_heads["dev"], ready=False)
+    drone.run_app("functional-test", dev.app_heads["dev"])
+    await dev.report()
+    await evaluate(session, clock)
+    silent: list[service.Evaluation] = []
+    for _ in range(2):
+        clock.advance(minutes=11)
+        await dev.report("drone-01")
+        silent.append(await evaluate(session, clock))
+        clock.advance(minutes=1)
+        await dev.report()
+        back = await evaluate(session, clock)
+        # Back: the period of the object that only its silence drifted closes; the failing
+        # root's stays open, and so does the cluster's.
+        assert (back.full, back.judged, back.periods_opened, back.periods_closed) == (
+            False,
+            0,
+            0,
+            1,
+        )
+        await full_pass_finds_nothing(session, clock, monkeypatch)
+
+    # Silent each time: the other object's period opens again, the second time too, though
+    # an open period of the cluster still says it was stale once.
+    assert [(e.full, e.periods_opened) for e in silent] == [(False, 1)] * 2
+    assert silent[1].judged == 0
+    report = await drift(session, clock)
+    assert reasons(report) == {("drone-02", f"Kustomization/{ROOT}"): ["failing"]}
+
+
 async def test_a_round_judges_the_objects_following_a_branch_the_harvest_moved(
     steady: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
