@@ -1,6 +1,6 @@
 """SQL of drift: the drift job's set-based evaluation of every live object, the counts per
-cluster and the drift periods it keeps, and the reads of the API. An evaluation is a few
-statements however large the fleet (`object_drift`'s changed rows, `cluster_drift`,
+cluster and the drift periods it keeps, and the reads of the API. An evaluation works in
+parts of the fleet, or of what changed (`object_drift`'s changed rows, `cluster_drift`,
 `drift_period`, `drift_evaluation`); reads page with `cluster_drift` and take `drift_object`
 rows for the clusters on the page only.
 """
@@ -312,8 +312,7 @@ dropped AS (
 SELECT (SELECT count(*) FROM evaluated) AS objects,
        (SELECT count(*) FROM written) AS changed,
        (SELECT count(*) FROM dropped) AS dropped,
-       ARRAY(SELECT cluster_id FROM written UNION SELECT cluster_id FROM dropped) AS clusters,
-       ARRAY(SELECT DISTINCT cluster_id FROM evaluated) AS judged
+       ARRAY(SELECT cluster_id FROM written UNION SELECT cluster_id FROM dropped) AS clusters
 """)  # noqa: S608 - composed from constants, never from input
 
 
@@ -371,13 +370,11 @@ ORDER BY 1
 
 @dataclass(frozen=True, slots=True)
 class Evaluated:
-    # Objects judged, verdicts written anew, verdicts dropped, the clusters of the verdicts
-    # written or dropped, and those of the objects judged.
+    # Objects judged, verdicts written anew, verdicts dropped, and the clusters of those.
     objects: int
     changed: int
     dropped: int
     clusters: frozenset[int]
-    judged: frozenset[int]
 
     def __add__(self, other: "Evaluated") -> "Evaluated":
         return Evaluated(
@@ -385,7 +382,6 @@ class Evaluated:
             self.changed + other.changed,
             self.dropped + other.dropped,
             self.clusters | other.clusters,
-            self.judged | other.judged,
         )
 
 
@@ -447,9 +443,7 @@ async def evaluate(
         statement = _EVALUATE_LISTED
         values["objects"] = list(selection.ids)
     row = (await session.execute(statement, values)).one()
-    return Evaluated(
-        row.objects, row.changed, row.dropped, frozenset(row.clusters), frozenset(row.judged)
-    )
+    return Evaluated(row.objects, row.changed, row.dropped, frozenset(row.clusters))
 
 
 # Reasons the evaluation stores; staleness is the reader's.
@@ -650,7 +644,7 @@ SELECT (SELECT count(*) FROM opened) AS opened,
 
 
 _PERIODS_PART = _periods(lambda column: f"{column} >= :first AND {column} < :end")
-_PERIODS_LISTED = _periods(lambda column: f"{column} = ANY(CAST(:clusters AS int[]))")
+_PERIODS_LISTED = _periods(_listed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -687,32 +681,40 @@ async def record_periods(
     return PeriodChanges(**row._asdict())
 
 
-# The clusters whose staleness may differ from what the last round recorded, when it counted
-# those stale before :stale_before_then: those stale now that were not then (their last report
-# fell behind since, or no open period says they were stale: registered since, or their
-# periods ended as they were placed elsewhere), and those not stale now that an open period
-# says were (some were stale at an earlier round only, and stay listed until it closes).
-_RESTANDING = text("""
+# The clusters whose periods may be due a change though no verdict of theirs changed:
+# - stale now and not at the last round, which counted those stale before :stale_before_then:
+#   their last report fell behind since, or no open period of theirs says they are stale
+#   (registered since, or their periods ended as they were placed elsewhere);
+# - not stale now, where an open period of theirs says they were. A period keeps every reason
+#   it had, so a cluster stale once stays listed, each round, until its drift ends;
+# - with drifted objects and no open period: their periods ended as they were placed
+#   elsewhere, whatever the round judged.
+# A change of FLEETMARK_STALE_AFTER between rounds is seen by the next full pass.
+_PERIODS_DUE = text("""
 WITH held AS MATERIALIZED (
-    SELECT DISTINCT cluster_id FROM drift_period
-    WHERE ended_at IS NULL AND object_id IS NULL AND 'stale' = ANY(reasons)
+    SELECT cluster_id, bool_or('stale' = ANY(reasons)) AS stale
+    FROM drift_period
+    WHERE ended_at IS NULL AND object_id IS NULL
+    GROUP BY cluster_id
 )
 SELECT c.id FROM cluster c
 LEFT JOIN held h ON h.cluster_id = c.id
+LEFT JOIN cluster_drift d ON d.cluster_id = c.id
 WHERE CASE WHEN c.decommissioned_at IS NULL
                 AND (c.last_seen_at IS NULL OR c.last_seen_at < :stale_before)
-           THEN h.cluster_id IS NULL OR c.last_seen_at >= :stale_before_then
-           ELSE h.cluster_id IS NOT NULL END
+           THEN h.stale IS NOT TRUE OR c.last_seen_at >= :stale_before_then
+           ELSE h.stale OR (h.cluster_id IS NULL AND d.drifted > 0) END
 """)
 
 
-async def restanding(
+async def periods_due(
     session: AsyncSession, *, stale_before: datetime, stale_before_then: datetime
 ) -> list[int]:
-    """The ids of the clusters whose staleness may have changed since a round that counted
-    those stale before `stale_before_then` (_RESTANDING)."""
+    """The ids of the clusters whose periods may be due a change though no verdict of theirs
+    changed, since a round that counted those stale before `stale_before_then`
+    (_PERIODS_DUE)."""
     found = await session.scalars(
-        _RESTANDING, {"stale_before": stale_before, "stale_before_then": stale_before_then}
+        _PERIODS_DUE, {"stale_before": stale_before, "stale_before_then": stale_before_then}
     )
     return list(found)
 

@@ -334,9 +334,9 @@ async def _announce(
 # clusters a pass over every object takes some 11 s, spread over parts with pauses; every 15
 # minutes that is about 1 % of a core, where judging every object every 30 s took a third of
 # one. The objects that changed are judged PART_OBJECTS at a time, paced the same way. The
-# drift periods follow: of every cluster in a full pass, else of the clusters of the objects
-# judged and those whose staleness may have changed (repository.restanding), PART_CLUSTERS
-# at a time.
+# drift periods follow: of every cluster in a full pass, else of the clusters whose verdicts
+# changed and those whose periods may be due a change all the same (repository.periods_due),
+# PART_CLUSTERS at a time.
 FULL_PASS_EVERY = timedelta(minutes=15)
 
 
@@ -351,10 +351,10 @@ async def _record_periods(
     *,
     now: datetime,
     stale_before: datetime,
-    parts: Sequence[tuple[int, int]] | Sequence[list[int]],
+    parts: Sequence[Part | list[int]],
 ) -> PeriodChanges:
-    """Bring the drift periods of the clusters in `parts` (ranges [first, end) of ids, or lists
-    of ids) up to date, a part at a time with pauses between."""
+    """Bring the drift periods of the clusters in `parts` (parts of the fleet, or lists of
+    ids) up to date, a part at a time with pauses between."""
     changes, pacer = PeriodChanges(opened=0, closed=0, widened=0), Pacer()
     for part in parts:
         await pacer.part()
@@ -363,7 +363,7 @@ async def _record_periods(
             now=now,
             stale_before=stale_before,
             order=REASONS,
-            clusters=Part(*part) if isinstance(part, tuple) else part,
+            clusters=part,
         )
     return changes
 
@@ -381,7 +381,7 @@ async def evaluate_drift(
         await gate_service.source_spellings(session), await repository.repository_ids(session)
     )
     last = await repository.last_evaluation(session)
-    evaluated = Evaluated(objects=0, changed=0, dropped=0, clusters=frozenset(), judged=frozenset())
+    evaluated = Evaluated(objects=0, changed=0, dropped=0, clusters=frozenset())
     stale_before = now - stale_after
     if (
         last is not None
@@ -400,20 +400,20 @@ async def evaluate_drift(
                 now=now,
                 selection=Listed(changed[start : start + size]),
             )
-        restanding = await repository.restanding(
+        due = await repository.periods_due(
             session, stale_before=stale_before, stale_before_then=since - stale_after
         )
-        covered: Sequence[tuple[int, int]] | Sequence[list[int]] = _cluster_parts(
-            evaluated.clusters | evaluated.judged | set(restanding)
-        )
+        covered: Sequence[Part | list[int]] = _cluster_parts(evaluated.clusters | set(due))
     else:
         full = True
-        covered, pacer = await placement_repository.fleet_parts(session), Pacer()
-        for first, end in covered:
+        fleet = [Part(*part) for part in await placement_repository.fleet_parts(session)]
+        pacer = Pacer()
+        for part in fleet:
             await pacer.part()
             evaluated += await repository.evaluate(
-                session, repositories=repositories, now=now, selection=Part(first, end)
+                session, repositories=repositories, now=now, selection=part
             )
+        covered = fleet
     await repository.count_per_cluster(session, None if full else evaluated.clusters)
     objects, drifted = await repository.judged_totals(session)
     periods = await _record_periods(session, now=now, stale_before=stale_before, parts=covered)

@@ -151,8 +151,8 @@ async def test_a_cluster_back_and_silent_again_has_its_periods_follow(
         )
         await full_pass_finds_nothing(session, clock, monkeypatch)
 
-    # Silent each time: the other object's period opens again, the second time too, though
-    # an open period of the cluster still says it was stale once.
+    # Silent each time: the app's period opens again, the second time too, though an open
+    # period of the cluster still says it was stale once.
     assert [(e.full, e.periods_opened) for e in silent] == [(False, 1)] * 2
     assert silent[1].judged == 0
     report = await drift(session, clock)
@@ -215,6 +215,35 @@ async def test_a_round_judges_the_objects_of_a_cluster_placed_elsewhere(
     evaluation = await evaluate(session, clock)
 
     assert (evaluation.full, evaluation.judged) == (False, 1)
+    await full_pass_finds_nothing(session, clock, monkeypatch)
+
+
+async def test_a_cluster_placed_elsewhere_and_back_has_its_drift_periods_again(
+    steady: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steady.clusters["drone-02"].run_platform(steady.platform_heads["dev"], ready=False)
+    await steady.report()
+    drifting = await evaluate(session, clock)
+    past_the_overlap(clock)
+    await steady.report()
+    await evaluate(session, clock)
+    # Placed elsewhere and back between two rounds: its periods end, and its placement is
+    # what the last round counted, so no object of it is judged again.
+    for cluster_type in ("large", "drone"):
+        clock.advance(seconds=1)
+        await cluster_service.place(
+            session,
+            "drone-02",
+            ClusterPlacement(environment="dev", cluster_type=cluster_type),
+            now=clock.now,
+            stale_after=STALE_AFTER,
+        )
+    clock.advance(minutes=1)
+
+    evaluation = await evaluate(session, clock)
+
+    assert drifting.periods_opened == 2
+    assert (evaluation.full, evaluation.judged, evaluation.periods_opened) == (False, 0, 2)
     await full_pass_finds_nothing(session, clock, monkeypatch)
 
 
