@@ -284,6 +284,10 @@ def hub_settings(**overrides: Any) -> HubSettings:
         "max_report_bytes": 4 * 1024 * 1024,
         "stale_after_seconds": 600,
         "database_pool_size": 2,
+        # The app's drift and env diff jobs run on the test's database with its clock: at their
+        # 30 s default, a test slow to set up had its first round taken by the job.
+        "drift_interval": 3600,
+        "env_diff_interval": 3600,
     }
     return HubSettings(**(values | overrides))
 
