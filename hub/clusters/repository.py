@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncRawCursor
-from sqlalchemy import ColumnElement, RowMapping, and_, delete, func, select, update
+from sqlalchemy import ColumnElement, RowMapping, and_, case, delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -111,7 +111,14 @@ async def set_token_hash(
     values: dict[str, Any] = (
         {"token_hash": None, "token_revoked_at": now}
         if token_hash is None
-        else {"token_hash": token_hash, "token_revoked_at": None, "decommissioned_at": None}
+        else {
+            "token_hash": token_hash,
+            "token_revoked_at": None,
+            "decommissioned_at": None,
+            "placed_at": case(
+                (Cluster.decommissioned_at.is_not(None), now), else_=Cluster.placed_at
+            ),
+        }
     )
     statement = update(Cluster).where(Cluster.name == name).values(values).returning(Cluster.id)
     return (await session.execute(statement)).scalar_one_or_none() is not None
@@ -139,10 +146,14 @@ async def decommission(session: AsyncSession, name: str, now: datetime) -> bool:
 
 
 async def place(
-    session: AsyncSession, name: str, environment_id: int, cluster_type_id: int | None
+    session: AsyncSession,
+    name: str,
+    environment_id: int,
+    cluster_type_id: int | None,
+    now: datetime,
 ) -> tuple[int, bool] | None:
-    """Set a cluster's placement: its id and whether that changed it; None when there is no
-    such cluster."""
+    """Set a cluster's placement, a change of it as of `now`: its id and whether that changed
+    it; None when there is no such cluster."""
     found = (
         await session.execute(
             select(Cluster.id, Cluster.environment_id, Cluster.cluster_type_id)
@@ -157,7 +168,7 @@ async def place(
     await session.execute(
         update(Cluster)
         .where(Cluster.id == found.id)
-        .values(environment_id=environment_id, cluster_type_id=cluster_type_id)
+        .values(environment_id=environment_id, cluster_type_id=cluster_type_id, placed_at=now)
     )
     return found.id, True
 

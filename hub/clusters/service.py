@@ -102,7 +102,7 @@ async def place(
     cluster_type_id = None
     if placement.cluster_type is not None:
         cluster_type_id = await ensure_cluster_type(session, environment_id, placement.cluster_type)
-    placed = await repository.place(session, name, environment_id, cluster_type_id)
+    placed = await repository.place(session, name, environment_id, cluster_type_id, now)
     if placed is None:
         raise await placement_service.unknown_cluster(session, name)
     cluster_id, changed = placed

@@ -335,19 +335,22 @@ _EVALUATE_LISTED = _evaluate(_LISTED)
 
 # The objects whose verdict may have changed since :since, by id: written by a report (their
 # state, or their removal); following a repository whose branches the harvest moved, deleted or
-# found again; of a live cluster the last count did not see as it is now (registered,
-# registered again, or placed in another cluster type since, which decides its platform
-# config); and those of decommissioned clusters with a verdict, to drop. What only time changes
-# (staleness) is not in a verdict: the periods and events read it anew every round. The
-# clusters are found first, then their objects (OFFSET 0): planned as a join, every object was
-# read and then filtered.
+# found again; of a live cluster placed since (in another environment or cluster type, which
+# decides its platform config, or registered again: `placed_at`), or that the last count did not
+# see as it is now (registered since, or placed elsewhere); and those of decommissioned
+# clusters with a verdict, to drop. The count alone would miss a placement that commits during
+# a round, after this statement and before the count, which records it already. What only time
+# changes (staleness) is not in a verdict: the periods and events read it anew every round.
+# The clusters are found first, then their objects (OFFSET 0): planned as a join, every object
+# was read and then filtered.
 _TOUCHED = text(f"""
 {_SPELLING}
 placed AS MATERIALIZED (
     SELECT c.id FROM cluster c
     LEFT JOIN cluster_drift n ON n.cluster_id = c.id
     WHERE c.decommissioned_at IS NULL
-      AND (n.cluster_id IS NULL OR n.cluster_type_id IS DISTINCT FROM c.cluster_type_id)
+      AND (c.placed_at >= :since OR n.cluster_id IS NULL
+           OR n.cluster_type_id IS DISTINCT FROM c.cluster_type_id)
 )
 SELECT o.id FROM object_state o WHERE o.written_at >= :since
 UNION

@@ -403,7 +403,12 @@ seen AS (
         cluster_type_id = CASE
             WHEN c.environment_id IS NULL OR c.environment_id = p.environment_id
             THEN COALESCE(c.cluster_type_id, p.cluster_type_id)
-            ELSE c.cluster_type_id END
+            ELSE c.cluster_type_id END,
+        placed_at = CASE
+            WHEN c.environment_id IS NULL AND p.id IS NOT NULL
+              OR c.environment_id = p.environment_id AND c.cluster_type_id IS NULL
+                 AND p.cluster_type_id IS NOT NULL
+            THEN f.received_at ELSE c.placed_at END
     FROM fresh f
     LEFT JOIN placed p ON p.id = f.id
     WHERE c.id = f.id

@@ -5,7 +5,9 @@ the round had not found: the verdicts, the counts, the periods and the events st
 were."""
 
 import json
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -14,9 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hub.background import pacing
 from hub.clusters import service as cluster_service
 from hub.clusters.schemas import ClusterPlacement
-from hub.drift import service
+from hub.drift import repository, service
 from hub.placement import repository as placement_repository
 from hub.simulation import ROOT
+from tests.conftest import TOKEN_SECRET
 from tests.hub.drifting import STALE_AFTER, drift, evaluate, reasons, rows
 from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock, past_the_overlap
@@ -218,6 +221,55 @@ async def test_a_round_judges_the_objects_of_a_cluster_placed_elsewhere(
     await full_pass_finds_nothing(session, clock, monkeypatch)
 
 
+async def placed_elsewhere(session: AsyncSession, clock: FakeClock) -> None:
+    await cluster_service.place(
+        session,
+        "drone-02",
+        ClusterPlacement(environment="dev", cluster_type="large"),
+        now=clock.now,
+        stale_after=STALE_AFTER,
+    )
+
+
+async def back_in_service(session: AsyncSession, clock: FakeClock) -> None:
+    await cluster_service.rotate_token(
+        session, "drone-02", token_secret=TOKEN_SECRET, now=clock.now
+    )
+
+
+@pytest.mark.parametrize("change", [placed_elsewhere, back_in_service])
+async def test_a_cluster_placed_during_a_round_is_judged_by_the_next(
+    steady: Fleet,
+    session: AsyncSession,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+    change: Callable[[AsyncSession, FakeClock], Awaitable[None]],
+) -> None:
+    if change is back_in_service:
+        await cluster_service.decommission(
+            session, "drone-02", now=clock.now, stale_after=STALE_AFTER
+        )
+        await evaluate(session, clock)
+    count_per_cluster = repository.count_per_cluster
+
+    async def changed_before_the_count(*args: Any) -> None:
+        # Committed after the round looked for what changed, before it counted.
+        await change(session, clock)
+        await count_per_cluster(*args)
+
+    clock.advance(minutes=1)
+    with monkeypatch.context() as patch:
+        patch.setattr(repository, "count_per_cluster", changed_before_the_count)
+        during = await evaluate(session, clock)
+    clock.advance(minutes=1)
+
+    evaluation = await evaluate(session, clock)
+
+    assert (during.full, during.judged) == (False, 0)
+    assert (evaluation.full, evaluation.judged) == (False, 1)
+    await full_pass_finds_nothing(session, clock, monkeypatch)
+
+
 async def test_a_cluster_placed_elsewhere_and_back_has_its_drift_periods_again(
     steady: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -227,8 +279,8 @@ async def test_a_cluster_placed_elsewhere_and_back_has_its_drift_periods_again(
     past_the_overlap(clock)
     await steady.report()
     await evaluate(session, clock)
-    # Placed elsewhere and back between two rounds: its periods end, and its placement is
-    # what the last round counted, so no object of it is judged again.
+    # Placed elsewhere and back between two rounds: its periods end, and its object is judged
+    # again, to the verdict it had.
     for cluster_type in ("large", "drone"):
         clock.advance(seconds=1)
         await cluster_service.place(
@@ -243,7 +295,8 @@ async def test_a_cluster_placed_elsewhere_and_back_has_its_drift_periods_again(
     evaluation = await evaluate(session, clock)
 
     assert drifting.periods_opened == 2
-    assert (evaluation.full, evaluation.judged, evaluation.periods_opened) == (False, 0, 2)
+    assert (evaluation.full, evaluation.judged, evaluation.changed) == (False, 1, 0)
+    assert evaluation.periods_opened == 2
     await full_pass_finds_nothing(session, clock, monkeypatch)
 
 

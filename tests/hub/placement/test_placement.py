@@ -3,7 +3,7 @@ move a cluster, nor create either; an admin places it (at registration or PUT
 /api/v1/clusters/{name}/placement). With FLEETMARK_AGENT_PLACEMENT=first-report a first claim
 places an unplaced cluster, into a declared environment only."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -23,6 +23,15 @@ HOSTILE_NAMES = ["<x>", '"quoted"', "a b", "e" * 64, ""]
 async def placement(client: httpx.AsyncClient, token: str, name: str) -> tuple[Any, Any]:
     detail = (await client.get(f"/api/v1/clusters/{name}", headers=bearer(token))).json()
     return detail["environment"], detail["cluster_type"]
+
+
+async def placed_at(session: AsyncSession, name: str) -> datetime | None:
+    """When the cluster was last placed, as the drift job reads it (a round judges the objects
+    of the clusters placed since the last)."""
+    found: datetime | None = await session.scalar(
+        text("SELECT placed_at FROM cluster WHERE name = :name"), {"name": name}
+    )
+    return found
 
 
 async def names(session: AsyncSession, table: str) -> list[str]:
@@ -294,11 +303,13 @@ async def test_a_first_claim_places_into_a_declared_environment_only(
 
 
 async def test_a_later_claim_never_moves_a_cluster(
-    first_report: MakeAgent, session: AsyncSession, read_token: str
+    first_report: MakeAgent, session: AsyncSession, read_token: str, clock: FakeClock
 ) -> None:
     await declare_environments(session, "dev", "stage")
     agent = await first_report()
     await agent.send_ok([], environment="dev", cluster_type="drone")
+    placed = clock.now
+    clock.advance(minutes=1)
 
     reply = await agent.send_ok([], environment="stage", cluster_type="large")
 
@@ -307,19 +318,23 @@ async def test_a_later_claim_never_moves_a_cluster(
         "an admin places it (fleetmark clusters place)"
     ]
     assert await placement(agent.client, read_token, agent.cluster) == ("dev", "drone")
+    assert await placed_at(session, agent.cluster) == placed
 
 
 async def test_a_claim_names_the_cluster_type_a_registration_left_open(
-    first_report: MakeAgent, read_token: str
+    first_report: MakeAgent, session: AsyncSession, read_token: str, clock: FakeClock
 ) -> None:
     agent = await first_report("drone-dev-1", environment="dev")
 
     other = await agent.send_ok([], environment="stage", cluster_type="large")
+    unplaced = await placed_at(session, agent.cluster)
+    clock.advance(minutes=1)
     reply = await agent.send_ok([], environment="dev", cluster_type="drone")
 
     assert other["warnings"] != []
     assert reply["warnings"] == []
     assert await placement(agent.client, read_token, agent.cluster) == ("dev", "drone")
+    assert (unplaced, await placed_at(session, agent.cluster)) == (None, clock.now)
 
 
 async def test_a_duplicate_report_places_nothing(
