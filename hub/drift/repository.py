@@ -316,12 +316,15 @@ SELECT (SELECT count(*) FROM evaluated) AS objects,
 """)  # noqa: S608 - composed from constants, never from input
 
 
-# Every object of the clusters with :first <= id < :end, a part of the fleet.
+def _in_part(column: str) -> str:
+    """SQL: the cluster id `column` lies in the part of the fleet [:first, :end)."""
+    return f"{column} >= :first AND {column} < :end"
+
+
+# Every object of the clusters of a part of the fleet.
 _PART = _Selection(
-    objects="""(
-        SELECT * FROM object_state WHERE cluster_id >= :first AND cluster_id < :end
-    ) AS o""",
-    verdicts="d.cluster_id >= :first AND d.cluster_id < :end",
+    objects=f"(SELECT * FROM object_state WHERE {_in_part('cluster_id')}) AS o",  # noqa: S608 - constants
+    verdicts=_in_part("d.cluster_id"),
 )
 # The objects named by :objects (ids, ascending), those a round found changed (_TOUCHED).
 _LISTED = _Selection(
@@ -646,7 +649,7 @@ SELECT (SELECT count(*) FROM opened) AS opened,
 """)  # noqa: S608 - composed from constants, never from input
 
 
-_PERIODS_PART = _periods(lambda column: f"{column} >= :first AND {column} < :end")
+_PERIODS_PART = _periods(_in_part)
 _PERIODS_LISTED = _periods(_listed)
 
 
