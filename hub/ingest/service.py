@@ -5,6 +5,7 @@ it writes anything, so a report costs no round trip of its own: it rides in the 
 of reports the batcher sends.
 """
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from functools import lru_cache
 
@@ -13,7 +14,7 @@ from hub.clusters.repository import ClusterIdentity
 from hub.clusters.schemas import DIMENSION_NAME_RULE, is_dimension_name
 from hub.database import Statements
 from hub.errors import ClusterMismatch, NotAuthenticated
-from hub.git.urls import has_credentials, redact_url
+from hub.git.urls import redact_url
 from hub.ingest.batcher import ReportBatcher
 from hub.ingest.repository import RecordRow, ReportRow, SnapshotPartRow
 from hub.ingest.schemas import ObjectRecord, Report, ReportReply
@@ -119,23 +120,21 @@ def _revision_warnings(report: Report) -> list[str]:
     return warnings
 
 
-def _url_warnings(report: Report) -> list[str]:
-    """One warning for the records whose source URL held credentials, dropped before storing."""
+def _url_warnings(report: Report, rows: Sequence[RecordRow]) -> list[str]:
+    """One warning for the records whose source URL held credentials, dropped before storing:
+    those whose `rows` store another URL than they reported."""
     named = [
-        (record, record.source.url)
-        for record in report.objects
-        if record.source is not None
-        and record.source.url is not None
-        and has_credentials(record.source.url)
+        (record, row.source_url)
+        for record, row in zip(report.objects, rows, strict=True)
+        if record.source is not None and record.source.url != row.source_url
     ]
     if not named:
         return []
-    (record, url), more = named[0], len(named) - 1
+    (record, stored), more = named[0], len(named) - 1
     others = f" (and {more} more object{'s' if more > 1 else ''})" if more else ""
     return [
         f"{record.reconciler} {record.kind} {record.namespace}/{record.name}{others}: "
-        f"source.url held credentials (a user name or password), dropped: stored as "
-        f"{redact_url(url)}"
+        f"source.url held credentials (a user name or password), dropped: stored as {stored}"
     ]
 
 
@@ -225,6 +224,7 @@ async def ingest(
     observed_at = min(report.observed_at, received_at)
     part = report.snapshot_part
     environment, cluster_type, claim_warnings = _valid_claims(report)
+    records = [_row(record) for record in report.objects]
     applied = await batcher.apply(
         ReportRow(
             token_hash=hash_token(token_secret, token),
@@ -241,7 +241,7 @@ async def ingest(
             claimed_environment=environment,
             claimed_cluster_type=cluster_type,
             agent_placement=agent_placement,
-            records=[_row(record) for record in report.objects],
+            records=records,
             skipped_kinds=[skipped.model_dump() for skipped in report.skipped_kinds],
         ),
         None
@@ -269,6 +269,6 @@ async def ingest(
                 cluster, environment, cluster_type, agent_placement=agent_placement
             ),
             *_revision_warnings(report),
-            *_url_warnings(report),
+            *_url_warnings(report, records),
         ],
     )
