@@ -339,8 +339,9 @@ _EVALUATE_LISTED = _evaluate(_LISTED)
 # The objects whose verdict may have changed since :since, by id: written by a report (their
 # state, or their removal); following a repository whose branches the harvest moved, deleted or
 # found again; of a live cluster placed since (in another environment or cluster type, which
-# decides its platform config, or registered again: `placed_at`), or that the last count did not
-# see as it is now (registered since, or placed elsewhere); and those of decommissioned
+# decides its platform config, or brought back into service by a new token: `placed_at`), or
+# that the last count did not see as it is now (registered since, or placed elsewhere); and
+# those of decommissioned
 # clusters with a verdict, to drop. The count alone would miss a placement that commits during
 # a round, after this statement and before the count, which records it already. What only time
 # changes (staleness) is not in a verdict: the periods and events read it anew every round.

@@ -84,7 +84,8 @@ class Cluster(Base):
     last_seen_at: Mapped[datetime | None]
     decommissioned_at: Mapped[datetime | None]
     # The hub's time of the last change of its environment or cluster type, or of its coming
-    # back from decommissioning: the drift job judges its objects again from then on.
+    # back from decommissioning: the drift rounds that look back past it judge its objects
+    # again.
     placed_at: Mapped[datetime | None]
     # What the latest report claims (a valid name, or none): shown, never the placement.
     claimed_environment: Mapped[str | None] = mapped_column(String(63))

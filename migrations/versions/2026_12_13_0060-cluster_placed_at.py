@@ -1,7 +1,7 @@
 """When a cluster was last placed: `cluster.placed_at`, for the drift job's rounds.
 
-A round re-judges the objects of clusters placed elsewhere or registered again since the last
-count, found by comparing the cluster type the count saw (`cluster_drift.cluster_type_id`)
+A round re-judges the objects of clusters placed elsewhere or brought back into service since
+the last count, found by comparing the cluster type the count saw (`cluster_drift.cluster_type_id`)
 with the cluster's. A placement that committed during a round, after the round looked for
 what changed and before it counted, was counted already: the next rounds did not see it, and
 the cluster's verdicts waited for the next full pass. The hub's time of a placement, of a
