@@ -202,25 +202,6 @@ async def test_a_round_drops_the_verdicts_of_a_decommissioned_cluster(
     await full_pass_finds_nothing(session, clock, monkeypatch)
 
 
-async def test_a_round_judges_the_objects_of_a_cluster_placed_elsewhere(
-    steady: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    clock.advance(minutes=1)
-    await steady.report()
-    await cluster_service.place(
-        session,
-        "drone-02",
-        ClusterPlacement(environment="dev", cluster_type="large"),
-        now=clock.now,
-        stale_after=STALE_AFTER,
-    )
-
-    evaluation = await evaluate(session, clock)
-
-    assert (evaluation.full, evaluation.judged) == (False, 1)
-    await full_pass_finds_nothing(session, clock, monkeypatch)
-
-
 async def placed_elsewhere(session: AsyncSession, clock: FakeClock) -> None:
     await cluster_service.place(
         session,
@@ -229,6 +210,19 @@ async def placed_elsewhere(session: AsyncSession, clock: FakeClock) -> None:
         now=clock.now,
         stale_after=STALE_AFTER,
     )
+
+
+async def test_a_round_judges_the_objects_of_a_cluster_placed_elsewhere(
+    steady: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock.advance(minutes=1)
+    await steady.report()
+    await placed_elsewhere(session, clock)
+
+    evaluation = await evaluate(session, clock)
+
+    assert (evaluation.full, evaluation.judged) == (False, 1)
+    await full_pass_finds_nothing(session, clock, monkeypatch)
 
 
 async def back_in_service(session: AsyncSession, clock: FakeClock) -> None:
