@@ -322,10 +322,8 @@ def _in_part(column: str) -> str:
 
 
 # Every object of the clusters of a part of the fleet.
-_PART = _Selection(
-    objects=f"(SELECT * FROM object_state WHERE {_in_part('cluster_id')}) AS o",  # noqa: S608 - constants
-    verdicts=_in_part("d.cluster_id"),
-)
+_PART_OBJECTS = f"(SELECT * FROM object_state WHERE {_in_part('cluster_id')}) AS o"  # noqa: S608
+_PART = _Selection(objects=_PART_OBJECTS, verdicts=_in_part("d.cluster_id"))
 # The objects named by :objects (ids, ascending), those a round found changed (_TOUCHED).
 _LISTED = _Selection(
     objects="unnest(CAST(:objects AS bigint[])) AS t (object_id) "
@@ -341,12 +339,11 @@ _EVALUATE_LISTED = _evaluate(_LISTED)
 # found again; of a live cluster placed since (in another environment or cluster type, which
 # decides its platform config, or brought back into service by a new token: `placed_at`), or
 # that the last count did not see as it is now (registered since, or placed elsewhere); and
-# those of decommissioned
-# clusters with a verdict, to drop. The count alone would miss a placement that commits during
-# a round, after this statement and before the count, which records it already. What only time
-# changes (staleness) is not in a verdict: the periods and events read it anew every round.
-# The clusters are found first, then their objects (OFFSET 0): planned as a join, every object
-# was read and then filtered.
+# those of decommissioned clusters with a verdict, to drop. The count alone would miss a
+# placement that commits during a round, after this statement and before the count, which
+# records it already. What only time changes (staleness) is not in a verdict: the periods and
+# events read it anew every round. The clusters are found first, then their objects (OFFSET 0):
+# planned as a join, every object was read and then filtered.
 _TOUCHED = text(f"""
 {_SPELLING}
 placed AS MATERIALIZED (
