@@ -7,7 +7,7 @@ rows for the clusters on the page only.
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -693,7 +693,6 @@ async def record_periods(
 #   it had, so a cluster stale once stays listed, each round, until its drift ends;
 # - with drifted objects and no open period: their periods ended as they were placed
 #   elsewhere, whatever the round judged.
-# A change of FLEETMARK_STALE_AFTER between rounds is seen by the next full pass.
 _PERIODS_DUE = text("""
 WITH held AS MATERIALIZED (
     SELECT cluster_id, bool_or('stale' = ANY(reasons)) AS stale
@@ -748,16 +747,19 @@ async def judged_totals(session: AsyncSession) -> tuple[int, int]:
 
 
 async def last_evaluation(session: AsyncSession) -> DriftEvaluation | None:
-    """The last run: when, and when it last judged every object."""
+    """The last run: when, with which stale-after, and when it last judged every object."""
     found: DriftEvaluation | None = await session.scalar(
         select(DriftEvaluation).where(DriftEvaluation.id == 1)
     )
     return found
 
 
-async def set_evaluated(session: AsyncSession, now: datetime, *, full: bool) -> None:
-    """Record a run at `now`; with `full`, one that judged every object."""
-    values: dict[str, Any] = {"evaluated_at": now}
+async def set_evaluated(
+    session: AsyncSession, now: datetime, *, full: bool, stale_after: timedelta
+) -> None:
+    """Record a run at `now` with that stale-after; with `full`, one that judged every
+    object."""
+    values: dict[str, Any] = {"evaluated_at": now, "stale_after": stale_after}
     if full:
         values["full_at"] = now
     statement = insert(DriftEvaluation).values(id=1, **values)

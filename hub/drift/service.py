@@ -400,8 +400,12 @@ async def evaluate_drift(
                 now=now,
                 selection=Listed(changed[start : start + size]),
             )
+        # The last round's line, by the setting it judged with: a shorter one now makes
+        # stale those that fell silent between the two lines.
         due = await repository.periods_due(
-            session, stale_before=stale_before, stale_before_then=since - stale_after
+            session,
+            stale_before=stale_before,
+            stale_before_then=since - (last.stale_after or stale_after),
         )
         covered: Sequence[Part | list[int]] = _cluster_parts(evaluated.clusters | set(due))
     else:
@@ -417,7 +421,7 @@ async def evaluate_drift(
     await repository.count_per_cluster(session, None if full else evaluated.clusters)
     objects, drifted = await repository.judged_totals(session)
     periods = await _record_periods(session, now=now, stale_before=stale_before, parts=covered)
-    await repository.set_evaluated(session, now, full=full)
+    await repository.set_evaluated(session, now, full=full, stale_after=stale_after)
     events = await _announce(session, now=now, stale_after=stale_after, announcing=announcing)
     return Evaluation(
         evaluated_at=now,

@@ -4,7 +4,7 @@ type; `drift_period`, the spans drifted; `drift_evaluation`, when the fleet was 
 Staleness depends on "now", so these leave it out and readers add it.
 """
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Index, String, Text, text
@@ -175,3 +175,5 @@ class DriftEvaluation(Base):
     evaluated_at: Mapped[datetime]
     # When it last judged every object, not only those whose inputs changed.
     full_at: Mapped[datetime | None]
+    # The stale-after it judged with (FLEETMARK_STALE_AFTER_SECONDS); None before 0061.
+    stale_after: Mapped[timedelta | None]

@@ -20,7 +20,7 @@ from hub.drift import repository, service
 from hub.placement import repository as placement_repository
 from hub.simulation import ROOT
 from tests.conftest import TOKEN_SECRET
-from tests.hub.drifting import STALE_AFTER, drift, evaluate, reasons, rows
+from tests.hub.drifting import ANNOUNCING, STALE_AFTER, drift, evaluate, reasons, rows
 from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock, past_the_overlap
 
@@ -160,6 +160,45 @@ async def test_a_cluster_back_and_silent_again_has_its_periods_follow(
     assert silent[1].judged == 0
     report = await drift(session, clock)
     assert reasons(report) == {("drone-02", f"Kustomization/{ROOT}"): ["failing"]}
+
+
+async def test_a_round_sees_a_stale_after_shorter_than_the_last_rounds(
+    dev: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As above: drone-02's root fails throughout, its app runs in sync, and it was stale once,
+    # so an open period of the cluster says so. Then it falls silent for longer than
+    # STALE_AFTER and the round's overlap together, under a setting of an hour: a round finds it
+    # reporting. The next, under STALE_AFTER again, finds it stale, and its app's period opens.
+    monkeypatch.setattr(service, "FULL_PASS_EVERY", timedelta(hours=1))
+    drone = dev.clusters["drone-02"]
+    drone.run_platform(dev.platform_heads["dev"], ready=False)
+    drone.run_app("functional-test", dev.app_heads["dev"])
+    await dev.report()
+    await evaluate(session, clock)
+    clock.advance(minutes=11)
+    await dev.report("drone-01")
+    await evaluate(session, clock)
+    clock.advance(minutes=1)
+    await dev.report()
+    await evaluate(session, clock)
+    clock.advance(minutes=20)
+    await dev.report("drone-01")
+
+    longer = await service.evaluate_drift(
+        session, now=clock.now, stale_after=timedelta(hours=1), announcing=ANNOUNCING
+    )
+    await session.commit()
+    clock.advance(minutes=1)
+    await dev.report("drone-01")
+    shorter = await evaluate(session, clock)
+
+    assert [(e.full, e.periods_opened) for e in (longer, shorter)] == [(False, 0), (False, 1)]
+    report = await drift(session, clock)
+    assert reasons(report) == {
+        ("drone-02", f"Kustomization/{ROOT}"): ["failing", "stale"],
+        ("drone-02", "Kustomization/hello-world-app-functional-test"): ["stale"],
+    }
+    await full_pass_finds_nothing(session, clock, monkeypatch)
 
 
 async def test_a_round_judges_the_objects_following_a_branch_the_harvest_moved(

@@ -1,0 +1,31 @@
+"""The stale-after a drift round judged with: `drift_evaluation.stale_after`.
+
+A round looks for the clusters whose periods may be due a change though no verdict of theirs
+changed, among them those stale now that were not at the last round. It drew the last round's
+line by its own setting, so after a shorter FLEETMARK_STALE_AFTER_SECONDS it missed the
+clusters that fell silent between the two lines, and their periods waited for the next full
+pass. Each round's setting is now kept, and the next draws the last round's line by it.
+Rounds before this revision have none: the next draws the line by its own, as before.
+
+Revision ID: 0061_drift_stale_after
+Revises: 0060_cluster_placed_at
+Create Date: 2026-12-14 10:00:00
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0061_drift_stale_after"
+down_revision: str | None = "0060_cluster_placed_at"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.add_column("drift_evaluation", sa.Column("stale_after", sa.Interval()))
+
+
+def downgrade() -> None:
+    op.drop_column("drift_evaluation", "stale_after")
