@@ -328,9 +328,10 @@ async def _announce(
 # A round judges the objects whose inputs changed since the last one (a report wrote them, the
 # harvest moved the branches they follow, their cluster was placed or decommissioned:
 # hub/drift/repository.py), and every object when the last round that did is FULL_PASS_EVERY
-# old, or there is none: the safety net for what the increments cannot see (a write that
-# commits more than WRITTEN_OVERLAP, hub/placement/repository.py, after the hub's clock stamped
-# it; a release that judges differently), which finds nothing when they saw it all. At 10,000
+# old, or there is none, or the last round kept no stale-after (before migration 0061): the
+# safety net for what the increments cannot see (a write that commits more than
+# WRITTEN_OVERLAP, hub/placement/repository.py, after the hub's clock stamped it; a release
+# that judges differently), which finds nothing when they saw it all. At 10,000
 # clusters a pass over every object takes some 11 s, spread over parts with pauses; every 15
 # minutes that is about 1 % of a core, where judging every object every 30 s took a third of
 # one. The objects that changed are judged PART_OBJECTS at a time, paced the same way. The
@@ -386,6 +387,7 @@ async def evaluate_drift(
     if (
         last is not None
         and last.full_at is not None
+        and last.stale_after is not None
         and timedelta(0) <= now - last.full_at < FULL_PASS_EVERY
     ):
         full = False
@@ -400,12 +402,10 @@ async def evaluate_drift(
                 now=now,
                 selection=Listed(changed[start : start + size]),
             )
-        # The last round's line, by the setting it judged with: a shorter one now makes
-        # stale those that fell silent between the two lines.
+        # The time before which the last round counted clusters stale, by the setting it
+        # judged with: a shorter one now makes stale those that fell silent in between.
         due = await repository.periods_due(
-            session,
-            stale_before=stale_before,
-            stale_before_then=since - (last.stale_after or stale_after),
+            session, stale_before=stale_before, stale_before_then=since - last.stale_after
         )
         covered: Sequence[Part | list[int]] = _cluster_parts(evaluated.clusters | set(due))
     else:

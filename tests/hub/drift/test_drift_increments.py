@@ -166,9 +166,10 @@ async def test_a_round_sees_a_stale_after_shorter_than_the_last_rounds(
     dev: Fleet, session: AsyncSession, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # As above: drone-02's root fails throughout, its app runs in sync, and it was stale once,
-    # so an open period of the cluster says so. Then it falls silent for longer than
-    # STALE_AFTER and the round's overlap together, under a setting of an hour: a round finds it
-    # reporting. The next, under STALE_AFTER again, finds it stale, and its app's period opens.
+    # so an open period of the cluster says so. Then it falls silent for 20 minutes, under a
+    # setting of an hour: a round finds it reporting. The next, under STALE_AFTER (10 minutes)
+    # again, finds it stale, though its last report came before that round's overlap (5
+    # minutes) and STALE_AFTER together: its app drifts from then on.
     monkeypatch.setattr(service, "FULL_PASS_EVERY", timedelta(hours=1))
     drone = dev.clusters["drone-02"]
     drone.run_platform(dev.platform_heads["dev"], ready=False)
@@ -194,10 +195,9 @@ async def test_a_round_sees_a_stale_after_shorter_than_the_last_rounds(
 
     assert [(e.full, e.periods_opened) for e in (longer, shorter)] == [(False, 0), (False, 1)]
     report = await drift(session, clock)
-    assert reasons(report) == {
-        ("drone-02", f"Kustomization/{ROOT}"): ["failing", "stale"],
-        ("drone-02", "Kustomization/hello-world-app-functional-test"): ["stale"],
-    }
+    app = rows(report)[("drone-02", "Kustomization/hello-world-app-functional-test")]
+    assert [reason.reason.value for reason in app.reasons] == ["stale"]
+    assert app.drifted_since == clock.now
     await full_pass_finds_nothing(session, clock, monkeypatch)
 
 
@@ -348,4 +348,20 @@ async def test_every_object_is_judged_again_once_the_last_full_pass_is_old(
 
     assert (meanwhile.full, meanwhile.judged) == (False, 0)
     assert (again.full, again.judged, again.changed) == (True, 2, 0)
+    assert (after.full, after.judged) == (False, 0)
+
+
+async def test_the_first_round_on_a_store_without_a_kept_stale_after_is_a_full_pass(
+    steady: Fleet, session: AsyncSession, clock: FakeClock
+) -> None:
+    # As a store upgraded from before the rounds kept their setting.
+    await session.execute(text("UPDATE drift_evaluation SET stale_after = NULL"))
+    await session.commit()
+    clock.advance(minutes=1)
+    await steady.report()
+
+    first = await evaluate(session, clock)
+    after = await evaluate(session, clock)
+
+    assert (first.full, first.judged, first.changed) == (True, 2, 0)
     assert (after.full, after.judged) == (False, 0)
