@@ -1,12 +1,13 @@
 """The stale-after a drift round judged with: `drift_evaluation.stale_after`.
 
 A round looks for the clusters whose periods may be due a change though no verdict of theirs
-changed, among them those stale now that the last round did not count stale. It took the time
-before which the last round counted clusters stale to be its own setting before that round,
-so after a shorter FLEETMARK_STALE_AFTER_SECONDS it missed a cluster that fell silent between
-the two times once an open period of the cluster said stale: its objects' stale periods waited
-for the next full pass. Each round's setting is now kept, and the next round reads it. The
-first round after this revision finds none kept, and judges every object as a full pass does.
+changed, among them those stale now that the last round did not count stale. It reckoned the
+last round's stale line (the time before which a report counted as stale) with its own
+setting. After a shorter FLEETMARK_STALE_AFTER_SECONDS it missed a cluster whose last report
+fell between the two lines, once an open period of the cluster said stale: its objects' stale
+periods waited for the next full pass. Each round's setting is now kept, and the next round
+reckons the last round's line with it. The first round after this revision finds none kept,
+and judges every object as a full pass does.
 
 Revision ID: 0061_drift_stale_after
 Revises: 0060_cluster_placed_at

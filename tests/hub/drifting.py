@@ -15,10 +15,12 @@ STALE_AFTER = timedelta(minutes=10)
 ANNOUNCING = service.Announcing(grace=timedelta(minutes=5), source="https://fleetmark.example.com")
 
 
-async def evaluate(session: AsyncSession, clock: FakeClock) -> service.Evaluation:
+async def evaluate(
+    session: AsyncSession, clock: FakeClock, *, stale_after: timedelta = STALE_AFTER
+) -> service.Evaluation:
     """One run of the drift job, now; committed as the job's unit of work is."""
     evaluation = await service.evaluate_drift(
-        session, now=clock.now, stale_after=STALE_AFTER, announcing=ANNOUNCING
+        session, now=clock.now, stale_after=stale_after, announcing=ANNOUNCING
     )
     await session.commit()
     return evaluation

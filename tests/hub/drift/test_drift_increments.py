@@ -20,7 +20,7 @@ from hub.drift import repository, service
 from hub.placement import repository as placement_repository
 from hub.simulation import ROOT
 from tests.conftest import TOKEN_SECRET
-from tests.hub.drifting import ANNOUNCING, STALE_AFTER, drift, evaluate, reasons, rows
+from tests.hub.drifting import STALE_AFTER, drift, evaluate, reasons, rows
 from tests.hub.simulated_fleet import Fleet
 from tests.support import FakeClock, past_the_overlap
 
@@ -185,10 +185,7 @@ async def test_a_round_sees_a_stale_after_shorter_than_the_last_rounds(
     clock.advance(minutes=20)
     await dev.report("drone-01")
 
-    longer = await service.evaluate_drift(
-        session, now=clock.now, stale_after=timedelta(hours=1), announcing=ANNOUNCING
-    )
-    await session.commit()
+    longer = await evaluate(session, clock, stale_after=timedelta(hours=1))
     clock.advance(minutes=1)
     await dev.report("drone-01")
     shorter = await evaluate(session, clock)
