@@ -379,10 +379,13 @@ expected AS (
 -- any path when the source names none (CASE: `IS NULL OR` would have the planner guess that
 -- almost no object passes, and join what follows by nested loops).
 tracked AS MATERIALIZED (
-    SELECT s.source, o.id, o.cluster_id, o.applied_sha,
-           COALESCE(o.applied_revision, '') = '' AS applied_nothing,
-           o.attempted_sha = s.sha AS attempted_target, o.attempted_sha, o.ready,
-           o.applied_since, o.ready_since
+    SELECT s.source, o.id, o.cluster_id,
+           -- Told apart as `compared` needs: a commit, '' for nothing applied, '?' for a
+           -- revision that names no commit (never a sha, which is hexadecimal).
+           COALESCE(o.applied_sha, CASE WHEN COALESCE(o.applied_revision, '') = '' THEN ''
+                                        ELSE '?' END) AS applied_sha,
+           COALESCE(o.attempted_sha, '') AS attempted_sha, o.ready, o.applied_since,
+           o.ready_since
     FROM object_state o
     JOIN unnest(CAST(:spelled_sources AS int[]), CAST(:spelled_urls AS text[]),
                 CAST(:spelled_refs AS text[])) AS p (source, url, ref)
@@ -393,28 +396,28 @@ tracked AS MATERIALIZED (
                ELSE s.path = array_to_string(array_remove(array_remove(
                    string_to_array(COALESCE(o.source_path, ''), '/'), ''), '.'), '/') END
 ),
--- The commits applied or attempted, by way of the few pairs of them objects have.
-commits AS (
-    SELECT DISTINCT p.source, v.sha
-    FROM (SELECT source, applied_sha, attempted_sha FROM tracked GROUP BY 1, 2, 3) AS p
-    CROSS JOIN LATERAL (VALUES (p.applied_sha), (p.attempted_sha)) AS v (sha)
-    WHERE v.sha IS NOT NULL
-),
-compared AS (
-    SELECT c.source, c.sha, NOT g.reachable AS rewritten,
-           CASE WHEN g.id IS NOT NULL THEN {_contains("g.id")} END AS contains,
-           EXISTS (
+-- The pairs of what objects applied and attempted, a few: each compared with the target once.
+compared AS MATERIALIZED (
+    SELECT p.source, p.applied_sha, p.attempted_sha,
+           CASE p.applied_sha WHEN '' THEN false WHEN '?' THEN NULL
+                ELSE CASE WHEN g.id IS NOT NULL THEN {_contains("g.id")} END END AS contains,
+           COALESCE(NOT g.reachable, false) AS rewritten,
+           COALESCE(p.attempted_sha = s.sha, false) OR EXISTS (
                SELECT FROM branch_commit bc
                JOIN jsonb_to_recordset(s.carries) AS ca (branch int, "from" int, until int)
                  ON ca.branch = bc.branch_id AND ca."from" <= bc.position
                 AND (ca.until IS NULL OR bc.position < ca.until)
-               WHERE bc.commit_id = g.id AND bc.mainline) AS carries
-    FROM commits c
+               WHERE bc.commit_id = a.id AND bc.mainline) AS attempted
+    FROM (SELECT DISTINCT source, applied_sha, attempted_sha FROM tracked) AS p
     JOIN src s USING (source)
     LEFT JOIN LATERAL (
         SELECT g.id, g.reachable FROM git_commit g
-        WHERE g.repository_id = s.repository AND g.sha = c.sha LIMIT 1
+        WHERE g.repository_id = s.repository AND g.sha = p.applied_sha LIMIT 1
     ) AS g ON true
+    LEFT JOIN LATERAL (
+        SELECT g.id FROM git_commit g
+        WHERE g.repository_id = s.repository AND g.sha = p.attempted_sha LIMIT 1
+    ) AS a ON true
 ),
 candidate AS (
     SELECT k.cluster_id, k.cluster, k.cluster_type, k.last_seen_at, k.asked, k.place,
@@ -428,7 +431,7 @@ candidate AS (
            -- object's starts at applied_since: one that has run what it runs for the soak
            -- already is soaked either way, and is not read back. Looked up under the CASE, for
            -- those objects alone, not joined to every candidate.
-           COALESCE(CASE WHEN applied.contains AND k.ready AND k.applied_since > k.ready_since
+           COALESCE(CASE WHEN compared.contains AND k.ready AND k.applied_since > k.ready_since
                               AND k.applied_since > :soaked_before THEN COALESCE((
                -- One read of the object's transitions, newest first, each with the earliest
                -- later than it: one reference to the table, which TimescaleDB expands into
@@ -453,26 +456,23 @@ candidate AS (
                  AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)
                ORDER BY t.observed_at DESC LIMIT 1), k.ready_since) END, k.applied_since)
                AS contains_since,
-           CASE WHEN k.applied_sha IS NOT NULL THEN applied.contains
-                WHEN k.applied_nothing IS NOT FALSE THEN false END AS contains,
-           COALESCE(applied.rewritten, false) AS rewritten,
-           COALESCE(k.attempted_target, false) OR COALESCE(attempted.carries, false)
-               AS attempted
+           CASE WHEN k.id IS NULL THEN false ELSE compared.contains END AS contains,
+           COALESCE(compared.rewritten, false) AS rewritten,
+           COALESCE(compared.attempted, false) AS attempted
     -- The expected clusters meet their objects first (OFFSET 0: before the commits compared):
     -- the planner, which cannot tell how many objects `tracked` holds, would otherwise join
     -- them to each lookup of `compared` first and hash the thousands of them once per lookup.
     FROM (
         SELECT e.id AS cluster_id, e.name AS cluster, e.cluster_type, e.last_seen_at, e.asked,
-               p.place, k.source, k.id, k.applied_sha, k.applied_nothing, k.attempted_target,
-               k.attempted_sha, k.ready, k.applied_since, k.ready_since
+               p.place, k.source, k.id, k.applied_sha, k.attempted_sha, k.ready,
+               k.applied_since, k.ready_since
         FROM expected e
         JOIN place p ON p.cluster_type = e.cluster_type
         LEFT JOIN tracked k ON k.cluster_id = e.id AND k.source = p.source
         OFFSET 0
     ) AS k
-    LEFT JOIN compared applied ON applied.source = k.source AND applied.sha = k.applied_sha
-    LEFT JOIN compared attempted
-      ON attempted.source = k.source AND attempted.sha = k.attempted_sha
+    LEFT JOIN compared ON compared.source = k.source AND compared.applied_sha = k.applied_sha
+      AND compared.attempted_sha = k.attempted_sha
     -- OFFSET 0: the stretch's lookup is planned and run once, not again where the rank reads it.
     OFFSET 0
 ),
