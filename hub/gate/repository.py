@@ -296,6 +296,56 @@ def _contains(commit: str) -> str:
     return f"({_on_chain_at_or_after(commit)} OR (NOT {_placed(commit)} AND {walked}))"
 
 
+# Objects Ready since ready_since and running what contains the target since applied_since,
+# later, and less than the soak ago: only their soak's stretch is read back (_STRETCH).
+_MOVED = """compared.contains AND k.ready AND k.applied_since > k.ready_since
+              AND k.applied_since > :soaked_before"""
+
+# The soak's stretch, for the objects _MOVED names: when other revisions ran between ready_since
+# and applied_since, it starts just after the last of them that did not contain the target
+# (status_transition, read back from applied_since as far as that one), else at ready_since.
+# Moving on to a descendant does not restart it. Any other object's starts at applied_since:
+# one that has run what it runs for the soak already is soaked either way, and is not read
+# back. Looked up under the CASE, for those objects alone, not joined to every candidate.
+# A statement that names status_transition costs that table's planning, and on TimescaleDB
+# every chunk's, though most answers read none of it: the judgement first runs without the
+# read-back (_NOT_READ_BACK), and again with it only when it finds such an object.
+_STRETCH = f"""COALESCE(CASE WHEN {_MOVED} THEN COALESCE((
+               -- One read of the object's transitions, newest first, each with the earliest
+               -- later than it: one reference to the table.
+               SELECT t.later
+               FROM src s
+               CROSS JOIN LATERAL (
+                   SELECT b.observed_at, b.applied_sha,
+                          min(b.observed_at) OVER (
+                              ORDER BY b.observed_at DESC
+                              RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE GROUP
+                          ) AS later
+                   FROM status_transition b
+                   WHERE b.object_id = k.id AND b.observed_at >= k.ready_since
+               ) AS t
+               LEFT JOIN LATERAL (
+                   SELECT g.id FROM git_commit g
+                   WHERE g.repository_id = s.repository AND g.sha = t.applied_sha LIMIT 1
+               ) AS g ON true
+               WHERE s.source = k.source AND t.observed_at < k.applied_since
+                 AND t.applied_sha IS DISTINCT FROM k.applied_sha
+                 AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)
+               ORDER BY t.observed_at DESC LIMIT 1), k.ready_since) END, k.applied_since)"""  # noqa: S608
+
+# The judgement without the read-back: every stretch taken to start at applied_since, and
+# `moved` true when an object needs it read back, so that its answer stands only when false.
+_NOT_READ_BACK = {
+    "contains_since": "k.applied_since",
+    "moved": f"""EXISTS (
+           SELECT FROM tracked k
+           JOIN compared ON compared.source = k.source
+            AND compared.applied_sha = k.applied_sha AND compared.attempted_sha = k.attempted_sha
+           WHERE {_MOVED})""",
+}
+_READ_BACK = {"contains_since": _STRETCH, "moved": "false"}
+
+
 # Judges every expected cluster of the environment, the registered ones placed by
 # :placements, against the target's sources, and returns the tally and the listed clusters.
 #
@@ -423,39 +473,7 @@ candidate AS (
     SELECT k.cluster_id, k.cluster, k.cluster_type, k.last_seen_at, k.asked, k.place,
            k.id, k.ready,
            CASE WHEN k.ready THEN k.ready_since END AS ready_since,
-           -- The soak's stretch, for objects Ready since ready_since and running what contains
-           -- the target since applied_since, later, and less than the soak ago: when other
-           -- revisions ran between the two, it starts just after the last of them that did not
-           -- contain the target (status_transition, read back from applied_since as far as that
-           -- one), else at ready_since. Moving on to a descendant does not restart it. Any other
-           -- object's starts at applied_since: one that has run what it runs for the soak
-           -- already is soaked either way, and is not read back. Looked up under the CASE, for
-           -- those objects alone, not joined to every candidate.
-           COALESCE(CASE WHEN compared.contains AND k.ready AND k.applied_since > k.ready_since
-                              AND k.applied_since > :soaked_before THEN COALESCE((
-               -- One read of the object's transitions, newest first, each with the earliest
-               -- later than it: one reference to the table, which TimescaleDB expands into
-               -- every chunk when it plans the statement.
-               SELECT t.later
-               FROM src s
-               CROSS JOIN LATERAL (
-                   SELECT b.observed_at, b.applied_sha,
-                          min(b.observed_at) OVER (
-                              ORDER BY b.observed_at DESC
-                              RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE GROUP
-                          ) AS later
-                   FROM status_transition b
-                   WHERE b.object_id = k.id AND b.observed_at >= k.ready_since
-               ) AS t
-               LEFT JOIN LATERAL (
-                   SELECT g.id FROM git_commit g
-                   WHERE g.repository_id = s.repository AND g.sha = t.applied_sha LIMIT 1
-               ) AS g ON true
-               WHERE s.source = k.source AND t.observed_at < k.applied_since
-                 AND t.applied_sha IS DISTINCT FROM k.applied_sha
-                 AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)
-               ORDER BY t.observed_at DESC LIMIT 1), k.ready_since) END, k.applied_since)
-               AS contains_since,
+           {{contains_since}} AS contains_since,
            CASE WHEN k.id IS NULL THEN false ELSE compared.contains END AS contains,
            COALESCE(compared.rewritten, false) AS rewritten,
            COALESCE(compared.attempted, false) AS attempted
@@ -542,7 +560,7 @@ tally AS (
 -- the page in the order asked for (`position`), each cluster once.
 {{listed}}
 SELECT t.by_rank, t.never_reported, t.stale, t.last_soak_end, t.oldest_report_at, t.silent,
-       t.silent_count, l.leads AS lead, l.placed AS position, l.cluster,
+       t.silent_count, {{moved}} AS moved, l.leads AS lead, l.placed AS position, l.cluster,
        ct.name AS cluster_type, l.last_seen_at, o.reconciler, o.kind, o.namespace, o.name,
        o.applied_revision, l.contains, l.rewritten, l.contains_since, o.attempted_revision,
        l.attempted, l.ready, l.ready_since, o.reason, o.message
@@ -596,17 +614,22 @@ _LISTED = """(
 )"""
 
 
-@functools.lru_cache(maxsize=len(CLUSTER_SORTS) * 2 + 1)
-def _judge(order: Order) -> TextClause:
-    """The judgement with its page in `order`; built once per order, as finding the bound
-    parameters in a statement this long costs a third of a millisecond."""
+@functools.lru_cache(maxsize=(len(CLUSTER_SORTS) * 2 + 1) * 2)
+def _judge(order: Order, *, read_back: bool) -> TextClause:
+    """The judgement with its page in `order`, with the soak's read-back or without it; built
+    once each, as finding the bound parameters in a statement this long costs a third of a
+    millisecond."""
     if order.column is None:
-        return text(_JUDGE.replace("{listed}", f"listed AS {_LISTED_IN_OWN_ORDER}"))
-    direction = "DESC" if order.descending else "ASC"
-    keys = [f"{key} {direction} NULLS LAST" for key in CLUSTER_SORTS[order.column]]
-    keys += ["j.rank", 'j.cluster COLLATE "C"']
-    listed = _LISTED.replace("{order}", ", ".join(keys))
-    return text(_JUDGE.replace("{listed}", f"listed AS {listed}"))
+        listed = _LISTED_IN_OWN_ORDER
+    else:
+        direction = "DESC" if order.descending else "ASC"
+        keys = [f"{key} {direction} NULLS LAST" for key in CLUSTER_SORTS[order.column]]
+        keys += ["j.rank", 'j.cluster COLLATE "C"']
+        listed = _LISTED.replace("{order}", ", ".join(keys))
+    statement = _JUDGE.replace("{listed}", f"listed AS {listed}")
+    for name, sql in (_READ_BACK if read_back else _NOT_READ_BACK).items():
+        statement = statement.replace(f"{{{name}}}", sql)
+    return text(statement)
 
 
 # Every URL spelling of live objects, by a walk of ix_object_state_source that jumps from one
@@ -780,65 +803,63 @@ async def judge(
         for url in source.urls
         for ref in _refs(source.branch)
     ]
-    rows = (
-        await session.execute(
-            _judge(order),
-            {
-                "environment": scope.environment_id,
-                "narrowed": bool(narrowing.cluster_types or narrowing.selector.match_expressions),
-                "cluster_types": list(narrowing.cluster_types) or None,
-                "selector": json.dumps(
-                    [
-                        requirement.model_dump(mode="json")
-                        for requirement in narrowing.selector.match_expressions
-                    ]
-                ),
-                "sources": json.dumps(
-                    [
-                        {
-                            "source": index,
-                            "path": source.path,
-                            "repository": source.repository_id,
-                            "chain": None if source.chain is None else list(source.chain),
-                            "starts": [
-                                {"branch": branch, "position": position}
-                                for branch, position in source.starts
-                            ],
-                            "carries": [
-                                {"branch": branch, "from": start, "until": until}
-                                for branch, start, until in source.carries
-                            ],
-                            "sha": source.sha,
-                        }
-                        for index, source in enumerate(sources)
-                    ]
-                ),
-                "placements": json.dumps(
-                    [
-                        {"place": index, "cluster_type": cluster_type, "source": source}
-                        for index, (cluster_type, source) in enumerate(placements)
-                    ]
-                ),
-                # Each (source, URL spelling, ref) it follows, and every source's URLs and refs
-                # for the index walk: the planner knows nothing of the JSON.
-                "spelled_sources": [spelling[0] for spelling in spelled],
-                "spelled_urls": [spelling[1] for spelling in spelled],
-                "spelled_refs": [spelling[2] for spelling in spelled],
-                "urls": sorted({url for source in sources for url in source.urls}),
-                "refs": sorted({ref for source in sources for ref in _refs(source.branch)}),
-                "ranks": list(_ranks(options)),
-                "on_track": state_of.index(ClusterState.SOAKING),
-                "soak_seconds": options.soak.total_seconds(),
-                "now": now,
-                "stale_before": now - options.stale_after,
-                "stale_seconds": options.stale_after.total_seconds(),
-                "soaked_before": now - options.soak,
-                "leading": leading,
-                "limit": limit,
-                "offset": offset,
-            },
-        )
-    ).all()
+    values = {
+        "environment": scope.environment_id,
+        "narrowed": bool(narrowing.cluster_types or narrowing.selector.match_expressions),
+        "cluster_types": list(narrowing.cluster_types) or None,
+        "selector": json.dumps(
+            [
+                requirement.model_dump(mode="json")
+                for requirement in narrowing.selector.match_expressions
+            ]
+        ),
+        "sources": json.dumps(
+            [
+                {
+                    "source": index,
+                    "path": source.path,
+                    "repository": source.repository_id,
+                    "chain": None if source.chain is None else list(source.chain),
+                    "starts": [
+                        {"branch": branch, "position": position}
+                        for branch, position in source.starts
+                    ],
+                    "carries": [
+                        {"branch": branch, "from": start, "until": until}
+                        for branch, start, until in source.carries
+                    ],
+                    "sha": source.sha,
+                }
+                for index, source in enumerate(sources)
+            ]
+        ),
+        "placements": json.dumps(
+            [
+                {"place": index, "cluster_type": cluster_type, "source": source}
+                for index, (cluster_type, source) in enumerate(placements)
+            ]
+        ),
+        # Each (source, URL spelling, ref) it follows, and every source's URLs and refs
+        # for the index walk: the planner knows nothing of the JSON.
+        "spelled_sources": [spelling[0] for spelling in spelled],
+        "spelled_urls": [spelling[1] for spelling in spelled],
+        "spelled_refs": [spelling[2] for spelling in spelled],
+        "urls": sorted({url for source in sources for url in source.urls}),
+        "refs": sorted({ref for source in sources for ref in _refs(source.branch)}),
+        "ranks": list(_ranks(options)),
+        "on_track": state_of.index(ClusterState.SOAKING),
+        "soak_seconds": options.soak.total_seconds(),
+        "now": now,
+        "stale_before": now - options.stale_after,
+        "stale_seconds": options.stale_after.total_seconds(),
+        "soaked_before": now - options.soak,
+        "leading": leading,
+        "limit": limit,
+        "offset": offset,
+    }
+    rows = (await session.execute(_judge(order, read_back=False), values)).all()
+    if rows[0].moved:
+        rows = (await session.execute(_judge(order, read_back=True), values)).all()
     first = rows[0]
     tally = Tally(
         by_state=dict(zip(state_of, first.by_rank, strict=True)),
