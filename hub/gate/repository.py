@@ -311,8 +311,26 @@ _MOVED = """compared.contains AND k.ready AND k.applied_since > k.ready_since
 # every chunk's, though most answers read none of it: the judgement first runs without the
 # read-back (_NOT_READ_BACK), and again with it only when it finds such an object.
 _STRETCH = f"""COALESCE(CASE WHEN {_MOVED} THEN COALESCE((
+               -- Most often what ran just before applied_since did not contain the target:
+               -- then the stretch starts with the transition after it, two index probes that
+               -- read the newest chunks only. Else the read below.
+               SELECT (SELECT min(n.observed_at) FROM status_transition n
+                       WHERE n.object_id = k.id AND n.observed_at > r.observed_at)
+               FROM src s
+               CROSS JOIN LATERAL (
+                   SELECT b.observed_at, b.applied_sha FROM status_transition b
+                   WHERE b.object_id = k.id AND b.observed_at >= k.ready_since
+                     AND b.observed_at < k.applied_since
+                   ORDER BY b.observed_at DESC LIMIT 1
+               ) AS r
+               LEFT JOIN LATERAL (
+                   SELECT g.id FROM git_commit g
+                   WHERE g.repository_id = s.repository AND g.sha = r.applied_sha LIMIT 1
+               ) AS g ON true
+               WHERE s.source = k.source AND r.applied_sha IS DISTINCT FROM k.applied_sha
+                 AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)), (
                -- One read of the object's transitions, newest first, each with the earliest
-               -- later than it: one reference to the table.
+               -- later than it, as far back as ready_since.
                SELECT t.later
                FROM src s
                CROSS JOIN LATERAL (
