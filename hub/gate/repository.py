@@ -301,6 +301,23 @@ def _contains(commit: str) -> str:
 _MOVED = """compared.contains AND k.ready AND k.applied_since > k.ready_since
               AND k.applied_since > :soaked_before"""
 
+
+def _commit_of(transition: str) -> str:
+    """SQL: the commit (g) in the source s's repository that the transition ran, joined as
+    both reads of the soak's stretch join it."""
+    return f"""LEFT JOIN LATERAL (
+                   SELECT g.id FROM git_commit g
+                   WHERE g.repository_id = s.repository AND g.sha = {transition}.applied_sha LIMIT 1
+               ) AS g ON true"""  # noqa: S608 - an alias of this module's
+
+
+def _without_target(transition: str) -> str:
+    """SQL: the transition ran another revision than the object k runs now, one without the
+    target of the source s (its commit g, _commit_of)."""
+    return f"""{transition}.applied_sha IS DISTINCT FROM k.applied_sha
+                 AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)"""
+
+
 # The soak's stretch, for the objects _MOVED names: when other revisions ran between ready_since
 # and applied_since, it starts just after the last of them that did not contain the target
 # (status_transition, read back from applied_since as far as that one), else at ready_since.
@@ -323,12 +340,8 @@ _STRETCH = f"""COALESCE(CASE WHEN {_MOVED} THEN COALESCE((
                      AND b.observed_at < k.applied_since
                    ORDER BY b.observed_at DESC LIMIT 1
                ) AS r
-               LEFT JOIN LATERAL (
-                   SELECT g.id FROM git_commit g
-                   WHERE g.repository_id = s.repository AND g.sha = r.applied_sha LIMIT 1
-               ) AS g ON true
-               WHERE s.source = k.source AND r.applied_sha IS DISTINCT FROM k.applied_sha
-                 AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)), (
+               {_commit_of("r")}
+               WHERE s.source = k.source AND {_without_target("r")}), (
                -- One read of the object's transitions, newest first, each with the earliest
                -- later than it, as far back as ready_since.
                SELECT t.later
@@ -342,13 +355,9 @@ _STRETCH = f"""COALESCE(CASE WHEN {_MOVED} THEN COALESCE((
                    FROM status_transition b
                    WHERE b.object_id = k.id AND b.observed_at >= k.ready_since
                ) AS t
-               LEFT JOIN LATERAL (
-                   SELECT g.id FROM git_commit g
-                   WHERE g.repository_id = s.repository AND g.sha = t.applied_sha LIMIT 1
-               ) AS g ON true
+               {_commit_of("t")}
                WHERE s.source = k.source AND t.observed_at < k.applied_since
-                 AND t.applied_sha IS DISTINCT FROM k.applied_sha
-                 AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)
+                 AND {_without_target("t")}
                ORDER BY t.observed_at DESC LIMIT 1), k.ready_since) END, k.applied_since)"""  # noqa: S608
 
 # The judgement without the read-back: every stretch taken to start at applied_since, and
