@@ -302,63 +302,34 @@ _MOVED = """compared.contains AND k.ready AND k.applied_since > k.ready_since
               AND k.applied_since > :soaked_before"""
 
 
-def _commit_of(transition: str) -> str:
-    """SQL: the commit (g) in the source s's repository that the transition ran, joined as
-    both reads of the soak's stretch join it."""
-    return f"""LEFT JOIN LATERAL (
-                   SELECT g.id FROM git_commit g
-                   WHERE g.repository_id = s.repository AND g.sha = {transition}.applied_sha LIMIT 1
-               ) AS g ON true"""  # noqa: S608 - an alias of this module's
-
-
-def _without_target(transition: str) -> str:
-    """SQL: the transition ran another revision than the object k runs now, one without the
-    target of the source s (its commit g, _commit_of)."""
-    return f"""{transition}.applied_sha IS DISTINCT FROM k.applied_sha
-                 AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)"""
-
-
 # The soak's stretch, for the objects _MOVED names: when other revisions ran between ready_since
-# and applied_since, it starts just after the last of them that did not contain the target
-# (status_transition, read back from applied_since as far as that one), else at ready_since.
-# Moving on to a descendant does not restart it. Any other object's starts at applied_since:
-# one that has run what it runs for the soak already is soaked either way, and is not read
-# back. Looked up under the CASE, for those objects alone, not joined to every candidate.
+# and applied_since, it starts just after the last of them that did not contain the target,
+# else at ready_since. Moving on to a descendant does not restart it. Any other object's starts
+# at applied_since: one that has run what it runs for the soak already is soaked either way,
+# and is not read back. Looked up under the CASE, for those objects alone, not joined to every
+# candidate. Its transitions are walked back from applied_since, newest first, as far as the
+# first without the target: most often the one just before, never further than ready_since.
 # A statement that names status_transition costs that table's planning, and on TimescaleDB
 # every chunk's, though most answers read none of it: the judgement first runs without the
 # read-back (_NOT_READ_BACK), and again with it only when it finds such an object.
 _STRETCH = f"""COALESCE(CASE WHEN {_MOVED} THEN COALESCE((
-               -- Most often what ran just before applied_since did not contain the target:
-               -- then the stretch starts with the transition after it, two index probes that
-               -- read the newest chunks only. Else the read below.
                SELECT (SELECT min(n.observed_at) FROM status_transition n
                        WHERE n.object_id = k.id AND n.observed_at > r.observed_at)
                FROM src s
                CROSS JOIN LATERAL (
-                   SELECT b.observed_at, b.applied_sha FROM status_transition b
+                   SELECT b.observed_at FROM status_transition b
+                   -- The commit it ran, in the source's repository.
+                   LEFT JOIN LATERAL (
+                       SELECT g.id FROM git_commit g
+                       WHERE g.repository_id = s.repository AND g.sha = b.applied_sha LIMIT 1
+                   ) AS g ON true
                    WHERE b.object_id = k.id AND b.observed_at >= k.ready_since
                      AND b.observed_at < k.applied_since
+                     AND b.applied_sha IS DISTINCT FROM k.applied_sha
+                     AND NOT COALESCE(g.id IS NOT NULL AND {_contains("g.id")}, false)
                    ORDER BY b.observed_at DESC LIMIT 1
                ) AS r
-               {_commit_of("r")}
-               WHERE s.source = k.source AND {_without_target("r")}), (
-               -- One read of the object's transitions, newest first, each with the earliest
-               -- later than it, as far back as ready_since.
-               SELECT t.later
-               FROM src s
-               CROSS JOIN LATERAL (
-                   SELECT b.observed_at, b.applied_sha,
-                          min(b.observed_at) OVER (
-                              ORDER BY b.observed_at DESC
-                              RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE GROUP
-                          ) AS later
-                   FROM status_transition b
-                   WHERE b.object_id = k.id AND b.observed_at >= k.ready_since
-               ) AS t
-               {_commit_of("t")}
-               WHERE s.source = k.source AND t.observed_at < k.applied_since
-                 AND {_without_target("t")}
-               ORDER BY t.observed_at DESC LIMIT 1), k.ready_since) END, k.applied_since)"""  # noqa: S608
+               WHERE s.source = k.source), k.ready_since) END, k.applied_since)"""  # noqa: S608
 
 # The judgement without the read-back: every stretch taken to start at applied_since, and
 # `moved` true when an object needs it read back, so that its answer stands only when false.
